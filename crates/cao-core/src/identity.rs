@@ -1,0 +1,179 @@
+//! Project identity: which `memory/<project_id>/` container a working directory belongs to.
+//!
+//! The chain (spec 000 "Memory Scopes"; spec/reference-facts.md "Project identity"):
+//! 1. an override (`CAO_PROJECT_ID`, else `memory.project_id`), which must match `^[a-zA-Z0-9._-]{1,128}$`;
+//! 2. the normalised `git config --get remote.origin.url` of the cwd (bounded by [`GIT_TIMEOUT`]);
+//! 3. `sha256(realpath(cwd))`, first 12 hex characters.
+//!
+//! When 1 or 2 wins, the cwd hash is kept as an alias so that memories stored before the override or remote
+//! existed are still found.
+
+use crate::error::CoreError;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Upper bound on the `git config` lookup.
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Where a project id came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProjectIdSource {
+    /// `CAO_PROJECT_ID` or `memory.project_id`.
+    Override,
+    /// The normalised git remote URL.
+    GitRemote,
+    /// The cwd hash.
+    CwdHash,
+}
+
+/// A resolved project identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectIdentity {
+    /// The container name under `memory/`.
+    pub project_id: String,
+    /// How it was found.
+    pub source: ProjectIdSource,
+    /// The cwd hash when it is not itself the project id (recall also searches this container).
+    pub alias: Option<String>,
+}
+
+/// Validate an override value against `^[a-zA-Z0-9._-]{1,128}$` (conformance `project_id_override.json`).
+pub fn validate_project_id(v: &str) -> Result<(), CoreError> {
+    let ok = !v.is_empty()
+        && v.len() <= 128
+        && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+        && v != "."
+        && v != "..";
+    if ok { Ok(()) } else { Err(CoreError::InvalidProjectId(v.chars().take(140).collect())) }
+}
+
+/// `sha256(realpath(cwd))[:12]`. When the path cannot be canonicalised (deleted cwd), the path as given is hashed.
+pub fn cwd_hash(cwd: &Path) -> String {
+    let real = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let digest = Sha256::digest(real.to_string_lossy().as_bytes());
+    let mut hex = String::with_capacity(12);
+    for b in digest.iter().take(6) {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    hex
+}
+
+/// Normalise a git remote URL into a project id (conformance `git_remote.json`): trim, lowercase, strip one
+/// leading `git+ssh://`, `ssh://`, `git://`, `https://` or `http://`; drop everything up to and including the
+/// first `@`; if the part before the first `:` has no `/`, that `:` becomes `/`; strip one trailing `.git`;
+/// every run of characters outside `[a-z0-9]` becomes `-`; trim `-`; empty becomes `unknown`.
+pub fn normalize_git_remote(url: &str) -> String {
+    let mut s = url.trim().to_lowercase();
+    for p in ["git+ssh://", "ssh://", "git://", "https://", "http://"] {
+        if let Some(rest) = s.strip_prefix(p) {
+            s = rest.to_owned();
+            break;
+        }
+    }
+    if let Some(at) = s.find('@') {
+        s = s[at + 1..].to_owned();
+    }
+    if let Some(colon) = s.find(':')
+        && !s[..colon].contains('/')
+    {
+        s.replace_range(colon..=colon, "/");
+    }
+    if let Some(rest) = s.strip_suffix(".git") {
+        s = rest.to_owned();
+    }
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let t = out.trim_matches('-');
+    if t.is_empty() { "unknown".to_owned() } else { t.to_owned() }
+}
+
+/// `git config --get remote.origin.url` in `cwd`, or `None` (no git, not a repo, no remote, timeout).
+pub fn git_remote_url(cwd: &Path) -> Option<String> {
+    let mut child = Command::new("git")
+        .args(["config", "--get", "remote.origin.url"])
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                if !status.success() {
+                    return None;
+                }
+                let mut out = String::new();
+                std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+                let out = out.trim().to_owned();
+                return if out.is_empty() { None } else { Some(out) };
+            }
+            Ok(None) if start.elapsed() < GIT_TIMEOUT => std::thread::sleep(Duration::from_millis(2)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+/// Resolve the identity of `cwd` given an optional override (already chosen by env > settings).
+///
+/// Errors: [`CoreError::InvalidProjectId`] when the override is malformed (never silently ignored).
+pub fn resolve_project(cwd: &Path, override_id: Option<&str>) -> Result<ProjectIdentity, CoreError> {
+    let hash = cwd_hash(cwd);
+    if let Some(o) = override_id {
+        validate_project_id(o)?;
+        let alias = (o != hash).then(|| hash.clone());
+        return Ok(ProjectIdentity { project_id: o.to_owned(), source: ProjectIdSource::Override, alias });
+    }
+    if let Some(url) = git_remote_url(cwd) {
+        let id = normalize_git_remote(&url);
+        if id != "unknown" {
+            let alias = (id != hash).then(|| hash.clone());
+            return Ok(ProjectIdentity { project_id: id, source: ProjectIdSource::GitRemote, alias });
+        }
+    }
+    Ok(ProjectIdentity { project_id: hash, source: ProjectIdSource::CwdHash, alias: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_hash_is_12_hex() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let h = cwd_hash(dir.path());
+        assert_eq!(h.len(), 12);
+        assert!(h.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn non_repo_falls_back_to_hash() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let id = resolve_project(dir.path(), None).expect("resolves");
+        assert_eq!(id.source, ProjectIdSource::CwdHash);
+        assert_eq!(id.project_id, cwd_hash(dir.path()));
+        assert_eq!(id.alias, None);
+    }
+
+    #[test]
+    fn override_wins_and_records_alias() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let id = resolve_project(dir.path(), Some("acme.widgets")).expect("resolves");
+        assert_eq!(id.project_id, "acme.widgets");
+        assert_eq!(id.alias, Some(cwd_hash(dir.path())));
+        assert!(resolve_project(dir.path(), Some("has space")).is_err());
+    }
+}

@@ -1,0 +1,36 @@
+//! `cao-core`: the domain vocabulary of the cao memory system (layer 0; depends on no other cao crate).
+//!
+//! What lives here:
+//! - [`Scope`] (where a memory lives) and [`MemoryType`] (a label that never moves it), their string forms,
+//!   scope precedence and the write-authorisation rule ([`scope::scope_write_allowed`]);
+//! - [`Key`] (a validated `^[a-z0-9-]{1,60}$` slug) with the reference's auto-key and sanitising rules, and
+//!   [`key::sanitize_scope_id`] / [`key::normalize_tags`];
+//! - [`TerminalContext`] (who is calling: terminal id, session, agent profile, provider, cwd) and
+//!   [`identity`] (project identity chain: override -> git remote -> cwd hash, with the cwd hash as alias);
+//! - [`Settings`] (`settings.json` in the home dir; env > file > default) and [`CaoHome`] (the directory layout root);
+//! - [`secret`] (the ordered secret-pattern gate and redaction);
+//! - [`Clock`] (injectable time; all timestamps are UTC).
+//!
+//! Invariants:
+//! - A [`Key`] value always matches `^[a-z0-9-]{1,60}$`, so `<dir>/<key>.md` never leaves `<dir>`.
+//! - A resolved scope id for session/agent only contains `[A-Za-z0-9_-]` and is never empty.
+//! - Nothing in this crate performs writes; reads are limited to `settings.json`, env and `git config`.
+
+pub mod clock;
+pub mod context;
+pub mod error;
+pub mod home;
+pub mod identity;
+pub mod key;
+pub mod scope;
+pub mod secret;
+pub mod settings;
+pub mod time;
+
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use context::TerminalContext;
+pub use error::CoreError;
+pub use home::CaoHome;
+pub use key::Key;
+pub use scope::{MemoryType, Scope};
+pub use settings::Settings;
