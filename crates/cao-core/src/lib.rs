@@ -25,6 +25,7 @@ pub mod key;
 pub mod scope;
 pub mod secret;
 pub mod settings;
+pub mod text;
 pub mod time;
 
 pub use clock::{Clock, FixedClock, SystemClock};
