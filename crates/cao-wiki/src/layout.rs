@@ -1,0 +1,549 @@
+//! Where files live (spec 000 "Storage Layout"; spec/reference-facts.md "Layout").
+//!
+//! ```text
+//! <memory_dir>/
+//!   global/wiki/index.md
+//!   global/wiki/global/<key>.md
+//!   global/wiki/session/<session_name>/<key>.md
+//!   global/wiki/agent/<agent_profile>/<key>.md
+//!   <project_id>/wiki/index.md
+//!   <project_id>/wiki/project/<key>.md
+//!   federated/wiki/index.md
+//!   federated/wiki/federated/<key>.md
+//! ```
+//!
+//! Path safety: every path is built from a validated [`Key`] (`^[a-z0-9-]{1,60}$`) and a validated scope id or
+//! container name (a single segment of `[A-Za-z0-9._-]`, 1..=255 bytes, not `.`/`..`), and is then checked
+//! lexically to consist only of normal components below the memory dir ([`WikiError::PathEscape`] otherwise).
+//! Before a directory is used for writing, [`WikiLayout::prepare_dir`] additionally resolves symlinks and
+//! checks that the real directory is inside the real memory dir.
+//!
+//! A project id named `global` or `federated` shares that container's directory (and index.md) with it, as in
+//! the reference; the scope directories inside never collide.
+
+use crate::error::{Result, WikiError};
+use crate::fsio::create_private_dir_all;
+use crate::topic::Topic;
+use cao_core::{Key, Scope};
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// Name of the index file in every `wiki/` directory.
+pub const INDEX_FILE: &str = "index.md";
+/// Name of the wiki directory inside every container.
+pub const WIKI_DIR: &str = "wiki";
+/// The container of global, session and agent memories.
+pub const GLOBAL_CONTAINER: &str = "global";
+/// The container of federated memories.
+pub const FEDERATED_CONTAINER: &str = "federated";
+
+/// Whether `s` is a safe single path segment: 1..=255 bytes of `[A-Za-z0-9._-]`, not `.` or `..`
+/// (the reference's `validate_path_component` rule, plus the usual file-name length limit).
+pub fn is_safe_segment(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 255
+        && s != "."
+        && s != ".."
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Check the scope id for `scope`: required and a safe segment for project/session/agent, absent for
+/// global/federated. Returns the id when there is one.
+///
+/// Errors: [`WikiError::InvalidScopeId`] naming the scope and the id.
+pub fn validate_scope_id(scope: Scope, scope_id: Option<&str>) -> Result<Option<&str>> {
+    let err = |reason| WikiError::InvalidScopeId {
+        scope,
+        scope_id: scope_id.map(str::to_owned),
+        reason,
+    };
+    match (scope.needs_scope_id(), scope_id) {
+        (true, None) => Err(err("this scope needs a scope_id")),
+        (true, Some(id)) if !is_safe_segment(id) => {
+            Err(err("must be 1..=255 characters of [A-Za-z0-9._-] and not . or .."))
+        }
+        (true, Some(id)) => Ok(Some(id)),
+        (false, None) => Ok(None),
+        (false, Some(_)) => Err(err("global and federated memories take no scope_id")),
+    }
+}
+
+/// Check a container name: `global`, `federated` or a project id that is a safe segment.
+///
+/// Errors: [`WikiError::InvalidContainer`].
+pub fn validate_container(container: &str) -> Result<()> {
+    if is_safe_segment(container) {
+        Ok(())
+    } else {
+        Err(WikiError::InvalidContainer(container.to_owned()))
+    }
+}
+
+/// One topic file found by [`WikiLayout::scan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScannedTopic {
+    /// The container directory name (`global`, `federated` or a project id).
+    pub container: String,
+    /// The scope, from the scope directory name.
+    pub scope: Scope,
+    /// The scope id: the container name for project, the sub-directory for session/agent, `None` otherwise.
+    pub scope_id: Option<String>,
+    /// The key, from the file stem.
+    pub key: Key,
+    /// The absolute (memory-dir-based) path of the file; equal to [`WikiLayout::topic_path`] of the identity.
+    pub path: PathBuf,
+}
+
+/// A path [`WikiLayout::scan`] did not use, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedPath {
+    /// The path.
+    pub path: PathBuf,
+    /// Why it was skipped (one line, e.g. "file name is not `<key>.md` with a valid key").
+    pub reason: String,
+}
+
+/// Result of [`WikiLayout::scan`]: topics and skipped paths, each sorted by path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanReport {
+    /// Every topic file whose path is exactly where [`WikiLayout::topic_path`] would put it.
+    pub topics: Vec<ScannedTopic>,
+    /// Everything unexpected inside containers (symlinks, bad names, misplaced scope dirs, unreadable dirs).
+    /// Lock files (`.*.lock`), temp files (`.*.tmp`), `index.md` and top-level directories without a `wiki/`
+    /// directory are skipped silently.
+    pub skipped: Vec<SkippedPath>,
+}
+
+/// A topic file read from disk: its exact text and the parse of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTopic {
+    /// The file text.
+    pub text: String,
+    /// The parsed topic.
+    pub topic: Topic,
+}
+
+/// Read and parse a topic file without following a symlink at `path`.
+///
+/// Returns `Ok(None)` when the file does not exist. Errors: [`WikiError::NotARegularFile`] (symlink, directory,
+/// ...), [`WikiError::Io`], [`WikiError::Corrupt`] (not UTF-8, not a topic file; the caller adds the path).
+pub fn read_topic_file(path: &Path) -> Result<Option<StoredTopic>> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(WikiError::io("stat", path, e)),
+        Ok(m) if !m.file_type().is_file() => return Err(WikiError::NotARegularFile { path: path.to_owned() }),
+        Ok(_) => {}
+    }
+    let bytes = match fs::read(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(WikiError::io("read", path, e)),
+        Ok(b) => b,
+    };
+    let text = String::from_utf8(bytes)
+        .map_err(|e| WikiError::corrupt(format!("not valid UTF-8 at byte {}", e.utf8_error().valid_up_to())))?;
+    let topic = Topic::parse(&text)?;
+    Ok(Some(StoredTopic { text, topic }))
+}
+
+/// The directory layout below one memory directory (`<home>/memory`). Cheap to clone; no I/O on construction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WikiLayout {
+    memory_dir: PathBuf,
+}
+
+impl WikiLayout {
+    /// A layout rooted at `memory_dir` (usually [`cao_core::CaoHome::memory_dir`]).
+    pub fn new(memory_dir: PathBuf) -> Self {
+        Self { memory_dir }
+    }
+
+    /// The memory directory.
+    pub fn memory_dir(&self) -> &Path {
+        &self.memory_dir
+    }
+
+    /// The container of a memory: `global` for global, session and agent; the project id for project;
+    /// `federated` for federated.
+    ///
+    /// Errors: [`WikiError::InvalidScopeId`] (see [`validate_scope_id`]).
+    pub fn container_name(&self, scope: Scope, scope_id: Option<&str>) -> Result<String> {
+        let id = validate_scope_id(scope, scope_id)?;
+        Ok(match (scope, id) {
+            (Scope::Project, Some(project_id)) => project_id.to_owned(),
+            (Scope::Federated, _) => FEDERATED_CONTAINER.to_owned(),
+            _ => GLOBAL_CONTAINER.to_owned(),
+        })
+    }
+
+    /// `<memory_dir>/<container>/wiki`. Errors: [`WikiError::InvalidContainer`], [`WikiError::PathEscape`].
+    pub fn wiki_dir(&self, container: &str) -> Result<PathBuf> {
+        validate_container(container)?;
+        self.contained(self.memory_dir.join(container).join(WIKI_DIR))
+    }
+
+    /// `<memory_dir>/<container>/wiki/index.md`. Errors: as [`WikiLayout::wiki_dir`].
+    pub fn index_path(&self, container: &str) -> Result<PathBuf> {
+        self.contained(self.wiki_dir(container)?.join(INDEX_FILE))
+    }
+
+    /// Path of a topic relative to its wiki dir, `/`-separated, as used in index.md links:
+    /// `global/<key>.md`, `project/<key>.md`, `federated/<key>.md`, `session/<id>/<key>.md`, `agent/<id>/<key>.md`.
+    ///
+    /// Errors: [`WikiError::InvalidScopeId`].
+    pub fn topic_rel_path(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<String> {
+        let id = validate_scope_id(scope, scope_id)?;
+        Ok(match (scope, id) {
+            (Scope::Session | Scope::Agent, Some(id)) => format!("{scope}/{id}/{key}.md"),
+            _ => format!("{scope}/{key}.md"),
+        })
+    }
+
+    /// Absolute path of a topic file: `<wiki_dir(container)>/<topic_rel_path>`.
+    ///
+    /// Errors: [`WikiError::InvalidScopeId`]; [`WikiError::PathEscape`] if the result is not strictly below the
+    /// memory dir (cannot happen for validated inputs; checked anyway).
+    pub fn topic_path(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<PathBuf> {
+        let container = self.container_name(scope, scope_id)?;
+        let rel = self.topic_rel_path(scope, scope_id, key)?;
+        let mut p = self.wiki_dir(&container)?;
+        for part in rel.split('/') {
+            p.push(part);
+        }
+        self.contained(p)
+    }
+
+    /// Lexical containment: `path` must be `memory_dir` followed by one or more normal components.
+    fn contained(&self, path: PathBuf) -> Result<PathBuf> {
+        let ok = path
+            .strip_prefix(&self.memory_dir)
+            .map(|rest| {
+                rest.components().next().is_some() && rest.components().all(|c| matches!(c, Component::Normal(_)))
+            })
+            .unwrap_or(false);
+        if ok { Ok(path) } else { Err(self.escape(path)) }
+    }
+
+    fn escape(&self, path: PathBuf) -> WikiError {
+        WikiError::PathEscape {
+            path,
+            memory_dir: self.memory_dir.clone(),
+        }
+    }
+
+    /// Create `dir` (and missing parents, mode 0700) and check that, with symlinks resolved, it is inside the
+    /// resolved memory dir. Call before writing into `dir`.
+    ///
+    /// Errors: [`WikiError::PathEscape`] (lexically or after resolving symlinks), [`WikiError::Io`].
+    pub fn prepare_dir(&self, dir: &Path) -> Result<()> {
+        let dir = self.contained(dir.to_owned())?;
+        create_private_dir_all(&self.memory_dir).map_err(|e| WikiError::io("create directory", &self.memory_dir, e))?;
+        create_private_dir_all(&dir).map_err(|e| WikiError::io("create directory", &dir, e))?;
+        let real_root =
+            fs::canonicalize(&self.memory_dir).map_err(|e| WikiError::io("resolve", &self.memory_dir, e))?;
+        let real_dir = fs::canonicalize(&dir).map_err(|e| WikiError::io("resolve", &dir, e))?;
+        if real_dir.starts_with(&real_root) && real_dir != real_root {
+            Ok(())
+        } else {
+            Err(self.escape(dir))
+        }
+    }
+
+    /// Read and parse a topic file (no lock needed: files are replaced atomically).
+    ///
+    /// `Ok(None)` when absent. Errors: as [`WikiLayout::topic_path`] and [`read_topic_file`].
+    pub fn read_topic(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<Option<StoredTopic>> {
+        read_topic_file(&self.topic_path(scope, scope_id, key)?)
+    }
+
+    /// Walk every container: `<memory_dir>/<container>/wiki/{global,project,federated}/*.md` and
+    /// `<memory_dir>/<container>/wiki/{session,agent}/<id>/*.md`. Symlinks are never followed (they are
+    /// reported). A file is accepted only when its path is exactly [`WikiLayout::topic_path`] of the identity
+    /// derived from it (scope = scope dir; scope id = container for project, sub-dir for session/agent), so
+    /// e.g. `<project>/wiki/global/k.md` is reported, not returned. Files are not opened.
+    ///
+    /// A missing memory dir gives an empty report. Errors: [`WikiError::Io`] only when the memory dir itself
+    /// cannot be read; anything below it that cannot be read is reported in [`ScanReport::skipped`].
+    pub fn scan(&self) -> Result<ScanReport> {
+        let mut report = ScanReport::default();
+        let top = match fs::read_dir(&self.memory_dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
+            Err(e) => return Err(WikiError::io("read directory", &self.memory_dir, e)),
+            Ok(rd) => rd,
+        };
+        for entry in top {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    report.skip(&self.memory_dir, format!("cannot list: {e}"));
+                    continue;
+                }
+            };
+            let path = entry.path();
+            let Ok(ft) = entry.file_type() else {
+                report.skip(&path, "cannot stat");
+                continue;
+            };
+            if ft.is_symlink() {
+                report.skip(&path, "symlink (not followed)");
+                continue;
+            }
+            if !ft.is_dir() {
+                continue;
+            }
+            let wiki = path.join(WIKI_DIR);
+            let wiki_meta = match fs::symlink_metadata(&wiki) {
+                Ok(m) => m,
+                Err(_) => continue, // not a container (e.g. the reference's `logs/`)
+            };
+            let Some(container) = entry
+                .file_name()
+                .to_str()
+                .map(str::to_owned)
+                .filter(|c| is_safe_segment(c))
+            else {
+                report.skip(&path, "container name is not a valid project id, global or federated");
+                continue;
+            };
+            if !wiki_meta.is_dir() {
+                report.skip(&wiki, "wiki is not a directory (symlinks are not followed)");
+                continue;
+            }
+            self.scan_wiki(&container, &wiki, &mut report);
+        }
+        report.topics.sort_by(|a, b| a.path.cmp(&b.path));
+        report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(report)
+    }
+
+    fn scan_wiki(&self, container: &str, wiki: &Path, report: &mut ScanReport) {
+        for (path, name, ft) in list_dir(wiki, report) {
+            if ft.is_symlink() {
+                report.skip(&path, "symlink (not followed)");
+                continue;
+            }
+            let scope = name.as_deref().and_then(|n| n.parse::<Scope>().ok());
+            match (scope, ft.is_dir()) {
+                (Some(scope @ (Scope::Session | Scope::Agent)), true) => {
+                    if container != GLOBAL_CONTAINER {
+                        report.skip(&path, format!("{scope} memories live only in the global container"));
+                        continue;
+                    }
+                    for (sub, sub_name, sub_ft) in list_dir(&path, report) {
+                        if sub_ft.is_symlink() {
+                            report.skip(&sub, "symlink (not followed)");
+                        } else if !sub_ft.is_dir() {
+                            report.skip(
+                                &sub,
+                                format!("unexpected file directly in {scope}/ (expected <id>/ dirs)"),
+                            );
+                        } else {
+                            match sub_name.filter(|n| is_safe_segment(n)) {
+                                Some(id) => self.scan_scope_dir(container, scope, Some(&id), &sub, report),
+                                None => report.skip(&sub, "directory name is not a valid scope id"),
+                            }
+                        }
+                    }
+                }
+                (Some(scope), true) => {
+                    let scope_id = (scope == Scope::Project).then_some(container);
+                    match self.container_name(scope, scope_id) {
+                        Ok(c) if c == container => self.scan_scope_dir(container, scope, scope_id, &path, report),
+                        _ => report.skip(&path, format!("{scope} memories do not live in container {container}")),
+                    }
+                }
+                (_, false) if is_quiet_name(name.as_deref()) => {}
+                (_, false) if name.as_deref() == Some(INDEX_FILE) => {}
+                (_, true) => report.skip(&path, "unexpected directory (not a scope name)"),
+                (_, false) => report.skip(&path, "unexpected file in wiki/"),
+            }
+        }
+    }
+
+    fn scan_scope_dir(
+        &self,
+        container: &str,
+        scope: Scope,
+        scope_id: Option<&str>,
+        dir: &Path,
+        report: &mut ScanReport,
+    ) {
+        for (path, name, ft) in list_dir(dir, report) {
+            if ft.is_symlink() {
+                report.skip(&path, "symlink (not followed)");
+                continue;
+            }
+            if ft.is_dir() {
+                report.skip(&path, "unexpected directory");
+                continue;
+            }
+            if is_quiet_name(name.as_deref()) {
+                continue;
+            }
+            if !ft.is_file() {
+                report.skip(&path, "not a regular file");
+                continue;
+            }
+            let key = name
+                .as_deref()
+                .and_then(|n| n.strip_suffix(".md"))
+                .and_then(|s| Key::parse_strict(s).ok());
+            let Some(key) = key else {
+                report.skip(&path, "file name is not <key>.md with a key matching ^[a-z0-9-]{1,60}$");
+                continue;
+            };
+            match self.topic_path(scope, scope_id, &key) {
+                Ok(expected) if expected == path => report.topics.push(ScannedTopic {
+                    container: container.to_owned(),
+                    scope,
+                    scope_id: scope_id.map(str::to_owned),
+                    key,
+                    path,
+                }),
+                _ => report.skip(&path, "not at the path its identity maps to"),
+            }
+        }
+    }
+}
+
+impl ScanReport {
+    fn skip(&mut self, path: &Path, reason: impl Into<String>) {
+        self.skipped.push(SkippedPath {
+            path: path.to_owned(),
+            reason: reason.into(),
+        });
+    }
+}
+
+/// Lock and temp files: `.<anything>.lock` / `.<anything>.tmp`.
+fn is_quiet_name(name: Option<&str>) -> bool {
+    name.is_some_and(|n| n.starts_with('.') && (n.ends_with(".lock") || n.ends_with(".tmp")))
+}
+
+/// Entries of `dir` as (path, UTF-8 name if any, file type without following symlinks). Problems are reported.
+fn list_dir(dir: &Path, report: &mut ScanReport) -> Vec<(PathBuf, Option<String>, fs::FileType)> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            report.skip(dir, format!("cannot list: {e}"));
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        match entry {
+            Err(e) => report.skip(dir, format!("cannot list: {e}")),
+            Ok(entry) => {
+                let path = entry.path();
+                match entry.file_type() {
+                    Ok(ft) => out.push((path, entry.file_name().to_str().map(str::to_owned), ft)),
+                    Err(e) => report.skip(&path, format!("cannot stat: {e}")),
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cao_core::key::sanitize_scope_id;
+    use proptest::prelude::*;
+
+    fn key(s: &str) -> Key {
+        Key::parse_strict(s).expect("valid test key")
+    }
+
+    #[test]
+    fn paths_per_scope() {
+        let l = WikiLayout::new(PathBuf::from("/h/memory"));
+        let k = key("k");
+        let cases = [
+            (Scope::Global, None, "/h/memory/global/wiki/global/k.md", "global/k.md"),
+            (
+                Scope::Project,
+                Some("p1"),
+                "/h/memory/p1/wiki/project/k.md",
+                "project/k.md",
+            ),
+            (
+                Scope::Session,
+                Some("sess-1"),
+                "/h/memory/global/wiki/session/sess-1/k.md",
+                "session/sess-1/k.md",
+            ),
+            (
+                Scope::Agent,
+                Some("reviewer"),
+                "/h/memory/global/wiki/agent/reviewer/k.md",
+                "agent/reviewer/k.md",
+            ),
+            (
+                Scope::Federated,
+                None,
+                "/h/memory/federated/wiki/federated/k.md",
+                "federated/k.md",
+            ),
+        ];
+        for (scope, id, abs, rel) in cases {
+            assert_eq!(l.topic_path(scope, id, &k).expect("valid"), PathBuf::from(abs));
+            assert_eq!(l.topic_rel_path(scope, id, &k).expect("valid"), rel);
+        }
+        assert_eq!(
+            l.index_path("p1").expect("valid"),
+            PathBuf::from("/h/memory/p1/wiki/index.md")
+        );
+    }
+
+    #[test]
+    fn rejects_bad_scope_ids_and_containers() {
+        let l = WikiLayout::new(PathBuf::from("/h/memory"));
+        let k = key("k");
+        for (scope, id) in [
+            (Scope::Project, None),
+            (Scope::Project, Some("..")),
+            (Scope::Project, Some(".")),
+            (Scope::Project, Some("a/b")),
+            (Scope::Project, Some("")),
+            (Scope::Session, Some("x\0")),
+            (Scope::Agent, None),
+            (Scope::Global, Some("x")),
+            (Scope::Federated, Some("x")),
+        ] {
+            assert!(
+                matches!(l.topic_path(scope, id, &k), Err(WikiError::InvalidScopeId { .. })),
+                "{scope} {id:?}"
+            );
+        }
+        for c in ["..", ".", "", "a/b", "<PROJECT>"] {
+            assert!(matches!(l.wiki_dir(c), Err(WikiError::InvalidContainer(_))), "{c:?}");
+        }
+        let long = "a".repeat(256);
+        assert!(l.topic_path(Scope::Project, Some(&long), &k).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn topic_path_stays_inside(raw_key in any::<String>(), raw_id in any::<String>(), scope_ix in 0usize..5) {
+            let Ok(k) = Key::sanitize(&raw_key) else { return Ok(()); };
+            let scope = Scope::ALL[scope_ix];
+            let root = PathBuf::from("/h/memory");
+            let l = WikiLayout::new(root.clone());
+            let sanitized = sanitize_scope_id(&raw_id);
+            let ids: [Option<&str>; 3] = [None, Some(sanitized.as_str()), Some(raw_id.as_str())];
+            for id in ids {
+                if let Ok(p) = l.topic_path(scope, id, &k) {
+                    let rest = p.strip_prefix(&root).expect("below the memory dir");
+                    prop_assert!(rest.components().all(|c| matches!(c, Component::Normal(_))), "{p:?}");
+                    prop_assert_eq!(rest.components().count(), if matches!(scope, Scope::Session | Scope::Agent) { 5 } else { 4 });
+                }
+            }
+            // sanitize_scope_id output is always accepted for scopes that need an id.
+            if scope.needs_scope_id() && sanitized.len() <= 255 {
+                prop_assert!(l.topic_path(scope, Some(&sanitized), &k).is_ok());
+            }
+        }
+    }
+}
