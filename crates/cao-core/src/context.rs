@@ -52,9 +52,16 @@ impl TerminalContext {
             (Some(cwd), o) => identity::resolve_project(cwd, o.as_deref()),
             (None, Some(o)) => {
                 identity::validate_project_id(&o)?;
-                Ok(ProjectIdentity { project_id: o, source: identity::ProjectIdSource::Override, alias: None })
+                Ok(ProjectIdentity {
+                    project_id: o,
+                    source: identity::ProjectIdSource::Override,
+                    alias: None,
+                })
             }
-            (None, None) => Err(CoreError::UnresolvableScopeId { scope: "project", missing: "cwd (or CAO_PROJECT_ID)" }),
+            (None, None) => Err(CoreError::UnresolvableScopeId {
+                scope: "project",
+                missing: "cwd (or CAO_PROJECT_ID)",
+            }),
         }
     }
 
@@ -75,14 +82,14 @@ impl TerminalContext {
         match scope {
             Scope::Global | Scope::Federated => Ok(None),
             Scope::Project => Ok(Some(self.project(settings)?.project_id)),
-            Scope::Session => self
-                .session_id()
-                .map(Some)
-                .ok_or(CoreError::UnresolvableScopeId { scope: "session", missing: "session_name (CAO_SESSION_NAME)" }),
-            Scope::Agent => self
-                .agent_id()
-                .map(Some)
-                .ok_or(CoreError::UnresolvableScopeId { scope: "agent", missing: "agent_profile (CAO_AGENT_PROFILE)" }),
+            Scope::Session => self.session_id().map(Some).ok_or(CoreError::UnresolvableScopeId {
+                scope: "session",
+                missing: "session_name (CAO_SESSION_NAME)",
+            }),
+            Scope::Agent => self.agent_id().map(Some).ok_or(CoreError::UnresolvableScopeId {
+                scope: "agent",
+                missing: "agent_profile (CAO_AGENT_PROFILE)",
+            }),
         }
     }
 }
@@ -96,13 +103,25 @@ mod tests {
         let ctx = TerminalContext::default();
         let s = Settings::default();
         assert_eq!(ctx.scope_id_for(Scope::Global, &s), Ok(None));
-        assert!(matches!(ctx.scope_id_for(Scope::Session, &s), Err(CoreError::UnresolvableScopeId { .. })));
-        assert!(matches!(ctx.scope_id_for(Scope::Agent, &s), Err(CoreError::UnresolvableScopeId { .. })));
+        assert!(matches!(
+            ctx.scope_id_for(Scope::Session, &s),
+            Err(CoreError::UnresolvableScopeId { .. })
+        ));
+        assert!(matches!(
+            ctx.scope_id_for(Scope::Agent, &s),
+            Err(CoreError::UnresolvableScopeId { .. })
+        ));
     }
 
     #[test]
     fn ids_are_sanitised() {
-        let ctx = TerminalContext { session_name: Some("a/../b c".into()), ..Default::default() };
-        assert_eq!(ctx.scope_id_for(Scope::Session, &Settings::default()), Ok(Some("abc".into())));
+        let ctx = TerminalContext {
+            session_name: Some("a/../b c".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            ctx.scope_id_for(Scope::Session, &Settings::default()),
+            Ok(Some("abc".into()))
+        );
     }
 }

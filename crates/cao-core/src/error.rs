@@ -14,7 +14,9 @@ pub enum CoreError {
     #[error("invalid key {0:?}: {1}")]
     InvalidKey(String, &'static str),
     /// A project id override does not match `^[a-zA-Z0-9._-]{1,128}$`.
-    #[error("invalid project id {0:?}: must match ^[a-zA-Z0-9._-]{{1,128}}$ (from CAO_PROJECT_ID or memory.project_id)")]
+    #[error(
+        "invalid project id {0:?}: must match ^[a-zA-Z0-9._-]{{1,128}}$ (from CAO_PROJECT_ID or memory.project_id)"
+    )]
     InvalidProjectId(String),
     /// A session/agent/project scope was requested but the terminal context cannot supply its id.
     #[error("cannot resolve scope_id for scope {scope}: {missing} is not known in this terminal context")]

@@ -20,7 +20,12 @@ impl CaoHome {
 
     /// Resolve from the process environment (see module docs). No I/O; the directory may not exist yet.
     pub fn from_env() -> Self {
-        let from = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let from = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
         let root = match from("CAO_HOME").or_else(|| from("CAO_HOME_DIR")) {
             Some(v) => expand_tilde(&v),
             None => home_dir().join(".aws").join("cli-agent-orchestrator"),
@@ -47,7 +52,9 @@ impl CaoHome {
 }
 
 fn home_dir() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"))
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
 }
 
 fn expand_tilde(v: &str) -> PathBuf {

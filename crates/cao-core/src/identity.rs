@@ -10,7 +10,7 @@
 
 use crate::error::CoreError;
 use sha2::{Digest, Sha256};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -43,15 +43,25 @@ pub struct ProjectIdentity {
 pub fn validate_project_id(v: &str) -> Result<(), CoreError> {
     let ok = !v.is_empty()
         && v.len() <= 128
-        && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
         && v != "."
         && v != "..";
-    if ok { Ok(()) } else { Err(CoreError::InvalidProjectId(v.chars().take(140).collect())) }
+    if ok {
+        Ok(())
+    } else {
+        Err(CoreError::InvalidProjectId(v.chars().take(140).collect()))
+    }
 }
 
-/// `sha256(realpath(cwd))[:12]`. When the path cannot be canonicalised (deleted cwd), the path as given is hashed.
+/// `sha256(realpath(cwd))[:12]` as lowercase hex. The path is resolved like Python's non-strict
+/// `os.path.realpath` (see [`realpath`]), so a deleted or not-yet-created cwd still hashes the way the reference
+/// hashes it. On Unix the path's bytes are hashed as they are.
 pub fn cwd_hash(cwd: &Path) -> String {
-    let real = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let real = realpath(cwd);
+    #[cfg(unix)]
+    let digest = Sha256::digest(std::os::unix::ffi::OsStrExt::as_bytes(real.as_os_str()));
+    #[cfg(not(unix))]
     let digest = Sha256::digest(real.to_string_lossy().as_bytes());
     let mut hex = String::with_capacity(12);
     for b in digest.iter().take(6) {
@@ -60,12 +70,41 @@ pub fn cwd_hash(cwd: &Path) -> String {
     hex
 }
 
-/// Normalise a git remote URL into a project id (conformance `git_remote.json`): trim, lowercase, strip one
+/// `path` made absolute with every symlink resolved, like Python's non-strict `os.path.realpath`: when the whole
+/// path exists this is [`std::fs::canonicalize`]; otherwise components are resolved one by one (`.` dropped,
+/// `..` removes the last resolved component, existing prefixes canonicalised) and the missing rest is appended
+/// as written.
+pub fn realpath(path: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for comp in abs.components() {
+        match comp {
+            Component::Prefix(_) | Component::RootDir => out.push(comp.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                if let Ok(real) = std::fs::canonicalize(&out) {
+                    out = real;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Normalise a git remote URL into a project id (conformance `git_remote.json`): trim (whitespace as in
+/// [`crate::text::trim_reference_whitespace`]), lowercase, strip one
 /// leading `git+ssh://`, `ssh://`, `git://`, `https://` or `http://`; drop everything up to and including the
 /// first `@`; if the part before the first `:` has no `/`, that `:` becomes `/`; strip one trailing `.git`;
 /// every run of characters outside `[a-z0-9]` becomes `-`; trim `-`; empty becomes `unknown`.
 pub fn normalize_git_remote(url: &str) -> String {
-    let mut s = url.trim().to_lowercase();
+    let mut s = crate::text::trim_reference_whitespace(url).to_lowercase();
     for p in ["git+ssh://", "ssh://", "git://", "https://", "http://"] {
         if let Some(rest) = s.strip_prefix(p) {
             s = rest.to_owned();
@@ -92,7 +131,11 @@ pub fn normalize_git_remote(url: &str) -> String {
         }
     }
     let t = out.trim_matches('-');
-    if t.is_empty() { "unknown".to_owned() } else { t.to_owned() }
+    if t.is_empty() {
+        "unknown".to_owned()
+    } else {
+        t.to_owned()
+    }
 }
 
 /// `git config --get remote.origin.url` in `cwd`, or `None` (no git, not a repo, no remote, timeout).
@@ -135,16 +178,28 @@ pub fn resolve_project(cwd: &Path, override_id: Option<&str>) -> Result<ProjectI
     if let Some(o) = override_id {
         validate_project_id(o)?;
         let alias = (o != hash).then(|| hash.clone());
-        return Ok(ProjectIdentity { project_id: o.to_owned(), source: ProjectIdSource::Override, alias });
+        return Ok(ProjectIdentity {
+            project_id: o.to_owned(),
+            source: ProjectIdSource::Override,
+            alias,
+        });
     }
     if let Some(url) = git_remote_url(cwd) {
         let id = normalize_git_remote(&url);
         if id != "unknown" {
             let alias = (id != hash).then(|| hash.clone());
-            return Ok(ProjectIdentity { project_id: id, source: ProjectIdSource::GitRemote, alias });
+            return Ok(ProjectIdentity {
+                project_id: id,
+                source: ProjectIdSource::GitRemote,
+                alias,
+            });
         }
     }
-    Ok(ProjectIdentity { project_id: hash, source: ProjectIdSource::CwdHash, alias: None })
+    Ok(ProjectIdentity {
+        project_id: hash,
+        source: ProjectIdSource::CwdHash,
+        alias: None,
+    })
 }
 
 #[cfg(test)]
@@ -157,6 +212,16 @@ mod tests {
         let h = cwd_hash(dir.path());
         assert_eq!(h.len(), 12);
         assert!(h.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+
+    #[test]
+    fn missing_cwd_hashes_its_lexically_resolved_path() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let real = std::fs::canonicalize(dir.path()).expect("canonical");
+        let missing = dir.path().join("gone/./x/../y");
+        assert_eq!(realpath(&missing), real.join("gone/y"));
+        assert_eq!(cwd_hash(&missing), cwd_hash(&real.join("gone/y")));
+        assert_eq!(realpath(dir.path()), real);
     }
 
     #[test]

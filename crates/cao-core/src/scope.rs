@@ -25,11 +25,23 @@ pub enum Scope {
 
 impl Scope {
     /// Every scope, in declaration order.
-    pub const ALL: [Scope; 5] = [Scope::Global, Scope::Project, Scope::Session, Scope::Agent, Scope::Federated];
+    pub const ALL: [Scope; 5] = [
+        Scope::Global,
+        Scope::Project,
+        Scope::Session,
+        Scope::Agent,
+        Scope::Federated,
+    ];
 
     /// Scopes in recall precedence order: session, project, global, agent, federated
     /// (spec/reference-facts.md, "Ranking").
-    pub const PRECEDENCE: [Scope; 5] = [Scope::Session, Scope::Project, Scope::Global, Scope::Agent, Scope::Federated];
+    pub const PRECEDENCE: [Scope; 5] = [
+        Scope::Session,
+        Scope::Project,
+        Scope::Global,
+        Scope::Agent,
+        Scope::Federated,
+    ];
 
     /// The lowercase wire / on-disk name.
     pub fn as_str(self) -> &'static str {
@@ -113,7 +125,12 @@ pub enum MemoryType {
 
 impl MemoryType {
     /// Every memory type, in declaration order.
-    pub const ALL: [MemoryType; 4] = [MemoryType::Project, MemoryType::User, MemoryType::Feedback, MemoryType::Reference];
+    pub const ALL: [MemoryType; 4] = [
+        MemoryType::Project,
+        MemoryType::User,
+        MemoryType::Feedback,
+        MemoryType::Reference,
+    ];
 
     /// The lowercase wire / on-disk name.
     pub fn as_str(self) -> &'static str {

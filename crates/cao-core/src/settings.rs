@@ -27,7 +27,10 @@ impl Settings {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Self::default(),
             Err(e) => Self::with_error(format!("{}: {e}", path.display())),
             Ok(text) => match serde_json::from_str::<Value>(&text) {
-                Ok(Value::Object(map)) => Self { file: map, file_error: None },
+                Ok(Value::Object(map)) => Self {
+                    file: map,
+                    file_error: None,
+                },
                 Ok(_) => Self::with_error(format!("{}: expected a JSON object", path.display())),
                 Err(e) => Self::with_error(format!("{}: {e}", path.display())),
             },
@@ -44,7 +47,10 @@ impl Settings {
 
     fn with_error(e: String) -> Self {
         tracing::warn!(error = %e, "settings.json unreadable; using defaults");
-        Self { file: Map::new(), file_error: Some(e) }
+        Self {
+            file: Map::new(),
+            file_error: Some(e),
+        }
     }
 
     /// The raw file value at a dotted path such as `memory.enabled` (no env overlay).
@@ -82,14 +88,21 @@ impl Settings {
     /// (see [`crate::identity::validate_project_id`]). Empty strings count as unset.
     pub fn project_id_override(&self) -> Option<String> {
         env_nonempty("CAO_PROJECT_ID").or_else(|| {
-            self.file_value("memory.project_id").and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned)
+            self.file_value("memory.project_id")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
         })
     }
 }
 
 /// An environment variable's trimmed value, `None` when unset or blank.
 pub fn env_nonempty(name: &str) -> Option<String> {
-    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
 }
 
 /// `1`, `true`, `yes` (case-insensitive, trimmed) are true; everything else false.
@@ -108,7 +121,10 @@ mod tests {
         assert_eq!(s.file_value("memory.project_id"), Some(&json!("acme")));
         assert!(!s.bool_setting("CAO_TEST_UNSET_VAR_XYZ", "memory.enabled", true));
         let bad = Settings::from_value(json!({"memory": {"enabled": "no"}}));
-        assert!(bad.bool_setting("CAO_TEST_UNSET_VAR_XYZ", "memory.enabled", true), "wrong type fails open");
+        assert!(
+            bad.bool_setting("CAO_TEST_UNSET_VAR_XYZ", "memory.enabled", true),
+            "wrong type fails open"
+        );
     }
 
     #[test]

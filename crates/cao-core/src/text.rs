@@ -1,14 +1,45 @@
-//! Text rules shared by the index and ranking: the BM25 tokeniser.
+//! Text rules shared by the index, ranking and key rules: the BM25 tokeniser and the reference's notion of
+//! whitespace.
 
 /// BM25 tokens as the reference defines them: lowercase runs of ASCII `[a-zA-Z0-9]`; everything else separates
 /// (spec/reference-facts.md "Ranking"). No stemming, no stop words.
 pub fn tokenize(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_ascii_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_ascii_lowercase)
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(str::to_ascii_lowercase)
+}
+
+/// Whether `c` is whitespace as the reference (Python `str.split()`, `str.strip()`, regex `\s`) sees it: Unicode
+/// `White_Space` ([`char::is_whitespace`]) plus the information separators U+001C..=U+001F.
+pub fn is_reference_whitespace(c: char) -> bool {
+    c.is_whitespace() || ('\u{1C}'..='\u{1F}').contains(&c)
+}
+
+/// The whitespace-separated words of `text` (Python `text.split()`): runs of [`is_reference_whitespace`]
+/// separate, empty words are never yielded.
+pub fn split_words(text: &str) -> impl Iterator<Item = &str> + '_ {
+    text.split(is_reference_whitespace).filter(|w| !w.is_empty())
+}
+
+/// `text` without leading and trailing [`is_reference_whitespace`] characters (Python `text.strip()`).
+pub fn trim_reference_whitespace(text: &str) -> &str {
+    text.trim_matches(is_reference_whitespace)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whitespace_includes_information_separators() {
+        let words: Vec<_> = split_words(" a\u{1C}b\u{1F}\u{1F}c\u{3000}d\u{85}e\t").collect();
+        assert_eq!(words, ["a", "b", "c", "d", "e"]);
+        assert_eq!(trim_reference_whitespace("\u{1D} x y\u{A0}"), "x y");
+        assert!(
+            !is_reference_whitespace('\u{200B}'),
+            "a zero-width space is a format character, not whitespace"
+        );
+    }
 
     #[test]
     fn splits_on_non_ascii_alnum() {
