@@ -1,0 +1,198 @@
+//! `cao-http`: the HTTP surface of `cao-server` as an axum [`Router`] (layer 4; over `cao-mcp` and `cao-memory`).
+//!
+//! Routes:
+//! - `/mcp`: the memory tools ([`cao_mcp::MemoryTools`]) over MCP streamable HTTP, served statelessly (no
+//!   `Mcp-Session-Id`; every POST is answered with one JSON body), which the Python `mcp` client and rmcp
+//!   clients both speak. The terminal context of each call comes from that request's headers
+//!   ([`context_from_headers`]): `X-CAO-Terminal-Id`, `X-CAO-Session-Name`, `X-CAO-Agent-Profile`,
+//!   `X-CAO-Provider`, `X-CAO-Cwd` (absolute path; the project identity is derived from it) and
+//!   `X-CAO-Project-Id` (explicit project id, beats the cwd).
+//! - `GET /health`: `{"status": "ok", "version": <crate version>, "memory_enabled": <bool>}`.
+//! - anything else: `404 {"error": "not_found"}`; a known path with the wrong method:
+//!   `405 {"error": "method_not_allowed"}`.
+//!
+//! Invariants:
+//! - The server never substitutes its own working directory for a caller's: without `X-CAO-Cwd` or
+//!   `X-CAO-Project-Id`, project-scope calls fail with the service's "unresolvable scope" error.
+//! - `Host` headers are validated against loopback names unless configured otherwise ([`HttpConfig`]), which
+//!   blocks DNS-rebinding attacks on a server bound to localhost; `/mcp` requests carrying an `Origin` header
+//!   (that is, sent by a web page) are refused with 403, so a page in the user's browser cannot call the tools.
+//! - Cancelling [`HttpConfig::shutdown`] ends in-flight MCP streams so graceful shutdown cannot hang on them.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Json};
+use axum::routing::get;
+use cao_core::TerminalContext;
+use cao_mcp::{ContextSource, FlushSignal, MemoryTools, ServiceHandle};
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Header carrying the caller's terminal id.
+pub const HEADER_TERMINAL_ID: &str = "x-cao-terminal-id";
+/// Header carrying the caller's session name (scope id of `session`).
+pub const HEADER_SESSION_NAME: &str = "x-cao-session-name";
+/// Header carrying the caller's agent profile (scope id of `agent`).
+pub const HEADER_AGENT_PROFILE: &str = "x-cao-agent-profile";
+/// Header carrying the caller's provider (claude_code, codex, kiro_cli, ...).
+pub const HEADER_PROVIDER: &str = "x-cao-provider";
+/// Header carrying the caller's working directory (absolute path, UTF-8); the project identity is derived from it.
+pub const HEADER_CWD: &str = "x-cao-cwd";
+/// Header carrying an explicit project id (beats the cwd-derived identity and `memory.project_id`).
+pub const HEADER_PROJECT_ID: &str = "x-cao-project-id";
+
+/// How the router is built.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// Accepted `Host` header values (`name` or `name:port`) for `/mcp`. The default is the loopback names
+    /// `localhost`, `127.0.0.1` and `::1`; an empty list disables the check (for servers bound to a public
+    /// address, where clients use names the server cannot know).
+    pub allowed_hosts: Vec<String>,
+    /// Cancelled by the server when it shuts down; ends in-flight MCP streams.
+    pub shutdown: CancellationToken,
+    /// Raised after every successful store or forget; drives the `index.md` flusher.
+    pub flush: FlushSignal,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            shutdown: CancellationToken::new(),
+            flush: FlushSignal::new(),
+        }
+    }
+}
+
+/// The terminal context of one HTTP request, from the `X-CAO-*` headers (see the crate docs). Values are
+/// trimmed; empty or non-UTF-8 values count as absent, and a relative `X-CAO-Cwd` is ignored (it would resolve
+/// against the server's directory, not the caller's).
+pub fn context_from_headers(headers: &HeaderMap) -> TerminalContext {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let cwd = get(HEADER_CWD).map(PathBuf::from).filter(|p| {
+        let ok = p.is_absolute();
+        if !ok {
+            tracing::warn!(cwd = %p.display(), "ignoring relative X-CAO-Cwd header");
+        }
+        ok
+    });
+    TerminalContext {
+        terminal_id: get(HEADER_TERMINAL_ID),
+        session_name: get(HEADER_SESSION_NAME),
+        agent_profile: get(HEADER_AGENT_PROFILE),
+        provider: get(HEADER_PROVIDER),
+        cwd,
+        project_id: get(HEADER_PROJECT_ID),
+    }
+}
+
+/// Reads the terminal context of an MCP call from the HTTP request that carried it (rmcp places the request's
+/// [`http::request::Parts`] in the call's extensions). A call without HTTP parts gets an empty context.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HeaderContext;
+
+impl ContextSource for HeaderContext {
+    fn context(&self, request: &RequestContext<RoleServer>) -> TerminalContext {
+        request
+            .extensions
+            .get::<http::request::Parts>()
+            .map(|parts| context_from_headers(&parts.headers))
+            .unwrap_or_default()
+    }
+}
+
+/// The full router: `/mcp`, `GET /health`, JSON 404/405 fallbacks (see the crate docs).
+pub fn router(svc: ServiceHandle, config: HttpConfig) -> Router {
+    let tools = MemoryTools::new(svc.clone(), Arc::new(HeaderContext), config.flush.clone());
+    let mcp_config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_allowed_hosts(config.allowed_hosts.clone())
+        .enforce_origin_validation()
+        .with_cancellation_token(config.shutdown.child_token());
+    let mcp = StreamableHttpService::new(
+        move || Ok(tools.clone()),
+        Arc::new(NeverSessionManager::default()),
+        mcp_config,
+    );
+    Router::new()
+        .route("/health", get(health))
+        .route_service("/mcp", mcp)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(svc)
+}
+
+/// `GET /health`. `memory_enabled` reads the settings like every call does (fail-open).
+async fn health(State(svc): State<ServiceHandle>) -> Json<serde_json::Value> {
+    let enabled = tokio::task::spawn_blocking(move || svc.enabled()).await.unwrap_or(true);
+    Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION"), "memory_enabled": enabled}))
+}
+
+async fn not_found() -> impl IntoResponse {
+    (StatusCode::NOT_FOUND, Json(json!({"error": "not_found"})))
+}
+
+async fn method_not_allowed() -> impl IntoResponse {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        Json(json!({"error": "method_not_allowed"})),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn headers_map_to_context() {
+        let mut h = HeaderMap::new();
+        h.insert("X-CAO-Session-Name", HeaderValue::from_static(" sess-1 "));
+        h.insert("X-CAO-Agent-Profile", HeaderValue::from_static("reviewer"));
+        h.insert("X-CAO-Terminal-Id", HeaderValue::from_static(""));
+        h.insert("X-CAO-Cwd", HeaderValue::from_static("/work/proj"));
+        h.insert("X-CAO-Project-Id", HeaderValue::from_static("acme"));
+        h.insert("X-CAO-Provider", HeaderValue::from_static("codex"));
+        let ctx = context_from_headers(&h);
+        assert_eq!(ctx.session_name.as_deref(), Some("sess-1"));
+        assert_eq!(ctx.agent_profile.as_deref(), Some("reviewer"));
+        assert_eq!(ctx.terminal_id, None, "empty header is absent");
+        assert_eq!(ctx.cwd, Some(PathBuf::from("/work/proj")));
+        assert_eq!(ctx.project_id.as_deref(), Some("acme"));
+        assert_eq!(ctx.provider.as_deref(), Some("codex"));
+    }
+
+    #[test]
+    fn relative_or_missing_cwd_is_absent() {
+        let mut h = HeaderMap::new();
+        h.insert("X-CAO-Cwd", HeaderValue::from_static("proj"));
+        assert_eq!(context_from_headers(&h).cwd, None);
+        assert_eq!(context_from_headers(&HeaderMap::new()), TerminalContext::default());
+    }
+
+    #[test]
+    fn utf8_cwd_is_accepted() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            "X-CAO-Cwd",
+            HeaderValue::from_bytes("/home/zoë/p".as_bytes()).expect("utf-8 bytes are valid"),
+        );
+        assert_eq!(context_from_headers(&h).cwd, Some(PathBuf::from("/home/zoë/p")));
+    }
+}

@@ -1,0 +1,89 @@
+//! [`ServiceHandle`]: a [`MemoryService`] that is opened on first use.
+//!
+//! Opening the service creates `memory/` and the SQLite database. A server started while memory is disabled
+//! must not create them (spec 000: with the switch off nothing is touched), yet the switch is re-read on every
+//! call and may be turned on later. So servers hold a handle: [`ServiceHandle::enabled`] reads only the settings
+//! until the service exists, and [`ServiceHandle::get`] opens it the first time an enabled call needs it. A
+//! failed open is not cached: the next call tries again (the error reaches the caller each time).
+
+use cao_core::{CaoHome, Settings};
+use cao_memory::{MemoryError, MemoryService};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// A shareable, lazily opened [`MemoryService`]. Cloning shares the same service.
+#[derive(Debug, Clone)]
+pub struct ServiceHandle {
+    home: CaoHome,
+    cell: Arc<Mutex<Option<MemoryService>>>,
+}
+
+impl ServiceHandle {
+    /// A handle that opens `MemoryService::open(home)` on first use (no I/O now).
+    pub fn lazy(home: CaoHome) -> Self {
+        Self {
+            home,
+            cell: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// A handle over an already open service (tests, embedding with fixed settings).
+    pub fn open(svc: MemoryService) -> Self {
+        Self {
+            home: svc.home().clone(),
+            cell: Arc::new(Mutex::new(Some(svc))),
+        }
+    }
+
+    /// The home directory.
+    pub fn home(&self) -> &CaoHome {
+        &self.home
+    }
+
+    /// The service if it has been opened.
+    pub fn opened(&self) -> Option<MemoryService> {
+        self.cell.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Whether memory is enabled: the open service's view (which honours fixed settings), else `settings.json`
+    /// and `CAO_MEMORY_ENABLED` read now. Fails open. Blocking (reads a small file).
+    pub fn enabled(&self) -> bool {
+        match self.opened() {
+            Some(svc) => svc.memory_enabled(),
+            None => Settings::load(&self.home).memory_enabled(),
+        }
+    }
+
+    /// The service, opening it now if needed. Blocking.
+    ///
+    /// Errors: those of `MemoryService::open` (database or memory dir cannot be created).
+    pub fn get(&self) -> Result<MemoryService, MemoryError> {
+        let mut cell = self.cell.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(svc) = cell.as_ref() {
+            return Ok(svc.clone());
+        }
+        let svc = MemoryService::open(self.home.clone())?;
+        tracing::debug!(home = %self.home.root().display(), "memory service opened");
+        *cell = Some(svc.clone());
+        Ok(svc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lazy_handle_writes_nothing_until_used() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        let h = ServiceHandle::lazy(CaoHome::new(&home));
+        assert!(h.opened().is_none());
+        let _ = h.enabled();
+        assert!(!home.exists(), "checking the switch must not create the home");
+        let a = h.get().expect("open");
+        assert!(home.join("memory").is_dir());
+        let b = h.clone().get().expect("same service");
+        assert_eq!(a.home(), b.home());
+        assert!(h.opened().is_some());
+    }
+}

@@ -1,0 +1,293 @@
+//! Tool arguments as agents send them, with the JSON schemas (`inputSchema`) advertised by `tools/list`.
+//!
+//! Every field except the required ones is optional and may also be sent as JSON `null`; defaults are applied by
+//! the service (spec 000 "MCP Tools"), and the schemas state them. Arguments are only shaped here: values are
+//! validated in one place, by the service, before any I/O. Unknown argument names are ignored, as the reference
+//! server does.
+
+use cao_memory::{ForgetRequest, RecallRequest, StoreRequest};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
+
+/// Text shared by the `scope` descriptions: what each scope means (spec 000 "Scopes", "Storing into each scope").
+macro_rules! scope_values {
+    () => {
+        "\"global\" (every project and session on this machine), \"project\" (the current \
+project, identified from the working directory or git remote), \"session\" (only the current session), \"agent\" \
+(the current agent profile, across projects), \"federated\" (machine-wide shared tier; content that looks like a \
+credential is refused). Scope decides where the memory is stored and who sees it; memory_type does not."
+    };
+}
+
+/// Text shared by the `memory_type` descriptions (spec 000 "Memory Types").
+macro_rules! type_values {
+    () => {
+        "\"project\" (architecture notes, project conventions), \"user\" (user preferences, \
+working style), \"feedback\" (corrections, recurring mistakes to avoid), \"reference\" (pointers to external \
+resources, docs, links). It is a label only: it never changes where the memory is stored."
+    };
+}
+
+/// Arguments of `memory_store` (spec 000 "memory_store"; reference notes g).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct StoreParams {
+    /// The memory text.
+    #[schemars(
+        description = "The memory to store, as markdown. Required and non-empty; at most 65536 bytes. One or two \
+sentences stating a fact, decision, preference or convention work best."
+    )]
+    pub content: String,
+    /// Target scope; default `project`.
+    #[serde(default)]
+    #[schemars(
+        extend("default" = "project", "enum" = ["global", "project", "session", "agent", "federated", null]),
+        description = concat!("Where the memory lives (default \"project\"). One of: ", scope_values!())
+    )]
+    pub scope: Option<String>,
+    /// Type label; default `project`.
+    #[serde(default)]
+    #[schemars(
+        extend("default" = "project", "enum" = ["project", "user", "feedback", "reference", null]),
+        description = concat!("What kind of memory this is (default \"project\"). One of: ", type_values!())
+    )]
+    pub memory_type: Option<String>,
+    /// Key; derived from the content when absent.
+    #[serde(default)]
+    #[schemars(
+        description = "Stable name of the memory, e.g. \"testing-framework\": lowercase letters, digits and '-', at \
+most 60 characters (other characters are dropped, upper case is lowered). Omit it to derive the key from the first \
+six words of content. Storing again with the same key and scope appends a new timestamped entry that becomes the \
+current content."
+    )]
+    pub key: Option<String>,
+    /// Comma-separated tags.
+    #[serde(default)]
+    #[schemars(description = "Comma-separated tags, e.g. \"testing,pytest\". Blank tags are dropped.")]
+    pub tags: Option<String>,
+}
+
+impl StoreParams {
+    /// The service request for these arguments. `caller_scope` is left unset (the operator default), as the
+    /// reference server passes none.
+    pub fn into_request(self) -> StoreRequest {
+        StoreRequest {
+            content: self.content,
+            scope: self.scope,
+            memory_type: self.memory_type,
+            key: self.key,
+            tags: self.tags,
+            ..Default::default()
+        }
+    }
+}
+
+/// Arguments of `memory_recall` (spec 000 "memory_recall"; reference notes g).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct RecallParams {
+    /// Keyword query.
+    #[serde(default)]
+    #[schemars(
+        description = "Keywords to look for in keys, tags and content (case-insensitive). Omit or leave empty to \
+list the most recent memories."
+    )]
+    pub query: Option<String>,
+    /// Restrict to one scope.
+    #[serde(default)]
+    #[schemars(
+        extend("enum" = ["global", "project", "session", "agent", "federated", null]),
+        description = concat!(
+            "Only search this scope. Omit to search every scope visible to you; results are then ordered by scope \
+precedence session > project > global. Scopes: ",
+            scope_values!()
+        )
+    )]
+    pub scope: Option<String>,
+    /// Restrict to one memory type.
+    #[serde(default)]
+    #[schemars(
+        extend("enum" = ["project", "user", "feedback", "reference", null]),
+        description = concat!("Only return memories with this type label. Omit for all types. Types: ", type_values!())
+    )]
+    pub memory_type: Option<String>,
+    /// 1..=100, default 10.
+    #[serde(default, deserialize_with = "lenient_int")]
+    #[schemars(
+        range(min = 1, max = 100),
+        extend("default" = 10),
+        description = "Maximum number of memories to return: an integer from 1 to 100 (default 10)."
+    )]
+    pub limit: Option<i64>,
+    /// `metadata` | `bm25` | `hybrid`.
+    #[serde(default)]
+    #[schemars(
+        extend("default" = "hybrid", "enum" = ["hybrid", "bm25", "metadata", null]),
+        description = "How candidates are found (default \"hybrid\"). One of: \"metadata\" (every query word must \
+appear in the key, tags or content), \"bm25\" (keyword relevance; any shared word matches), \"hybrid\" (metadata \
+matches first, then BM25 matches fill the remaining slots)."
+    )]
+    pub search_mode: Option<String>,
+    /// `recency` | `score` | `usage`.
+    #[serde(default)]
+    #[schemars(
+        extend("default" = "recency", "enum" = ["recency", "score", "usage", null]),
+        description = "How results are ordered (default \"recency\"). One of: \"recency\" (newest first), \"score\" \
+(composite of BM25 relevance, recency and usage), \"usage\" (most recalled first)."
+    )]
+    pub sort_by: Option<String>,
+    /// Append cross-referenced memories.
+    #[serde(default, deserialize_with = "lenient_bool")]
+    #[schemars(
+        extend("default" = false),
+        description = "Also return memories cross-referenced by the results (one level, after the main results). \
+Default false."
+    )]
+    pub include_related: Option<bool>,
+}
+
+impl RecallParams {
+    /// The service request for these arguments. MCP recall counts accesses (`record_access: true`) and only sees
+    /// the caller's own project, session and agent (`scan_all: false`).
+    pub fn into_request(self) -> RecallRequest {
+        RecallRequest {
+            query: self.query,
+            scope: self.scope,
+            memory_type: self.memory_type,
+            limit: self.limit,
+            search_mode: self.search_mode,
+            sort_by: self.sort_by,
+            include_related: self.include_related.unwrap_or(false),
+            scan_all: false,
+            record_access: true,
+        }
+    }
+}
+
+/// Arguments of `memory_forget` (spec 000 "MCP Tools"; reference notes g).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ForgetParams {
+    /// The key to remove.
+    #[schemars(description = "Key of the memory to remove, as returned by memory_store or memory_recall. Required.")]
+    pub key: String,
+    /// The scope; default `project`.
+    #[serde(default)]
+    #[schemars(
+        extend("default" = "project", "enum" = ["global", "project", "session", "agent", "federated", null]),
+        description = concat!("Scope the memory was stored in (default \"project\"). One of: ", scope_values!())
+    )]
+    pub scope: Option<String>,
+}
+
+impl ForgetParams {
+    /// The service request for these arguments.
+    pub fn into_request(self) -> ForgetRequest {
+        ForgetRequest {
+            key: self.key,
+            scope: self.scope,
+        }
+    }
+}
+
+/// Accept an integer, an integral float (`10.0`) or a decimal string (`"10"`): agents often quote numbers.
+/// Anything else is a deserialisation error naming the value.
+fn lenient_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    use serde::de::Error;
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Number(n)) => {
+            if let Some(i) = n.as_i64() {
+                Ok(Some(i))
+            } else {
+                match n.as_f64() {
+                    Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
+                    _ => Err(D::Error::custom(format!(
+                        "limit must be an integer from 1 to 100, got {n}"
+                    ))),
+                }
+            }
+        }
+        Some(serde_json::Value::String(s)) => s
+            .trim()
+            .parse::<i64>()
+            .map(Some)
+            .map_err(|_| D::Error::custom(format!("limit must be an integer from 1 to 100, got {s:?}"))),
+        Some(other) => Err(D::Error::custom(format!(
+            "limit must be an integer from 1 to 100, got {other}"
+        ))),
+    }
+}
+
+/// Accept a boolean or the strings `"true"` / `"false"` (any case).
+fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    use serde::de::Error;
+    let v = Option::<serde_json::Value>::deserialize(d)?;
+    match v {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Bool(b)) => Ok(Some(b)),
+        Some(serde_json::Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => Ok(Some(true)),
+        Some(serde_json::Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => Ok(Some(false)),
+        Some(other) => Err(D::Error::custom(format!(
+            "include_related must be true or false, got {other}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn recall_defaults_leave_validation_to_the_service_and_count_access() {
+        let p: RecallParams = serde_json::from_value(json!({})).expect("empty object is valid");
+        let r = p.into_request();
+        assert_eq!(r.limit, None);
+        assert!(r.record_access, "MCP recall records access");
+        assert!(!r.scan_all);
+        assert!(!r.include_related);
+    }
+
+    #[test]
+    fn nulls_and_quoted_numbers_are_accepted() {
+        let p: RecallParams = serde_json::from_value(json!({
+            "query": null, "scope": null, "limit": "5", "include_related": "TRUE", "extra": 1
+        }))
+        .expect("lenient values parse");
+        assert_eq!(p.limit, Some(5));
+        assert_eq!(p.include_related, Some(true));
+        let p: RecallParams = serde_json::from_value(json!({"limit": 7.0})).expect("integral float");
+        assert_eq!(p.limit, Some(7));
+    }
+
+    #[test]
+    fn malformed_values_are_rejected_with_the_value_named() {
+        let e = serde_json::from_value::<RecallParams>(json!({"limit": "ten"})).expect_err("not a number");
+        assert!(e.to_string().contains("\"ten\""), "{e}");
+        let e = serde_json::from_value::<RecallParams>(json!({"limit": 2.5})).expect_err("fraction");
+        assert!(e.to_string().contains("2.5"), "{e}");
+        let e = serde_json::from_value::<StoreParams>(json!({"scope": "global"})).expect_err("content required");
+        assert!(e.to_string().contains("content"), "{e}");
+        let e = serde_json::from_value::<ForgetParams>(json!({})).expect_err("key required");
+        assert!(e.to_string().contains("key"), "{e}");
+    }
+
+    #[test]
+    fn store_maps_every_field() {
+        let p: StoreParams = serde_json::from_value(json!({
+            "content": "c", "scope": "global", "memory_type": "user", "key": "k", "tags": "a,b"
+        }))
+        .expect("valid");
+        let r = p.into_request();
+        assert_eq!(
+            (
+                r.content.as_str(),
+                r.scope.as_deref(),
+                r.memory_type.as_deref(),
+                r.key.as_deref(),
+                r.tags.as_deref()
+            ),
+            ("c", Some("global"), Some("user"), Some("k"), Some("a,b"))
+        );
+        assert_eq!(r.caller_scope, None);
+    }
+}

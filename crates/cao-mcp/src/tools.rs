@@ -1,0 +1,325 @@
+//! [`MemoryTools`]: the MCP server handler exposing `memory_store`, `memory_recall` and `memory_forget`.
+
+use crate::context::ContextSource;
+use crate::error::ToolError;
+use crate::flush::FlushSignal;
+use crate::handle::ServiceHandle;
+use crate::params::{ForgetParams, RecallParams, StoreParams};
+use crate::{FORGET, RECALL, STORE};
+use cao_core::TerminalContext;
+use cao_memory::{MemoryError, MemoryService};
+use rmcp::handler::server::tool::schema_for_input;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The name this server reports in the MCP `initialize` result.
+pub const SERVER_NAME: &str = "cao-mcp-server";
+
+/// Instructions sent in the `initialize` result; clients show them to the model.
+const INSTRUCTIONS: &str = "Persistent memory for coding agents. Call memory_recall before asking the user something \
+they may have told you already, and at the start of a task to load project conventions. Call memory_store when you \
+learn a durable fact, decision, preference or convention (one or two sentences; reuse a key to update it). Call \
+memory_forget to remove a memory that is wrong or obsolete. `scope` decides where a memory lives and who sees it \
+(global, project, session, agent, federated); `memory_type` is only a label (project, user, feedback, reference). \
+Every tool returns JSON with `success`; on failure `error` says what to fix.";
+
+const STORE_DESCRIPTION: &str = "Store a persistent memory (a fact, decision, preference or convention) as a markdown \
+wiki topic plus a search-index entry. Storing again with the same key and scope appends a new timestamped entry \
+(upsert); the newest entry is the current content. Returns JSON {success, key, scope, scope_id, file_path, action} \
+with action \"created\" or \"updated\"; on failure {success: false, error, error_kind}. Storing into project, session \
+or agent scope needs that piece of the terminal context (working directory, session name, agent profile).";
+
+const RECALL_DESCRIPTION: &str = "Search stored memories by keywords and filters, ranked by sort_by. Check memory \
+before asking the user, and at the start of a task. Without scope, every scope visible to you is searched and the \
+results follow scope precedence session > project > global. Returns JSON {success, memories: [{key, content, \
+memory_type, scope, tags, file_path, updated_at}]}; on failure {success: false, error, error_kind} (for example an \
+unknown sort_by or search_mode, or a limit outside 1..100).";
+
+const FORGET_DESCRIPTION: &str = "Remove a memory by key and scope (its topic file and index entry). Returns JSON \
+{success, deleted, key, scope, action, path}: action \"deleted\" when it existed, \"absent\" (deleted false) when \
+there was nothing to remove. On failure {success: false, error, error_kind}.";
+
+/// The MCP handler for the memory tools. Cheap to clone (the service and the context source are shared), so an
+/// HTTP transport can build one per session.
+///
+/// Every call: (1) if memory is disabled, returns the disabled payload and touches nothing; (2) parses the
+/// arguments; (3) opens the service if this is its first use ([`ServiceHandle`]) and runs the synchronous service call on the blocking pool; (4) returns the service result, or
+/// `{success: false, error, error_kind}`, as JSON text content plus structured content. Only an unknown tool name
+/// is a protocol error.
+#[derive(Clone)]
+pub struct MemoryTools {
+    svc: ServiceHandle,
+    context: Arc<dyn ContextSource>,
+    flush: FlushSignal,
+}
+
+impl std::fmt::Debug for MemoryTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryTools")
+            .field("flush", &self.flush)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryTools {
+    /// A handler over `svc` that takes each call's terminal context from `context` and raises `flush` after every
+    /// successful store or forget.
+    pub fn new(svc: ServiceHandle, context: Arc<dyn ContextSource>, flush: FlushSignal) -> Self {
+        Self { svc, context, flush }
+    }
+
+    /// The three tool definitions, with input schemas generated from [`StoreParams`], [`RecallParams`] and
+    /// [`ForgetParams`].
+    pub fn tools() -> Vec<Tool> {
+        vec![
+            Tool::new(STORE, STORE_DESCRIPTION, input_schema::<StoreParams>()).annotate(
+                ToolAnnotations::new()
+                    .read_only(false)
+                    .destructive(false)
+                    .idempotent(false)
+                    .open_world(false),
+            ),
+            Tool::new(RECALL, RECALL_DESCRIPTION, input_schema::<RecallParams>())
+                .annotate(ToolAnnotations::new().read_only(true).open_world(false)),
+            Tool::new(FORGET, FORGET_DESCRIPTION, input_schema::<ForgetParams>()).annotate(
+                ToolAnnotations::new()
+                    .read_only(false)
+                    .destructive(true)
+                    .idempotent(true)
+                    .open_world(false),
+            ),
+        ]
+    }
+
+    /// Run tool `name` with `arguments` as the terminal `ctx`, returning the JSON payload for the agent.
+    ///
+    /// Errors: only an unknown tool name (`invalid_params`); every other failure is a `success: false` payload.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        ctx: TerminalContext,
+    ) -> Result<Value, ErrorData> {
+        let payload = match name {
+            STORE => {
+                self.run(STORE, arguments, ctx, |svc, ctx, p: StoreParams| {
+                    svc.store(ctx, p.into_request())
+                })
+                .await
+            }
+            RECALL => {
+                self.run(RECALL, arguments, ctx, |svc, ctx, p: RecallParams| {
+                    svc.recall(ctx, p.into_request())
+                })
+                .await
+            }
+            FORGET => {
+                self.run(FORGET, arguments, ctx, |svc, ctx, p: ForgetParams| {
+                    svc.forget(ctx, p.into_request())
+                })
+                .await
+            }
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool {other:?}: expected one of {STORE}, {RECALL}, {FORGET}"),
+                    None,
+                ));
+            }
+        };
+        Ok(payload)
+    }
+
+    /// The common call path (see the type docs).
+    async fn run<P, R, F>(&self, tool: &'static str, arguments: Option<JsonObject>, ctx: TerminalContext, f: F) -> Value
+    where
+        P: DeserializeOwned + Send + 'static,
+        R: Serialize + Send + 'static,
+        F: FnOnce(&MemoryService, &TerminalContext, P) -> Result<R, MemoryError> + Send + 'static,
+    {
+        let handle = self.svc.clone();
+        let task = tokio::task::spawn_blocking(move || -> Result<Value, ToolError> {
+            if !handle.enabled() {
+                return Err(ToolError::Memory(MemoryError::Disabled));
+            }
+            let params: P = parse_arguments(tool, arguments)?;
+            let svc = handle.get()?;
+            let result = f(&svc, &ctx, params)?;
+            serde_json::to_value(result).map_err(|e| ToolError::Internal {
+                tool,
+                reason: e.to_string(),
+            })
+        });
+        let outcome = match task.await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(ToolError::Internal {
+                tool,
+                reason: e.to_string(),
+            }),
+        };
+        match outcome {
+            Ok(value) => {
+                if tool != RECALL {
+                    self.flush.mark();
+                }
+                tracing::debug!(tool, "tool call succeeded");
+                value
+            }
+            Err(e) => {
+                match &e {
+                    ToolError::Memory(m) if m.is_client_error() => {
+                        tracing::debug!(tool, kind = e.kind(), error = %e, "tool call refused")
+                    }
+                    ToolError::Arguments { .. } => tracing::debug!(tool, error = %e, "tool call refused"),
+                    _ => tracing::warn!(tool, kind = e.kind(), error = %e, "tool call failed"),
+                }
+                e.payload(tool)
+            }
+        }
+    }
+}
+
+/// Deserialize the call's arguments (absent = `{}`) into `P`.
+fn parse_arguments<P: DeserializeOwned>(tool: &'static str, arguments: Option<JsonObject>) -> Result<P, ToolError> {
+    serde_json::from_value(Value::Object(arguments.unwrap_or_default())).map_err(|e| ToolError::Arguments {
+        tool,
+        reason: e.to_string(),
+    })
+}
+
+/// The `inputSchema` of `T`; an object schema is guaranteed for the parameter structs of this crate, and a
+/// permissive object schema is used should generation ever fail, so listing tools cannot fail.
+fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    schema_for_input::<T>().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "tool input schema generation failed");
+        rmcp::handler::server::common::schema_for_empty_input()
+    })
+}
+
+impl ServerHandler for MemoryTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(Self::tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        Self::tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let ctx = self.context.context(&context);
+        let payload = self.call(&request.name, request.arguments, ctx).await?;
+        Ok(CallToolResult::structured(payload).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema(name: &str) -> Value {
+        let tool = MemoryTools::tools()
+            .into_iter()
+            .find(|t| t.name == name)
+            .expect("tool listed");
+        Value::Object(tool.input_schema.as_ref().clone())
+    }
+
+    #[test]
+    fn three_tools_with_spec_parameters_and_defaults() {
+        let names: Vec<_> = MemoryTools::tools().into_iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(names, [STORE, RECALL, FORGET]);
+
+        let s = schema(STORE);
+        assert_eq!(s["type"], "object");
+        assert_eq!(s["required"], serde_json::json!(["content"]));
+        assert_eq!(s["properties"]["scope"]["default"], "project");
+        assert_eq!(s["properties"]["memory_type"]["default"], "project");
+        for p in ["content", "scope", "memory_type", "key", "tags"] {
+            assert!(s["properties"][p]["description"].is_string(), "{p} is described");
+        }
+        let scope_doc = s["properties"]["scope"]["description"].as_str().unwrap_or_default();
+        for v in ["global", "project", "session", "agent", "federated", "memory_type"] {
+            assert!(scope_doc.contains(v), "scope description names {v}");
+        }
+
+        let r = schema(RECALL);
+        assert!(
+            r.get("required")
+                .is_none_or(|v| v.as_array().is_some_and(|a| a.is_empty())),
+            "{r}"
+        );
+        assert_eq!(r["properties"]["limit"]["default"], 10);
+        assert_eq!(r["properties"]["limit"]["minimum"], 1);
+        assert_eq!(r["properties"]["limit"]["maximum"], 100);
+        assert_eq!(r["properties"]["search_mode"]["default"], "hybrid");
+        assert_eq!(r["properties"]["sort_by"]["default"], "recency");
+        assert_eq!(r["properties"]["include_related"]["default"], false);
+        let sort_doc = r["properties"]["sort_by"]["description"].as_str().unwrap_or_default();
+        for v in ["recency", "score", "usage"] {
+            assert!(sort_doc.contains(v), "sort_by description names {v}");
+        }
+
+        let f = schema(FORGET);
+        assert_eq!(f["required"], serde_json::json!(["key"]));
+        assert_eq!(f["properties"]["scope"]["default"], "project");
+    }
+
+    #[test]
+    fn enumerated_values_match_what_the_service_parses() {
+        let r = schema(RECALL);
+        for v in r["properties"]["sort_by"]["enum"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            assert!(cao_memory::SortBy::parse(v).is_ok(), "sort_by {v}");
+        }
+        for v in r["properties"]["search_mode"]["enum"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            assert!(cao_memory::SearchMode::parse(v).is_ok(), "search_mode {v}");
+        }
+        for v in r["properties"]["scope"]["enum"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            assert!(v.parse::<cao_core::Scope>().is_ok(), "scope {v}");
+        }
+        for v in r["properties"]["memory_type"]["enum"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            assert!(v.parse::<cao_core::MemoryType>().is_ok(), "memory_type {v}");
+        }
+    }
+}
