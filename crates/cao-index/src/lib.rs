@@ -1,0 +1,187 @@
+//! `cao-index`: the SQLite index of the cao memory system (layer 1; depends on `cao-core` only).
+//!
+//! The database lives at `<home>/db/cli-agent-orchestrator.db`, the same file the reference implementation uses.
+//! It holds the shared `memory_metadata` table (the reference's exact DDL plus our columns `content`,
+//! `entry_count` and `search_rowid`), the reference's `project_aliases` table, and our own tables, all named
+//! `cao_*`: `cao_schema_migrations`, two FTS5 tables (`cao_memory_fts`: BM25 over the reference's token string with
+//! the `ascii` tokenizer; `cao_memory_trigram`: substring search), `cao_memory_fts_vocab` (document frequencies),
+//! `cao_search_stats` (number of indexed documents) and `cao_wiki_index_dirty` (the index.md refresh queue).
+//! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and how it departs from the reference's BM25.
+//!
+//! Invariants:
+//! - Every write is one `BEGIN IMMEDIATE` transaction covering the row, both FTS tables, the document count and
+//!   the dirty mark of the row's wiki container, so readers never see a row without its search entries or the
+//!   other way round.
+//! - A native row is indexed iff its `search_rowid` is not NULL; then `cao_memory_fts` holds exactly
+//!   `tokenize(key + " " + tags + " " + content)` joined by spaces and `cao_memory_trigram` holds
+//!   `lowercase(key + " " + tags + " " + content)`, both under that rowid, and `cao_search_stats.docs` counts
+//!   those rows. Rows written only by the reference are not indexed (and have `content = ""`) until they are
+//!   re-stored or repaired ([`Index::unindexed_count`]).
+//! - Only rows with `source_kind = 'native'` are read or written; an upsert keeps `id`, `created_at`,
+//!   `access_count` and `last_accessed_at` of an existing identity.
+//! - Datetimes are written in the reference's text format (`YYYY-MM-DD HH:MM:SS.ffffff`, naive UTC;
+//!   `last_accessed_at` with whole seconds as SQLite's `datetime('now')`) and read in any of its shapes.
+//! - Opening is safe with any number of concurrent openers: migrations run under `BEGIN IMMEDIATE` and only add.
+//! - No query text contains caller values: keys, ids and search terms are bound parameters (FTS5 query strings are
+//!   built from quoted, escaped terms and bound too).
+
+mod aliases;
+mod dirty;
+pub mod error;
+mod partition;
+mod row;
+mod schema;
+mod search;
+mod visibility;
+mod write;
+
+pub use aliases::ProjectAlias;
+pub use dirty::DirtyMark;
+pub use error::{IndexError, Result};
+pub use row::{
+    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, NATIVE, container_of, format_db_ts, format_db_ts_secs, parse_db_ts,
+    token_estimate,
+};
+pub use schema::SCHEMA_VERSION;
+pub use search::{ListFilter, search_tokens};
+pub use visibility::Visibility;
+pub use write::UpsertOutcome;
+
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::{Connection, TransactionBehavior};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// File name of the database inside `<home>/db/` (shared with the reference implementation).
+pub const DB_FILE_NAME: &str = "cli-agent-orchestrator.db";
+
+/// How long a statement waits for another process's lock before failing (`PRAGMA busy_timeout`).
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Maximum pooled connections per [`Index`].
+pub const POOL_MAX_SIZE: u32 = 8;
+
+/// A handle on the index database: a pool of up to [`POOL_MAX_SIZE`] connections. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Index {
+    pool: r2d2::Pool<SqliteConnectionManager>,
+    path: PathBuf,
+}
+
+impl fmt::Debug for Index {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Index")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sets the per-connection pragmas on every pooled connection.
+#[derive(Debug)]
+struct Pragmas;
+
+impl r2d2::CustomizeConnection<Connection, rusqlite::Error> for Pragmas {
+    fn on_acquire(&self, conn: &mut Connection) -> std::result::Result<(), rusqlite::Error> {
+        apply_pragmas(conn)
+    }
+}
+
+/// `busy_timeout` first (so the journal-mode switch waits for other openers), then WAL, NORMAL sync, foreign keys.
+fn apply_pragmas(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+}
+
+impl Index {
+    /// Open (creating when missing) the database at `db_path` and bring its schema up to date.
+    ///
+    /// Creates the parent directory (mode 0700) and a new database file with mode 0600. Coexists with a database the
+    /// reference has written: missing tables are created with the reference's DDL and our columns are added with
+    /// `ALTER TABLE`; existing rows are kept.
+    ///
+    /// Errors: [`IndexError::Open`] naming `db_path` when the directory cannot be created, the file cannot be opened,
+    /// is not a SQLite database or is corrupt, or the migration fails.
+    pub fn open(db_path: &Path) -> Result<Index> {
+        let open_err = |reason: String| IndexError::Open {
+            path: db_path.to_owned(),
+            reason,
+        };
+        if let Some(parent) = db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            create_private_dir(parent).map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        create_private_file(db_path).map_err(|e| open_err(format!("cannot create the file: {e}")))?;
+        let mut conn = Connection::open(db_path).map_err(|e| open_err(e.to_string()))?;
+        apply_pragmas(&conn).map_err(|e| open_err(e.to_string()))?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| open_err(e.to_string()))?;
+        schema::migrate(&tx).map_err(|e| open_err(format!("schema migration failed: {e}")))?;
+        tx.commit().map_err(|e| open_err(e.to_string()))?;
+        drop(conn);
+        let manager = SqliteConnectionManager::file(db_path);
+        let pool = r2d2::Pool::builder()
+            .max_size(POOL_MAX_SIZE)
+            .min_idle(Some(0))
+            .connection_timeout(Duration::from_secs(30))
+            .connection_customizer(Box::new(Pragmas))
+            .build(manager)
+            .map_err(|e| open_err(e.to_string()))?;
+        Ok(Index {
+            pool,
+            path: db_path.to_owned(),
+        })
+    }
+
+    /// The database file this index was opened on.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Run `f` in one `BEGIN IMMEDIATE` transaction and commit it.
+    fn write<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.pool.get()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let out = f(&tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+
+    /// Run `f` in one read transaction (one consistent snapshot).
+    fn read<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.pool.get()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+        let out = f(&tx)?;
+        tx.finish()?;
+        Ok(out)
+    }
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+/// Create an empty database file with mode 0600 when it is missing (an empty file is a valid empty database).
+/// SQLite gives the `-wal` and `-shm` files the mode of the database file, so they are owner-only too.
+fn create_private_file(db_path: &Path) -> std::io::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    match opts.open(db_path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}

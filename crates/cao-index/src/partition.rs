@@ -1,0 +1,131 @@
+//! Search rowids: the key of a row in both FTS tables encodes who may read it, so visibility and memory-type
+//! filters become rowid ranges that FTS5 applies inside its own index (no join per matching row).
+//!
+//! Layout of a `search_rowid` (a positive i64): `((partition * 4 + type_index) << 32) | seq`, where `partition`
+//! is the id of the row's `(scope, scope_id)` in `cao_search_partitions`, `type_index` the position of its memory
+//! type in [`MemoryType::ALL`] and `seq` (1 ..= 2^32 - 1) is allocated as the slot's largest + 1. The rows of one
+//! `(scope, scope_id)` therefore occupy one contiguous range, and one memory type of it a contiguous sub-range.
+
+use crate::{IndexError, Result};
+use cao_core::{MemoryType, Scope};
+use rusqlite::{Connection, OptionalExtension};
+
+const SEQ_BITS: u32 = 32;
+const SEQ_MAX: i64 = (1 << SEQ_BITS) - 1;
+/// Largest partition id that keeps every search rowid positive.
+const PARTITION_MAX: i64 = (1 << 29) - 1;
+
+fn type_index(t: MemoryType) -> i64 {
+    match t {
+        MemoryType::Project => 0,
+        MemoryType::User => 1,
+        MemoryType::Feedback => 2,
+        MemoryType::Reference => 3,
+    }
+}
+
+/// `-` for no scope id, `=<id>` otherwise (so a NULL scope id has a key that no real id can produce).
+fn scope_id_key(scope_id: Option<&str>) -> String {
+    scope_id.map_or_else(|| "-".to_owned(), |s| format!("={s}"))
+}
+
+/// The partition id of `(scope, scope_id)`, if one was ever allocated.
+pub(crate) fn find(conn: &Connection, scope: Scope, scope_id: Option<&str>) -> rusqlite::Result<Option<i64>> {
+    conn.prepare_cached("SELECT id FROM cao_search_partitions WHERE scope = ?1 AND scope_id_key = ?2")?
+        .query_row(rusqlite::params![scope.as_str(), scope_id_key(scope_id)], |r| r.get(0))
+        .optional()
+}
+
+/// Every partition id of `scope`, ascending.
+pub(crate) fn of_scope(conn: &Connection, scope: Scope) -> rusqlite::Result<Vec<i64>> {
+    conn.prepare_cached("SELECT id FROM cao_search_partitions WHERE scope = ?1 ORDER BY id")?
+        .query_map([scope.as_str()], |r| r.get(0))?
+        .collect()
+}
+
+/// The partition id of `(scope, scope_id)`, allocated when missing. Inside a write transaction.
+pub(crate) fn ensure(conn: &Connection, scope: Scope, scope_id: Option<&str>) -> Result<i64> {
+    if let Some(id) = find(conn, scope, scope_id)? {
+        return Ok(id);
+    }
+    conn.prepare_cached("INSERT INTO cao_search_partitions (scope, scope_id_key) VALUES (?1, ?2)")?
+        .execute(rusqlite::params![scope.as_str(), scope_id_key(scope_id)])?;
+    let id = conn.last_insert_rowid();
+    if id > PARTITION_MAX {
+        return Err(IndexError::Capacity(format!(
+            "more than {PARTITION_MAX} distinct (scope, scope_id) pairs were ever indexed"
+        )));
+    }
+    Ok(id)
+}
+
+/// The slot (`partition * 4 + type_index`) a search rowid belongs to.
+pub(crate) fn slot_of(search_rowid: i64) -> i64 {
+    search_rowid >> SEQ_BITS
+}
+
+/// The slot of a partition and memory type.
+pub(crate) fn slot(partition: i64, memory_type: MemoryType) -> i64 {
+    partition * 4 + type_index(memory_type)
+}
+
+/// Inclusive search-rowid range of a partition, or of one memory type in it.
+pub(crate) fn range(partition: i64, memory_type: Option<MemoryType>) -> (i64, i64) {
+    match memory_type {
+        Some(t) => {
+            let s = slot(partition, t);
+            (s << SEQ_BITS, (s << SEQ_BITS) | SEQ_MAX)
+        }
+        None => ((partition * 4) << SEQ_BITS, ((partition * 4 + 3) << SEQ_BITS) | SEQ_MAX),
+    }
+}
+
+/// A new search rowid in `slot`: the slot's largest + 1. Inside a write transaction.
+pub(crate) fn allocate(conn: &Connection, slot: i64) -> Result<i64> {
+    let lo = slot << SEQ_BITS;
+    let hi = lo | SEQ_MAX;
+    let max: Option<i64> = conn
+        .prepare_cached("SELECT max(search_rowid) FROM memory_metadata WHERE search_rowid BETWEEN ?1 AND ?2")?
+        .query_row([lo, hi], |r| r.get(0))?;
+    match max {
+        None => Ok(lo + 1),
+        Some(m) if m < hi => Ok(m + 1),
+        Some(_) => Err(IndexError::Capacity(format!(
+            "search rowids of slot {slot} are exhausted"
+        ))),
+    }
+}
+
+/// Sort and merge overlapping or adjacent inclusive ranges.
+pub(crate) fn merge(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_nest_and_merge() {
+        let (lo, hi) = range(5, None);
+        for t in MemoryType::ALL {
+            let (a, b) = range(5, Some(t));
+            assert!(lo <= a && b <= hi, "type range inside the partition range");
+            assert_eq!(slot_of(a + 1), slot(5, t));
+        }
+        assert_eq!(
+            merge(vec![range(6, None), range(5, None), range(9, None)]),
+            vec![(range(5, None).0, range(6, None).1), range(9, None)]
+        );
+        let (_, top) = range(PARTITION_MAX, None);
+        assert!(top > 0, "the largest rowid stays positive");
+    }
+}

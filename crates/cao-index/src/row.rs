@@ -1,0 +1,265 @@
+//! The `memory_metadata` row as this crate exposes it, and the datetime text format shared with the reference.
+
+use cao_core::{Key, MemoryType, Scope};
+use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
+use rusqlite::types::{Value, ValueRef};
+
+/// `source_kind` of every row this crate writes and reads (the reference's `native` backend).
+pub const NATIVE: &str = "native";
+
+/// One memory's metadata row (`memory_metadata`, shared with the reference implementation) plus our two extra
+/// columns `content` and `entry_count`.
+///
+/// Identity: `(key, scope, scope_id, source_kind)`; `scope_id` is `None` for global and federated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryRow {
+    /// Row id (a uuid4 string). Kept across upserts of the same identity.
+    pub id: String,
+    /// The memory key (`^[a-z0-9-]{1,60}$`).
+    pub key: Key,
+    /// Label of the memory.
+    pub memory_type: MemoryType,
+    /// Where the memory lives.
+    pub scope: Scope,
+    /// Project id, session name or agent profile; `None` for global and federated.
+    pub scope_id: Option<String>,
+    /// Backend discriminator; always [`NATIVE`] for rows this crate reads or writes.
+    pub source_kind: String,
+    /// Absolute path of the wiki topic file (the reference stores it absolute).
+    pub file_path: String,
+    /// Normalised comma-separated tags (`""` when none).
+    pub tags: String,
+    /// Provider of the terminal that stored it, when known.
+    pub source_provider: Option<String>,
+    /// Terminal id that stored it, when known.
+    pub source_terminal_id: Option<String>,
+    /// `len(content) / 4` as the reference computes it; a NULL column reads as 0.
+    pub token_estimate: i64,
+    /// First store (kept across upserts). A NULL or unreadable column reads as the Unix epoch.
+    pub created_at: DateTime<Utc>,
+    /// Last store. A NULL or unreadable column reads as the Unix epoch.
+    pub updated_at: DateTime<Utc>,
+    /// Times the memory was returned by recall (at most once per 60 s); kept across upserts.
+    pub access_count: i64,
+    /// Last counted access; kept across upserts. Stored with second precision, as the reference does.
+    pub last_accessed_at: Option<DateTime<Utc>>,
+    /// Last compaction; an upsert with `None` keeps the stored value.
+    pub last_compiled_at: Option<DateTime<Utc>>,
+    /// Legacy related-keys csv (< 1024 bytes); an upsert with `None` keeps the stored value.
+    pub related_keys: Option<String>,
+    /// Current content of the memory (the text after the newest entry heading). `""` for rows that only the
+    /// reference has written.
+    pub content: String,
+    /// Number of `## <ts>` entries in the topic file (1 for rows that only the reference has written).
+    pub entry_count: i64,
+}
+
+impl MemoryRow {
+    /// A fresh native row: `access_count` 0, no access/compile time, no related keys, `entry_count` 1,
+    /// `created_at = updated_at = now`, `token_estimate = len(content) / 4` (bytes, as the reference's `len` on
+    /// ASCII text).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: impl Into<String>,
+        key: Key,
+        scope: Scope,
+        scope_id: Option<String>,
+        memory_type: MemoryType,
+        file_path: impl Into<String>,
+        tags: impl Into<String>,
+        content: impl Into<String>,
+        now: DateTime<Utc>,
+    ) -> MemoryRow {
+        let content = content.into();
+        MemoryRow {
+            id: id.into(),
+            key,
+            memory_type,
+            scope,
+            scope_id,
+            source_kind: NATIVE.to_owned(),
+            file_path: file_path.into(),
+            tags: tags.into(),
+            source_provider: None,
+            source_terminal_id: None,
+            token_estimate: token_estimate(&content),
+            created_at: now,
+            updated_at: now,
+            access_count: 0,
+            last_accessed_at: None,
+            last_compiled_at: None,
+            related_keys: None,
+            content,
+            entry_count: 1,
+        }
+    }
+
+    /// The wiki container this row's topic file lives in (see [`container_of`]).
+    pub fn container(&self) -> String {
+        container_of(self.scope, self.scope_id.as_deref())
+    }
+}
+
+/// `len(content) // 4`, the reference's `token_estimate` (Python `len` counts code points).
+pub fn token_estimate(content: &str) -> i64 {
+    i64::try_from(content.chars().count() / 4).unwrap_or(i64::MAX)
+}
+
+/// Name of the wiki container (`memory/<container>/wiki`) of a scope: `global` for global, session and agent,
+/// `federated` for federated, the project id for project (`""` when it is missing). Mirrors the wiki layout
+/// (spec 000 "Storage Layout").
+pub fn container_of(scope: Scope, scope_id: Option<&str>) -> String {
+    match scope {
+        Scope::Global | Scope::Session | Scope::Agent => "global".to_owned(),
+        Scope::Federated => "federated".to_owned(),
+        Scope::Project => scope_id.unwrap_or_default().to_owned(),
+    }
+}
+
+/// Format a timestamp as the reference's SQLAlchemy `DateTime` text on SQLite: `YYYY-MM-DD HH:MM:SS.ffffff`
+/// (naive UTC, space separator, always six fractional digits).
+pub fn format_db_ts(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S%.6f").to_string()
+}
+
+/// Format a timestamp as SQLite's `datetime('now')` does (the reference's `last_accessed_at`):
+/// `YYYY-MM-DD HH:MM:SS`.
+pub fn format_db_ts_secs(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+/// Parse a stored datetime: `YYYY-MM-DD HH:MM:SS[.f…]` or with `T`, optionally followed by `Z` or a `±HH:MM`
+/// offset (converted to UTC). A value without an offset is UTC. `None` for anything else.
+pub fn parse_db_ts(s: &str) -> Option<DateTime<Utc>> {
+    let s = s.trim();
+    let s = s.strip_suffix('Z').unwrap_or(s);
+    let normalised: String = s
+        .chars()
+        .enumerate()
+        .map(|(i, c)| if i == 10 && c == 'T' { ' ' } else { c })
+        .collect();
+    if let Ok(naive) = NaiveDateTime::parse_from_str(&normalised, "%Y-%m-%d %H:%M:%S%.f") {
+        return Some(naive.and_utc());
+    }
+    if let Ok(naive) = NaiveDateTime::parse_from_str(&normalised, "%Y-%m-%d %H:%M") {
+        return Some(naive.and_utc());
+    }
+    DateTime::parse_from_str(&normalised, "%Y-%m-%d %H:%M:%S%.f%:z")
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Columns selected by every row query, in [`decode_row`] order (`m` is the table alias).
+pub(crate) const ROW_COLUMNS: &str = "m.id, m.\"key\", m.memory_type, m.scope, m.scope_id, m.source_kind, m.file_path, \
+     m.tags, m.source_provider, m.source_terminal_id, m.token_estimate, m.created_at, m.updated_at, m.access_count, \
+     m.last_accessed_at, m.last_compiled_at, m.related_keys, m.content, m.entry_count";
+
+/// Why one stored row cannot be represented as a [`MemoryRow`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidRow {
+    /// The row's `id` column.
+    pub id: String,
+    /// What is wrong (names the column and its value).
+    pub reason: String,
+}
+
+/// Decode a row selected with [`ROW_COLUMNS`] starting at column `base`.
+/// `Ok(Err(..))` when the row holds values we cannot represent (unknown scope/type, invalid key).
+pub(crate) fn decode_row(row: &rusqlite::Row<'_>, base: usize) -> rusqlite::Result<Result<MemoryRow, InvalidRow>> {
+    let text = |i: usize| -> rusqlite::Result<Option<String>> { Ok(value_text(row.get_ref(base + i)?)) };
+    let int = |i: usize| -> rusqlite::Result<Option<i64>> { Ok(value_int(row.get_ref(base + i)?)) };
+    let ts = |i: usize| -> rusqlite::Result<Option<DateTime<Utc>>> { Ok(text(i)?.as_deref().and_then(parse_db_ts)) };
+
+    let id = text(0)?.unwrap_or_default();
+    let bad = |reason: String| Ok(Err(InvalidRow { id: id.clone(), reason }));
+    let key_s = text(1)?.unwrap_or_default();
+    let Ok(key) = Key::parse_strict(&key_s) else {
+        return bad(format!("key {key_s:?} does not match ^[a-z0-9-]{{1,60}}$"));
+    };
+    let type_s = text(2)?.unwrap_or_default();
+    let Ok(memory_type) = type_s.parse::<MemoryType>() else {
+        return bad(format!(
+            "memory_type {type_s:?} is not one of project, user, feedback, reference"
+        ));
+    };
+    let scope_s = text(3)?.unwrap_or_default();
+    let Ok(scope) = scope_s.parse::<Scope>() else {
+        return bad(format!(
+            "scope {scope_s:?} is not one of global, project, session, agent, federated"
+        ));
+    };
+    Ok(Ok(MemoryRow {
+        key,
+        memory_type,
+        scope,
+        scope_id: text(4)?,
+        source_kind: text(5)?.unwrap_or_else(|| NATIVE.to_owned()),
+        file_path: text(6)?.unwrap_or_default(),
+        tags: text(7)?.unwrap_or_default(),
+        source_provider: text(8)?,
+        source_terminal_id: text(9)?,
+        token_estimate: int(10)?.unwrap_or(0),
+        created_at: ts(11)?.unwrap_or(DateTime::UNIX_EPOCH),
+        updated_at: ts(12)?.unwrap_or(DateTime::UNIX_EPOCH),
+        access_count: int(13)?.unwrap_or(0),
+        last_accessed_at: ts(14)?,
+        last_compiled_at: ts(15)?,
+        related_keys: text(16)?,
+        content: text(17)?.unwrap_or_default(),
+        entry_count: int(18)?.unwrap_or(1),
+        id,
+    }))
+}
+
+fn value_text(v: ValueRef<'_>) -> Option<String> {
+    match v {
+        ValueRef::Null => None,
+        ValueRef::Text(b) | ValueRef::Blob(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        ValueRef::Integer(i) => Some(i.to_string()),
+        ValueRef::Real(f) => Some(f.to_string()),
+    }
+}
+
+fn value_int(v: ValueRef<'_>) -> Option<i64> {
+    match v {
+        ValueRef::Null | ValueRef::Blob(_) => None,
+        ValueRef::Integer(i) => Some(i),
+        // Saturating float-to-int conversion is the intended lenient reading of a REAL column.
+        ValueRef::Real(f) => Some(f as i64),
+        ValueRef::Text(b) => std::str::from_utf8(b).ok().and_then(|s| s.trim().parse().ok()),
+    }
+}
+
+/// An optional timestamp as a bindable value in the given format.
+pub(crate) fn opt_ts(t: Option<DateTime<Utc>>, fmt: fn(DateTime<Utc>) -> String) -> Value {
+    t.map_or(Value::Null, |t| Value::Text(fmt(t)))
+}
+
+/// Minimum time between two counted accesses of one row (spec/reference-facts.md "Ranking": at most once per 60 s).
+pub const ACCESS_MIN_INTERVAL: TimeDelta = TimeDelta::seconds(60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_every_reference_datetime_shape() {
+        let want = parse_db_ts("2026-11-29 18:36:51.593405").expect("reference format");
+        assert_eq!(format_db_ts(want), "2026-11-29 18:36:51.593405");
+        assert_eq!(parse_db_ts("2026-11-29T18:36:51.593405+00:00"), Some(want));
+        assert_eq!(parse_db_ts("2026-11-29 20:36:51.593405+02:00"), Some(want));
+        assert_eq!(parse_db_ts("2026-11-29T18:36:51.593405Z"), Some(want));
+        let secs = parse_db_ts("2026-11-29 18:38:33").expect("datetime('now') format");
+        assert_eq!(format_db_ts_secs(secs), "2026-11-29 18:38:33");
+        assert_eq!(format_db_ts(secs), "2026-11-29 18:38:33.000000");
+        assert_eq!(parse_db_ts("yesterday"), None);
+    }
+
+    #[test]
+    fn containers_follow_the_wiki_layout() {
+        assert_eq!(container_of(Scope::Session, Some("s1")), "global");
+        assert_eq!(container_of(Scope::Agent, Some("rev")), "global");
+        assert_eq!(container_of(Scope::Project, Some("p1")), "p1");
+        assert_eq!(container_of(Scope::Federated, None), "federated");
+    }
+}

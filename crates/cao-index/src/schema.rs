@@ -1,0 +1,148 @@
+//! Schema: the reference's shared tables, our additions to them, and our own versioned migrations.
+//!
+//! Everything here runs in one `BEGIN IMMEDIATE` transaction per open, so any number of processes may open the
+//! same file at once: the first one to take the write lock does the work, the others then find nothing to do.
+
+use rusqlite::{Connection, OptionalExtension};
+
+/// The reference's `memory_metadata` DDL, byte for byte as SQLAlchemy emits it (reference notes, section a).
+pub(crate) const MEMORY_METADATA_DDL: &str = "CREATE TABLE memory_metadata (\n\tid VARCHAR NOT NULL, \n\t\"key\" VARCHAR NOT NULL, \n\tmemory_type VARCHAR NOT NULL, \n\tscope VARCHAR NOT NULL, \n\tscope_id VARCHAR, \n\tsource_kind VARCHAR DEFAULT 'native' NOT NULL, \n\tfile_path VARCHAR NOT NULL, \n\ttags VARCHAR NOT NULL, \n\tsource_provider VARCHAR, \n\tsource_terminal_id VARCHAR, \n\ttoken_estimate INTEGER, \n\tcreated_at DATETIME, \n\tupdated_at DATETIME, \n\taccess_count INTEGER DEFAULT '0' NOT NULL, \n\tlast_accessed_at DATETIME, \n\tlast_compiled_at DATETIME, \n\trelated_keys TEXT, \n\tPRIMARY KEY (id), \n\tCONSTRAINT uq_memory_key_scope UNIQUE (\"key\", scope, scope_id, source_kind), \n\tCONSTRAINT ck_related_keys_length CHECK (related_keys IS NULL OR length(related_keys) < 1024)\n)";
+
+/// The reference's partial unique index for identities without a scope id (created with a new table only: an old
+/// database with duplicate rows would make it fail, and our writes look identities up before inserting anyway).
+const MEMORY_NULL_UNIQUE_DDL: &str = "CREATE UNIQUE INDEX uq_memory_key_scope_null ON memory_metadata (\"key\", scope, source_kind) WHERE scope_id IS NULL";
+
+/// The reference's secondary indexes (its `_migrate_memory_indexes`), created when missing.
+const MEMORY_REFERENCE_INDEXES: &str = "
+CREATE INDEX IF NOT EXISTS idx_memory_scope ON memory_metadata (scope, scope_id);
+CREATE INDEX IF NOT EXISTS idx_memory_updated ON memory_metadata (updated_at);
+CREATE INDEX IF NOT EXISTS idx_memory_type ON memory_metadata (memory_type);
+";
+
+/// The reference's `project_aliases` DDL (alias-only primary key) and its index.
+pub(crate) const PROJECT_ALIASES_DDL: &str = "CREATE TABLE project_aliases (\n\talias VARCHAR NOT NULL, \n\tproject_id VARCHAR NOT NULL, \n\tkind VARCHAR NOT NULL, \n\tcreated_at DATETIME, \n\tPRIMARY KEY (alias)\n)";
+const PROJECT_ALIASES_INDEX_DDL: &str = "CREATE INDEX ix_project_aliases_project_id ON project_aliases (project_id)";
+
+/// Columns we add to `memory_metadata` when missing. All have defaults (or are nullable) so the reference's
+/// inserts, which do not name them, keep working.
+const EXTRA_COLUMNS: [(&str, &str); 3] = [
+    ("content", "TEXT NOT NULL DEFAULT ''"),
+    ("entry_count", "INTEGER NOT NULL DEFAULT 1"),
+    // Key of the row in both FTS tables (see `crate::partition`). The implicit rowid of a table without an INTEGER
+    // PRIMARY KEY may be renumbered by VACUUM, so the FTS tables are keyed by this column instead. NULL = not
+    // indexed (a row only the reference has written; `cao memory repair` indexes it).
+    ("search_rowid", "INTEGER"),
+];
+
+/// Our indexes on the shared table, created when missing.
+const OUR_INDEXES: &str = "
+CREATE UNIQUE INDEX IF NOT EXISTS cao_uq_memory_search_rowid ON memory_metadata (search_rowid);
+CREATE INDEX IF NOT EXISTS cao_idx_memory_recency
+    ON memory_metadata (scope, scope_id, updated_at DESC, \"key\" ASC);
+CREATE INDEX IF NOT EXISTS cao_idx_memory_type_recency
+    ON memory_metadata (scope, scope_id, memory_type, updated_at DESC, \"key\" ASC);
+CREATE INDEX IF NOT EXISTS cao_idx_memory_scope_recency
+    ON memory_metadata (scope, updated_at DESC, \"key\" ASC, scope_id ASC);
+";
+
+/// Our versioned migrations: `(version, SQL)`. Applied in order, each recorded in `cao_schema_migrations`.
+/// Never edit a released entry; append a new version instead.
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "
+CREATE VIRTUAL TABLE cao_memory_fts USING fts5(body, tokenize='ascii');
+CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row');
+CREATE VIRTUAL TABLE cao_memory_trigram USING fts5(body, content='', contentless_delete=1, tokenize='trigram case_sensitive 1');
+CREATE TABLE cao_search_stats (id INTEGER PRIMARY KEY CHECK (id = 1), docs INTEGER NOT NULL);
+CREATE TABLE cao_search_partitions (id INTEGER PRIMARY KEY, scope TEXT NOT NULL, scope_id_key TEXT NOT NULL,
+    UNIQUE (scope, scope_id_key));
+INSERT INTO cao_search_stats (id, docs) VALUES (1, 0);
+CREATE TABLE cao_wiki_index_dirty (container TEXT PRIMARY KEY, since TEXT NOT NULL, generation INTEGER NOT NULL DEFAULT 1);
+",
+)];
+
+/// Latest schema version this build knows.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
+pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS cao_schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+    )?;
+    reconcile_shared_tables(conn)?;
+    let current: i64 = conn.query_row("SELECT coalesce(max(version), 0) FROM cao_schema_migrations", [], |r| {
+        r.get(0)
+    })?;
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+        conn.execute_batch(sql)?;
+        conn.execute(
+            "INSERT INTO cao_schema_migrations (version, applied_at) VALUES (?1, strftime('%Y-%m-%d %H:%M:%f', 'now'))",
+            [version],
+        )?;
+    }
+    Ok(())
+}
+
+fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |_| Ok(()),
+    )
+    .optional()
+    .map(|o| o.is_some())
+}
+
+fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<(String, i64)>> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(1)?, r.get::<_, i64>(5)?)))?;
+    rows.collect()
+}
+
+/// Shape the tables we share with the reference: create them as the reference would, add our columns, and
+/// recover from a rebuild of `memory_metadata` by another program (which drops our columns).
+fn reconcile_shared_tables(conn: &Connection) -> rusqlite::Result<()> {
+    if !table_exists(conn, "memory_metadata")? {
+        conn.execute_batch(MEMORY_METADATA_DDL)?;
+        conn.execute_batch(MEMORY_NULL_UNIQUE_DDL)?;
+    }
+    conn.execute_batch(MEMORY_REFERENCE_INDEXES)?;
+
+    let have: Vec<String> = columns(conn, "memory_metadata")?.into_iter().map(|(n, _)| n).collect();
+    let mut lost_search_keys = false;
+    for (name, decl) in EXTRA_COLUMNS {
+        if !have.iter().any(|c| c == name) {
+            conn.execute_batch(&format!("ALTER TABLE memory_metadata ADD COLUMN {name} {decl}"))?;
+            lost_search_keys |= name == "search_rowid";
+        }
+    }
+    if lost_search_keys && table_exists(conn, "cao_memory_fts")? {
+        // The table was rebuilt without our columns: the FTS entries point at nothing now. Start the search
+        // tables empty; rows become searchable again as they are re-stored or repaired.
+        conn.execute_batch(
+            "DELETE FROM cao_memory_fts;
+             INSERT INTO cao_memory_trigram (cao_memory_trigram) VALUES ('delete-all');
+             UPDATE cao_search_stats SET docs = 0;
+             DELETE FROM cao_search_partitions;",
+        )?;
+    }
+    conn.execute_batch(OUR_INDEXES)?;
+
+    if table_exists(conn, "project_aliases")? {
+        let pk: Vec<String> = columns(conn, "project_aliases")?
+            .into_iter()
+            .filter(|(_, pk)| *pk > 0)
+            .map(|(n, _)| n)
+            .collect();
+        if pk != ["alias"] {
+            // A pre-2.5 composite primary key: the reference drops and recreates it too (it is a cache rebuilt on
+            // every project resolution).
+            conn.execute_batch("DROP TABLE project_aliases")?;
+        }
+    }
+    if !table_exists(conn, "project_aliases")? {
+        conn.execute_batch(PROJECT_ALIASES_DDL)?;
+        conn.execute_batch(PROJECT_ALIASES_INDEX_DDL)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,547 @@
+//! Reads: point lookups, listings and the three candidate pools of recall (recency, BM25, metadata substring).
+
+use crate::row::{InvalidRow, MemoryRow, ROW_COLUMNS, decode_row};
+use crate::visibility::Visibility;
+use crate::write::trigram_body;
+use crate::{Index, Result, partition};
+use cao_core::{Key, MemoryType, Scope};
+use rusqlite::types::Value;
+use rusqlite::{OptionalExtension, Transaction, params_from_iter};
+
+/// Order of every recency listing: newest first, then key, then scope and scope id (a total order).
+const RECENCY_ORDER: &str = "m.updated_at DESC, m.\"key\" ASC, m.scope ASC, m.scope_id ASC";
+
+/// Filter of [`Index::list`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// What the caller may read.
+    pub visibility: Visibility,
+    /// Only this scope (narrows `visibility`).
+    pub scope: Option<Scope>,
+    /// Only this memory type.
+    pub memory_type: Option<MemoryType>,
+    /// At most this many rows (`None` = all).
+    pub limit: Option<usize>,
+}
+
+/// The distinct BM25 tokens of `query` in first-occurrence order (the reference's tokeniser: lowercase runs of
+/// `[a-zA-Z0-9]`).
+pub fn search_tokens(query: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in cao_core::text::tokenize(query) {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// Distinct lowercase whitespace-separated terms of a metadata query (the reference's `query.lower().split()`).
+fn metadata_terms(query: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in query.to_lowercase().split_whitespace() {
+        if !out.iter().any(|o| o == t) {
+            out.push(t.to_owned());
+        }
+    }
+    out
+}
+
+/// An FTS5 string literal: `"` + term with `"` doubled + `"`.
+fn fts_quote(term: &str) -> String {
+    format!("\"{}\"", term.replace('"', "\"\""))
+}
+
+fn limit_param(limit: usize) -> Value {
+    Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX))
+}
+
+fn type_clause(memory_type: Option<MemoryType>, params: &mut Vec<Value>) -> &'static str {
+    match memory_type {
+        Some(t) => {
+            params.push(Value::Text(t.as_str().to_owned()));
+            " AND m.memory_type = ?"
+        }
+        None => "",
+    }
+}
+
+/// Run a row query (columns [`ROW_COLUMNS`] first, then `extra` more columns read by `tail`) and keep the
+/// decodable rows.
+fn query_rows<T>(
+    tx: &Transaction<'_>,
+    sql: &str,
+    params: &[Value],
+    tail: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<(MemoryRow, T)>> {
+    let mut stmt = tx.prepare_cached(sql)?;
+    let mut rows = stmt.query(params_from_iter(params))?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        if let Ok(row) = decode_row(r, 0)? {
+            out.push((row, tail(r)?));
+        }
+    }
+    Ok(out)
+}
+
+fn fetch_by_search_rowid(tx: &Transaction<'_>, search_rowid: i64) -> rusqlite::Result<Option<MemoryRow>> {
+    let sql = format!("SELECT {ROW_COLUMNS} FROM memory_metadata m WHERE m.search_rowid = ?1");
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let mut rows = stmt.query([search_rowid])?;
+    match rows.next()? {
+        Some(r) => Ok(decode_row(r, 0)?.ok()),
+        None => Ok(None),
+    }
+}
+
+/// Re-check a row found through the search tables against the filters its search rowid encodes.
+fn visible(row: &MemoryRow, vis: &Visibility, memory_type: Option<MemoryType>) -> bool {
+    row.source_kind == crate::NATIVE
+        && vis.allows(row.scope, row.scope_id.as_deref())
+        && memory_type.is_none_or(|t| t == row.memory_type)
+}
+
+/// Most rowid ranges queried one by one before one join-filtered query is cheaper.
+const MAX_RANGES: usize = 16;
+
+/// How a search restricts itself to the visible rows.
+enum Scan {
+    /// Everything is visible: no restriction.
+    Everything,
+    /// These inclusive search-rowid ranges (see `crate::partition`).
+    Ranges(Vec<(i64, i64)>),
+    /// Too many ranges: join each match to its row and filter there.
+    Join,
+}
+
+fn scan_plan(tx: &Transaction<'_>, vis: &Visibility, memory_type: Option<MemoryType>) -> rusqlite::Result<Scan> {
+    if vis.is_all() && memory_type.is_none() {
+        return Ok(Scan::Everything);
+    }
+    let mut ranges = Vec::new();
+    for (scope, id) in vis.slices() {
+        match id {
+            Some(scope_id) => {
+                if let Some(p) = partition::find(tx, scope, scope_id)? {
+                    ranges.push(partition::range(p, memory_type));
+                }
+            }
+            None => {
+                let parts = partition::of_scope(tx, scope)?;
+                if parts.len() > MAX_RANGES * 4 {
+                    return Ok(Scan::Join);
+                }
+                ranges.extend(parts.into_iter().map(|p| partition::range(p, memory_type)));
+            }
+        }
+    }
+    let ranges = partition::merge(ranges);
+    Ok(if ranges.len() > MAX_RANGES {
+        Scan::Join
+    } else {
+        Scan::Ranges(ranges)
+    })
+}
+
+/// Newest-first native rows visible under `vis`, at most `limit`: one index-ordered sub-select per visibility term
+/// (each walks `(scope, scope_id, updated_at)` or `(scope, updated_at)` and stops after `limit` rows), merged.
+fn recency(
+    tx: &Transaction<'_>,
+    vis: &Visibility,
+    memory_type: Option<MemoryType>,
+    limit: usize,
+) -> Result<Vec<MemoryRow>> {
+    if vis.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let mut term_params = Vec::new();
+    let terms = vis.term_sqls(&mut term_params);
+    let mut params = Vec::new();
+    let mut parts = Vec::new();
+    for (cond, p) in terms.iter().zip(term_params) {
+        params.extend(p);
+        let ty = type_clause(memory_type, &mut params);
+        params.push(limit_param(limit));
+        parts.push(format!(
+            "SELECT r FROM (SELECT m.rowid AS r FROM memory_metadata m
+             WHERE {cond} AND m.source_kind = 'native'{ty} ORDER BY {RECENCY_ORDER} LIMIT ?)"
+        ));
+    }
+    params.push(limit_param(limit));
+    let sql = format!(
+        "SELECT {ROW_COLUMNS} FROM memory_metadata m WHERE m.rowid IN ({}) ORDER BY {RECENCY_ORDER} LIMIT ?",
+        parts.join(" UNION ALL ")
+    );
+    Ok(query_rows(tx, &sql, &params, |_| Ok(()))?
+        .into_iter()
+        .map(|(r, ())| r)
+        .collect())
+}
+
+impl Index {
+    /// The native row `(key, scope, scope_id)` (`scope_id` `None` = no scope id), if any.
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn get(&self, key: &Key, scope: Scope, scope_id: Option<&str>) -> Result<Option<MemoryRow>> {
+        self.read(|tx| {
+            let sql = format!(
+                "SELECT {ROW_COLUMNS} FROM memory_metadata m
+                 WHERE m.\"key\" = ?1 AND m.scope = ?2 AND m.scope_id IS ?3 AND m.source_kind = 'native'"
+            );
+            let params = [
+                Value::Text(key.as_str().to_owned()),
+                Value::Text(scope.as_str().to_owned()),
+                scope_id.map_or(Value::Null, |s| Value::Text(s.to_owned())),
+            ];
+            Ok(query_rows(tx, &sql, &params, |_| Ok(()))?
+                .into_iter()
+                .next()
+                .map(|(r, ())| r))
+        })
+    }
+
+    /// Visible native rows newest first (`updated_at` desc, then key), narrowed by the filter's scope and type.
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<MemoryRow>> {
+        let vis = match filter.scope {
+            Some(s) => filter.visibility.only_scope(s),
+            None => filter.visibility.clone(),
+        };
+        self.read(|tx| recency(tx, &vis, filter.memory_type, filter.limit.unwrap_or(usize::MAX >> 1)))
+    }
+
+    /// The recency pool: at most `limit` visible native rows (of `memory_type` when given), `updated_at` desc then
+    /// key asc. Indexed or not. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn recency_pool(
+        &self,
+        vis: &Visibility,
+        memory_type: Option<MemoryType>,
+        limit: usize,
+    ) -> Result<Vec<MemoryRow>> {
+        self.read(|tx| recency(tx, vis, memory_type, limit))
+    }
+
+    /// The BM25 pool: at most `limit` visible indexed rows that share at least one token with `query`, with their
+    /// raw score (higher = better; `-bm25()` of FTS5, k1 = 1.2, b = 0.75, statistics over the whole indexed
+    /// corpus), best first; ties by key, scope, scope id (which of several rows tied at the cut is kept follows
+    /// their search rowids).
+    ///
+    /// The MATCH is an OR of the distinct query tokens ([`search_tokens`]). When the query has several tokens, those
+    /// whose document frequency is at least half the indexed corpus are left out (FTS5 clamps their IDF to 1e-6, so
+    /// they change no score, but matching them would score most rows); a query of only such tokens keeps them all.
+    /// Tokens absent from the corpus are left out too. No token (or none present) gives an empty pool.
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn bm25_pool(
+        &self,
+        vis: &Visibility,
+        memory_type: Option<MemoryType>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<(MemoryRow, f64)>> {
+        let tokens = search_tokens(query);
+        if tokens.is_empty() || vis.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.read(|tx| {
+            let docs: i64 = tx
+                .prepare_cached("SELECT docs FROM cao_search_stats WHERE id = 1")?
+                .query_row([], |r| r.get(0))?;
+            let mut df_stmt = tx.prepare_cached("SELECT doc FROM cao_memory_fts_vocab WHERE term = ?1")?;
+            let mut present = Vec::with_capacity(tokens.len());
+            for t in &tokens {
+                let df: i64 = df_stmt.query_row([t], |r| r.get(0)).optional()?.unwrap_or(0);
+                if df > 0 {
+                    present.push((t, df));
+                }
+            }
+            if present.is_empty() {
+                return Ok(Vec::new());
+            }
+            let informative: Vec<&String> = present
+                .iter()
+                .filter(|(_, df)| 2 * df < docs)
+                .map(|(t, _)| *t)
+                .collect();
+            let chosen: Vec<&String> = if informative.is_empty() {
+                present.iter().map(|(t, _)| *t).collect()
+            } else {
+                informative
+            };
+            let match_expr = Value::Text(chosen.iter().map(|t| fts_quote(t)).collect::<Vec<_>>().join(" OR "));
+
+            let lim = limit_param(limit);
+            let mut hits: Vec<(i64, f64)> = Vec::new();
+            let pair = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?));
+            match scan_plan(tx, vis, memory_type)? {
+                Scan::Everything => {
+                    let mut stmt = tx.prepare_cached(
+                        "SELECT rowid, -bm25(cao_memory_fts) AS score FROM cao_memory_fts
+                         WHERE cao_memory_fts MATCH ?1 ORDER BY score DESC, rowid ASC LIMIT ?2",
+                    )?;
+                    hits.extend(
+                        stmt.query_map(params_from_iter([&match_expr, &lim]), pair)?
+                            .collect::<rusqlite::Result<Vec<_>>>()?,
+                    );
+                }
+                Scan::Ranges(ranges) => {
+                    let mut stmt = tx.prepare_cached(
+                        "SELECT rowid, -bm25(cao_memory_fts) AS score FROM cao_memory_fts
+                         WHERE cao_memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
+                         ORDER BY score DESC, rowid ASC LIMIT ?4",
+                    )?;
+                    for (lo, hi) in ranges {
+                        let p = [match_expr.clone(), Value::Integer(lo), Value::Integer(hi), lim.clone()];
+                        hits.extend(
+                            stmt.query_map(params_from_iter(p), pair)?
+                                .collect::<rusqlite::Result<Vec<_>>>()?,
+                        );
+                    }
+                }
+                Scan::Join => {
+                    let mut params = vec![match_expr];
+                    let vis_sql = vis.sql(&mut params);
+                    let ty = type_clause(memory_type, &mut params);
+                    params.push(lim);
+                    let sql = format!(
+                        "SELECT cao_memory_fts.rowid, -bm25(cao_memory_fts) AS score
+                         FROM cao_memory_fts CROSS JOIN memory_metadata m ON m.search_rowid = cao_memory_fts.rowid
+                         WHERE cao_memory_fts MATCH ? AND {vis_sql}{ty}
+                         ORDER BY score DESC, cao_memory_fts.rowid ASC LIMIT ?"
+                    );
+                    let mut stmt = tx.prepare_cached(&sql)?;
+                    hits.extend(
+                        stmt.query_map(params_from_iter(&params), pair)?
+                            .collect::<rusqlite::Result<Vec<_>>>()?,
+                    );
+                }
+            }
+            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            hits.truncate(limit);
+            let mut out = Vec::with_capacity(hits.len());
+            for (search_rowid, score) in hits {
+                if let Some(row) = fetch_by_search_rowid(tx, search_rowid)?
+                    && visible(&row, vis, memory_type)
+                {
+                    out.push((row, score));
+                }
+            }
+            out.sort_by(|(a, sa), (b, sb)| {
+                sb.total_cmp(sa)
+                    .then_with(|| (&a.key, a.scope, &a.scope_id).cmp(&(&b.key, b.scope, &b.scope_id)))
+            });
+            Ok(out)
+        })
+    }
+
+    /// The metadata pool: at most `limit` visible indexed rows (of `memory_type` when given) in which every
+    /// whitespace-separated term of `query`, lowercased, is a substring of `lowercase(key + " " + tags + " " +
+    /// content)`; newest first (`updated_at` desc, then key). Terms of 3 or more characters find candidates
+    /// through the trigram table; every term is then checked on the row itself, so terms shorter than 3 characters
+    /// count too (a query of only such terms scans the visible rows). An empty query is the recency pool.
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn metadata_pool(
+        &self,
+        vis: &Visibility,
+        memory_type: Option<MemoryType>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<MemoryRow>> {
+        let terms = metadata_terms(query);
+        if terms.is_empty() {
+            return self.recency_pool(vis, memory_type, limit);
+        }
+        if vis.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.read(|tx| {
+            let long: Vec<&String> = terms.iter().filter(|t| t.chars().count() >= 3).collect();
+            let matches = |row: &MemoryRow| {
+                let hay = trigram_body(row.key.as_str(), &row.tags, &row.content);
+                terms.iter().all(|t| hay.contains(t.as_str()))
+            };
+            let mut out = Vec::new();
+            if long.is_empty() {
+                // Scan the visible rows newest first.
+                let mut params = Vec::new();
+                let vis_sql = vis.sql(&mut params);
+                let ty = type_clause(memory_type, &mut params);
+                let sql = format!(
+                    "SELECT {ROW_COLUMNS} FROM memory_metadata m
+                     WHERE m.source_kind = 'native' AND m.search_rowid IS NOT NULL AND {vis_sql}{ty}
+                     ORDER BY {RECENCY_ORDER}"
+                );
+                let mut stmt = tx.prepare_cached(&sql)?;
+                let mut rows = stmt.query(params_from_iter(&params))?;
+                while out.len() < limit {
+                    let Some(r) = rows.next()? else { break };
+                    if let Ok(row) = decode_row(r, 0)?
+                        && matches(&row)
+                    {
+                        out.push(row);
+                    }
+                }
+                return Ok(out);
+            }
+            let match_expr = Value::Text(long.iter().map(|t| fts_quote(t)).collect::<Vec<_>>().join(" "));
+            let mut candidates: Vec<i64> = Vec::new();
+            let first = |r: &rusqlite::Row<'_>| r.get::<_, i64>(0);
+            match scan_plan(tx, vis, memory_type)? {
+                Scan::Everything => {
+                    let mut stmt =
+                        tx.prepare_cached("SELECT rowid FROM cao_memory_trigram WHERE cao_memory_trigram MATCH ?1")?;
+                    candidates.extend(
+                        stmt.query_map([&match_expr], first)?
+                            .collect::<rusqlite::Result<Vec<_>>>()?,
+                    );
+                }
+                Scan::Ranges(ranges) => {
+                    let mut stmt = tx.prepare_cached(
+                        "SELECT rowid FROM cao_memory_trigram
+                         WHERE cao_memory_trigram MATCH ?1 AND rowid BETWEEN ?2 AND ?3",
+                    )?;
+                    for (lo, hi) in ranges {
+                        let p = [match_expr.clone(), Value::Integer(lo), Value::Integer(hi)];
+                        candidates.extend(
+                            stmt.query_map(params_from_iter(p), first)?
+                                .collect::<rusqlite::Result<Vec<_>>>()?,
+                        );
+                    }
+                }
+                Scan::Join => {
+                    let mut params = vec![match_expr];
+                    let vis_sql = vis.sql(&mut params);
+                    let ty = type_clause(memory_type, &mut params);
+                    let sql = format!(
+                        "SELECT t.rowid FROM cao_memory_trigram t
+                         CROSS JOIN memory_metadata m ON m.search_rowid = t.rowid
+                         WHERE cao_memory_trigram MATCH ? AND {vis_sql}{ty}"
+                    );
+                    let mut stmt = tx.prepare_cached(&sql)?;
+                    candidates.extend(
+                        stmt.query_map(params_from_iter(&params), first)?
+                            .collect::<rusqlite::Result<Vec<_>>>()?,
+                    );
+                }
+            }
+            if candidates.is_empty() {
+                return Ok(out);
+            }
+            // Newest first among the candidates, then check every term on each row until `limit` match.
+            let list = format!(
+                "[{}]",
+                candidates.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+            );
+            let sql = format!(
+                "SELECT m.search_rowid FROM memory_metadata m
+                 WHERE m.search_rowid IN (SELECT value FROM json_each(?1)) ORDER BY {RECENCY_ORDER}"
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let mut ordered = stmt.query([list])?;
+            while out.len() < limit {
+                let Some(r) = ordered.next()? else { break };
+                if let Some(row) = fetch_by_search_rowid(tx, r.get(0)?)?
+                    && visible(&row, vis, memory_type)
+                    && matches(&row)
+                {
+                    out.push(row);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Every native row of a wiki container, for its index.md: `global` = scopes global, session and agent;
+    /// `federated` = scope federated; any other name = scope project with that scope id. Ordered by scope, then
+    /// newest first, then key. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn index_rows(&self, container: &str) -> Result<Vec<MemoryRow>> {
+        self.read(|tx| {
+            let (cond, params): (&str, Vec<Value>) = match container {
+                "global" => ("m.scope IN ('global', 'session', 'agent')", vec![]),
+                "federated" => ("m.scope = 'federated'", vec![]),
+                other => (
+                    "m.scope = 'project' AND m.scope_id = ?",
+                    vec![Value::Text(other.to_owned())],
+                ),
+            };
+            let sql = format!(
+                "SELECT {ROW_COLUMNS} FROM memory_metadata m WHERE {cond} AND m.source_kind = 'native'
+                 ORDER BY m.scope ASC, {RECENCY_ORDER}"
+            );
+            Ok(query_rows(tx, &sql, &params, |_| Ok(()))?
+                .into_iter()
+                .map(|(r, ())| r)
+                .collect())
+        })
+    }
+
+    /// Every decodable native row, ordered by scope, scope id, key (for repair).
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn all_rows(&self) -> Result<Vec<MemoryRow>> {
+        self.read(|tx| {
+            let sql = format!(
+                "SELECT {ROW_COLUMNS} FROM memory_metadata m WHERE m.source_kind = 'native'
+                 ORDER BY m.scope, m.scope_id, m.\"key\""
+            );
+            Ok(query_rows(tx, &sql, &[], |_| Ok(()))?
+                .into_iter()
+                .map(|(r, ())| r)
+                .collect())
+        })
+    }
+
+    /// Native rows that cannot be represented as a [`MemoryRow`] (unknown scope or type, invalid key), which every
+    /// other read skips. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn invalid_rows(&self) -> Result<Vec<InvalidRow>> {
+        self.read(|tx| {
+            let sql =
+                format!("SELECT {ROW_COLUMNS} FROM memory_metadata m WHERE m.source_kind = 'native' ORDER BY m.id");
+            let mut stmt = tx.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next()? {
+                if let Err(bad) = decode_row(r, 0)? {
+                    out.push(bad);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// Number of native rows. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn count(&self) -> Result<usize> {
+        self.read(|tx| {
+            let n: i64 = tx.query_row(
+                "SELECT count(*) FROM memory_metadata WHERE source_kind = 'native'",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        })
+    }
+
+    /// Number of native rows that are not in the search tables (written only by the reference, or left over from a
+    /// table rebuild); repair re-stores them. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn unindexed_count(&self) -> Result<usize> {
+        self.read(|tx| {
+            let n: i64 = tx.query_row(
+                "SELECT count(*) FROM memory_metadata WHERE source_kind = 'native' AND search_rowid IS NULL",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_distinct_and_ordered() {
+        assert_eq!(search_tokens("Rust, rust & RUST-2 tests"), ["rust", "2", "tests"]);
+        assert!(search_tokens("— …").is_empty());
+        assert_eq!(metadata_terms("Foo  foo BAR"), ["foo", "bar"]);
+        assert_eq!(fts_quote("a\"b"), "\"a\"\"b\"");
+    }
+}

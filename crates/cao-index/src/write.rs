@@ -1,0 +1,304 @@
+//! Writes: upsert, delete, access counting, search-index rebuild. Each is one `BEGIN IMMEDIATE` transaction.
+
+use crate::row::{MemoryRow, NATIVE, container_of, format_db_ts, format_db_ts_secs, opt_ts};
+use crate::{Index, IndexError, Result, dirty, partition};
+use cao_core::{Key, MemoryType, Scope};
+use chrono::{DateTime, TimeDelta, Utc};
+use rusqlite::{OptionalExtension, Transaction, params};
+
+/// What [`Index::upsert`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpsertOutcome {
+    /// Id of the stored row (the existing id on an update).
+    pub id: String,
+    /// `true` when a new row was inserted, `false` when an existing identity was updated.
+    pub created: bool,
+}
+
+/// The BM25 document of a row: the reference's tokens of `key tags content`, joined by single spaces.
+pub(crate) fn fts_body(key: &str, tags: &str, content: &str) -> String {
+    let mut out = String::with_capacity(key.len() + tags.len() + content.len() + 2);
+    for text in [key, tags, content] {
+        for tok in cao_core::text::tokenize(text) {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&tok);
+        }
+    }
+    out
+}
+
+/// The substring-search document of a row: `lowercase(key + " " + tags + " " + content)`.
+pub(crate) fn trigram_body(key: &str, tags: &str, content: &str) -> String {
+    format!("{key} {tags} {content}").to_lowercase()
+}
+
+/// Add a row's documents to both FTS tables under `search_rowid` and count it.
+fn index_search(tx: &Transaction<'_>, search_rowid: i64, key: &str, tags: &str, content: &str) -> rusqlite::Result<()> {
+    tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body) VALUES (?1, ?2)")?
+        .execute(params![search_rowid, fts_body(key, tags, content)])?;
+    tx.prepare_cached("INSERT INTO cao_memory_trigram (rowid, body) VALUES (?1, ?2)")?
+        .execute(params![search_rowid, trigram_body(key, tags, content)])?;
+    tx.prepare_cached("UPDATE cao_search_stats SET docs = docs + 1 WHERE id = 1")?
+        .execute([])?;
+    Ok(())
+}
+
+/// Remove a row's documents from both FTS tables and uncount it.
+fn unindex_search(tx: &Transaction<'_>, search_rowid: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached("DELETE FROM cao_memory_fts WHERE rowid = ?1")?
+        .execute([search_rowid])?;
+    tx.prepare_cached("DELETE FROM cao_memory_trigram WHERE rowid = ?1")?
+        .execute([search_rowid])?;
+    tx.prepare_cached("UPDATE cao_search_stats SET docs = max(docs - 1, 0) WHERE id = 1")?
+        .execute([])?;
+    Ok(())
+}
+
+/// `(id, search_rowid)` of the native row with this identity.
+fn find_identity(
+    tx: &Transaction<'_>,
+    key: &str,
+    scope: Scope,
+    scope_id: Option<&str>,
+) -> rusqlite::Result<Option<(String, Option<i64>)>> {
+    tx.prepare_cached(
+        "SELECT id, search_rowid FROM memory_metadata
+         WHERE \"key\" = ?1 AND scope = ?2 AND scope_id IS ?3 AND source_kind = 'native'",
+    )?
+    .query_row(params![key, scope.as_str(), scope_id], |r| Ok((r.get(0)?, r.get(1)?)))
+    .optional()
+}
+
+impl Index {
+    /// Insert or update the native row with identity `(row.key, row.scope, row.scope_id)` and re-index its text.
+    ///
+    /// On update the stored `id`, `created_at`, `access_count` and `last_accessed_at` are kept (as the reference's
+    /// `_upsert_metadata` does); `last_compiled_at` and `related_keys` are only overwritten when `Some`; every other
+    /// field comes from `row`. On insert every field comes from `row` (`source_kind` is always `native`). The row's
+    /// wiki container is marked dirty in the same transaction.
+    ///
+    /// Errors: [`IndexError::Invalid`] when a new row's `id` is empty or `related_keys` is 1024 bytes or longer
+    /// (the reference's CHECK); [`IndexError::Sqlite`] / [`IndexError::Pool`] on database failure (nothing written).
+    pub fn upsert(&self, row: &MemoryRow) -> Result<UpsertOutcome> {
+        if row.related_keys.as_ref().is_some_and(|r| r.len() >= 1024) {
+            return Err(IndexError::Invalid(format!(
+                "related_keys of {:?} is {} bytes; the limit is 1023",
+                row.key.as_str(),
+                row.related_keys.as_ref().map_or(0, String::len)
+            )));
+        }
+        self.write(|tx| {
+            let key = row.key.as_str();
+            let existing = find_identity(tx, key, row.scope, row.scope_id.as_deref())?;
+            let part = partition::ensure(tx, row.scope, row.scope_id.as_deref())?;
+            let slot = partition::slot(part, row.memory_type);
+            let outcome = match existing {
+                Some((id, search_rowid)) => {
+                    if let Some(s) = search_rowid {
+                        unindex_search(tx, s)?;
+                    }
+                    let s = match search_rowid {
+                        Some(s) if partition::slot_of(s) == slot => s,
+                        _ => partition::allocate(tx, slot)?,
+                    };
+                    tx.prepare_cached(
+                        "UPDATE memory_metadata SET memory_type = ?1, tags = ?2, file_path = ?3, source_provider = ?4,
+                             source_terminal_id = ?5, token_estimate = ?6, updated_at = ?7,
+                             last_compiled_at = coalesce(?8, last_compiled_at),
+                             related_keys = coalesce(?9, related_keys), content = ?10, entry_count = ?11,
+                             search_rowid = ?12
+                         WHERE id = ?13",
+                    )?
+                    .execute(params![
+                        row.memory_type.as_str(),
+                        row.tags,
+                        row.file_path,
+                        row.source_provider,
+                        row.source_terminal_id,
+                        row.token_estimate,
+                        format_db_ts(row.updated_at),
+                        opt_ts(row.last_compiled_at, format_db_ts),
+                        row.related_keys,
+                        row.content,
+                        row.entry_count,
+                        s,
+                        id,
+                    ])?;
+                    index_search(tx, s, key, &row.tags, &row.content)?;
+                    UpsertOutcome { id, created: false }
+                }
+                None => {
+                    if row.id.is_empty() {
+                        return Err(IndexError::Invalid(format!("empty row id for new memory {key:?}")));
+                    }
+                    let s = partition::allocate(tx, slot)?;
+                    tx.prepare_cached(
+                        "INSERT INTO memory_metadata (id, \"key\", memory_type, scope, scope_id, source_kind, file_path,
+                             tags, source_provider, source_terminal_id, token_estimate, created_at, updated_at,
+                             access_count, last_accessed_at, last_compiled_at, related_keys, content, entry_count,
+                             search_rowid)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                    )?
+                    .execute(params![
+                        row.id,
+                        key,
+                        row.memory_type.as_str(),
+                        row.scope.as_str(),
+                        row.scope_id,
+                        NATIVE,
+                        row.file_path,
+                        row.tags,
+                        row.source_provider,
+                        row.source_terminal_id,
+                        row.token_estimate,
+                        format_db_ts(row.created_at),
+                        format_db_ts(row.updated_at),
+                        row.access_count,
+                        opt_ts(row.last_accessed_at, format_db_ts_secs),
+                        opt_ts(row.last_compiled_at, format_db_ts),
+                        row.related_keys,
+                        row.content,
+                        row.entry_count,
+                        s,
+                    ])?;
+                    index_search(tx, s, key, &row.tags, &row.content)?;
+                    UpsertOutcome { id: row.id.clone(), created: true }
+                }
+            };
+            dirty::mark(tx, &row.container())?;
+            Ok(outcome)
+        })
+    }
+
+    /// Delete the native row `(key, scope, scope_id)` and its search entries; marks its container dirty.
+    /// Returns whether a row existed. Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn delete(&self, key: &Key, scope: Scope, scope_id: Option<&str>) -> Result<bool> {
+        self.write(|tx| {
+            let Some((id, search_rowid)) = find_identity(tx, key.as_str(), scope, scope_id)? else {
+                return Ok(false);
+            };
+            delete_row(tx, &id, search_rowid)?;
+            dirty::mark(tx, &container_of(scope, scope_id))?;
+            Ok(true)
+        })
+    }
+
+    /// Delete every native row of `scope` whose scope id equals `scope_id` (`None` = rows without a scope id), with
+    /// their search entries, in one transaction. Returns the number of rows deleted.
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn delete_scope(&self, scope: Scope, scope_id: Option<&str>) -> Result<usize> {
+        self.write(|tx| {
+            let victims: Vec<(String, Option<i64>)> = tx
+                .prepare_cached(
+                    "SELECT id, search_rowid FROM memory_metadata
+                     WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native'",
+                )?
+                .query_map(params![scope.as_str(), scope_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            for (id, search_rowid) in &victims {
+                delete_row(tx, id, *search_rowid)?;
+            }
+            if !victims.is_empty() {
+                dirty::mark(tx, &container_of(scope, scope_id))?;
+            }
+            Ok(victims.len())
+        })
+    }
+
+    /// Count one access of each row in `ids`: `access_count += 1` and `last_accessed_at = now` (whole seconds), but
+    /// only for rows whose `last_accessed_at` is NULL or at least `min_interval` before `now` (the reference's
+    /// 60-second rule; pass [`crate::ACCESS_MIN_INTERVAL`]). One transaction; returns the number of rows changed.
+    /// Unknown ids are ignored; a repeated id counts once. Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn record_access(&self, ids: &[&str], now: DateTime<Utc>, min_interval: TimeDelta) -> Result<usize> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let mut unique: Vec<&str> = ids.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        let now_text = format_db_ts(now);
+        let now_secs = format_db_ts_secs(now);
+        let interval_ms = min_interval.num_milliseconds();
+        self.write(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE memory_metadata SET access_count = access_count + 1, last_accessed_at = ?2
+                 WHERE id = ?1 AND (last_accessed_at IS NULL
+                     OR round((julianday(?3) - julianday(last_accessed_at)) * 86400000.0) >= ?4)",
+            )?;
+            let mut changed = 0;
+            for id in unique {
+                changed += stmt.execute(params![id, now_secs, now_text, interval_ms])?;
+            }
+            Ok(changed)
+        })
+    }
+
+    /// Re-tokenise every native row from its stored `key`, `tags` and `content` into fresh FTS tables (renumbering
+    /// every `search_rowid`, and indexing rows that lacked one, such as rows only the reference wrote; rows with an
+    /// unknown scope or type stay unindexed). One transaction; returns the number of rows indexed. Used by repair. Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn rebuild_search_index(&self) -> Result<usize> {
+        self.write(|tx| {
+            tx.execute_batch(
+                "DELETE FROM cao_memory_fts;
+                 INSERT INTO cao_memory_trigram (cao_memory_trigram) VALUES ('delete-all');
+                 UPDATE cao_search_stats SET docs = 0 WHERE id = 1;
+                 UPDATE memory_metadata SET search_rowid = NULL WHERE search_rowid IS NOT NULL;
+                 DELETE FROM cao_search_partitions;",
+            )?;
+            let rows: Vec<StoredText> = tx
+                .prepare(
+                    "SELECT id, \"key\", tags, content, scope, scope_id, memory_type FROM memory_metadata
+                     WHERE source_kind = 'native' ORDER BY rowid",
+                )?
+                .query_map([], |r| {
+                    let text = |i: usize| -> rusqlite::Result<String> {
+                        Ok(r.get::<_, Option<String>>(i)?.unwrap_or_default())
+                    };
+                    Ok((text(0)?, text(1)?, text(2)?, text(3)?, text(4)?, r.get(5)?, text(6)?))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut indexed = 0;
+            for (id, key, tags, content, scope, scope_id, memory_type) in &rows {
+                // Rows whose scope or type we do not know stay unindexed (see `Index::invalid_rows`).
+                let (Ok(scope), Ok(memory_type)) = (scope.parse::<Scope>(), memory_type.parse::<MemoryType>()) else {
+                    continue;
+                };
+                let part = partition::ensure(tx, scope, scope_id.as_deref())?;
+                let s = partition::allocate(tx, partition::slot(part, memory_type))?;
+                tx.prepare_cached("UPDATE memory_metadata SET search_rowid = ?1 WHERE id = ?2")?
+                    .execute(params![s, id])?;
+                index_search(tx, s, key, tags, content)?;
+                indexed += 1;
+            }
+            Ok(indexed)
+        })
+    }
+}
+
+/// `(id, key, tags, content, scope, scope_id, memory_type)` of a stored row, as read for a rebuild.
+type StoredText = (String, String, String, String, String, Option<String>, String);
+
+fn delete_row(tx: &Transaction<'_>, id: &str, search_rowid: Option<i64>) -> rusqlite::Result<()> {
+    if let Some(s) = search_rowid {
+        unindex_search(tx, s)?;
+    }
+    tx.prepare_cached("DELETE FROM memory_metadata WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_use_the_reference_tokens() {
+        assert_eq!(
+            fts_body("prefer-pytest", "testing,python", "Use PyTest_fixtures!"),
+            "prefer pytest testing python use pytest fixtures"
+        );
+        assert_eq!(trigram_body("k", "", "ÄB c"), "k  äb c");
+    }
+}
