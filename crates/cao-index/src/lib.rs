@@ -4,8 +4,10 @@
 //! It holds the shared `memory_metadata` table (the reference's exact DDL plus our columns `content`,
 //! `entry_count` and `search_rowid`), the reference's `project_aliases` table, and our own tables, all named
 //! `cao_*`: `cao_schema_migrations`, two FTS5 tables (`cao_memory_fts`: BM25 over the reference's token string with
-//! the `ascii` tokenizer; `cao_memory_trigram`: substring search), `cao_memory_fts_vocab` (document frequencies),
-//! `cao_search_stats` (number of indexed documents) and `cao_wiki_index_dirty` (the index.md refresh queue).
+//! the `ascii` tokenizer; `cao_memory_trigram`: substring search), `cao_memory_fts_vocab`, `cao_search_terms`
+//! (document frequency per token), `cao_search_stats` (indexed documents and their total tokens),
+//! `cao_search_partitions` (search-rowid partitions per scope and scope id) and `cao_wiki_index_dirty` (the
+//! index.md refresh queue).
 //! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and how it departs from the reference's BM25.
 //!
 //! Invariants:
@@ -14,8 +16,9 @@
 //!   other way round.
 //! - A native row is indexed iff its `search_rowid` is not NULL; then `cao_memory_fts` holds exactly
 //!   `tokenize(key + " " + tags + " " + content)` joined by spaces and `cao_memory_trigram` holds
-//!   `lowercase(key + " " + tags + " " + content)`, both under that rowid, and `cao_search_stats.docs` counts
-//!   those rows. Rows written only by the reference are not indexed (and have `content = ""`) until they are
+//!   `lowercase(key + " " + tags + " " + content)`, both under that rowid; `cao_search_stats` holds the number of
+//!   such rows and the sum of their token counts, and `cao_search_terms` the number of them containing each token
+//!   (equal to FTS5's own statistics). The rowid's partition is the row's `(scope, scope_id)` and memory type. Rows written only by the reference are not indexed (and have `content = ""`) until they are
 //!   re-stored or repaired ([`Index::unindexed_count`]).
 //! - Only rows with `source_kind = 'native'` are read or written; an upsert keeps `id`, `created_at`,
 //!   `access_count` and `last_accessed_at` of an existing identity.
@@ -112,14 +115,18 @@ impl Index {
             create_private_dir(parent).map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
         }
         create_private_file(db_path).map_err(|e| open_err(format!("cannot create the file: {e}")))?;
-        let mut conn = Connection::open(db_path).map_err(|e| open_err(e.to_string()))?;
-        apply_pragmas(&conn).map_err(|e| open_err(e.to_string()))?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| open_err(e.to_string()))?;
-        schema::migrate(&tx).map_err(|e| open_err(format!("schema migration failed: {e}")))?;
-        tx.commit().map_err(|e| open_err(e.to_string()))?;
-        drop(conn);
+        // SQLite reports some lock conflicts between connections that open a new file at the same moment (WAL
+        // switch, WAL recovery) without calling the busy handler, so the whole step is retried until BUSY_TIMEOUT.
+        let started = std::time::Instant::now();
+        loop {
+            match open_and_migrate(db_path) {
+                Ok(()) => break,
+                Err(e) if is_busy(&e) && started.elapsed() < BUSY_TIMEOUT => {
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+                Err(e) => return Err(open_err(e.to_string())),
+            }
+        }
         let manager = SqliteConnectionManager::file(db_path);
         let pool = r2d2::Pool::builder()
             .max_size(POOL_MAX_SIZE)
@@ -156,6 +163,23 @@ impl Index {
         tx.finish()?;
         Ok(out)
     }
+}
+
+/// One attempt to open the file, set the pragmas and run the migrations under `BEGIN IMMEDIATE`.
+fn open_and_migrate(db_path: &Path) -> rusqlite::Result<()> {
+    let mut conn = Connection::open(db_path)?;
+    apply_pragmas(&conn)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    schema::migrate(&tx)?;
+    tx.commit()
+}
+
+/// Whether an error is a lock conflict with another connection (worth retrying).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 #[cfg(unix)]

@@ -47,9 +47,10 @@ CREATE INDEX IF NOT EXISTS cao_idx_memory_scope_recency
 
 /// Our versioned migrations: `(version, SQL)`. Applied in order, each recorded in `cao_schema_migrations`.
 /// Never edit a released entry; append a new version instead.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    "
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        "
 CREATE VIRTUAL TABLE cao_memory_fts USING fts5(body, tokenize='ascii');
 CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row');
 CREATE VIRTUAL TABLE cao_memory_trigram USING fts5(body, content='', contentless_delete=1, tokenize='trigram case_sensitive 1');
@@ -59,10 +60,24 @@ CREATE TABLE cao_search_partitions (id INTEGER PRIMARY KEY, scope TEXT NOT NULL,
 INSERT INTO cao_search_stats (id, docs) VALUES (1, 0);
 CREATE TABLE cao_wiki_index_dirty (container TEXT PRIMARY KEY, since TEXT NOT NULL, generation INTEGER NOT NULL DEFAULT 1);
 ",
-)];
+    ),
+    (
+        2,
+        // Total tokens of the BM25 documents (FTS5's own total), so BM25 contributions can be computed outside FTS5;
+        // document frequency per token, maintained on write (the vocabulary table counts by walking doclists).
+        "
+CREATE TABLE cao_search_terms (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO cao_search_terms (term, df) SELECT term, doc FROM cao_memory_fts_vocab;
+ALTER TABLE cao_search_stats ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+UPDATE cao_search_stats SET tokens = (
+    SELECT coalesce(sum(CASE WHEN body = '' THEN 0 ELSE length(body) - length(replace(body, ' ', '')) + 1 END), 0)
+    FROM cao_memory_fts);
+",
+    ),
+];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
@@ -125,6 +140,10 @@ fn reconcile_shared_tables(conn: &Connection) -> rusqlite::Result<()> {
              UPDATE cao_search_stats SET docs = 0;
              DELETE FROM cao_search_partitions;",
         )?;
+        // Only present from version 2 on; migration 2 computes it from the (now empty) table otherwise.
+        if columns(conn, "cao_search_stats")?.iter().any(|(n, _)| n == "tokens") {
+            conn.execute_batch("UPDATE cao_search_stats SET tokens = 0; DELETE FROM cao_search_terms;")?;
+        }
     }
     conn.execute_batch(OUR_INDEXES)?;
 

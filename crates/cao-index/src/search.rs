@@ -102,6 +102,151 @@ fn visible(row: &MemoryRow, vis: &Visibility, memory_type: Option<MemoryType>) -
         && memory_type.is_none_or(|t| t == row.memory_type)
 }
 
+/// FTS5's `bm25()` constants.
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// Most candidate rows the pruned BM25 path scores itself before it gives way to one plain FTS5 query.
+const PRUNE_MAX_CANDIDATES: i64 = 1500;
+
+/// FTS5's IDF: `ln((N - df + 0.5) / (df + 0.5))`, clamped to 1e-6 when not positive.
+fn fts5_idf(docs: i64, df: i64) -> f64 {
+    let idf = (((docs - df) as f64 + 0.5) / (df as f64 + 0.5)).ln();
+    if idf <= 0.0 { 1e-6 } else { idf }
+}
+
+/// `(search_rowid, -bm25())` of the visible rows matching `match_expr`, best first (ties by search rowid), at most
+/// `limit` of them (`None` = all).
+fn fts_hits(
+    tx: &Transaction<'_>,
+    plan: &Scan,
+    vis: &Visibility,
+    memory_type: Option<MemoryType>,
+    match_expr: Value,
+    limit: Option<usize>,
+) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let lim = limit.map_or(Value::Integer(-1), limit_param);
+    let pair = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?));
+    let mut hits: Vec<(i64, f64)> = Vec::new();
+    match plan {
+        Scan::Everything => {
+            let mut stmt = tx.prepare_cached(
+                "SELECT rowid, -bm25(cao_memory_fts) AS score FROM cao_memory_fts
+                 WHERE cao_memory_fts MATCH ?1 ORDER BY score DESC, rowid ASC LIMIT ?2",
+            )?;
+            hits.extend(
+                stmt.query_map(params_from_iter([&match_expr, &lim]), pair)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+            );
+        }
+        Scan::Ranges(ranges) => {
+            let mut stmt = tx.prepare_cached(
+                "SELECT rowid, -bm25(cao_memory_fts) AS score FROM cao_memory_fts
+                 WHERE cao_memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
+                 ORDER BY score DESC, rowid ASC LIMIT ?4",
+            )?;
+            for (lo, hi) in ranges {
+                let p = [
+                    match_expr.clone(),
+                    Value::Integer(*lo),
+                    Value::Integer(*hi),
+                    lim.clone(),
+                ];
+                hits.extend(
+                    stmt.query_map(params_from_iter(p), pair)?
+                        .collect::<rusqlite::Result<Vec<_>>>()?,
+                );
+            }
+        }
+        Scan::Join => {
+            let mut params = vec![match_expr];
+            let vis_sql = vis.sql(&mut params);
+            let ty = type_clause(memory_type, &mut params);
+            params.push(lim);
+            let sql = format!(
+                "SELECT cao_memory_fts.rowid, -bm25(cao_memory_fts) AS score
+                 FROM cao_memory_fts CROSS JOIN memory_metadata m ON m.search_rowid = cao_memory_fts.rowid
+                 WHERE cao_memory_fts MATCH ? AND {vis_sql}{ty}
+                 ORDER BY score DESC, cao_memory_fts.rowid ASC LIMIT ?"
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            hits.extend(
+                stmt.query_map(params_from_iter(&params), pair)?
+                    .collect::<rusqlite::Result<Vec<_>>>()?,
+            );
+        }
+    }
+    Ok(hits)
+}
+
+/// The exact BM25 top `limit` without scoring every row that matches a frequent token (max-score pruning).
+///
+/// FTS5's `bm25()` is a sum of one term per query token, each below `idf * (k1 + 1)`. Split the tokens into the
+/// rarest ones E and the rest R: FTS5 scores the rows matching E on E alone; the R terms of those rows are added
+/// here with FTS5's own formula and statistics (row count and token total from `cao_search_stats`, document
+/// frequency from `cao_search_terms`, the row's stored token list). A row matching none of E scores below
+/// `sum over R of idf * (k1 + 1)`; when the `limit`-th best full score is above that bound, the answer is exact.
+/// Otherwise E grows by the next rarest token; `None` when no split proves the answer within
+/// [`PRUNE_MAX_CANDIDATES`] rows (the caller then runs the plain query).
+fn pruned_top(
+    tx: &Transaction<'_>,
+    plan: &Scan,
+    vis: &Visibility,
+    memory_type: Option<MemoryType>,
+    tokens: &[(&String, i64)],
+    docs: i64,
+    limit: usize,
+) -> rusqlite::Result<Option<Vec<(i64, f64)>>> {
+    let total: i64 = tx
+        .prepare_cached("SELECT tokens FROM cao_search_stats WHERE id = 1")?
+        .query_row([], |r| r.get(0))?;
+    if docs <= 0 || total <= 0 {
+        return Ok(None);
+    }
+    let avgdl = total as f64 / docs as f64;
+    let mut sorted = tokens.to_vec();
+    sorted.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(b.0)));
+    let mut candidates_bound = 0i64;
+    for j in 1..sorted.len() {
+        candidates_bound += sorted[j - 1].1;
+        if candidates_bound > PRUNE_MAX_CANDIDATES {
+            break;
+        }
+        if usize::try_from(candidates_bound).unwrap_or(usize::MAX) < limit {
+            continue;
+        }
+        let (rare, rest) = sorted.split_at(j);
+        let rest: Vec<(&str, f64)> = rest.iter().map(|(t, df)| (t.as_str(), fts5_idf(docs, *df))).collect();
+        let bound: f64 = rest.iter().map(|(_, idf)| idf * (K1 + 1.0)).sum();
+        let expr = Value::Text(rare.iter().map(|(t, _)| fts_quote(t)).collect::<Vec<_>>().join(" OR "));
+        let found = fts_hits(tx, plan, vis, memory_type, expr, None)?;
+        if found.len() < limit {
+            continue;
+        }
+        let mut body_stmt = tx.prepare_cached("SELECT body FROM cao_memory_fts WHERE rowid = ?1")?;
+        let mut full = Vec::with_capacity(found.len());
+        for (rowid, rare_score) in found {
+            let body: String = body_stmt.query_row([rowid], |r| r.get(0))?;
+            let toks: Vec<&str> = body.split(' ').filter(|t| !t.is_empty()).collect();
+            let d = toks.len() as f64;
+            let mut score = rare_score;
+            for (t, idf) in &rest {
+                let tf = toks.iter().filter(|x| *x == t).count() as f64;
+                if tf > 0.0 {
+                    score += idf * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * d / avgdl));
+                }
+            }
+            full.push((rowid, score));
+        }
+        full.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        if full[limit - 1].1 > bound {
+            full.truncate(limit);
+            return Ok(Some(full));
+        }
+    }
+    Ok(None)
+}
+
 /// Most rowid ranges queried one by one before one join-filtered query is cheaper.
 const MAX_RANGES: usize = 16;
 
@@ -229,7 +374,9 @@ impl Index {
     /// The MATCH is an OR of the distinct query tokens ([`search_tokens`]). When the query has several tokens, those
     /// whose document frequency is at least half the indexed corpus are left out (FTS5 clamps their IDF to 1e-6, so
     /// they change no score, but matching them would score most rows); a query of only such tokens keeps them all.
-    /// Tokens absent from the corpus are left out too. No token (or none present) gives an empty pool.
+    /// Tokens absent from the corpus are left out too. No token (or none present) gives an empty pool. With two or
+    /// more tokens the top `limit` is first sought by max-score pruning (rarest tokens scored by FTS5, the others
+    /// added with FTS5's formula, accepted only when provably exact), else by one plain FTS5 query.
     /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
     pub fn bm25_pool(
         &self,
@@ -246,7 +393,7 @@ impl Index {
             let docs: i64 = tx
                 .prepare_cached("SELECT docs FROM cao_search_stats WHERE id = 1")?
                 .query_row([], |r| r.get(0))?;
-            let mut df_stmt = tx.prepare_cached("SELECT doc FROM cao_memory_fts_vocab WHERE term = ?1")?;
+            let mut df_stmt = tx.prepare_cached("SELECT df FROM cao_search_terms WHERE term = ?1")?;
             let mut present = Vec::with_capacity(tokens.len());
             for t in &tokens {
                 let df: i64 = df_stmt.query_row([t], |r| r.get(0)).optional()?.unwrap_or(0);
@@ -257,64 +404,26 @@ impl Index {
             if present.is_empty() {
                 return Ok(Vec::new());
             }
-            let informative: Vec<&String> = present
-                .iter()
-                .filter(|(_, df)| 2 * df < docs)
-                .map(|(t, _)| *t)
-                .collect();
-            let chosen: Vec<&String> = if informative.is_empty() {
-                present.iter().map(|(t, _)| *t).collect()
+            // Tokens in at least half the corpus: FTS5 clamps their IDF, so they only cost time.
+            let informative: Vec<(&String, i64)> = present.iter().copied().filter(|(_, df)| 2 * df < docs).collect();
+            let present_chosen = if informative.is_empty() { present } else { informative };
+            let match_expr = Value::Text(
+                present_chosen
+                    .iter()
+                    .map(|(t, _)| fts_quote(t))
+                    .collect::<Vec<_>>()
+                    .join(" OR "),
+            );
+            let plan = scan_plan(tx, vis, memory_type)?;
+            let pruned = if present_chosen.len() >= 2 {
+                pruned_top(tx, &plan, vis, memory_type, &present_chosen, docs, limit)?
             } else {
-                informative
+                None
             };
-            let match_expr = Value::Text(chosen.iter().map(|t| fts_quote(t)).collect::<Vec<_>>().join(" OR "));
-
-            let lim = limit_param(limit);
-            let mut hits: Vec<(i64, f64)> = Vec::new();
-            let pair = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?));
-            match scan_plan(tx, vis, memory_type)? {
-                Scan::Everything => {
-                    let mut stmt = tx.prepare_cached(
-                        "SELECT rowid, -bm25(cao_memory_fts) AS score FROM cao_memory_fts
-                         WHERE cao_memory_fts MATCH ?1 ORDER BY score DESC, rowid ASC LIMIT ?2",
-                    )?;
-                    hits.extend(
-                        stmt.query_map(params_from_iter([&match_expr, &lim]), pair)?
-                            .collect::<rusqlite::Result<Vec<_>>>()?,
-                    );
-                }
-                Scan::Ranges(ranges) => {
-                    let mut stmt = tx.prepare_cached(
-                        "SELECT rowid, -bm25(cao_memory_fts) AS score FROM cao_memory_fts
-                         WHERE cao_memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
-                         ORDER BY score DESC, rowid ASC LIMIT ?4",
-                    )?;
-                    for (lo, hi) in ranges {
-                        let p = [match_expr.clone(), Value::Integer(lo), Value::Integer(hi), lim.clone()];
-                        hits.extend(
-                            stmt.query_map(params_from_iter(p), pair)?
-                                .collect::<rusqlite::Result<Vec<_>>>()?,
-                        );
-                    }
-                }
-                Scan::Join => {
-                    let mut params = vec![match_expr];
-                    let vis_sql = vis.sql(&mut params);
-                    let ty = type_clause(memory_type, &mut params);
-                    params.push(lim);
-                    let sql = format!(
-                        "SELECT cao_memory_fts.rowid, -bm25(cao_memory_fts) AS score
-                         FROM cao_memory_fts CROSS JOIN memory_metadata m ON m.search_rowid = cao_memory_fts.rowid
-                         WHERE cao_memory_fts MATCH ? AND {vis_sql}{ty}
-                         ORDER BY score DESC, cao_memory_fts.rowid ASC LIMIT ?"
-                    );
-                    let mut stmt = tx.prepare_cached(&sql)?;
-                    hits.extend(
-                        stmt.query_map(params_from_iter(&params), pair)?
-                            .collect::<rusqlite::Result<Vec<_>>>()?,
-                    );
-                }
-            }
+            let mut hits = match pruned {
+                Some(h) => h,
+                None => fts_hits(tx, &plan, vis, memory_type, match_expr, Some(limit))?,
+            };
             hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             hits.truncate(limit);
             let mut out = Vec::with_capacity(hits.len());

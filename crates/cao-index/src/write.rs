@@ -36,23 +36,55 @@ pub(crate) fn trigram_body(key: &str, tags: &str, content: &str) -> String {
 
 /// Add a row's documents to both FTS tables under `search_rowid` and count it.
 fn index_search(tx: &Transaction<'_>, search_rowid: i64, key: &str, tags: &str, content: &str) -> rusqlite::Result<()> {
+    let body = fts_body(key, tags, content);
+    let tokens = body_tokens(&body);
     tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body) VALUES (?1, ?2)")?
-        .execute(params![search_rowid, fts_body(key, tags, content)])?;
+        .execute(params![search_rowid, body])?;
     tx.prepare_cached("INSERT INTO cao_memory_trigram (rowid, body) VALUES (?1, ?2)")?
         .execute(params![search_rowid, trigram_body(key, tags, content)])?;
-    tx.prepare_cached("UPDATE cao_search_stats SET docs = docs + 1 WHERE id = 1")?
-        .execute([])?;
+    tx.prepare_cached("UPDATE cao_search_stats SET docs = docs + 1, tokens = tokens + ?1 WHERE id = 1")?
+        .execute([tokens])?;
+    let mut add = tx.prepare_cached(
+        "INSERT INTO cao_search_terms (term, df) VALUES (?1, 1) ON CONFLICT (term) DO UPDATE SET df = df + 1",
+    )?;
+    for term in distinct_terms(&body) {
+        add.execute([term])?;
+    }
     Ok(())
+}
+
+/// The distinct tokens of a BM25 document.
+fn distinct_terms(body: &str) -> std::collections::BTreeSet<&str> {
+    body.split(' ').filter(|t| !t.is_empty()).collect()
+}
+
+/// Number of tokens of a BM25 document (single-space separated).
+pub(crate) fn body_tokens(body: &str) -> i64 {
+    i64::try_from(body.split(' ').filter(|t| !t.is_empty()).count()).unwrap_or(i64::MAX)
 }
 
 /// Remove a row's documents from both FTS tables and uncount it.
 fn unindex_search(tx: &Transaction<'_>, search_rowid: i64) -> rusqlite::Result<()> {
+    let body: Option<String> = tx
+        .prepare_cached("SELECT body FROM cao_memory_fts WHERE rowid = ?1")?
+        .query_row([search_rowid], |r| r.get(0))
+        .optional()?;
     tx.prepare_cached("DELETE FROM cao_memory_fts WHERE rowid = ?1")?
         .execute([search_rowid])?;
     tx.prepare_cached("DELETE FROM cao_memory_trigram WHERE rowid = ?1")?
         .execute([search_rowid])?;
-    tx.prepare_cached("UPDATE cao_search_stats SET docs = max(docs - 1, 0) WHERE id = 1")?
-        .execute([])?;
+    if let Some(body) = body {
+        tx.prepare_cached(
+            "UPDATE cao_search_stats SET docs = max(docs - 1, 0), tokens = max(tokens - ?1, 0) WHERE id = 1",
+        )?
+        .execute([body_tokens(&body)])?;
+        let mut sub = tx.prepare_cached("UPDATE cao_search_terms SET df = df - 1 WHERE term = ?1")?;
+        let mut drop_zero = tx.prepare_cached("DELETE FROM cao_search_terms WHERE term = ?1 AND df <= 0")?;
+        for term in distinct_terms(&body) {
+            sub.execute([term])?;
+            drop_zero.execute([term])?;
+        }
+    }
     Ok(())
 }
 
@@ -243,7 +275,8 @@ impl Index {
             tx.execute_batch(
                 "DELETE FROM cao_memory_fts;
                  INSERT INTO cao_memory_trigram (cao_memory_trigram) VALUES ('delete-all');
-                 UPDATE cao_search_stats SET docs = 0 WHERE id = 1;
+                 UPDATE cao_search_stats SET docs = 0, tokens = 0 WHERE id = 1;
+                 DELETE FROM cao_search_terms;
                  UPDATE memory_metadata SET search_rowid = NULL WHERE search_rowid IS NOT NULL;
                  DELETE FROM cao_search_partitions;",
             )?;

@@ -199,7 +199,26 @@ fn check(
         .map(|((k, s), _)| model_id(*k, *s))
         .collect();
     let hits = ix.bm25_pool(vis, ty, two_words, 1000).expect("bm25");
-    prop_assert_eq!(id_set(hits.iter().map(|(r, _)| r)), want, "query {}", two_words);
+    prop_assert_eq!(id_set(hits.iter().map(|(r, _)| r)), want.clone(), "query {}", two_words);
+    // The best two (the pruned path may answer these) carry the model's summed scores.
+    let per_token: Vec<BTreeMap<Id, f64>> = chosen.iter().map(|t| model_bm25(model, t)).collect();
+    let full = |id: &Id| per_token.iter().filter_map(|m| m.get(id)).sum::<f64>();
+    let mut best: Vec<f64> = want.iter().map(full).collect();
+    best.sort_by(|a, b| b.total_cmp(a));
+    best.truncate(2);
+    let top = ix.bm25_pool(vis, ty, two_words, 2).expect("bm25");
+    prop_assert_eq!(top.len(), best.len());
+    for ((r, score), expected) in top.iter().zip(&best) {
+        prop_assert!(
+            (score - expected).abs() <= 1e-9,
+            "query {} row {}: {} vs {}",
+            two_words,
+            r.key,
+            score,
+            expected
+        );
+        prop_assert!((score - full(&(r.key.to_string(), r.scope_id.clone()))).abs() <= 1e-9);
+    }
 
     // Metadata: every term a substring (case-insensitive), newest first.
     for q in [
@@ -249,6 +268,21 @@ proptest! {
         apply(ix, &mut model, &ops);
         prop_assert_eq!(ix.count().expect("count"), model.len());
         prop_assert_eq!(ix.unindexed_count().expect("unindexed"), 0);
+        {
+            // Our statistics equal FTS5's: document frequencies and the token total.
+            let conn = rusqlite::Connection::open(db.path()).expect("raw");
+            let read = |sql: &str| -> Vec<(String, i64)> {
+                let mut stmt = conn.prepare(sql).expect("prepare");
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).expect("query").collect::<Result<_, _>>().expect("rows")
+            };
+            prop_assert_eq!(
+                read("SELECT term, df FROM cao_search_terms ORDER BY term"),
+                read("SELECT term, doc FROM cao_memory_fts_vocab ORDER BY term")
+            );
+            let total: i64 = model.iter().map(|((k, _), (c, _, _))| cao_core::text::tokenize(&doc(*k, c)).count() as i64).sum();
+            let stats = read("SELECT 'x', tokens FROM cao_search_stats");
+            prop_assert_eq!(stats[0].1, total);
+        }
         let query = format!("{} {}", WORDS[q1], WORDS[q2]);
         let mine = Visibility::none().allow(Scope::Global, None).allow(Scope::Session, Some("s1"));
         let other = Visibility::none().allow(Scope::Session, Some("s2"));
@@ -299,4 +333,75 @@ fn rebuilding_the_search_tables_gives_the_same_answers() {
             .collect()
     };
     assert_eq!(strip(&before), strip(&after));
+}
+
+/// A corpus where the rare word alone proves the top results: the pruned path must return FTS5's exact scores.
+#[test]
+fn pruned_bm25_top_matches_the_full_formula() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    let mut model = Model::new();
+    let mut docs: Vec<(String, String)> = Vec::new();
+    for i in 0..300usize {
+        let mut words = vec!["filler"; 3 + i % 7];
+        if i % 25 == 0 {
+            words.push("rare");
+        }
+        if i % 3 == 0 {
+            words.push("mid");
+        }
+        if i % 50 == 0 {
+            words.push("mid");
+        }
+        let key = format!("doc-{i}");
+        let content = words.join(" ");
+        ix.upsert(&global(&key, &content, i64::try_from(i).expect("small")))
+            .expect("upsert");
+        docs.push((key, content));
+    }
+    model.clear();
+    // Model scores with the same formula as `model_bm25`, over these documents.
+    let toks: Vec<Vec<String>> = docs
+        .iter()
+        .map(|(k, c)| cao_core::text::tokenize(&format!("{k}  {c}")).collect())
+        .collect();
+    let n = toks.len() as f64;
+    let avgdl = toks.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    let term = |t: &str, d: &[String]| {
+        let df = toks.iter().filter(|x| x.iter().any(|y| y == t)).count() as f64;
+        let idf = ((n - df + 0.5) / (df + 0.5)).ln().max(1e-6);
+        let tf = d.iter().filter(|y| *y == t).count() as f64;
+        if tf == 0.0 {
+            0.0
+        } else {
+            idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / avgdl))
+        }
+    };
+    let mut expected: Vec<(f64, String)> = docs
+        .iter()
+        .zip(&toks)
+        .map(|((k, _), d)| (term("rare", d) + term("mid", d), k.clone()))
+        .filter(|(s, _)| *s > 0.0)
+        .collect();
+    expected.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for limit in [1usize, 5, 12] {
+        let got = ix.bm25_pool(&Visibility::all(), None, "rare mid", limit).expect("bm25");
+        assert_eq!(got.len(), limit);
+        for (i, (r, score)) in got.iter().enumerate() {
+            assert!(
+                (score - expected[i].0).abs() < 1e-9,
+                "rank {i}: {} {score} vs {:?}",
+                r.key,
+                expected[i]
+            );
+            let mine = expected.iter().find(|(_, k)| k == r.key.as_str()).expect("a hit").0;
+            assert!((score - mine).abs() < 1e-9, "{}: {score} vs {mine}", r.key);
+        }
+    }
+    let all = ix.bm25_pool(&Visibility::all(), None, "rare mid", 1000).expect("bm25");
+    assert_eq!(
+        all.len(),
+        expected.len(),
+        "with a large limit every row sharing a token is a hit"
+    );
 }
