@@ -297,6 +297,20 @@ fn recency(
     memory_type: Option<MemoryType>,
     limit: usize,
 ) -> Result<Vec<MemoryRow>> {
+    ordered(tx, vis, memory_type, limit, RECENCY_ORDER)
+}
+
+/// The usage order of spec/reference-facts.md "Ranking": access_count desc, updated_at desc, key (then identity).
+const USAGE_ORDER: &str = "m.access_count DESC, m.updated_at DESC, m.\"key\" ASC, m.scope ASC, m.scope_id ASC";
+
+/// Native rows visible under `vis` in `order`, at most `limit`: one sub-select per visibility term, merged.
+fn ordered(
+    tx: &Transaction<'_>,
+    vis: &Visibility,
+    memory_type: Option<MemoryType>,
+    limit: usize,
+    order: &str,
+) -> Result<Vec<MemoryRow>> {
     if vis.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
@@ -310,12 +324,12 @@ fn recency(
         params.push(limit_param(limit));
         parts.push(format!(
             "SELECT r FROM (SELECT m.rowid AS r FROM memory_metadata m
-             WHERE {cond} AND m.source_kind = 'native'{ty} ORDER BY {RECENCY_ORDER} LIMIT ?)"
+             WHERE {cond} AND m.source_kind = 'native'{ty} ORDER BY {order} LIMIT ?)"
         ));
     }
     params.push(limit_param(limit));
     let sql = format!(
-        "SELECT {ROW_COLUMNS} FROM memory_metadata m WHERE m.rowid IN ({}) ORDER BY {RECENCY_ORDER} LIMIT ?",
+        "SELECT {ROW_COLUMNS} FROM memory_metadata m WHERE m.rowid IN ({}) ORDER BY {order} LIMIT ?",
         parts.join(" UNION ALL ")
     );
     Ok(query_rows(tx, &sql, &params, |_| Ok(()))?
@@ -325,6 +339,39 @@ fn recency(
 }
 
 impl Index {
+    /// The usage pool: at most `limit` visible native rows (of `memory_type` when given) ordered by access_count
+    /// desc, updated_at desc, key (spec/reference-facts.md "Ranking", usage order).
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn usage_pool(
+        &self,
+        vis: &Visibility,
+        memory_type: Option<MemoryType>,
+        limit: usize,
+    ) -> Result<Vec<MemoryRow>> {
+        self.read(|tx| ordered(tx, vis, memory_type, limit, USAGE_ORDER))
+    }
+
+    /// The newest visible native row with this exact key (any scope/scope id allowed by `vis`), if any. Uses the
+    /// `(key, scope, scope_id, source_kind)` unique index. Errors: [`crate::IndexError::Sqlite`] /
+    /// [`crate::IndexError::Pool`].
+    pub fn find_key(&self, vis: &Visibility, key: &Key) -> Result<Option<MemoryRow>> {
+        if vis.is_empty() {
+            return Ok(None);
+        }
+        self.read(|tx| {
+            let mut params = vec![Value::Text(key.as_str().to_owned())];
+            let vis_sql = vis.sql(&mut params);
+            let sql = format!(
+                "SELECT {ROW_COLUMNS} FROM memory_metadata m
+                 WHERE m.\"key\" = ? AND m.source_kind = 'native' AND {vis_sql} ORDER BY {RECENCY_ORDER} LIMIT 1"
+            );
+            Ok(query_rows(tx, &sql, &params, |_| Ok(()))?
+                .into_iter()
+                .next()
+                .map(|(r, ())| r))
+        })
+    }
+
     /// The native row `(key, scope, scope_id)` (`scope_id` `None` = no scope id), if any.
     /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
     pub fn get(&self, key: &Key, scope: Scope, scope_id: Option<&str>) -> Result<Option<MemoryRow>> {

@@ -1,0 +1,107 @@
+//! The service's error type.
+
+use std::path::PathBuf;
+
+/// Why a service call failed. Every variant's message is one actionable line; [`MemoryError::kind`] gives a
+/// stable snake_case code for payloads and HTTP bodies.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// A caller argument is invalid. Raised before any I/O: nothing was written.
+    #[error("{0}")]
+    Invalid(String),
+    /// Memory is disabled (`memory.enabled` false / `CAO_MEMORY_ENABLED=false`).
+    #[error(
+        "memory is disabled (memory.enabled is false; set CAO_MEMORY_ENABLED=true or `cao config set memory.enabled true`)"
+    )]
+    Disabled,
+    /// The named memory does not exist.
+    #[error("no memory {key:?} in scope {scope}")]
+    NotFound {
+        /// The key asked for.
+        key: String,
+        /// The scope searched.
+        scope: String,
+    },
+    /// A federated write whose content matches a secret pattern was refused; nothing was written.
+    #[error("refused: content matches secret pattern {pattern}; federated memories must not contain credentials")]
+    Secret {
+        /// The first matching pattern name (never the matched bytes).
+        pattern: &'static str,
+    },
+    /// The caller's scope may not write into the target scope.
+    #[error("caller scope {caller} may not write scope {target}")]
+    Unauthorized {
+        /// The caller's scope.
+        caller: String,
+        /// The target scope.
+        target: String,
+    },
+    /// A topic file exists but cannot be parsed. Nothing was written; fix or remove the file, then run
+    /// `cao memory repair`.
+    #[error("corrupt topic file {path}: {reason} (fix or move the file, then run `cao memory repair`)")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The wiki file was written but the index update failed; `cao memory repair` reconciles them.
+    #[error("partial write: {path} was saved but the index was not updated ({reason}); run `cao memory repair`")]
+    PartialWrite {
+        /// The file that was written.
+        path: PathBuf,
+        /// The index failure.
+        reason: String,
+    },
+    /// A file-system operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done, with the path.
+        context: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The wiki layer failed.
+    #[error(transparent)]
+    Wiki(#[from] cao_wiki::WikiError),
+    /// The SQLite index failed.
+    #[error(transparent)]
+    Index(#[from] cao_index::IndexError),
+}
+
+impl MemoryError {
+    /// Stable snake_case code of the variant (used as the `error` field of JSON errors).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MemoryError::Invalid(_) => "invalid_argument",
+            MemoryError::Disabled => "memory_disabled",
+            MemoryError::NotFound { .. } => "not_found",
+            MemoryError::Secret { .. } => "secret_detected",
+            MemoryError::Unauthorized { .. } => "scope_not_allowed",
+            MemoryError::Corrupt { .. } => "corrupt_topic_file",
+            MemoryError::PartialWrite { .. } => "memory_metadata_partial_write",
+            MemoryError::Io { .. } => "io_error",
+            MemoryError::Wiki(_) => "wiki_error",
+            MemoryError::Index(_) => "index_error",
+        }
+    }
+
+    /// Whether the error is the caller's fault (bad argument, not found, refused) rather than the system's.
+    pub fn is_client_error(&self) -> bool {
+        matches!(
+            self,
+            MemoryError::Invalid(_)
+                | MemoryError::NotFound { .. }
+                | MemoryError::Secret { .. }
+                | MemoryError::Unauthorized { .. }
+                | MemoryError::Disabled
+        )
+    }
+}
+
+impl From<cao_core::CoreError> for MemoryError {
+    fn from(e: cao_core::CoreError) -> Self {
+        MemoryError::Invalid(e.to_string())
+    }
+}

@@ -1,0 +1,23 @@
+//! `cao-memory`: the [`MemoryService`], the one entry point for storing, recalling and maintaining memories
+//! (layer 3; composes `cao-wiki`, `cao-index` and `cao-rank` over `cao-core`). It is the embedding API.
+//!
+//! A write is: validate every argument (no I/O) -> take the per-topic file lock -> atomic replace of the topic
+//! file -> one SQLite transaction (row, FTS rows, index.md dirty mark) -> release. A failure after the file
+//! replace is reported as [`MemoryError::PartialWrite`], which names `cao memory repair`.
+//!
+//! Invariants:
+//! - Bad input is rejected before any file or database is touched.
+//! - Every topic file on disk parses back to exactly the content that was stored (see `cao-wiki` escaping).
+//! - After any sequence of completed calls, the index agrees with the wiki files (`repair` finds nothing).
+//! - `index.md` is a derived view: stores only mark its container dirty; [`MemoryService::flush_index_md`]
+//!   rewrites dirty ones, so store cost does not grow with the corpus.
+//! - Recall never reads topic files; it is served from the index (metadata + FTS5).
+
+mod error;
+mod recall;
+mod service;
+mod types;
+
+pub use error::MemoryError;
+pub use service::MemoryService;
+pub use types::*;

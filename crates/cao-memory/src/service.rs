@@ -1,0 +1,552 @@
+//! The service: store, forget, list/show/delete/clear, repair and index.md refresh. Recall is in `recall.rs`.
+
+use crate::error::MemoryError;
+use crate::types::*;
+use cao_core::key::normalize_tags;
+use cao_core::scope::scope_write_allowed;
+use cao_core::{CaoHome, Clock, Key, MemoryType, Scope, Settings, SystemClock, TerminalContext};
+use cao_index::{Index, MemoryRow};
+use cao_wiki::{Topic, TopicLock, WikiLayout};
+use chrono::{DateTime, Utc};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The memory engine. Cheap to clone (shared state behind an `Arc`); safe to use from many threads, and many
+/// processes may use the same home at once.
+#[derive(Debug, Clone)]
+pub struct MemoryService {
+    pub(crate) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) home: CaoHome,
+    pub(crate) layout: WikiLayout,
+    pub(crate) index: Index,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// Fixed settings (tests, embedding); `None` = re-read `settings.json` on every call.
+    pub(crate) settings: Option<Settings>,
+}
+
+impl MemoryService {
+    /// Open the store under `home` with the system clock; settings are re-read from `settings.json` per call.
+    ///
+    /// Creates `memory/` and the database as needed. Errors: [`MemoryError::Index`] when the database cannot be
+    /// opened or migrated; [`MemoryError::Io`] when the memory dir cannot be created.
+    pub fn open(home: CaoHome) -> Result<Self, MemoryError> {
+        Self::build(home, None, Arc::new(SystemClock))
+    }
+
+    /// Open with fixed settings and a chosen clock (tests, embedding).
+    pub fn open_with(home: CaoHome, settings: Settings, clock: Arc<dyn Clock>) -> Result<Self, MemoryError> {
+        Self::build(home, Some(settings), clock)
+    }
+
+    fn build(home: CaoHome, settings: Option<Settings>, clock: Arc<dyn Clock>) -> Result<Self, MemoryError> {
+        let memory_dir = home.memory_dir();
+        create_private_dir(&memory_dir)?;
+        let index = Index::open(&home.db_path())?;
+        let layout = WikiLayout::new(memory_dir);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                home,
+                layout,
+                index,
+                clock,
+                settings,
+            }),
+        })
+    }
+
+    /// The home this service works on.
+    pub fn home(&self) -> &CaoHome {
+        &self.inner.home
+    }
+
+    /// The SQLite index (for diagnostics and tests).
+    pub fn index(&self) -> &Index {
+        &self.inner.index
+    }
+
+    /// The wiki layout.
+    pub fn layout(&self) -> &WikiLayout {
+        &self.inner.layout
+    }
+
+    /// Current settings: the fixed ones, or `settings.json` read now (cheap; missing file = defaults).
+    pub fn settings(&self) -> Settings {
+        match &self.inner.settings {
+            Some(s) => s.clone(),
+            None => Settings::load(&self.inner.home),
+        }
+    }
+
+    /// `memory.enabled` (env `CAO_MEMORY_ENABLED` > file > true; fails open).
+    pub fn memory_enabled(&self) -> bool {
+        self.settings().memory_enabled()
+    }
+
+    pub(crate) fn now(&self) -> DateTime<Utc> {
+        self.inner.clock.now()
+    }
+
+    pub(crate) fn ensure_enabled(&self) -> Result<Settings, MemoryError> {
+        let s = self.settings();
+        if s.memory_enabled() {
+            Ok(s)
+        } else {
+            Err(MemoryError::Disabled)
+        }
+    }
+
+    /// Store (upsert) a memory: a new key creates its topic file; an existing key gets a new timestamped entry
+    /// and its header's type and tags are replaced (spec 000 "memory_store").
+    ///
+    /// Validation (before any I/O): content non-empty, at most [`MAX_CONTENT_BYTES`], no NUL; scope and type
+    /// names; the key (service sanitising rule, or auto key from content); tags at most [`MAX_TAGS_BYTES`];
+    /// the caller's write authorisation; federated content passes the secret gate; the scope id resolves.
+    ///
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::Invalid`], [`MemoryError::Secret`],
+    /// [`MemoryError::Unauthorized`], [`MemoryError::Corrupt`] (existing file unparsable; nothing written),
+    /// [`MemoryError::PartialWrite`] (file written, index not), I/O and index errors.
+    pub fn store(&self, ctx: &TerminalContext, req: StoreRequest) -> Result<StoreResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        let scope = parse_scope(req.scope.as_deref(), Scope::Project)?;
+        let memory_type = match req.memory_type.as_deref() {
+            None => MemoryType::Project,
+            Some(t) => t.parse::<MemoryType>()?,
+        };
+        validate_content(&req.content)?;
+        let tags = normalize_tags(req.tags.as_deref().unwrap_or(""));
+        if tags.len() > MAX_TAGS_BYTES {
+            return Err(MemoryError::Invalid(format!(
+                "tags are {} bytes; the maximum is {MAX_TAGS_BYTES}",
+                tags.len()
+            )));
+        }
+        cao_wiki::validate_tags(&tags).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        let key = match req.key.as_deref() {
+            Some(k) => Key::sanitize(k)?,
+            None => Key::from_content(&req.content).ok_or_else(|| {
+                MemoryError::Invalid(
+                    "cannot derive a key from content (its first six words have no [a-z0-9]); pass `key`".into(),
+                )
+            })?,
+        };
+        let caller = req.caller_scope.as_deref().unwrap_or("global");
+        if !scope_write_allowed(caller, scope.as_str()) {
+            return Err(MemoryError::Unauthorized {
+                caller: caller.to_owned(),
+                target: scope.to_string(),
+            });
+        }
+        if scope == Scope::Federated
+            && let Some(pattern) = cao_core::secret::scan(&req.content)
+        {
+            return Err(MemoryError::Secret { pattern });
+        }
+        let scope_id = self.resolve_scope_id(ctx, scope, &settings)?;
+        self.write_entry(ctx, scope, scope_id, key, memory_type, tags, &req.content)
+    }
+
+    /// Resolve the scope id for a write or a forget, recording the project alias when one applies.
+    pub(crate) fn resolve_scope_id(
+        &self,
+        ctx: &TerminalContext,
+        scope: Scope,
+        settings: &Settings,
+    ) -> Result<Option<String>, MemoryError> {
+        if scope == Scope::Project {
+            let ident = ctx.project(settings)?;
+            if let Some(alias) = &ident.alias
+                && let Err(e) = self
+                    .inner
+                    .index
+                    .add_alias(&ident.project_id, alias, "cwd_hash", self.now())
+            {
+                tracing::warn!(error = %e, "could not record project alias");
+            }
+            return Ok(Some(ident.project_id));
+        }
+        Ok(ctx.scope_id_for(scope, settings)?)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_entry(
+        &self,
+        ctx: &TerminalContext,
+        scope: Scope,
+        scope_id: Option<String>,
+        key: Key,
+        memory_type: MemoryType,
+        tags: String,
+        content: &str,
+    ) -> Result<StoreResult, MemoryError> {
+        let layout = &self.inner.layout;
+        // The lock is held until the index transaction has committed, so file and row change together.
+        let locked = layout.lock_topic(scope, scope_id.as_deref(), &key)?;
+        let now = self.now();
+        let write = locked.upsert(memory_type, &tags, now, content).map_err(|e| match e {
+            cao_wiki::WikiError::Corrupt { reason } => MemoryError::Corrupt {
+                path: locked.path().to_path_buf(),
+                reason,
+            },
+            other => MemoryError::from(other),
+        })?;
+        let file_path = write.path.to_string_lossy().into_owned();
+        let prior = self.inner.index.get(&key, scope, scope_id.as_deref()).ok().flatten();
+        let row = MemoryRow {
+            id: prior
+                .as_ref()
+                .map(|r| r.id.clone())
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            key: key.clone(),
+            memory_type,
+            scope,
+            scope_id: scope_id.clone(),
+            source_kind: "native".to_owned(),
+            file_path: file_path.clone(),
+            tags,
+            source_provider: ctx.provider.clone(),
+            source_terminal_id: ctx.terminal_id.clone(),
+            token_estimate: cao_index::token_estimate(content),
+            created_at: prior
+                .as_ref()
+                .map(|r| r.created_at)
+                .unwrap_or_else(|| write.topic.created_at()),
+            updated_at: now,
+            access_count: prior.as_ref().map_or(0, |r| r.access_count),
+            last_accessed_at: prior.as_ref().and_then(|r| r.last_accessed_at),
+            last_compiled_at: prior.as_ref().and_then(|r| r.last_compiled_at),
+            related_keys: prior.as_ref().and_then(|r| r.related_keys.clone()),
+            content: content.to_owned(),
+            entry_count: write.topic.entry_count() as i64,
+        };
+        self.inner.index.upsert(&row).map_err(|e| MemoryError::PartialWrite {
+            path: write.path.clone(),
+            reason: e.to_string(),
+        })?;
+        drop(locked);
+        Ok(StoreResult {
+            success: true,
+            key: key.as_str().to_owned(),
+            scope,
+            scope_id,
+            file_path,
+            action: if write.created { "created" } else { "updated" },
+        })
+    }
+
+    /// Forget a memory by key (agent tool). The key uses the service sanitising rule; scope defaults to
+    /// `project`; the scope id comes from the caller's context. A missing memory is not an error: the result
+    /// has `deleted: false, action: "absent"` (and any stale index row is removed).
+    ///
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::Invalid`], I/O and index errors.
+    pub fn forget(&self, ctx: &TerminalContext, req: ForgetRequest) -> Result<ForgetResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        let scope = parse_scope(req.scope.as_deref(), Scope::Project)?;
+        let key = Key::sanitize(&req.key)?;
+        let scope_id = self.resolve_scope_id(ctx, scope, &settings)?;
+        self.remove(scope, scope_id.as_deref(), &key)
+    }
+
+    /// Delete one memory (operator). Like [`MemoryService::forget`] with a strictly validated key; `scope`
+    /// defaults to `project`.
+    pub fn delete(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<ForgetResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        let scope = scope.unwrap_or(Scope::Project);
+        let scope_id = self.resolve_scope_id(ctx, scope, &settings)?;
+        self.remove(scope, scope_id.as_deref(), key)
+    }
+
+    pub(crate) fn remove(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<ForgetResult, MemoryError> {
+        let layout = &self.inner.layout;
+        let path = layout.topic_path(scope, scope_id, key)?;
+        let file_existed = if path.parent().is_some_and(Path::exists) {
+            let locked = layout.lock_topic(scope, scope_id, key)?;
+            let existed = locked.remove()?;
+            self.inner.index.delete(key, scope, scope_id)?;
+            self.inner.index.mark_dirty(locked.container())?;
+            existed
+        } else {
+            // No directory, so no file: still drop a stale row.
+            if self.inner.index.delete(key, scope, scope_id)? {
+                self.inner.index.mark_dirty(&layout.container_name(scope, scope_id)?)?;
+            }
+            false
+        };
+        Ok(ForgetResult {
+            success: true,
+            deleted: file_existed,
+            key: key.as_str().to_owned(),
+            scope,
+            action: if file_existed { "deleted" } else { "absent" },
+            path: path.to_string_lossy().into_owned(),
+        })
+    }
+
+    /// Delete every memory of `scope` visible to the caller (its session/agent/project; global and federated
+    /// entirely). Returns how many were deleted.
+    pub fn clear(&self, ctx: &TerminalContext, scope: Scope) -> Result<usize, MemoryError> {
+        self.ensure_enabled()?;
+        let rows = self.visible_rows(ctx, Some(scope), None, false, usize::MAX)?;
+        let mut n = 0;
+        for row in rows {
+            if self.remove(row.scope, row.scope_id.as_deref(), &row.key)?.deleted {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// The operator listing: every visible memory, scope precedence first then newest first.
+    /// Counts an access for each returned row (the reference behaviour).
+    pub fn list(&self, ctx: &TerminalContext, req: ListRequest) -> Result<Vec<Memory>, MemoryError> {
+        self.ensure_enabled()?;
+        let limit = req.limit.unwrap_or(100).max(1);
+        let rows = self.visible_rows(ctx, req.scope, req.memory_type, req.all, limit)?;
+        self.record_access(&rows);
+        Ok(rows.iter().map(row_to_memory).collect())
+    }
+
+    /// Show one memory by exact key: the first match in scope precedence order among every memory (all projects,
+    /// sessions and agents), optionally within one scope. Counts an access.
+    pub fn show(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<Option<Memory>, MemoryError> {
+        self.ensure_enabled()?;
+        let settings = self.settings();
+        let mut found = None;
+        for group in self.visibility_groups(ctx, &settings, scope, true)? {
+            if let Some(row) = self.inner.index.find_key(&group.visibility(), key)? {
+                found = Some(row);
+                break;
+            }
+        }
+        if let Some(row) = &found {
+            self.record_access(std::slice::from_ref(row));
+        }
+        Ok(found.as_ref().map(row_to_memory))
+    }
+
+    pub(crate) fn record_access(&self, rows: &[MemoryRow]) {
+        if rows.is_empty() {
+            return;
+        }
+        let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+        if let Err(e) = self
+            .inner
+            .index
+            .record_access(&ids, self.now(), chrono::Duration::seconds(60))
+        {
+            tracing::warn!(error = %e, "could not record access");
+        }
+    }
+
+    /// Rewrite every `index.md` whose container changed since its last refresh, from the index. Returns how many
+    /// files were written. Safe to call from many processes (index lock per container).
+    pub fn flush_index_md(&self) -> Result<usize, MemoryError> {
+        let index = &self.inner.index;
+        let now = self.now();
+        let mut written = 0;
+        for mark in index.dirty_containers()? {
+            let rows: Vec<cao_wiki::IndexRow> = index
+                .index_rows(&mark.container)?
+                .iter()
+                .map(|r| cao_wiki::IndexRow {
+                    scope: r.scope,
+                    scope_id: r.scope_id.clone(),
+                    key: r.key.clone(),
+                    memory_type: r.memory_type,
+                    tags: r.tags.clone(),
+                    token_estimate: cao_wiki::words_token_estimate(&r.content),
+                    updated_at: r.updated_at,
+                })
+                .collect();
+            self.inner.layout.write_index(&mark.container, &rows, now)?;
+            // Only clears the mark if no store re-marked the container meanwhile.
+            index.clear_dirty(&mark)?;
+            written += 1;
+        }
+        Ok(written)
+    }
+
+    /// Rebuild the index from the wiki files and report what changed: rows for files without one are added,
+    /// rows that disagree with their file (content, type, tags, entry count, times, path) are updated, rows whose
+    /// file is gone are removed; unparsable files are reported and left alone. Existing access counts and ids
+    /// (including rows written by the reference implementation) are kept. Every `index.md` is rewritten.
+    pub fn repair(&self) -> Result<RepairReport, MemoryError> {
+        let layout = &self.inner.layout;
+        let index = &self.inner.index;
+        let scan = layout.scan()?;
+        let mut report = RepairReport {
+            skipped: scan
+                .skipped
+                .iter()
+                .map(|sk| format!("{}: {}", sk.path.display(), sk.reason))
+                .collect(),
+            ..RepairReport::default()
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut containers = std::collections::BTreeSet::new();
+        for t in &scan.topics {
+            report.scanned += 1;
+            let label = label(t.scope, t.scope_id.as_deref(), t.key.as_str());
+            seen.insert((t.scope, t.scope_id.clone(), t.key.as_str().to_owned()));
+            containers.insert(t.container.clone());
+            let _lock = TopicLock::acquire(&t.path).map_err(|e| io_err(format!("locking {}", t.path.display()), e))?;
+            let stored = match cao_wiki::read_topic_file(&t.path) {
+                Ok(Some(stored)) => stored,
+                Ok(None) => continue,
+                Err(e) => {
+                    report.unparsable.push(format!("{}: {e}", t.path.display()));
+                    continue;
+                }
+            };
+            let prior = index.get(&t.key, t.scope, t.scope_id.as_deref())?;
+            let desired = row_from_topic(&stored.topic, t, prior.as_ref());
+            match &prior {
+                None => {
+                    index.upsert(&desired)?;
+                    report.added.push(label);
+                }
+                Some(p) if !rows_agree(p, &desired) => {
+                    index.upsert(&desired)?;
+                    report.updated.push(label);
+                }
+                Some(_) => {}
+            }
+        }
+        for row in index.all_rows()? {
+            if row.source_kind != "native" || seen.contains(&(row.scope, row.scope_id.clone(), row.key.to_string())) {
+                continue;
+            }
+            // The file may have been created after the scan started: only remove when it is really gone.
+            let key = row.key.clone();
+            let Ok(path) = layout.topic_path(row.scope, row.scope_id.as_deref(), &key) else {
+                continue;
+            };
+            if path.exists() {
+                continue;
+            }
+            index.delete(&key, row.scope, row.scope_id.as_deref())?;
+            containers.insert(layout.container_name(row.scope, row.scope_id.as_deref())?);
+            report
+                .removed
+                .push(label(row.scope, row.scope_id.as_deref(), row.key.as_str()));
+        }
+        for c in &containers {
+            index.mark_dirty(c)?;
+        }
+        self.flush_index_md()?;
+        Ok(report)
+    }
+}
+
+fn label(scope: Scope, scope_id: Option<&str>, key: &str) -> String {
+    match scope_id {
+        Some(id) => format!("{scope}/{id}/{key}"),
+        None => format!("{scope}/{key}"),
+    }
+}
+
+fn row_from_topic(topic: &Topic, t: &cao_wiki::ScannedTopic, prior: Option<&MemoryRow>) -> MemoryRow {
+    let content = topic.current_content().to_owned();
+    // Keep the index's sub-second times when they fall in the same second as the file's headings.
+    let same_second = |db: DateTime<Utc>, file: DateTime<Utc>| cao_core::time::truncate_secs(db) == file;
+    let updated_at = match prior {
+        Some(p) if same_second(p.updated_at, topic.updated_at()) => p.updated_at,
+        _ => topic.updated_at(),
+    };
+    let created_at = match prior {
+        Some(p) if same_second(p.created_at, topic.created_at()) => p.created_at,
+        _ => topic.created_at(),
+    };
+    MemoryRow {
+        id: prior
+            .map(|p| p.id.clone())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        key: t.key.clone(),
+        memory_type: topic.header().memory_type,
+        scope: t.scope,
+        scope_id: t.scope_id.clone(),
+        source_kind: "native".to_owned(),
+        file_path: t.path.to_string_lossy().into_owned(),
+        tags: topic.header().tags.clone(),
+        source_provider: prior.and_then(|p| p.source_provider.clone()),
+        source_terminal_id: prior.and_then(|p| p.source_terminal_id.clone()),
+        token_estimate: cao_index::token_estimate(&content),
+        created_at,
+        updated_at,
+        access_count: prior.map_or(0, |p| p.access_count),
+        last_accessed_at: prior.and_then(|p| p.last_accessed_at),
+        last_compiled_at: prior.and_then(|p| p.last_compiled_at),
+        related_keys: prior.and_then(|p| p.related_keys.clone()),
+        content,
+        entry_count: topic.entry_count() as i64,
+    }
+}
+
+fn rows_agree(a: &MemoryRow, b: &MemoryRow) -> bool {
+    a.content == b.content
+        && a.memory_type == b.memory_type
+        && a.tags == b.tags
+        && a.entry_count == b.entry_count
+        && a.file_path == b.file_path
+        && a.token_estimate == b.token_estimate
+        && a.updated_at == b.updated_at
+        && a.created_at == b.created_at
+}
+
+pub(crate) fn row_to_memory(r: &MemoryRow) -> Memory {
+    Memory {
+        id: r.id.clone(),
+        key: r.key.to_string(),
+        content: r.content.clone(),
+        memory_type: r.memory_type,
+        scope: r.scope,
+        scope_id: r.scope_id.clone(),
+        tags: r.tags.clone(),
+        file_path: r.file_path.clone(),
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        access_count: r.access_count,
+        entry_count: r.entry_count,
+        is_related: false,
+    }
+}
+
+pub(crate) fn parse_scope(s: Option<&str>, default: Scope) -> Result<Scope, MemoryError> {
+    match s {
+        None => Ok(default),
+        Some(v) => Ok(v.parse::<Scope>()?),
+    }
+}
+
+fn validate_content(content: &str) -> Result<(), MemoryError> {
+    if content.trim().is_empty() {
+        return Err(MemoryError::Invalid("content must not be empty".into()));
+    }
+    if content.len() > cao_wiki::MAX_CONTENT_BYTES {
+        return Err(MemoryError::Invalid(format!(
+            "content is {} bytes; the maximum is {} (store a summary, or split it into several memories)",
+            content.len(),
+            cao_wiki::MAX_CONTENT_BYTES
+        )));
+    }
+    if content.contains('\0') {
+        return Err(MemoryError::Invalid("content must not contain NUL bytes".into()));
+    }
+    Ok(())
+}
+
+pub(crate) fn io_err(context: String, source: std::io::Error) -> MemoryError {
+    MemoryError::Io { context, source }
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), MemoryError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| io_err(format!("creating {}", dir.display()), e))
+}

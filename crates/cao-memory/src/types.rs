@@ -1,0 +1,290 @@
+//! Request and result shapes of the service. Requests carry raw strings so that every argument is validated in
+//! one place, before any I/O; results serialise to the payloads of spec/reference-facts.md "MCP payloads".
+
+use cao_core::{MemoryType, Scope};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// Upper bound on content size in bytes (UTF-8). Larger content is rejected before any I/O. The reference has
+/// no limit; 64 KiB is far above a 1-2 sentence memory and keeps files, rows and injection blocks bounded.
+pub const MAX_CONTENT_BYTES: usize = cao_wiki::MAX_CONTENT_BYTES;
+
+/// Upper bound on the tag string in bytes after normalisation.
+pub const MAX_TAGS_BYTES: usize = 1024;
+
+/// Default and bounds of `limit` for recall (spec 000 "memory_recall": default 10, max 100).
+pub const DEFAULT_RECALL_LIMIT: i64 = 10;
+/// The largest accepted recall limit.
+pub const MAX_RECALL_LIMIT: i64 = 100;
+
+/// `memory_store` arguments (spec 000 "memory_store").
+#[derive(Debug, Clone, Default)]
+pub struct StoreRequest {
+    /// The memory text (markdown). Required, non-empty, at most [`MAX_CONTENT_BYTES`], no NUL bytes.
+    pub content: String,
+    /// Target scope; default `project`.
+    pub scope: Option<String>,
+    /// Type label; default `project`.
+    pub memory_type: Option<String>,
+    /// Key; sanitised with the service rule, or derived from the first six words of content when absent.
+    pub key: Option<String>,
+    /// Comma-separated tags; normalised.
+    pub tags: Option<String>,
+    /// The caller's own scope for the write-authorisation rule; default `global` (operator).
+    pub caller_scope: Option<String>,
+}
+
+/// How recall finds candidates (spec 000 "memory_recall").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// All query terms as case-insensitive substrings of key, tags or content.
+    Metadata,
+    /// BM25 keyword search (any shared token).
+    Bm25,
+    /// Metadata hits first, BM25 hits fill the remaining slots. The default.
+    Hybrid,
+}
+
+impl SearchMode {
+    /// Parse the wire name; errors name the valid values.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "metadata" => Ok(Self::Metadata),
+            "bm25" => Ok(Self::Bm25),
+            "hybrid" => Ok(Self::Hybrid),
+            other => Err(format!(
+                "invalid search_mode {other:?}: expected one of metadata, bm25, hybrid"
+            )),
+        }
+    }
+}
+
+/// How recall orders results (spec 000 "memory_recall"; `relevance` is specified separately).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SortBy {
+    /// Newest first (metadata hits), search order for BM25 hits. The default.
+    Recency,
+    /// Composite 0.5 BM25 + 0.3 recency + 0.2 usage.
+    Score,
+    /// Most accessed first.
+    Usage,
+}
+
+impl SortBy {
+    /// Parse the wire name; errors name the valid values.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "recency" => Ok(Self::Recency),
+            "score" => Ok(Self::Score),
+            "usage" => Ok(Self::Usage),
+            other => Err(format!(
+                "invalid sort_by {other:?}: expected one of recency, score, usage"
+            )),
+        }
+    }
+}
+
+/// `memory_recall` arguments (spec 000 "memory_recall").
+#[derive(Debug, Clone, Default)]
+pub struct RecallRequest {
+    /// Keyword query; blank means "no query".
+    pub query: Option<String>,
+    /// Restrict to one scope; otherwise every visible scope in precedence order.
+    pub scope: Option<String>,
+    /// Restrict to one memory type.
+    pub memory_type: Option<String>,
+    /// 1..=100, default 10.
+    pub limit: Option<i64>,
+    /// `metadata` | `bm25` | `hybrid` (default).
+    pub search_mode: Option<String>,
+    /// `recency` (default) | `score` | `usage`.
+    pub sort_by: Option<String>,
+    /// Append memories cross-referenced by the results (one level, after the primaries).
+    pub include_related: bool,
+    /// See every project, session and agent (operator `--all`), not only the caller's.
+    pub scan_all: bool,
+    /// Count an access for each returned primary row (at most once per 60 s per row). MCP recall: true.
+    pub record_access: bool,
+}
+
+/// `memory_forget` arguments.
+#[derive(Debug, Clone, Default)]
+pub struct ForgetRequest {
+    /// The key (service sanitising rule applies).
+    pub key: String,
+    /// The scope; default `project`.
+    pub scope: Option<String>,
+}
+
+/// Arguments of the operator listing (`cao memory list`).
+#[derive(Debug, Clone, Default)]
+pub struct ListRequest {
+    /// Restrict to one scope.
+    pub scope: Option<Scope>,
+    /// Restrict to one type.
+    pub memory_type: Option<MemoryType>,
+    /// Every project, session and agent, not only the current ones.
+    pub all: bool,
+    /// Maximum rows; default 100.
+    pub limit: Option<usize>,
+}
+
+/// One memory as the service returns it to operators (CLI, HTTP).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Memory {
+    /// The index row id.
+    pub id: String,
+    /// The key.
+    pub key: String,
+    /// Current content: the text of the newest entry.
+    pub content: String,
+    /// The type label.
+    pub memory_type: MemoryType,
+    /// The scope.
+    pub scope: Scope,
+    /// The scope id (`None` for global and federated).
+    pub scope_id: Option<String>,
+    /// Normalised tags csv.
+    pub tags: String,
+    /// Absolute path of the topic file.
+    pub file_path: String,
+    /// First entry's time.
+    pub created_at: DateTime<Utc>,
+    /// Last write time.
+    pub updated_at: DateTime<Utc>,
+    /// Recall count (bumped at most once per 60 s).
+    pub access_count: i64,
+    /// Number of `## <ts>` entries in the file.
+    pub entry_count: i64,
+    /// True for entries added by `include_related` expansion.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub is_related: bool,
+}
+
+/// `memory_store` result: `{success, key, scope, scope_id, file_path, action}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoreResult {
+    /// Always true (failures are errors).
+    pub success: bool,
+    /// The final key.
+    pub key: String,
+    /// The scope written.
+    pub scope: Scope,
+    /// The resolved scope id.
+    pub scope_id: Option<String>,
+    /// Absolute path of the topic file.
+    pub file_path: String,
+    /// `created` for a new key, `updated` when an entry was appended.
+    pub action: &'static str,
+}
+
+/// One recalled memory: `{key, content, memory_type, scope, tags, file_path, updated_at}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecalledMemory {
+    /// The key.
+    pub key: String,
+    /// Current content.
+    pub content: String,
+    /// The type label.
+    pub memory_type: MemoryType,
+    /// The scope.
+    pub scope: Scope,
+    /// Tags csv.
+    pub tags: String,
+    /// Absolute path of the topic file.
+    pub file_path: String,
+    /// `YYYY-MM-DDTHH:MM:SSZ`.
+    pub updated_at: String,
+}
+
+impl From<&Memory> for RecalledMemory {
+    fn from(m: &Memory) -> Self {
+        Self {
+            key: m.key.clone(),
+            content: m.content.clone(),
+            memory_type: m.memory_type,
+            scope: m.scope,
+            tags: m.tags.clone(),
+            file_path: m.file_path.clone(),
+            updated_at: cao_core::time::format_ts(m.updated_at),
+        }
+    }
+}
+
+/// `memory_recall` result: `{success, memories}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecallResult {
+    /// Always true (failures are errors).
+    pub success: bool,
+    /// Ranked primaries, then related extras.
+    pub memories: Vec<RecalledMemory>,
+}
+
+/// `memory_forget` result: `{success, deleted, key, scope, action}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ForgetResult {
+    /// Always true (failures are errors).
+    pub success: bool,
+    /// Whether a memory was removed.
+    pub deleted: bool,
+    /// The key as sanitised.
+    pub key: String,
+    /// The scope.
+    pub scope: Scope,
+    /// `deleted` or `absent` (the reference's word for "nothing to forget").
+    pub action: &'static str,
+    /// Absolute path of the (former) topic file.
+    pub path: String,
+}
+
+/// What `repair` changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RepairReport {
+    /// Topic files scanned.
+    pub scanned: usize,
+    /// Keys (`scope/scope_id/key`) whose rows were created.
+    pub added: Vec<String>,
+    /// Keys whose rows were brought back in line with their files.
+    pub updated: Vec<String>,
+    /// Rows removed because their file is gone.
+    pub removed: Vec<String>,
+    /// Files that could not be parsed (`path: reason`); their rows are left alone.
+    pub unparsable: Vec<String>,
+    /// Paths skipped by the scan (`path: reason`).
+    pub skipped: Vec<String>,
+}
+
+impl RepairReport {
+    /// True when nothing had to change.
+    pub fn is_clean(&self) -> bool {
+        self.added.is_empty() && self.updated.is_empty() && self.removed.is_empty()
+    }
+}
+
+impl std::fmt::Display for RepairReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "scanned {} topic files: {} added, {} updated, {} removed, {} unparsable",
+            self.scanned,
+            self.added.len(),
+            self.updated.len(),
+            self.removed.len(),
+            self.unparsable.len()
+        )?;
+        for (label, list) in [
+            ("added", &self.added),
+            ("updated", &self.updated),
+            ("removed", &self.removed),
+            ("unparsable", &self.unparsable),
+            ("skipped", &self.skipped),
+        ] {
+            for item in list {
+                writeln!(f, "  {label}: {item}")?;
+            }
+        }
+        Ok(())
+    }
+}
