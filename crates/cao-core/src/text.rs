@@ -9,6 +9,21 @@ pub fn tokenize(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(str::to_ascii_lowercase)
 }
 
+/// Search terms of `text`: the [`tokenize`] tokens reduced to their English Snowball (Porter 2) stems, so that
+/// `painted`, `painting` and `paints` all match `paint`. Both the indexed documents and the queries go through
+/// this one function, so matching stays symmetric. A departure from the reference, which does not stem
+/// (docs/decisions/0001-fts5-search-index.md).
+pub fn search_terms(text: &str) -> impl Iterator<Item = String> + '_ {
+    let stemmer = stemmer();
+    tokenize(text).map(move |t| stemmer.stem(&t).into_owned())
+}
+
+fn stemmer() -> &'static rust_stemmers::Stemmer {
+    static STEMMER: std::sync::LazyLock<rust_stemmers::Stemmer> =
+        std::sync::LazyLock::new(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
+    &STEMMER
+}
+
 /// Whether `c` is whitespace as the reference (Python `str.split()`, `str.strip()`, regex `\s`) sees it: Unicode
 /// `White_Space` ([`char::is_whitespace`]) plus the information separators U+001C..=U+001F.
 pub fn is_reference_whitespace(c: char) -> bool {
@@ -39,6 +54,12 @@ mod tests {
             !is_reference_whitespace('\u{200B}'),
             "a zero-width space is a format character, not whitespace"
         );
+    }
+
+    #[test]
+    fn search_terms_are_stemmed_tokens() {
+        let t: Vec<_> = search_terms("Painted paintings, PAINTS!").collect();
+        assert_eq!(t, ["paint", "paint", "paint"]);
     }
 
     #[test]

@@ -24,11 +24,11 @@ pub struct ListFilter {
     pub limit: Option<usize>,
 }
 
-/// The distinct BM25 tokens of `query` in first-occurrence order (the reference's tokeniser: lowercase runs of
-/// `[a-zA-Z0-9]`).
+/// The distinct search terms of `query` in first-occurrence order: the reference's tokens (lowercase runs of
+/// `[a-zA-Z0-9]`), stemmed ([`cao_core::text::search_terms`]).
 pub fn search_tokens(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for t in cao_core::text::tokenize(query) {
+    for t in cao_core::text::search_terms(query) {
         if !out.contains(&t) {
             out.push(t);
         }
@@ -695,7 +695,10 @@ mod tests {
 
     #[test]
     fn tokens_are_distinct_and_ordered() {
-        assert_eq!(search_tokens("Rust, rust & RUST-2 tests"), ["rust", "2", "tests"]);
+        assert_eq!(
+            search_tokens("Rust, rust & RUST-2 tests testing"),
+            ["rust", "2", "test"]
+        );
         assert!(search_tokens("— …").is_empty());
         assert_eq!(metadata_terms("Foo  foo BAR"), ["foo", "bar"]);
         assert_eq!(fts_quote("a\"b"), "\"a\"\"b\"");

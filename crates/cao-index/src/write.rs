@@ -15,11 +15,12 @@ pub struct UpsertOutcome {
     pub created: bool,
 }
 
-/// The BM25 document of a row: the reference's tokens of `key tags content`, joined by single spaces.
+/// The BM25 document of a row: the search terms ([`cao_core::text::search_terms`]: reference tokens, stemmed) of
+/// `key tags content`, joined by single spaces.
 pub(crate) fn fts_body(key: &str, tags: &str, content: &str) -> String {
     let mut out = String::with_capacity(key.len() + tags.len() + content.len() + 2);
     for text in [key, tags, content] {
-        for tok in cao_core::text::tokenize(text) {
+        for tok in cao_core::text::search_terms(text) {
             if !out.is_empty() {
                 out.push(' ');
             }
@@ -327,10 +328,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bodies_use_the_reference_tokens() {
+    fn bodies_use_stemmed_reference_tokens() {
         assert_eq!(
             fts_body("prefer-pytest", "testing,python", "Use PyTest_fixtures!"),
-            "prefer pytest testing python use pytest fixtures"
+            "prefer pytest test python use pytest fixtur"
         );
         assert_eq!(trigram_body("k", "", "ÄB c"), "k  äb c");
     }
