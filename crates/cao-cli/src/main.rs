@@ -1,0 +1,78 @@
+//! `cao`: the operator command line of the cao memory system.
+//!
+//! It works directly on the local store (the home from `CAO_HOME`, `CAO_HOME_DIR`, or
+//! `~/.aws/cli-agent-orchestrator`) through `cao_memory::MemoryService`; no server is needed.
+//! Commands: `cao memory list | show | delete | clear | repair` (see `cao memory --help`).
+//!
+//! Invariants:
+//! - Exit codes: 0 success, 1 failure (one `error:` line on stderr, sometimes a `hint:` line), 2 usage error
+//!   (clap's errors, invalid keys, destructive commands without `--yes` when stdin is not a terminal).
+//! - stdout carries only the command's result (table, text or JSON); logs, prompts and errors go to stderr.
+//!   Log level from `CAO_LOG_LEVEL` (an `EnvFilter` directive such as `debug`; default `warn`).
+//! - Never blocks on stdin unless stdin is a terminal; never panics on user input (`main` returns an exit code).
+//! - Every command that opened the store refreshes dirty `index.md` files before exiting.
+
+mod cli;
+mod confirm;
+mod error;
+mod memory;
+mod output;
+
+use clap::Parser;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::error::CliError;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with exit 0; real usage errors to stderr with exit 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(error::EXIT_USAGE));
+        }
+    };
+    init_logging();
+    let mut stdout = std::io::stdout().lock();
+    let result = match cli.command {
+        Command::Memory(cmd) => memory::run(cmd, &mut stdout, &mut confirm::StdTerminal),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report(&e),
+    }
+}
+
+/// Print `e` on stderr and return its exit code.
+fn report(e: &CliError) -> ExitCode {
+    let mut err = std::io::stderr().lock();
+    // Nothing sensible is left to do if stderr itself is gone; the exit code still tells.
+    let _ = err.write_all(e.render().as_bytes());
+    e.exit_code()
+}
+
+/// Logs to stderr at the level of `CAO_LOG_LEVEL` (default `warn`); an unparsable value falls back to `warn` with a
+/// warning naming the value.
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let raw = std::env::var("CAO_LOG_LEVEL")
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty());
+    let (filter, bad) = match raw.as_deref().map(EnvFilter::try_new) {
+        None => (EnvFilter::new("warn"), None),
+        Some(Ok(f)) => (f, None),
+        Some(Err(_)) => (EnvFilter::new("warn"), raw),
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .try_init();
+    if let Some(v) = bad {
+        tracing::warn!(value = %v, "CAO_LOG_LEVEL is not a valid log filter; using warn");
+    }
+}

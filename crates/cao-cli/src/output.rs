@@ -1,0 +1,165 @@
+//! Text renderings of service results. Pure functions (no I/O) so the formats are unit-tested byte for byte.
+//!
+//! Formats follow the reference CLI (notes "h. CLI"): the list table's columns are left-aligned to 30/10/12/20
+//! characters and never truncated; times are UTC, `%Y-%m-%d %H:%M` in the table and `%Y-%m-%d %H:%M:%S` in `show`.
+//! Fields that end up inside one table row or one `Key:`-style line have control characters escaped, so a stored
+//! value can never break the layout or smuggle terminal escape sequences into a listing.
+
+use cao_memory::Memory;
+use std::fmt::Write as _;
+
+/// The table header line (83 characters).
+pub fn list_header() -> String {
+    format!(
+        "{:<30} {:<10} {:<12} {:<20} {}",
+        "KEY", "SCOPE", "TYPE", "TAGS", "UPDATED"
+    )
+}
+
+/// The `list --format table` output: header, a line of `-` as long as the header, one row per memory; or
+/// `No memories found.` when `memories` is empty. Always ends with a newline.
+pub fn list_table(memories: &[Memory]) -> String {
+    if memories.is_empty() {
+        return "No memories found.\n".to_owned();
+    }
+    let header = list_header();
+    let mut out = String::with_capacity((memories.len() + 2) * (header.len() + 1));
+    out.push_str(&header);
+    out.push('\n');
+    out.push_str(&"-".repeat(header.chars().count()));
+    out.push('\n');
+    for m in memories {
+        let _ = writeln!(
+            out,
+            "{:<30} {:<10} {:<12} {:<20} {}",
+            one_line(&m.key),
+            m.scope.as_str(),
+            m.memory_type.as_str(),
+            one_line(&m.tags),
+            m.updated_at.format("%Y-%m-%d %H:%M")
+        );
+    }
+    out
+}
+
+/// The `show --format text` output: labelled header lines, a blank line, then the content (newline-terminated).
+pub fn show_text(m: &Memory) -> String {
+    let tags = if m.tags.is_empty() {
+        "(none)".to_owned()
+    } else {
+        one_line(&m.tags)
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "Key:     {}", one_line(&m.key));
+    let _ = writeln!(out, "Scope:   {}", m.scope.as_str());
+    let _ = writeln!(out, "Type:    {}", m.memory_type.as_str());
+    let _ = writeln!(out, "Tags:    {tags}");
+    let _ = writeln!(out, "Created: {}", m.created_at.format("%Y-%m-%d %H:%M:%S"));
+    let _ = writeln!(out, "Updated: {}", m.updated_at.format("%Y-%m-%d %H:%M:%S"));
+    let _ = writeln!(out, "File:    {}", one_line(&m.file_path));
+    out.push('\n');
+    out.push_str(&m.content);
+    if !m.content.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+/// Pretty JSON of any serialisable value, newline-terminated.
+///
+/// Errors: serialisation fails (not expected for the service's plain data types); the message names the cause.
+pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, String> {
+    serde_json::to_string_pretty(value)
+        .map(|mut s| {
+            s.push('\n');
+            s
+        })
+        .map_err(|e| format!("cannot encode the result as JSON: {e}"))
+}
+
+/// `s` with every control character (including newline, tab, ESC) replaced by its Rust escape (`\n`, `\u{1b}`).
+pub fn one_line(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_owned();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cao_core::{MemoryType, Scope};
+    use chrono::{TimeZone, Utc};
+
+    fn mem(key: &str, tags: &str, content: &str) -> Memory {
+        Memory {
+            id: "id-1".into(),
+            key: key.into(),
+            content: content.into(),
+            memory_type: MemoryType::Feedback,
+            scope: Scope::Global,
+            scope_id: None,
+            tags: tags.into(),
+            file_path: "/h/memory/global/wiki/global/k.md".into(),
+            created_at: Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).single().expect("valid time"),
+            updated_at: Utc
+                .with_ymd_and_hms(2026, 11, 29, 18, 38, 26)
+                .single()
+                .expect("valid time"),
+            access_count: 0,
+            entry_count: 1,
+            is_related: false,
+        }
+    }
+
+    #[test]
+    fn header_matches_the_reference_width() {
+        assert_eq!(list_header().len(), 83);
+        assert!(list_header().starts_with("KEY                            SCOPE      TYPE         TAGS"));
+    }
+
+    #[test]
+    fn table_rows_are_padded_not_truncated() {
+        let long = "k".repeat(40);
+        let t = list_table(&[mem("prefer-pytest", "testing,python", "x"), mem(&long, "", "y")]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[1], "-".repeat(83));
+        assert_eq!(
+            lines[2],
+            "prefer-pytest                  global     feedback     testing,python       2026-11-29 18:38"
+        );
+        assert!(lines[3].starts_with(&format!("{long} global")), "{}", lines[3]);
+        assert_eq!(lines.len(), 4);
+    }
+
+    #[test]
+    fn empty_list_says_so() {
+        assert_eq!(list_table(&[]), "No memories found.\n");
+    }
+
+    #[test]
+    fn control_characters_cannot_break_a_row() {
+        let t = list_table(&[mem("k", "a\nb,\u{1b}[31m", "x")]);
+        assert_eq!(t.lines().count(), 3, "{t}");
+        assert!(t.contains("a\\nb,\\u{1b}[31m"), "{t}");
+    }
+
+    #[test]
+    fn show_labels_times_and_empty_tags() {
+        let s = show_text(&mem("k", "", "line one\nline two"));
+        assert_eq!(
+            s,
+            "Key:     k\nScope:   global\nType:    feedback\nTags:    (none)\nCreated: 2026-01-02 03:04:05\n\
+             Updated: 2026-11-29 18:38:26\nFile:    /h/memory/global/wiki/global/k.md\n\nline one\nline two\n"
+        );
+        assert!(show_text(&mem("k", "a,b", "x\n")).ends_with("\nx\n"));
+    }
+}
