@@ -108,6 +108,7 @@ async def run_flow(session: ClientSession, home: pathlib.Path, cwd: pathlib.Path
         scope="project",
         memory_type="feedback",
         key="testing-framework",
+        tags=" testing, ,pytest ",  # an update replaces the tags (normalised); omitting them would clear them
     )
     assert (again["success"], again["action"], again["file_path"]) == (True, "updated", first["file_path"])
     text = topic.read_text()

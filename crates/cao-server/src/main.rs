@@ -4,7 +4,7 @@
 //! Invariants:
 //! - Once the listening socket is bound, exactly one line `cao-server listening on http://HOST:PORT` is written to
 //!   stderr, with the real port (so `--port 0` can be used and the port read back).
-//! - Logs go to stderr (`CAO_LOG_LEVEL` or `RUST_LOG`, default `info`).
+//! - Logs go to stderr (`CAO_LOG_LEVEL` or `RUST_LOG`, default `info,rmcp=warn`).
 //! - SIGINT or SIGTERM stops accepting connections, lets in-flight requests finish (at most
 //!   [`SHUTDOWN_GRACE`]), flushes `index.md`, and exits with status 0.
 //! - Nothing is created on disk until the first MCP call with memory enabled.
@@ -160,14 +160,15 @@ async fn wait_for_signal() {
     }
 }
 
-/// Logs to stderr with the `CAO_LOG_LEVEL` (else `RUST_LOG`, else `info`) filter.
+/// Logs to stderr with the `CAO_LOG_LEVEL` (else `RUST_LOG`, else `info`, with the MCP library's per-request
+/// lines at `warn`) filter.
 fn init_logging() {
     let filter = std::env::var("CAO_LOG_LEVEL")
         .ok()
         .filter(|v| !v.trim().is_empty())
         .map(EnvFilter::new)
         .or_else(|| EnvFilter::try_from_default_env().ok())
-        .unwrap_or_else(|| EnvFilter::new("info"));
+        .unwrap_or_else(|| EnvFilter::new("info,rmcp=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
