@@ -9,7 +9,7 @@
 //! - stdout carries only MCP protocol messages; logs go to stderr (`CAO_LOG_LEVEL` or `RUST_LOG`, default `warn`).
 //! - Nothing is created on disk until the first tool call with memory enabled.
 //! - Dirty `index.md` files are refreshed at most every 2 s while stores happen, and once more when the client
-//!   closes stdin, after which the process exits with status 0.
+//!   closes stdin or the process gets SIGINT/SIGTERM, after which it exits with status 0.
 
 use anyhow::Context as _;
 use cao_core::CaoHome;
@@ -19,8 +19,12 @@ use rmcp::ServiceExt as _;
 use rmcp::service::{QuitReason, ServerInitializeError};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
+
+/// How long shutdown waits for a blocked stdin read after a signal.
+const STDIN_GRACE: Duration = Duration::from_millis(200);
 
 /// Command line: no options beyond `--help` and `--version`; everything else comes from the environment.
 #[derive(Debug, Parser)]
@@ -52,7 +56,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run()) {
+    let result = runtime.block_on(run());
+    // A pending stdin read cannot be cancelled (after a signal); do not wait for it.
+    runtime.shutdown_timeout(STDIN_GRACE);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "cao-mcp-server failed");
@@ -78,13 +85,19 @@ async fn run() -> anyhow::Result<()> {
     let tools = MemoryTools::new(svc, Arc::new(FixedContext::from_env()), flush);
     let served = tools.serve(rmcp::transport::stdio()).await;
     let outcome = match served {
-        Ok(running) => match running.waiting().await {
-            Ok(QuitReason::JoinError(e)) => Err(anyhow::Error::new(e).context("the MCP service task failed")),
-            Ok(reason) => {
-                tracing::info!(?reason, "client disconnected");
+        Ok(running) => tokio::select! {
+            quit = running.waiting() => match quit {
+                Ok(QuitReason::JoinError(e)) => Err(anyhow::Error::new(e).context("the MCP service task failed")),
+                Ok(reason) => {
+                    tracing::info!(?reason, "client disconnected");
+                    Ok(())
+                }
+                Err(e) => Err(anyhow::Error::new(e).context("the MCP service task failed")),
+            },
+            () = wait_for_signal() => {
+                tracing::info!("stopping on signal");
                 Ok(())
             }
-            Err(e) => Err(anyhow::Error::new(e).context("the MCP service task failed")),
         },
         // stdin closed before the handshake finished: the client went away, nothing was done.
         Err(ServerInitializeError::ConnectionClosed(why)) => {
@@ -96,6 +109,30 @@ async fn run() -> anyhow::Result<()> {
     stop.cancel();
     flusher.await.context("index.md flusher task failed")?;
     outcome
+}
+
+/// Resolve on SIGINT or SIGTERM (SIGINT only where SIGTERM does not exist).
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; only SIGINT and stdin EOF stop the server");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Logs to stderr only: stdout is the protocol channel.

@@ -57,3 +57,54 @@ fn stdin_eof_exits_zero_with_empty_stdout_and_no_files() {
     );
     assert!(!home.exists(), "nothing is created before the first enabled call");
 }
+
+#[test]
+fn sigterm_while_serving_flushes_and_exits_zero() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let mut child = Command::new(BIN)
+        .env("CAO_HOME", &home)
+        .env_remove("CAO_MEMORY_ENABLED")
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    for msg in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_store","arguments":{"content":"flushed on signal","key":"on-signal","scope":"global"}}}"#,
+    ] {
+        writeln!(stdin, "{msg}").expect("write");
+        stdin.flush().expect("flush");
+        if msg.contains("\"id\"") {
+            line.clear();
+            stdout.read_line(&mut line).expect("response");
+            assert!(line.contains("\"jsonrpc\":\"2.0\""), "{line}");
+        }
+    }
+    assert!(line.contains("\\\"success\\\":true"), "{line}");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "no exit within 10 s of SIGTERM");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    drop(stdin);
+    assert!(status.success(), "exit status {status:?}");
+    let index = std::fs::read_to_string(home.join("memory").join("global").join("wiki").join("index.md"))
+        .expect("index.md flushed before exit");
+    assert!(index.contains("on-signal"), "{index}");
+}
