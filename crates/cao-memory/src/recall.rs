@@ -125,146 +125,130 @@ impl MemoryService {
     }
 
     fn ranked(&self, groups: &[ScopeGroup], plan: &Plan) -> Result<Vec<MemoryRow>, MemoryError> {
+        match (&plan.query, plan.sort) {
+            (Some(q), SortBy::Score | SortBy::Usage) => self.reranked(groups, plan, q),
+            _ => self.in_order(groups, plan),
+        }
+    }
+
+    /// Recency order (any mode), and score/usage without a query: each scope group, in precedence order, fills the
+    /// slots left by the groups before it. Within a group: metadata hits newest first, BM25 hits best first, hybrid
+    /// = metadata hits then BM25 hits for the remaining slots; without a query, newest (or most used) first.
+    fn in_order(&self, groups: &[ScopeGroup], plan: &Plan) -> Result<Vec<MemoryRow>, MemoryError> {
         let index = &self.inner.index;
-        let now = self.now();
         let mut out: Vec<MemoryRow> = Vec::with_capacity(plan.limit);
-        // Score normalises BM25 by the best raw score over everything visible (the reference's batch).
-        let bm25_max = match (&plan.query, plan.sort) {
-            (Some(q), SortBy::Score) => {
-                let all = union(groups);
-                index
-                    .bm25_pool(&all, plan.memory_type, q, 1)?
-                    .first()
-                    .map_or(0.0, |(_, s)| *s)
-            }
-            _ => 0.0,
-        };
         for group in groups {
-            let group = &group.visibility();
             let remaining = plan.limit - out.len();
             if remaining == 0 {
                 break;
             }
-            let widened = pool_size(plan.limit);
-            let mut cands: Vec<(MemoryRow, Option<f64>)> = match (&plan.query, plan.mode) {
+            let vis = group.visibility();
+            let rows = match (&plan.query, plan.mode) {
                 (None, SearchMode::Bm25) => Vec::new(),
-                (None, _) => {
-                    let n = if plan.sort == SortBy::Recency {
-                        remaining
-                    } else {
-                        widened
-                    };
-                    match plan.sort {
-                        SortBy::Usage => index.usage_pool(group, plan.memory_type, n)?,
-                        _ => index.recency_pool(group, plan.memory_type, n)?,
+                (None, _) => match plan.sort {
+                    SortBy::Recency => index.recency_pool(&vis, plan.memory_type, remaining)?,
+                    SortBy::Usage => index.usage_pool(&vis, plan.memory_type, remaining)?,
+                    SortBy::Score => {
+                        // No query: BM25 contributes 0, so the composite is recency + usage over a widened pool.
+                        let pool = index.recency_pool(&vis, plan.memory_type, pool_size(plan.limit))?;
+                        self.by_score(pool.into_iter().map(|r| (r, None)).collect(), 0.0)
                     }
+                },
+                (Some(q), SearchMode::Metadata) => index.metadata_pool(&vis, plan.memory_type, q, remaining)?,
+                (Some(q), SearchMode::Bm25) => index
+                    .bm25_pool(&vis, plan.memory_type, q, remaining)?
                     .into_iter()
-                    .map(|r| (r, None))
-                    .collect()
-                }
-                (Some(q), SearchMode::Metadata) => {
-                    let n = if plan.sort == SortBy::Recency {
-                        remaining
-                    } else {
-                        widened
-                    };
-                    let rows = index.metadata_pool(group, plan.memory_type, q, n)?;
-                    self.attach_bm25(group, plan, q, rows, widened)?
-                }
-                (Some(q), SearchMode::Bm25) => {
-                    let n = if plan.sort == SortBy::Recency {
-                        remaining
-                    } else {
-                        widened
-                    };
-                    index
-                        .bm25_pool(group, plan.memory_type, q, n)?
-                        .into_iter()
-                        .map(|(r, s)| (r, Some(s)))
-                        .collect()
-                }
+                    .map(|(r, _)| r)
+                    .collect(),
                 (Some(q), SearchMode::Hybrid) => {
-                    let n = if plan.sort == SortBy::Recency {
-                        remaining
-                    } else {
-                        widened
-                    };
-                    let meta = index.metadata_pool(group, plan.memory_type, q, n)?;
-                    let mut seen: HashSet<String> = meta.iter().map(|r| r.id.clone()).collect();
-                    let mut c = self.attach_bm25(group, plan, q, meta, widened)?;
-                    if c.len() < n {
-                        for (r, s) in index.bm25_pool(group, plan.memory_type, q, n)? {
-                            if c.len() >= n {
-                                break;
-                            }
-                            if seen.insert(r.id.clone()) {
-                                c.push((r, Some(s)));
-                            }
-                        }
+                    let mut rows = index.metadata_pool(&vis, plan.memory_type, q, remaining)?;
+                    if rows.len() < remaining {
+                        let seen: HashSet<String> = rows.iter().map(|r| r.id.clone()).collect();
+                        let fill = index.bm25_pool(&vis, plan.memory_type, q, remaining)?;
+                        let open = remaining - rows.len();
+                        rows.extend(
+                            fill.into_iter()
+                                .map(|(r, _)| r)
+                                .filter(|r| !seen.contains(&r.id))
+                                .take(open),
+                        );
                     }
-                    c
+                    rows
                 }
             };
-            match plan.sort {
-                SortBy::Recency => {}
-                SortBy::Usage => cands.sort_by(|(a, _), (b, _)| {
-                    b.access_count
-                        .cmp(&a.access_count)
-                        .then(b.updated_at.cmp(&a.updated_at))
-                        .then_with(|| a.key.cmp(&b.key))
-                }),
-                SortBy::Score => {
-                    let mut scored: Vec<(f64, MemoryRow)> = cands
-                        .into_iter()
-                        .map(|(r, raw)| {
-                            let norm = match raw {
-                                Some(s) if bm25_max > 0.0 => s / bm25_max,
-                                _ => 0.0,
-                            };
-                            let days = cao_core::time::days_old(now, r.updated_at);
-                            (cao_rank::composite(norm, days, r.access_count), r)
-                        })
-                        .collect();
-                    scored.sort_by(|(sa, a), (sb, b)| {
-                        sb.total_cmp(sa)
-                            .then(b.updated_at.cmp(&a.updated_at))
-                            .then(b.access_count.cmp(&a.access_count))
-                            .then_with(|| a.key.cmp(&b.key))
-                    });
-                    cands = scored.into_iter().map(|(_, r)| (r, None)).collect();
-                }
-            }
-            out.extend(cands.into_iter().take(remaining).map(|(r, _)| r));
+            out.extend(rows.into_iter().take(remaining));
         }
         Ok(out)
     }
 
-    /// Raw BM25 scores for metadata hits, when the sort needs them (score). Rows outside the BM25 pool score 0.
-    fn attach_bm25(
-        &self,
-        group: &Visibility,
-        plan: &Plan,
-        query: &str,
-        rows: Vec<MemoryRow>,
-        widened: usize,
-    ) -> Result<Vec<(MemoryRow, Option<f64>)>, MemoryError> {
-        if plan.sort != SortBy::Score || rows.is_empty() {
-            return Ok(rows.into_iter().map(|r| (r, None)).collect());
+    /// Score and usage with a query: one candidate pool over everything visible, as the reference builds it —
+    /// up to [`pool_size`] metadata hits and up to [`pool_size`] BM25 hits (hybrid: metadata first, BM25 hits
+    /// appended) — ranked, then the stable scope-precedence pass (no scope filter), then the cut to `limit`.
+    /// BM25 is normalised by the best raw score visible (the first BM25 hit).
+    fn reranked(&self, groups: &[ScopeGroup], plan: &Plan, query: &str) -> Result<Vec<MemoryRow>, MemoryError> {
+        let index = &self.inner.index;
+        let vis = union(groups);
+        let n = pool_size(plan.limit);
+        let meta = match plan.mode {
+            SearchMode::Bm25 => Vec::new(),
+            _ => index.metadata_pool(&vis, plan.memory_type, query, n)?,
+        };
+        let bm = match plan.mode {
+            SearchMode::Metadata if plan.sort == SortBy::Usage || meta.is_empty() => Vec::new(),
+            _ => index.bm25_pool(&vis, plan.memory_type, query, n)?,
+        };
+        let bm25_max = bm.first().map_or(0.0, |(_, s)| *s);
+        let scores: std::collections::HashMap<String, f64> = bm.iter().map(|(r, s)| (r.id.clone(), *s)).collect();
+        let mut seen: HashSet<String> = meta.iter().map(|r| r.id.clone()).collect();
+        let mut cands = with_scores(meta, &scores);
+        if plan.mode != SearchMode::Metadata {
+            cands.extend(
+                bm.into_iter()
+                    .filter(|(r, _)| seen.insert(r.id.clone()))
+                    .map(|(r, s)| (r, Some(s))),
+            );
         }
-        let scores: std::collections::HashMap<String, f64> = self
-            .inner
-            .index
-            .bm25_pool(group, plan.memory_type, query, widened.max(rows.len()))?
+        let mut rows = match plan.sort {
+            SortBy::Score => self.by_score(cands, bm25_max),
+            _ => {
+                let mut rows: Vec<MemoryRow> = cands.into_iter().map(|(r, _)| r).collect();
+                rows.sort_by(|a, b| {
+                    b.access_count
+                        .cmp(&a.access_count)
+                        .then(b.updated_at.cmp(&a.updated_at))
+                        .then_with(|| a.key.cmp(&b.key))
+                });
+                rows
+            }
+        };
+        if plan.scope.is_none() {
+            rows.sort_by_key(|r| r.scope.precedence());
+        }
+        rows.truncate(plan.limit);
+        Ok(rows)
+    }
+
+    /// Order by the composite score (cao-rank) with `bm25_max` as the normaliser; ties: newer, more used, key.
+    fn by_score(&self, cands: Vec<(MemoryRow, Option<f64>)>, bm25_max: f64) -> Vec<MemoryRow> {
+        let now = self.now();
+        let mut scored: Vec<(f64, MemoryRow)> = cands
             .into_iter()
-            .map(|(r, s)| (r.id, s))
-            .collect();
-        Ok(rows
-            .into_iter()
-            .map(|r| {
-                let s = scores.get(&r.id).copied();
-                (r, s)
+            .map(|(r, raw)| {
+                let norm = match raw {
+                    Some(s) if bm25_max > 0.0 => s / bm25_max,
+                    _ => 0.0,
+                };
+                let days = cao_core::time::days_old(now, r.updated_at);
+                (cao_rank::composite(norm, days, r.access_count), r)
             })
-            .collect())
+            .collect();
+        scored.sort_by(|(sa, a), (sb, b)| {
+            sb.total_cmp(sa)
+                .then(b.updated_at.cmp(&a.updated_at))
+                .then(b.access_count.cmp(&a.access_count))
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        scored.into_iter().map(|(_, r)| r).collect()
     }
 
     /// Append memories named by the primaries' `related_keys` (same scope and scope id; at most 3 per primary;
@@ -373,6 +357,16 @@ impl MemoryService {
         }
         Ok(out)
     }
+}
+
+/// Pair rows with their raw BM25 score when they are in `scores` (rows outside the BM25 pool have none).
+fn with_scores(rows: Vec<MemoryRow>, scores: &std::collections::HashMap<String, f64>) -> Vec<(MemoryRow, Option<f64>)> {
+    rows.into_iter()
+        .map(|r| {
+            let s = scores.get(&r.id).copied();
+            (r, s)
+        })
+        .collect()
 }
 
 #[cfg(test)]
