@@ -106,8 +106,9 @@ fn visible(row: &MemoryRow, vis: &Visibility, memory_type: Option<MemoryType>) -
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
-/// Most candidate rows the pruned BM25 path scores itself before it gives way to one plain FTS5 query.
-const PRUNE_MAX_CANDIDATES: i64 = 1500;
+/// Most candidate rows the pruned BM25 path collects through the rarer query tokens (the sum of their document
+/// frequencies). Above it the rarest tokens alone are used as the candidate generator.
+const PRUNE_MAX_CANDIDATES: i64 = 1000;
 
 /// FTS5's IDF: `ln((N - df + 0.5) / (df + 0.5))`, clamped to 1e-6 when not positive.
 fn fts5_idf(docs: i64, df: i64) -> f64 {
@@ -179,15 +180,20 @@ fn fts_hits(
     Ok(hits)
 }
 
-/// The exact BM25 top `limit` without scoring every row that matches a frequent token (max-score pruning).
+/// The BM25 top `limit` without scoring every row that matches a frequent token.
 ///
-/// FTS5's `bm25()` is a sum of one term per query token, each below `idf * (k1 + 1)`. Split the tokens into the
-/// rarest ones E and the rest R: FTS5 scores the rows matching E on E alone; the R terms of those rows are added
-/// here with FTS5's own formula and statistics (row count and token total from `cao_search_stats`, document
-/// frequency from `cao_search_terms`, the row's stored token list). A row matching none of E scores below
-/// `sum over R of idf * (k1 + 1)`; when the `limit`-th best full score is above that bound, the answer is exact.
-/// Otherwise E grows by the next rarest token; `None` when no split proves the answer within
-/// [`PRUNE_MAX_CANDIDATES`] rows (the caller then runs the plain query).
+/// FTS5's `bm25()` is a sum of one term per query token, each below `idf * (k1 + 1)`. The tokens are split into the
+/// rarest ones E (as many as fit in [`PRUNE_MAX_CANDIDATES`] by document frequency, at least one) and the rest R.
+/// The candidates are the visible rows that match E; FTS5 scores them on E and the R terms are added here with
+/// FTS5's own formula and statistics (row count and token total from `cao_search_stats`, document frequency from
+/// `cao_search_terms`, the row's stored token list), so every returned score is the full BM25 score.
+///
+/// A row that matches none of E scores below `sum over R of idf * (k1 + 1)`. When the `limit`-th candidate scores
+/// above that bound the answer is exactly FTS5's; otherwise a row that shares only frequent tokens with the query
+/// may be missing from the pool (its score is bounded by the frequent tokens' low IDF). That trade keeps recall at
+/// a few milliseconds on 100k memories for long natural-language queries (docs/decisions/0001-fts5-search-index.md).
+/// `None` when E covers every token (the plain query is then as cheap) or when E matches fewer than `limit` rows
+/// (the frequent tokens must supply the rest; the caller runs the plain query).
 fn pruned_top(
     tx: &Transaction<'_>,
     plan: &Scan,
@@ -206,45 +212,40 @@ fn pruned_top(
     let avgdl = total as f64 / docs as f64;
     let mut sorted = tokens.to_vec();
     sorted.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(b.0)));
-    let mut candidates_bound = 0i64;
-    for j in 1..sorted.len() {
-        candidates_bound += sorted[j - 1].1;
-        if candidates_bound > PRUNE_MAX_CANDIDATES {
-            break;
-        }
-        if usize::try_from(candidates_bound).unwrap_or(usize::MAX) < limit {
-            continue;
-        }
-        let (rare, rest) = sorted.split_at(j);
-        let rest: Vec<(&str, f64)> = rest.iter().map(|(t, df)| (t.as_str(), fts5_idf(docs, *df))).collect();
-        let bound: f64 = rest.iter().map(|(_, idf)| idf * (K1 + 1.0)).sum();
-        let expr = Value::Text(rare.iter().map(|(t, _)| fts_quote(t)).collect::<Vec<_>>().join(" OR "));
-        let found = fts_hits(tx, plan, vis, memory_type, expr, None)?;
-        if found.len() < limit {
-            continue;
-        }
-        let mut body_stmt = tx.prepare_cached("SELECT body FROM cao_memory_fts WHERE rowid = ?1")?;
-        let mut full = Vec::with_capacity(found.len());
-        for (rowid, rare_score) in found {
-            let body: String = body_stmt.query_row([rowid], |r| r.get(0))?;
-            let toks: Vec<&str> = body.split(' ').filter(|t| !t.is_empty()).collect();
-            let d = toks.len() as f64;
-            let mut score = rare_score;
-            for (t, idf) in &rest {
-                let tf = toks.iter().filter(|x| *x == t).count() as f64;
-                if tf > 0.0 {
-                    score += idf * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * d / avgdl));
-                }
-            }
-            full.push((rowid, score));
-        }
-        full.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        if full[limit - 1].1 > bound {
-            full.truncate(limit);
-            return Ok(Some(full));
-        }
+    let mut split = 1;
+    let mut budget = sorted[0].1;
+    while split < sorted.len() && budget + sorted[split].1 <= PRUNE_MAX_CANDIDATES {
+        budget += sorted[split].1;
+        split += 1;
     }
-    Ok(None)
+    if split == sorted.len() {
+        return Ok(None);
+    }
+    let (rare, rest) = sorted.split_at(split);
+    let rest: Vec<(&str, f64)> = rest.iter().map(|(t, df)| (t.as_str(), fts5_idf(docs, *df))).collect();
+    let expr = Value::Text(rare.iter().map(|(t, _)| fts_quote(t)).collect::<Vec<_>>().join(" OR "));
+    let found = fts_hits(tx, plan, vis, memory_type, expr, None)?;
+    if found.len() < limit {
+        return Ok(None);
+    }
+    let mut body_stmt = tx.prepare_cached("SELECT body FROM cao_memory_fts WHERE rowid = ?1")?;
+    let mut full = Vec::with_capacity(found.len());
+    for (rowid, rare_score) in found {
+        let body: String = body_stmt.query_row([rowid], |r| r.get(0))?;
+        let toks: Vec<&str> = body.split(' ').filter(|t| !t.is_empty()).collect();
+        let d = toks.len() as f64;
+        let mut score = rare_score;
+        for (t, idf) in &rest {
+            let tf = toks.iter().filter(|x| *x == t).count() as f64;
+            if tf > 0.0 {
+                score += idf * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * d / avgdl));
+            }
+        }
+        full.push((rowid, score));
+    }
+    full.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    full.truncate(limit);
+    Ok(Some(full))
 }
 
 /// Most rowid ranges queried one by one before one join-filtered query is cheaper.
@@ -422,8 +423,8 @@ impl Index {
     /// whose document frequency is at least half the indexed corpus are left out (FTS5 clamps their IDF to 1e-6, so
     /// they change no score, but matching them would score most rows); a query of only such tokens keeps them all.
     /// Tokens absent from the corpus are left out too. No token (or none present) gives an empty pool. With two or
-    /// more tokens the top `limit` is first sought by max-score pruning (rarest tokens scored by FTS5, the others
-    /// added with FTS5's formula, accepted only when provably exact), else by one plain FTS5 query.
+    /// more tokens the candidates are the rows matching the rarer tokens, each scored on every token (see
+    /// `pruned_top`: exact unless a row shares only frequent tokens with the query), else one plain FTS5 query.
     /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
     pub fn bm25_pool(
         &self,

@@ -405,3 +405,61 @@ fn pruned_bm25_top_matches_the_full_formula() {
         "with a large limit every row sharing a token is a hit"
     );
 }
+
+/// A frequent token (document frequency above the candidate budget) does not make the pool score every row that
+/// has it: the candidates come from the rare token, and each returned score is still the full BM25 score over both
+/// tokens (the rare token proves the top here, so the answer is exact).
+#[test]
+fn frequent_tokens_do_not_widen_the_candidates() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    let mut docs: Vec<(String, String)> = Vec::new();
+    for i in 0..2400usize {
+        let mut words = vec!["filler"; 2 + i % 5];
+        if i % 24 < 11 {
+            words.push("common");
+        }
+        if i % 80 == 0 {
+            words.push("rare");
+        }
+        let key = format!("doc-{i}");
+        let content = words.join(" ");
+        ix.upsert(&global(&key, &content, i64::try_from(i).expect("small")))
+            .expect("upsert");
+        docs.push((key, content));
+    }
+    let toks: Vec<Vec<String>> = docs
+        .iter()
+        .map(|(k, c)| cao_core::text::search_terms(&format!("{k}  {c}")).collect())
+        .collect();
+    let n = toks.len() as f64;
+    let avgdl = toks.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    let term = |t: &str, d: &[String]| {
+        let df = toks.iter().filter(|x| x.iter().any(|y| y == t)).count() as f64;
+        let idf = ((n - df + 0.5) / (df + 0.5)).ln().max(1e-6);
+        let tf = d.iter().filter(|y| *y == t).count() as f64;
+        if tf == 0.0 {
+            0.0
+        } else {
+            idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / avgdl))
+        }
+    };
+    let mut expected: Vec<(f64, String)> = docs
+        .iter()
+        .zip(&toks)
+        .map(|((k, _), d)| (term("rare", d) + term("common", d), k.clone()))
+        .filter(|(s, _)| *s > 0.0)
+        .collect();
+    expected.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let got = ix.bm25_pool(&Visibility::all(), None, "rare common", 10).expect("bm25");
+    assert_eq!(got.len(), 10);
+    for (i, (r, score)) in got.iter().enumerate() {
+        assert!(r.content.contains("rare"), "rank {i} ({}) has the rare token", r.key);
+        assert!(
+            (score - expected[i].0).abs() < 1e-9,
+            "rank {i}: {} {score} vs {:?}",
+            r.key,
+            expected[i]
+        );
+    }
+}
