@@ -254,17 +254,23 @@ fn test(root: &Path) -> Result<ExitCode> {
                 &["build", "--workspace", "--bins", "--locked", "--exclude", "xtask"],
             ),
         )?;
-        let probe = Command::new(python())
-            .args(["-c", "import pytest"])
-            .current_dir(root)
-            .output();
-        if !probe.is_ok_and(|o| o.status.success()) {
+        let requirements = e2e.join("requirements.txt");
+        if !python_has_test_deps(root) && requirements.is_file() {
+            // A fresh machine: install the pinned test dependencies once (what .ci/run also does).
+            let mut pip = Command::new(python());
+            pip.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+                .arg(&requirements)
+                .env("PIP_BREAK_SYSTEM_PACKAGES", "1")
+                .current_dir(root);
+            gate.run("e2e deps (pip)", pip)?;
+        }
+        if !python_has_test_deps(root) {
             return gate
                 .fail(
                     "e2e",
                     &format!(
-                        "`{} -m pytest` is not available; install the test dependencies with \
-                         `pip install -r tests/e2e/requirements.txt`",
+                        "`{} -m pytest` with the `mcp` and `httpx` packages is not available; install the test \
+                         dependencies with `pip install -r tests/e2e/requirements.txt`",
                         python().to_string_lossy()
                     ),
                 )
@@ -279,6 +285,15 @@ fn test(root: &Path) -> Result<ExitCode> {
 
     gate.summary();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the Python interpreter can import what the end-to-end tests need.
+fn python_has_test_deps(root: &Path) -> bool {
+    Command::new(python())
+        .args(["-c", "import pytest, mcp, httpx"])
+        .current_dir(root)
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// True when `dir` (recursively) holds a pytest file: `test_*.py` or `*_test.py`.
@@ -369,6 +384,24 @@ fn bench(root: &Path, bin: &str, args: Vec<OsString>) -> Result<ExitCode> {
             "`cargo xtask {bin}` is not built yet: the cao-bench crate ({}) does not exist",
             manifest.display()
         );
+    }
+    // The benchmark also times the release `cao` and `cao-server` binaries, found next to its own.
+    let build = cargo(
+        root,
+        &[
+            "build",
+            "--release",
+            "-p",
+            "cao-cli",
+            "-p",
+            "cao-server",
+            "-p",
+            "cao-bench",
+        ],
+    )
+    .status();
+    if !build.context("could not start `cargo build`")?.success() {
+        bail!("`cargo build --release` failed");
     }
     let mut cmd = cargo(root, &["run", "--release", "-p", "cao-bench", "--bin", bin, "--"]);
     cmd.args(args);

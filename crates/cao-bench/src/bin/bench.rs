@@ -152,7 +152,70 @@ fn main() -> Result<()> {
             row(size, &format!("index metadata pool, limit {limit}"), &meta);
         }
         cold_cli(size, &root)?;
+        server_rss(size, &root, &questions)?;
     }
+    Ok(())
+}
+
+/// Start the release `cao-server` on this home, send MCP recalls over HTTP (one connection each, sequentially),
+/// and report their latency and the server's peak resident set size (VmHWM).
+fn server_rss(size: usize, root: &std::path::Path, questions: &[String]) -> Result<()> {
+    use std::io::{BufRead, Read, Write};
+    let exe = std::env::current_exe()?;
+    let Some(server) = exe.parent().map(|d| d.join("cao-server")).filter(|p| p.exists()) else {
+        eprintln!("(cao-server binary not built; skipping the server measurement)");
+        return Ok(());
+    };
+    let mut child = std::process::Command::new(&server)
+        .args(["--port", "0"])
+        .env("CAO_HOME", root)
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let stderr = child.stderr.take().context("server stderr")?;
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines.next().context("server exited before listening")??;
+        if let Some(rest) = line.strip_prefix("cao-server listening on http://") {
+            break rest.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let mut st = Stats::default();
+    for (i, q) in questions.iter().cycle().take(200).enumerate() {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": "memory_recall", "arguments": {"query": q, "search_mode": "hybrid", "sort_by": "score"}}
+        })
+        .to_string();
+        let t = Instant::now();
+        let mut s = std::net::TcpStream::connect(&addr)?;
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nX-CAO-Project-Id: bench-project\r\nX-CAO-Session-Name: bench\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )?;
+        let mut resp = String::new();
+        s.read_to_string(&mut resp)?;
+        st.push(t.elapsed());
+        anyhow::ensure!(
+            resp.starts_with("HTTP/1.1 200"),
+            "recall over HTTP failed: {}",
+            resp.lines().next().unwrap_or("")
+        );
+    }
+    row(size, "HTTP MCP recall hybrid/score (cao-server)", &st);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let hwm = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .unwrap_or("VmHWM: ?")
+        .to_owned();
+    println!(
+        "| {size} | cao-server peak RSS after loading + 200 recalls | {} | | |",
+        hwm.trim_start_matches("VmHWM:").trim()
+    );
+    let _ = std::process::Command::new("kill").arg(child.id().to_string()).status();
+    let _ = child.wait();
     Ok(())
 }
 
