@@ -1,4 +1,4 @@
-//! `cao-http`: the HTTP surface of `cao-server` as an axum [`Router`] (layer 4; over `cao-mcp` and `cao-memory`).
+//! `cao-http`: the HTTP surface of `cao-server` as an axum [`Router`] (layer 5; over `cao-mcp` (layer 4) and `cao-memory`).
 //!
 //! Routes:
 //! - `/mcp`: the memory tools ([`cao_mcp::MemoryTools`]) over MCP streamable HTTP, served statelessly (no
