@@ -102,6 +102,9 @@ fn visible(row: &MemoryRow, vis: &Visibility, memory_type: Option<MemoryType>) -
         && memory_type.is_none_or(|t| t == row.memory_type)
 }
 
+/// Corpus size from which tokens in at least half the documents are left out of a multi-token MATCH.
+const COMMON_TOKEN_MIN_DOCS: i64 = 1000;
+
 /// FTS5's `bm25()` constants.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -419,8 +422,8 @@ impl Index {
     /// corpus), best first; ties by key, scope, scope id (which of several rows tied at the cut is kept follows
     /// their search rowids).
     ///
-    /// The MATCH is an OR of the distinct query tokens ([`search_tokens`]). When the query has several tokens, those
-    /// whose document frequency is at least half the indexed corpus are left out (FTS5 clamps their IDF to 1e-6, so
+    /// The MATCH is an OR of the distinct query tokens ([`search_tokens`]). When the query has several tokens and the
+    /// corpus has at least 1 000 documents, those whose document frequency is at least half of it are left out (FTS5 clamps their IDF to 1e-6, so
     /// they change no score, but matching them would score most rows); a query of only such tokens keeps them all.
     /// Tokens absent from the corpus are left out too. No token (or none present) gives an empty pool. With two or
     /// more tokens the candidates are the rows matching the rarer tokens, each scored on every token (see
@@ -453,7 +456,12 @@ impl Index {
                 return Ok(Vec::new());
             }
             // Tokens in at least half the corpus: FTS5 clamps their IDF, so they only cost time.
-            let informative: Vec<(&String, i64)> = present.iter().copied().filter(|(_, df)| 2 * df < docs).collect();
+            // Only on corpora big enough for it to matter: on a small one it would make membership depend on chance.
+            let informative: Vec<(&String, i64)> = if docs >= COMMON_TOKEN_MIN_DOCS {
+                present.iter().copied().filter(|(_, df)| 2 * df < docs).collect()
+            } else {
+                Vec::new()
+            };
             let present_chosen = if informative.is_empty() { present } else { informative };
             let match_expr = Value::Text(
                 present_chosen

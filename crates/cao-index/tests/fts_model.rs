@@ -175,7 +175,8 @@ fn check(
         prop_assert_eq!(sorted, hits.iter().map(|(_, s)| *s).collect::<Vec<_>>(), "best first");
     }
 
-    // BM25, two words: tokens in at least half the indexed rows are left out when another token remains.
+    // BM25, two words: tokens in at least half the indexed rows are left out when another token remains, on corpora
+    // of at least 1 000 rows (never in this small model).
     let qtoks = tokens(two_words);
     let n = i64::try_from(model.len()).expect("small");
     let df = |t: &String| {
@@ -188,7 +189,11 @@ fn check(
         .expect("small")
     };
     let present: Vec<&String> = qtoks.iter().filter(|t| df(t) > 0).collect();
-    let informative: Vec<&String> = present.iter().copied().filter(|t| 2 * df(t) < n).collect();
+    let informative: Vec<&String> = if n >= 1000 {
+        present.iter().copied().filter(|t| 2 * df(t) < n).collect()
+    } else {
+        Vec::new()
+    };
     let chosen = if informative.is_empty() { present } else { informative };
     let want: BTreeSet<Id> = seen
         .iter()
