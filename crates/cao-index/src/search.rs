@@ -215,8 +215,10 @@ fn fts_hits(
 /// above that bound the answer is exactly FTS5's; otherwise a row that shares only frequent tokens with the query
 /// may be missing from the pool (its score is bounded by the frequent tokens' low IDF). That trade keeps recall at
 /// a few milliseconds on 100k memories for long natural-language queries (docs/decisions/0001-fts5-search-index.md).
-/// `None` when E covers every token (the plain query is then as cheap) or when E matches fewer than `limit` rows
-/// (the frequent tokens must supply the rest; the caller runs the plain query).
+/// When E matches fewer than `limit` visible rows, E grows by the next rarest token while the document frequencies
+/// stay within four times the budget. `None` when E covers every token (the plain query is then as cheap) or
+/// still matches fewer than `limit` rows (the frequent tokens must supply the rest; the caller runs the plain
+/// query).
 fn pruned_top(
     tx: &Transaction<'_>,
     plan: &Scan,
@@ -241,16 +243,32 @@ fn pruned_top(
         budget += sorted[split].1;
         split += 1;
     }
-    if split == sorted.len() {
-        return Ok(None);
-    }
-    let (rare, rest) = sorted.split_at(split);
-    let rest: Vec<(&str, f64)> = rest.iter().map(|(t, df)| (t.as_str(), fts5_idf(docs, *df))).collect();
-    let expr = Value::Text(rare.iter().map(|(t, _)| fts_quote(t)).collect::<Vec<_>>().join(" OR "));
-    let found = fts_hits(tx, plan, vis, memory_type, expr, None)?;
-    if found.len() < limit {
-        return Ok(None);
-    }
+    // Too few visible candidates: widen the rare set (up to 4x the budget) before giving way to the plain query.
+    let found = loop {
+        if split == sorted.len() {
+            return Ok(None);
+        }
+        let expr = Value::Text(
+            sorted[..split]
+                .iter()
+                .map(|(t, _)| fts_quote(t))
+                .collect::<Vec<_>>()
+                .join(" OR "),
+        );
+        let found = fts_hits(tx, plan, vis, memory_type, expr, None)?;
+        if found.len() >= limit {
+            break found;
+        }
+        budget += sorted[split].1;
+        if budget > 4 * PRUNE_MAX_CANDIDATES {
+            return Ok(None);
+        }
+        split += 1;
+    };
+    let rest: Vec<(&str, f64)> = sorted[split..]
+        .iter()
+        .map(|(t, df)| (t.as_str(), fts5_idf(docs, *df)))
+        .collect();
     let mut body_stmt = tx.prepare_cached("SELECT body FROM cao_memory_fts WHERE rowid = ?1")?;
     let mut full = Vec::with_capacity(found.len());
     for (rowid, rare_score) in found {

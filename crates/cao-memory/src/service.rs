@@ -185,6 +185,8 @@ impl MemoryService {
         let layout = &self.inner.layout;
         // The lock is held until the index transaction has committed, so file and row change together.
         let locked = layout.lock_topic(scope, scope_id.as_deref(), &key)?;
+        // Read the existing row before touching the file, so an unreadable index fails the call with nothing written.
+        let prior = self.inner.index.get(&key, scope, scope_id.as_deref())?;
         let now = self.now();
         let write = locked.upsert(memory_type, &tags, now, content).map_err(|e| match e {
             cao_wiki::WikiError::Corrupt { reason } => MemoryError::Corrupt {
@@ -194,7 +196,6 @@ impl MemoryService {
             other => MemoryError::from(other),
         })?;
         let file_path = write.path.to_string_lossy().into_owned();
-        let prior = self.inner.index.get(&key, scope, scope_id.as_deref()).ok().flatten();
         let row = MemoryRow {
             id: prior
                 .as_ref()
