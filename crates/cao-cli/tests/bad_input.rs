@@ -159,26 +159,27 @@ fn corrupt_topic_file_is_reported_and_does_not_break_listing() {
 }
 
 #[test]
-fn missing_database_directory_is_recreated_and_repair_restores_rows() {
+fn missing_database_directory_is_recreated_and_rebuilt_from_the_wiki() {
     let home = seeded_home();
     std::fs::remove_dir_all(home.home().join("db")).expect("remove db dir");
-    let list = cao(&home, &["memory", "list", "--all"]);
+    // The first command finds an empty index next to wiki files and rebuilds it (a warning on stderr).
+    let list = cao(&home, &["memory", "list", "--all", "--format", "json"]);
     assert_eq!(list.code, Some(0), "{}", list.transcript());
     assert!(
         home.home().join("db/cli-agent-orchestrator.db").exists(),
         "database recreated"
     );
+    assert_eq!(listed(&list).len(), 6, "{}", list.transcript());
+    assert!(list.stderr.contains("rebuilding"), "{}", list.transcript());
 
     let repair = cao(&home, &["memory", "repair", "--format", "json"]);
     assert_eq!(repair.code, Some(0), "{}", repair.transcript());
     assert_eq!(
         json(&repair)["added"].as_array().map(Vec::len),
-        Some(6),
-        "{}",
+        Some(0),
+        "nothing left to repair: {}",
         repair.stdout
     );
-    let list = cao(&home, &["memory", "list", "--all", "--format", "json"]);
-    assert_eq!(listed(&list).len(), 6, "{}", list.transcript());
 }
 
 #[test]

@@ -15,7 +15,7 @@ pub enum CoreError {
     InvalidKey(String, &'static str),
     /// A project id override does not match `^[a-zA-Z0-9._-]{1,128}$`.
     #[error(
-        "invalid project id {0:?}: must match ^[a-zA-Z0-9._-]{{1,128}}$ (from CAO_PROJECT_ID or memory.project_id)"
+        "invalid project id {0:?}: must match ^[a-zA-Z0-9._-]{{1,128}}$ and not be global, federated, . or .. (from CAO_PROJECT_ID or memory.project_id)"
     )]
     InvalidProjectId(String),
     /// A session/agent/project scope was requested but the terminal context cannot supply its id.
@@ -29,4 +29,39 @@ pub enum CoreError {
     /// `settings.json` could not be parsed, or a setting has the wrong type.
     #[error("invalid settings: {0}")]
     InvalidSettings(String),
+    /// A setting name that is not in [`crate::settings::KEYS`].
+    #[error("unknown setting {name:?}; known keys: {known}")]
+    UnknownSetting {
+        /// The name given.
+        name: String,
+        /// Every known key, comma-separated.
+        known: String,
+    },
+    /// A value that does not fit the setting's type or pattern.
+    #[error("invalid value {value:?} for {key}: expected {expected}")]
+    InvalidSettingValue {
+        /// The setting.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// The type or pattern expected.
+        expected: &'static str,
+    },
+    /// `settings.json` cannot be updated without losing data (unreadable, not JSON, not an object, or a parent of
+    /// the key holds a non-object value). Nothing was written.
+    #[error("refusing to update {path}: {reason}; nothing was written")]
+    SettingsUnusable {
+        /// The settings file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Writing `settings.json` (or creating its directory or lock file) failed.
+    #[error("cannot write {path}: {reason}")]
+    SettingsWrite {
+        /// The settings file.
+        path: String,
+        /// The I/O error.
+        reason: String,
+    },
 }

@@ -39,9 +39,15 @@ pub struct ProjectIdentity {
     pub alias: Option<String>,
 }
 
-/// Validate an override value against `^[a-zA-Z0-9._-]{1,128}$` (conformance `project_id_override.json`).
+/// Container names that are not projects: a project id equal to one of them would land its memories inside the
+/// global or federated container (a deliberate difference from the reference, which accepts them).
+pub const RESERVED_PROJECT_IDS: [&str; 2] = ["global", "federated"];
+
+/// Validate an override value against `^[a-zA-Z0-9._-]{1,128}$` (conformance `project_id_override.json`); `.`,
+/// `..` and the [`RESERVED_PROJECT_IDS`] are refused too.
 pub fn validate_project_id(v: &str) -> Result<(), CoreError> {
     let ok = !v.is_empty()
+        && !RESERVED_PROJECT_IDS.contains(&v)
         && v.len() <= 128
         && v.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
@@ -186,7 +192,7 @@ pub fn resolve_project(cwd: &Path, override_id: Option<&str>) -> Result<ProjectI
     }
     if let Some(url) = git_remote_url(cwd) {
         let id = normalize_git_remote(&url);
-        if id != "unknown" {
+        if id != "unknown" && !RESERVED_PROJECT_IDS.contains(&id.as_str()) {
             let alias = (id != hash).then(|| hash.clone());
             return Ok(ProjectIdentity {
                 project_id: id,
@@ -240,5 +246,13 @@ mod tests {
         assert_eq!(id.project_id, "acme.widgets");
         assert_eq!(id.alias, Some(cwd_hash(dir.path())));
         assert!(resolve_project(dir.path(), Some("has space")).is_err());
+        assert!(
+            resolve_project(dir.path(), Some("global")).is_err(),
+            "reserved container name"
+        );
+        assert!(
+            resolve_project(dir.path(), Some("federated")).is_err(),
+            "reserved container name"
+        );
     }
 }

@@ -23,7 +23,9 @@ pub enum MemoryError {
         scope: String,
     },
     /// A federated write whose content matches a secret pattern was refused; nothing was written.
-    #[error("refused: content matches secret pattern {pattern}; federated memories must not contain credentials")]
+    #[error(
+        "refused: the content, tags or key match secret pattern {pattern}; federated memories must not contain credentials"
+    )]
     Secret {
         /// The first matching pattern name (never the matched bytes).
         pattern: &'static str,

@@ -26,6 +26,14 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     /// Fixed settings (tests, embedding); `None` = re-read `settings.json` on every call.
     pub(crate) settings: Option<Settings>,
+    /// (device, inode) of the database file when it was opened.
+    pub(crate) db_identity: Option<(u64, u64)>,
+}
+
+/// (device, inode) of a file, `None` when it does not exist.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl MemoryService {
@@ -45,16 +53,58 @@ impl MemoryService {
     fn build(home: CaoHome, settings: Option<Settings>, clock: Arc<dyn Clock>) -> Result<Self, MemoryError> {
         let memory_dir = home.memory_dir();
         create_private_dir(&memory_dir)?;
-        let index = Index::open(&home.db_path())?;
+        let db_path = home.db_path();
+        let index = Index::open(&db_path)?;
+        let db_identity = file_identity(&db_path);
         let layout = WikiLayout::new(memory_dir);
-        Ok(Self {
+        let svc = Self {
             inner: Arc::new(Inner {
                 home,
                 layout,
                 index,
                 clock,
                 settings,
+                db_identity,
             }),
+        };
+        svc.recover_empty_index()?;
+        Ok(svc)
+    }
+
+    /// A new or emptied database next to existing wiki files (deleted, moved aside, or a home copied without its
+    /// `db/`) would make every memory invisible and the next `index.md` refresh would drop them: rebuild the index
+    /// from the files first. Documented recovery; logged on stderr.
+    fn recover_empty_index(&self) -> Result<(), MemoryError> {
+        if self.inner.index.count()? > 0 {
+            return Ok(());
+        }
+        let scan = self.inner.layout.scan()?;
+        if scan.topics.is_empty() {
+            return Ok(());
+        }
+        tracing::warn!(
+            files = scan.topics.len(),
+            db = %self.inner.home.db_path().display(),
+            "the index is empty but wiki files exist; rebuilding it from the files (cao memory repair)"
+        );
+        self.repair()?;
+        Ok(())
+    }
+
+    /// Refuse to write through a database file that was removed or replaced after this process opened it: its
+    /// rows would be invisible to every other process.
+    pub(crate) fn ensure_index_current(&self) -> Result<(), MemoryError> {
+        let path = self.inner.home.db_path();
+        if file_identity(&path) == self.inner.db_identity {
+            return Ok(());
+        }
+        Err(MemoryError::Io {
+            context: format!(
+                "the index database {} was removed or replaced after this process opened it; restart the process \
+                 (the index is rebuilt from the wiki files, or run `cao memory repair`)",
+                path.display()
+            ),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
         })
     }
 
@@ -104,7 +154,8 @@ impl MemoryService {
     ///
     /// Validation (before any I/O): content non-empty, at most [`MAX_CONTENT_BYTES`], no NUL; scope and type
     /// names; the key (service sanitising rule, or auto key from content); tags at most [`MAX_TAGS_BYTES`];
-    /// the caller's write authorisation; federated content passes the secret gate; the scope id resolves.
+    /// the caller's write authorisation; federated content, tags and key pass the secret gate (the reference checks
+    /// content only); the scope id resolves.
     ///
     /// Errors: [`MemoryError::Disabled`], [`MemoryError::Invalid`], [`MemoryError::Secret`],
     /// [`MemoryError::Unauthorized`], [`MemoryError::Corrupt`] (existing file unparsable; nothing written),
@@ -141,11 +192,14 @@ impl MemoryService {
             });
         }
         if scope == Scope::Federated
-            && let Some(pattern) = cao_core::secret::scan(&req.content)
+            && let Some(pattern) = [req.content.as_str(), tags.as_str(), req.key.as_deref().unwrap_or("")]
+                .into_iter()
+                .find_map(cao_core::secret::scan)
         {
             return Err(MemoryError::Secret { pattern });
         }
         let scope_id = self.resolve_scope_id(ctx, scope, &settings)?;
+        self.ensure_index_current()?;
         self.write_entry(ctx, scope, scope_id, key, memory_type, tags, &req.content)
     }
 
@@ -261,6 +315,7 @@ impl MemoryService {
     }
 
     pub(crate) fn remove(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<ForgetResult, MemoryError> {
+        self.ensure_index_current()?;
         let layout = &self.inner.layout;
         let path = layout.topic_path(scope, scope_id, key)?;
         let file_existed = if path.parent().is_some_and(Path::exists) {

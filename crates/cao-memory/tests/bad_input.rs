@@ -282,3 +282,63 @@ fn disabled_memory_refuses_every_call() {
         Err(MemoryError::Disabled)
     ));
 }
+
+#[test]
+fn federated_secrets_are_refused_in_tags_and_keys_too() {
+    let (dir, svc, ctx) = setup();
+    let before = files(dir.path());
+    for req in [
+        StoreRequest {
+            scope: Some("federated".into()),
+            tags: Some("AKIAABCDEFGHIJKLMNOP".into()),
+            ..store("fine")
+        },
+        StoreRequest {
+            scope: Some("federated".into()),
+            key: Some("ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into()),
+            ..store("fine")
+        },
+    ] {
+        assert!(matches!(svc.store(&ctx, req), Err(MemoryError::Secret { .. })));
+    }
+    assert_eq!(files(dir.path()), before);
+}
+
+#[test]
+fn a_missing_index_is_rebuilt_from_the_wiki_files_on_open() {
+    let (dir, svc, ctx) = setup();
+    for k in ["a", "b", "c"] {
+        svc.store(
+            &ctx,
+            StoreRequest {
+                key: Some(k.into()),
+                scope: Some("global".into()),
+                ..store(k)
+            },
+        )
+        .expect("store");
+    }
+    svc.flush_index_md().expect("flush");
+    let home = svc.home().clone();
+    drop(svc);
+    std::fs::remove_dir_all(home.root().join("db")).expect("delete the database");
+    let svc = MemoryService::open_with(home, Settings::default(), Arc::new(SystemClock)).expect("reopen");
+    let listed = svc.list(&ctx, cao_memory::ListRequest::default()).expect("list");
+    assert_eq!(listed.len(), 3, "rebuilt from the files");
+    let index_md = std::fs::read_to_string(dir.path().join("home/memory/global/wiki/index.md")).expect("index.md");
+    assert_eq!(
+        index_md.matches("- [").count(),
+        3,
+        "index.md still lists every memory:\n{index_md}"
+    );
+}
+
+#[test]
+fn writes_through_a_replaced_database_are_refused() {
+    let (_dir, svc, ctx) = setup();
+    svc.store(&ctx, store("before")).expect("store");
+    let db = svc.home().db_path();
+    std::fs::remove_file(&db).expect("delete the database under the running service");
+    let err = svc.store(&ctx, store("after")).expect_err("stale database");
+    assert!(err.to_string().contains("removed or replaced"), "{err}");
+}
