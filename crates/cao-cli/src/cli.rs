@@ -25,6 +25,9 @@ pub enum Command {
     /// Inspect and maintain stored memories.
     #[command(subcommand)]
     Memory(MemoryCommand),
+    /// Show and change settings (settings.json; CAO_* environment variables override it).
+    #[command(subcommand)]
+    Config(crate::config::ConfigCommand),
 }
 
 /// `cao memory ...`.

@@ -2,7 +2,8 @@
 //!
 //! It works directly on the local store (the home from `CAO_HOME`, `CAO_HOME_DIR`, or
 //! `~/.aws/cli-agent-orchestrator`) through `cao_memory::MemoryService`; no server is needed.
-//! Commands: `cao memory list | show | delete | clear | repair` (see `cao memory --help`).
+//! Commands: `cao memory list | show | delete | clear | repair` (see `cao memory --help`) and
+//! `cao config get | set | unset | list` (see `cao config --help`).
 //!
 //! Invariants:
 //! - Exit codes: 0 success, 1 failure (one `error:` line on stderr, sometimes a `hint:` line), 2 usage error
@@ -13,6 +14,7 @@
 //! - Every command that opened the store refreshes dirty `index.md` files before exiting.
 
 mod cli;
+mod config;
 mod confirm;
 mod error;
 mod memory;
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     let result = match cli.command {
         Command::Memory(cmd) => memory::run(cmd, &mut stdout, &mut confirm::StdTerminal),
+        Command::Config(cmd) => config::run(cmd, &mut stdout, &mut std::io::stderr()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

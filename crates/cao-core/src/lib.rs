@@ -14,7 +14,8 @@
 //! Invariants:
 //! - A [`Key`] value always matches `^[a-z0-9-]{1,60}$`, so `<dir>/<key>.md` never leaves `<dir>`.
 //! - A resolved scope id for session/agent only contains `[A-Za-z0-9_-]` and is never empty.
-//! - Nothing in this crate performs writes; reads are limited to `settings.json`, env and `git config`.
+//! - The only writes are [`settings::set`] / [`settings::unset`] (atomic, mode 0600); reads are limited to
+//!   `settings.json`, env and `git config`.
 
 pub mod clock;
 pub mod context;

@@ -6,9 +6,22 @@
 //! Fail-open rule for `memory.enabled` (reference `is_memory_enabled`): when the file is unreadable, not JSON, or
 //! the value has the wrong type, memory stays **enabled** and a warning is logged. Env values `1`, `true`, `yes`
 //! (any case, trimmed) mean true; any other non-empty value means false; empty means unset.
+//!
+//! [`KEYS`] lists every known setting (type, default, env variable); [`Settings::effective`] resolves one with
+//! its source, and [`set`] / [`unset`] edit the file (validated, atomic, mode 0600, other keys kept).
 
 use crate::home::CaoHome;
 use serde_json::{Map, Value};
+
+mod file;
+mod keys;
+
+pub use file::{SetOutcome, set, unset};
+pub use keys::{
+    EffectiveValue, KEYS, MEMORY_ENABLED, MEMORY_EXPLAIN_ENABLED, MEMORY_LIFECYCLE_ENABLED,
+    MEMORY_NON_ACCESSING_INSPECTION, MEMORY_PROJECT_ID, SettingDefault, SettingKey, SettingKind, SettingSource,
+    known_keys, lookup, parse_value,
+};
 
 /// A snapshot of the settings that the memory engine reads. Cheap to clone; re-read with [`Settings::load`].
 #[derive(Debug, Clone, Default)]

@@ -1,0 +1,507 @@
+//! The registry of known settings ([`KEYS`]) and how each one's effective value is resolved.
+//!
+//! Every key has a type, a default, one environment variable and the rule: environment (trimmed, non-empty) >
+//! file value > default. A file value of the wrong type, a parent that is not a JSON object, or an unusable
+//! `settings.json` yields the default plus a one-line warning (never an error), so readers fail the way each
+//! setting documents (`memory.enabled` open, the opt-in switches closed).
+//!
+//! Boolean environment values: `1`, `true`, `yes` (any case) are true, everything else false (the reference's rule
+//! for `CAO_MEMORY_ENABLED`); a value that is not one of `1 true yes 0 false no` also carries a warning.
+
+use super::{Settings, parse_env_bool};
+use crate::error::CoreError;
+use crate::identity::validate_project_id;
+use serde_json::Value;
+
+/// The type of a setting's value, which decides how `cao config set` parses and validates it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingKind {
+    /// A JSON boolean; spelled `true` or `false` on the command line.
+    Bool,
+    /// A JSON string matching `^[a-zA-Z0-9._-]{1,128}$`, not `.`, `..` or a reserved container name
+    /// ([`validate_project_id`]).
+    ProjectId,
+}
+
+impl SettingKind {
+    /// The short type name shown by `cao config list` (`bool`, `string`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SettingKind::Bool => "bool",
+            SettingKind::ProjectId => "string",
+        }
+    }
+
+    /// What a valid value looks like, for error messages.
+    pub fn expected(self) -> &'static str {
+        match self {
+            SettingKind::Bool => "a boolean: true or false",
+            SettingKind::ProjectId => "a string matching ^[a-zA-Z0-9._-]{1,128}$, not ., .., global or federated",
+        }
+    }
+}
+
+/// A setting's built-in default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingDefault {
+    /// A boolean default.
+    Bool(bool),
+    /// No default value: the setting is unset unless the file or the environment provides one.
+    Unset,
+}
+
+impl SettingDefault {
+    /// The default as JSON (`None` when unset).
+    pub fn value(self) -> Option<Value> {
+        match self {
+            SettingDefault::Bool(b) => Some(Value::Bool(b)),
+            SettingDefault::Unset => None,
+        }
+    }
+}
+
+/// One known setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SettingKey {
+    /// Dotted path inside `settings.json` (`memory.lifecycle.enabled` = `{"memory": {"lifecycle": {"enabled": ..}}}`).
+    pub name: &'static str,
+    /// Value type.
+    pub kind: SettingKind,
+    /// Built-in default.
+    pub default: SettingDefault,
+    /// The environment variable that overrides the file.
+    pub env: &'static str,
+    /// One line saying what the setting does.
+    pub doc: &'static str,
+}
+
+/// `memory.enabled`: the master switch (fail-open).
+pub const MEMORY_ENABLED: SettingKey = SettingKey {
+    name: "memory.enabled",
+    kind: SettingKind::Bool,
+    default: SettingDefault::Bool(true),
+    env: "CAO_MEMORY_ENABLED",
+    doc: "Master switch of the memory system; when false every memory tool and command refuses to run.",
+};
+
+/// `memory.project_id`: the project identity override.
+pub const MEMORY_PROJECT_ID: SettingKey = SettingKey {
+    name: "memory.project_id",
+    kind: SettingKind::ProjectId,
+    default: SettingDefault::Unset,
+    env: "CAO_PROJECT_ID",
+    doc: "Project identity override (else the git remote, else a hash of the working directory).",
+};
+
+/// `memory.lifecycle.enabled`: the opt-in supersedes lifecycle (spec "Supersedes lifecycle (opt-in)").
+pub const MEMORY_LIFECYCLE_ENABLED: SettingKey = SettingKey {
+    name: "memory.lifecycle.enabled",
+    kind: SettingKind::Bool,
+    default: SettingDefault::Bool(false),
+    env: "CAO_MEMORY_LIFECYCLE_ENABLED",
+    doc: "Exclude targets of active supersedes edges from injection and demote them in recency/usage recall.",
+};
+
+/// `memory.non_accessing_inspection`: operator views do not count as accesses (spec "Non-accessing operator
+/// inspection (opt-in)").
+pub const MEMORY_NON_ACCESSING_INSPECTION: SettingKey = SettingKey {
+    name: "memory.non_accessing_inspection",
+    kind: SettingKind::Bool,
+    default: SettingDefault::Bool(false),
+    env: "CAO_MEMORY_NON_ACCESSING_INSPECTION",
+    doc: "CLI list/show and HTTP GET /memory do not increase access counts.",
+};
+
+/// `memory.explain_enabled`: the `cao memory list --query Q --explain` diagnostic (spec "On-demand relevance
+/// explain").
+pub const MEMORY_EXPLAIN_ENABLED: SettingKey = SettingKey {
+    name: "memory.explain_enabled",
+    kind: SettingKind::Bool,
+    default: SettingDefault::Bool(true),
+    env: "CAO_MEMORY_EXPLAIN_ENABLED",
+    doc: "Allow the on-demand relevance explain diagnostic.",
+};
+
+/// Every known setting, in the order `cao config list` shows them.
+pub const KEYS: &[SettingKey] = &[
+    MEMORY_ENABLED,
+    MEMORY_PROJECT_ID,
+    MEMORY_LIFECYCLE_ENABLED,
+    MEMORY_NON_ACCESSING_INSPECTION,
+    MEMORY_EXPLAIN_ENABLED,
+];
+
+/// The known setting named `name` (exact, case-sensitive).
+///
+/// Errors: [`CoreError::UnknownSetting`] naming `name` and listing every known key.
+pub fn lookup(name: &str) -> Result<&'static SettingKey, CoreError> {
+    KEYS.iter()
+        .find(|k| k.name == name)
+        .ok_or_else(|| CoreError::UnknownSetting {
+            name: name.chars().take(200).collect(),
+            known: known_keys(),
+        })
+}
+
+/// Every known key name, comma-separated (for messages).
+pub fn known_keys() -> String {
+    KEYS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+}
+
+/// Parse and validate a command-line value for `key` (no I/O).
+///
+/// Bool: exactly `true` or `false`. ProjectId: [`validate_project_id`].
+///
+/// Errors: [`CoreError::InvalidSettingValue`] naming the key, the value and the expected type/pattern.
+pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
+    let invalid = || CoreError::InvalidSettingValue {
+        key: key.name,
+        value: raw.chars().take(200).collect(),
+        expected: key.kind.expected(),
+    };
+    match key.kind {
+        SettingKind::Bool => match raw {
+            "true" => Ok(Value::Bool(true)),
+            "false" => Ok(Value::Bool(false)),
+            _ => Err(invalid()),
+        },
+        SettingKind::ProjectId => match validate_project_id(raw) {
+            Ok(()) => Ok(Value::String(raw.to_owned())),
+            Err(_) => Err(invalid()),
+        },
+    }
+}
+
+/// Where an effective value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SettingSource {
+    /// The setting's environment variable.
+    Env,
+    /// `settings.json`.
+    File,
+    /// The built-in default.
+    Default,
+}
+
+impl SettingSource {
+    /// `env`, `file` or `default`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SettingSource::Env => "env",
+            SettingSource::File => "file",
+            SettingSource::Default => "default",
+        }
+    }
+}
+
+/// A setting's effective value and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EffectiveValue {
+    /// The setting.
+    pub key: &'static SettingKey,
+    /// The value in effect (`None`: unset).
+    pub value: Option<Value>,
+    /// Where [`EffectiveValue::value`] came from.
+    pub source: SettingSource,
+    /// Why a present file or env value was ignored or is questionable (one line), if it was.
+    pub warning: Option<String>,
+}
+
+impl Settings {
+    /// The effective value of `key`: env > file > default (see the module docs). Reads the process environment.
+    pub fn effective(&self, key: &'static SettingKey) -> EffectiveValue {
+        self.effective_with(key, &|name| std::env::var(name).ok())
+    }
+
+    /// As [`Settings::effective`], with `env` looking up environment variables (tests, embedding).
+    pub fn effective_with(&self, key: &'static SettingKey, env: &dyn Fn(&str) -> Option<String>) -> EffectiveValue {
+        let done = |value: Option<Value>, source, warning: Option<String>| EffectiveValue {
+            key,
+            value,
+            source,
+            warning,
+        };
+        let fallback = |warning: Option<String>| done(key.default.value(), SettingSource::Default, warning);
+
+        if let Some(raw) = env(key.env).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {
+            return match key.kind {
+                SettingKind::Bool => {
+                    let known = ["1", "true", "yes", "0", "false", "no"];
+                    let warning = (!known.contains(&raw.to_ascii_lowercase().as_str())).then(|| {
+                        format!(
+                            "{}={raw:?} is not one of 1/true/yes/0/false/no; it reads as false",
+                            key.env
+                        )
+                    });
+                    done(Some(Value::Bool(parse_env_bool(&raw))), SettingSource::Env, warning)
+                }
+                SettingKind::ProjectId => {
+                    let warning = validate_project_id(&raw).err().map(|e| e.to_string());
+                    done(Some(Value::String(raw)), SettingSource::Env, warning)
+                }
+            };
+        }
+        if let Some(e) = &self.file_error {
+            return fallback(Some(format!("settings.json is not usable ({e}); using the default")));
+        }
+        let mut cur: Option<&Value> = None;
+        let mut walked = String::new();
+        for part in key.name.split('.') {
+            let next = match cur {
+                None => self.file.get(part),
+                Some(Value::Object(map)) => map.get(part),
+                Some(other) => {
+                    return fallback(Some(format!(
+                        "{walked} in settings.json is {}, not an object; using the default",
+                        brief(other)
+                    )));
+                }
+            };
+            match next {
+                None => return fallback(None),
+                Some(v) => cur = Some(v),
+            }
+            if !walked.is_empty() {
+                walked.push('.');
+            }
+            walked.push_str(part);
+        }
+        let wrong_type = |v: &Value| {
+            fallback(Some(format!(
+                "{} in settings.json is {}, expected {}; using the default",
+                key.name,
+                brief(v),
+                key.kind.expected()
+            )))
+        };
+        match (key.kind, cur) {
+            (_, None | Some(Value::Null)) => fallback(None),
+            (SettingKind::Bool, Some(Value::Bool(b))) => done(Some(Value::Bool(*b)), SettingSource::File, None),
+            (SettingKind::ProjectId, Some(Value::String(s))) => {
+                let s = s.trim();
+                if s.is_empty() {
+                    return fallback(None);
+                }
+                let warning = validate_project_id(s).err().map(|e| e.to_string());
+                done(Some(Value::String(s.to_owned())), SettingSource::File, warning)
+            }
+            (_, Some(v)) => wrong_type(v),
+        }
+    }
+
+    /// A boolean setting's effective value; a warning (ignored file value, odd env spelling) is logged.
+    fn effective_bool(&self, key: &'static SettingKey) -> bool {
+        let eff = self.effective(key);
+        if let Some(w) = &eff.warning {
+            tracing::warn!(setting = key.name, "{w}");
+        }
+        let default = matches!(key.default, SettingDefault::Bool(true));
+        eff.value.as_ref().and_then(Value::as_bool).unwrap_or(default)
+    }
+
+    /// `memory.lifecycle.enabled` (env `CAO_MEMORY_LIFECYCLE_ENABLED`): env > nested file value > default false.
+    /// An invalid nested object, a non-boolean file value or an unusable settings.json warns and leaves it off.
+    pub fn lifecycle_enabled(&self) -> bool {
+        self.effective_bool(&MEMORY_LIFECYCLE_ENABLED)
+    }
+
+    /// `memory.non_accessing_inspection` (env `CAO_MEMORY_NON_ACCESSING_INSPECTION`), default and read-error
+    /// fallback false: when true, CLI list/show and HTTP GET reads do not record accesses.
+    pub fn non_accessing_inspection(&self) -> bool {
+        self.effective_bool(&MEMORY_NON_ACCESSING_INSPECTION)
+    }
+
+    /// `memory.explain_enabled` (env `CAO_MEMORY_EXPLAIN_ENABLED`), default true.
+    pub fn explain_enabled(&self) -> bool {
+        self.effective_bool(&MEMORY_EXPLAIN_ENABLED)
+    }
+}
+
+/// A JSON value for a message: compact, at most 60 characters.
+fn brief(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 60 {
+        format!("{}...", s.chars().take(57).collect::<String>())
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn eff(file: Value, key: &'static SettingKey, env: &[(&str, &str)]) -> EffectiveValue {
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let lookup = move |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        Settings::from_value(file).effective_with(key, &lookup)
+    }
+
+    #[test]
+    fn registry_names_are_unique_dotted_and_typed_defaults_match() {
+        let mut names: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), KEYS.len());
+        for k in KEYS {
+            assert!(k.name.starts_with("memory.") && !k.name.ends_with('.'), "{}", k.name);
+            assert!(k.env.starts_with("CAO_"), "{}", k.env);
+            match (k.kind, k.default) {
+                (SettingKind::Bool, SettingDefault::Bool(_)) | (SettingKind::ProjectId, SettingDefault::Unset) => {}
+                other => panic!("{}: default does not fit the type: {other:?}", k.name),
+            }
+            assert_eq!(lookup(k.name).map(|f| f.name), Ok(k.name));
+        }
+        let err = lookup("memory.Enabled").expect_err("case-sensitive");
+        assert!(err.to_string().contains("memory.lifecycle.enabled"), "{err}");
+    }
+
+    #[test]
+    fn precedence_env_then_file_then_default() {
+        let file = json!({"memory": {"lifecycle": {"enabled": true}, "enabled": false, "project_id": "acme"}});
+        let e = eff(file.clone(), &MEMORY_LIFECYCLE_ENABLED, &[]);
+        assert_eq!(
+            (e.value, e.source, e.warning),
+            (Some(json!(true)), SettingSource::File, None)
+        );
+        let e = eff(
+            file.clone(),
+            &MEMORY_LIFECYCLE_ENABLED,
+            &[("CAO_MEMORY_LIFECYCLE_ENABLED", " 0 ")],
+        );
+        assert_eq!((e.value, e.source), (Some(json!(false)), SettingSource::Env));
+        let e = eff(
+            file.clone(),
+            &MEMORY_LIFECYCLE_ENABLED,
+            &[("CAO_MEMORY_LIFECYCLE_ENABLED", "  ")],
+        );
+        assert_eq!(e.source, SettingSource::File, "blank env counts as unset");
+        let e = eff(file.clone(), &MEMORY_PROJECT_ID, &[("CAO_PROJECT_ID", "other")]);
+        assert_eq!((e.value, e.source), (Some(json!("other")), SettingSource::Env));
+        let e = eff(file, &MEMORY_EXPLAIN_ENABLED, &[]);
+        assert_eq!((e.value, e.source), (Some(json!(true)), SettingSource::Default));
+        let e = eff(json!({}), &MEMORY_PROJECT_ID, &[]);
+        assert_eq!((e.value, e.source, e.warning), (None, SettingSource::Default, None));
+    }
+
+    #[test]
+    fn invalid_nested_values_warn_and_use_the_default() {
+        for file in [
+            json!({"memory": {"lifecycle": true}}),
+            json!({"memory": {"lifecycle": ["enabled"]}}),
+            json!({"memory": {"lifecycle": {"enabled": "true"}}}),
+            json!({"memory": {"lifecycle": {"enabled": 1}}}),
+            json!({"memory": "on"}),
+        ] {
+            let e = eff(file.clone(), &MEMORY_LIFECYCLE_ENABLED, &[]);
+            assert_eq!(
+                (&e.value, e.source),
+                (&Some(json!(false)), SettingSource::Default),
+                "{file}"
+            );
+            assert!(e.warning.is_some(), "{file} warns");
+        }
+        let e = eff(json!({"memory": {"lifecycle": true}}), &MEMORY_LIFECYCLE_ENABLED, &[]);
+        assert_eq!(
+            e.warning.as_deref(),
+            Some("memory.lifecycle in settings.json is true, not an object; using the default")
+        );
+        let e = eff(
+            json!({"memory": {"lifecycle": {"enabled": null}}}),
+            &MEMORY_LIFECYCLE_ENABLED,
+            &[],
+        );
+        assert_eq!((e.source, e.warning), (SettingSource::Default, None), "null is unset");
+        // memory.enabled fails open on the same kind of damage.
+        let e = eff(json!({"memory": {"enabled": "false"}}), &MEMORY_ENABLED, &[]);
+        assert_eq!((e.value, e.source), (Some(json!(true)), SettingSource::Default));
+    }
+
+    #[test]
+    fn unusable_file_keeps_defaults_with_a_warning() {
+        let s = Settings::with_error("settings.json: expected a JSON object".into());
+        let e = s.effective_with(&MEMORY_LIFECYCLE_ENABLED, &no_env);
+        assert_eq!((e.value, e.source), (Some(json!(false)), SettingSource::Default));
+        assert!(e.warning.is_some_and(|w| w.contains("expected a JSON object")));
+        let e = s.effective_with(&MEMORY_ENABLED, &no_env);
+        assert_eq!(e.value, Some(json!(true)), "memory.enabled fails open");
+    }
+
+    #[test]
+    fn env_spellings() {
+        let e = eff(
+            json!({}),
+            &MEMORY_EXPLAIN_ENABLED,
+            &[("CAO_MEMORY_EXPLAIN_ENABLED", "YES")],
+        );
+        assert_eq!((e.value, e.warning), (Some(json!(true)), None));
+        let e = eff(
+            json!({}),
+            &MEMORY_EXPLAIN_ENABLED,
+            &[("CAO_MEMORY_EXPLAIN_ENABLED", "on")],
+        );
+        assert_eq!(e.value, Some(json!(false)), "reference rule: anything else is false");
+        assert!(
+            e.warning
+                .is_some_and(|w| w.contains("CAO_MEMORY_EXPLAIN_ENABLED=\"on\""))
+        );
+        let e = eff(json!({}), &MEMORY_PROJECT_ID, &[("CAO_PROJECT_ID", "a/b")]);
+        assert_eq!((e.value, e.source), (Some(json!("a/b")), SettingSource::Env));
+        assert!(e.warning.is_some_and(|w| w.contains("invalid project id")));
+    }
+
+    #[test]
+    fn file_project_id_is_trimmed_and_blank_means_unset() {
+        let e = eff(json!({"memory": {"project_id": " acme "}}), &MEMORY_PROJECT_ID, &[]);
+        assert_eq!((e.value, e.source), (Some(json!("acme")), SettingSource::File));
+        let e = eff(json!({"memory": {"project_id": ""}}), &MEMORY_PROJECT_ID, &[]);
+        assert_eq!((e.value, e.source, e.warning), (None, SettingSource::Default, None));
+        let e = eff(json!({"memory": {"project_id": 7}}), &MEMORY_PROJECT_ID, &[]);
+        assert_eq!((e.value, e.source), (None, SettingSource::Default));
+        assert!(e.warning.is_some());
+    }
+
+    #[test]
+    fn accessors_agree_with_effective_values() {
+        // The runner's environment may set these variables; compare against the same lookup instead of constants.
+        let s = Settings::from_value(json!({"memory": {"lifecycle": {"enabled": true},
+            "non_accessing_inspection": true, "explain_enabled": false, "enabled": false}}));
+        let real = |k: &'static SettingKey| s.effective(k).value.and_then(|v| v.as_bool());
+        assert_eq!(Some(s.lifecycle_enabled()), real(&MEMORY_LIFECYCLE_ENABLED));
+        assert_eq!(
+            Some(s.non_accessing_inspection()),
+            real(&MEMORY_NON_ACCESSING_INSPECTION)
+        );
+        assert_eq!(Some(s.explain_enabled()), real(&MEMORY_EXPLAIN_ENABLED));
+        assert_eq!(Some(s.memory_enabled()), real(&MEMORY_ENABLED));
+        if std::env::var_os("CAO_MEMORY_LIFECYCLE_ENABLED").is_none() {
+            assert!(s.lifecycle_enabled());
+            assert!(!Settings::from_value(json!({"memory": {"lifecycle": "yes"}})).lifecycle_enabled());
+        }
+    }
+
+    #[test]
+    fn parse_value_validates_per_type() {
+        assert_eq!(parse_value(&MEMORY_ENABLED, "false"), Ok(json!(false)));
+        assert_eq!(parse_value(&MEMORY_PROJECT_ID, "my.proj-1_x"), Ok(json!("my.proj-1_x")));
+        for (key, bad) in [
+            (&MEMORY_ENABLED, "True"),
+            (&MEMORY_ENABLED, "1"),
+            (&MEMORY_ENABLED, ""),
+            (&MEMORY_PROJECT_ID, ""),
+            (&MEMORY_PROJECT_ID, ".."),
+            (&MEMORY_PROJECT_ID, "global"),
+            (&MEMORY_PROJECT_ID, "a b"),
+            (&MEMORY_PROJECT_ID, &"x".repeat(129)),
+        ] {
+            let err = parse_value(key, bad).expect_err(bad);
+            assert!(err.to_string().contains(key.kind.expected()), "{err}");
+        }
+    }
+}
