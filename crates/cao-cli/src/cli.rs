@@ -43,6 +43,9 @@ pub enum MemoryCommand {
     Clear(ClearArgs),
     /// Rebuild the index from the wiki files (adopting a reference database) and report what changed.
     Repair(RepairArgs),
+    /// Inspect and curate typed relationships between memories.
+    #[command(subcommand)]
+    Relationships(crate::relationships::RelationshipsCommand),
 }
 
 /// Arguments of `cao memory list`.

@@ -19,6 +19,7 @@ mod confirm;
 mod error;
 mod memory;
 mod output;
+mod relationships;
 
 use clap::Parser;
 use std::io::{IsTerminal, Write};

@@ -10,6 +10,7 @@ use crate::cli::{ClearArgs, DeleteArgs, ListArgs, ListFormat, MemoryCommand, Rep
 use crate::confirm::{Prompter, confirm};
 use crate::error::CliError;
 use crate::output;
+use crate::relationships::RelPlan;
 use cao_core::{CaoHome, Key, Scope, Settings, TerminalContext};
 use cao_memory::{ListRequest, MemoryError, MemoryService};
 use std::io::Write;
@@ -65,6 +66,7 @@ enum Plan {
         scope: Scope,
     },
     Repair(RepairArgs),
+    Relationships(RelPlan),
 }
 
 impl Plan {
@@ -90,6 +92,7 @@ impl Plan {
                 Plan::Clear { scope }
             }
             MemoryCommand::Repair(a) => Plan::Repair(a),
+            MemoryCommand::Relationships(c) => Plan::Relationships(RelPlan::new(c)?),
         })
     }
 
@@ -156,6 +159,7 @@ impl Plan {
                 };
                 emit(out, &text)
             }
+            Plan::Relationships(p) => emit(out, &p.execute(svc, ctx)?),
         }
     }
 }

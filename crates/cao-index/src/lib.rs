@@ -7,7 +7,8 @@
 //! the `ascii` tokenizer; `cao_memory_trigram`: substring search), `cao_memory_fts_vocab`, `cao_search_terms`
 //! (document frequency per token), `cao_search_stats` (indexed documents and their total tokens),
 //! `cao_search_partitions` (search-rowid partitions per scope and scope id) and `cao_wiki_index_dirty` (the
-//! index.md refresh queue).
+//! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
+//! (see [`RelationshipRow`]; created with the reference's DDL when absent).
 //! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and how it departs from the reference's BM25.
 //!
 //! Invariants:
@@ -32,6 +33,7 @@ mod aliases;
 mod dirty;
 pub mod error;
 mod partition;
+mod relationships;
 mod row;
 mod schema;
 mod search;
@@ -41,6 +43,10 @@ mod write;
 pub use aliases::ProjectAlias;
 pub use dirty::DirtyMark;
 pub use error::{IndexError, Result};
+pub use relationships::{
+    GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter,
+    RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange,
+};
 pub use row::{
     ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, NATIVE, container_of, format_db_ts, format_db_ts_secs, parse_db_ts,
     token_estimate,

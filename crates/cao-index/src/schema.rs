@@ -74,10 +74,40 @@ UPDATE cao_search_stats SET tokens = (
     FROM cao_memory_fts);
 ",
     ),
+    (
+        3,
+        // The reference's `memory_relationships` table (reference notes, section a; byte-identical DDL), created only
+        // when absent because a reference-written database may already hold it, plus our index for purging by target.
+        "
+CREATE TABLE IF NOT EXISTS memory_relationships (
+\tid VARCHAR NOT NULL, 
+\tscope VARCHAR NOT NULL, 
+\tscope_id VARCHAR NOT NULL, 
+\tsource_key VARCHAR NOT NULL, 
+\ttarget_key VARCHAR NOT NULL, 
+\ttype VARCHAR NOT NULL, 
+\torigin VARCHAR NOT NULL, 
+\tstatus VARCHAR NOT NULL, 
+\tconfidence FLOAT, 
+\trank INTEGER, 
+\tattributes_json TEXT, 
+\tsource_updated_at DATETIME, 
+\tcreated_at DATETIME, 
+\tupdated_at DATETIME, 
+\tPRIMARY KEY (id), 
+\tCONSTRAINT uq_memory_rel UNIQUE (scope, scope_id, source_key, target_key, type, origin), 
+\tCONSTRAINT ck_memory_rel_confidence_range CHECK (confidence IS NULL OR (confidence >= 0 AND confidence <= 1)), 
+\tCONSTRAINT ck_memory_rel_attributes_size CHECK (attributes_json IS NULL OR length(attributes_json) <= 2048)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS uq_memory_rel ON memory_relationships (scope, scope_id, source_key, target_key, type, origin);
+CREATE INDEX IF NOT EXISTS idx_memory_rel_lookup ON memory_relationships (scope, scope_id, source_key);
+CREATE INDEX IF NOT EXISTS cao_idx_memory_rel_target ON memory_relationships (scope, scope_id, target_key);
+",
+    ),
 ];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
