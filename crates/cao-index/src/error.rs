@@ -7,9 +7,7 @@ use std::path::PathBuf;
 pub enum IndexError {
     /// The database file could not be created, opened or migrated (missing permissions, not a SQLite file,
     /// corrupt pages, a schema we cannot reconcile). Nothing was changed by us.
-    #[error(
-        "cannot open the memory index {path}: {reason}; run `cao memory repair` or move the file aside so a fresh one is created"
-    )]
+    #[error("cannot open the memory index {path}: {reason}; {}", open_hint(reason))]
     Open {
         /// The database file.
         path: PathBuf,
@@ -32,3 +30,15 @@ pub enum IndexError {
 
 /// Result alias of this crate.
 pub type Result<T, E = IndexError> = std::result::Result<T, E>;
+
+/// What to do about an [`IndexError::Open`], from SQLite's or the OS's reason.
+fn open_hint(reason: &str) -> &'static str {
+    let r = reason.to_ascii_lowercase();
+    if r.contains("locked") || r.contains("busy") {
+        "another process holds the database lock; retry when it is done"
+    } else if r.contains("permission") || r.contains("readonly") || r.contains("read-only") || r.contains("access") {
+        "check the owner and mode of the file and its directory (cao needs to read and write both)"
+    } else {
+        "move the file aside so a fresh one is created; the index is then rebuilt from the wiki files"
+    }
+}

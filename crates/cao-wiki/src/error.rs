@@ -21,7 +21,7 @@ pub enum WikiError {
     },
     /// A scope id is missing, present where none is allowed, or not a safe single path segment
     /// (`^[A-Za-z0-9._-]{1,255}$`, not `.` or `..`).
-    #[error("invalid scope_id {scope_id:?} for scope {scope}: {reason}")]
+    #[error("invalid scope_id {} for scope {scope}: {reason}", shown(scope_id.as_deref()))]
     InvalidScopeId {
         /// The scope the id was given for.
         scope: Scope,
@@ -116,4 +116,17 @@ pub(crate) fn trunc(s: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// A scope id for an error message: quoted and cut to 64 characters, or `(none)`.
+fn shown(id: Option<&str>) -> String {
+    match id {
+        None => "(none)".to_owned(),
+        Some(s) if s.chars().count() > 64 => format!(
+            "\"{}…\" ({} characters)",
+            s.chars().take(64).collect::<String>(),
+            s.chars().count()
+        ),
+        Some(s) => format!("{s:?}"),
+    }
 }
