@@ -46,6 +46,11 @@ pub enum MemoryCommand {
     /// Inspect and curate typed relationships between memories.
     #[command(subcommand)]
     Relationships(crate::relationships::RelationshipsCommand),
+    /// Print the <cao-memory> context block for a new session (nothing when empty).
+    Context(crate::context::ContextArgs),
+    /// Entry points for agent CLI hooks that inject the context block.
+    #[command(subcommand)]
+    Hook(crate::context::HookCommand),
 }
 
 /// Arguments of `cao memory list`.

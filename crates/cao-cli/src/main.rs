@@ -16,6 +16,7 @@
 mod cli;
 mod config;
 mod confirm;
+mod context;
 mod error;
 mod memory;
 mod output;

@@ -19,6 +19,12 @@ use std::io::Write;
 ///
 /// Errors: see [`CliError`]; each variant documents its exit code.
 pub fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter) -> Result<(), CliError> {
+    // Context and hooks have their own rules (no store creation, hooks never fail).
+    let cmd = match cmd {
+        MemoryCommand::Context(a) => return crate::context::run_context(a, out),
+        MemoryCommand::Hook(h) => return crate::context::run_hook_stdin(h, out),
+        other => other,
+    };
     // Validation and confirmation first: neither needs the store.
     let plan = Plan::new(cmd, prompter)?;
     let home = CaoHome::from_env();
@@ -93,6 +99,11 @@ impl Plan {
             }
             MemoryCommand::Repair(a) => Plan::Repair(a),
             MemoryCommand::Relationships(c) => Plan::Relationships(RelPlan::new(c)?),
+            MemoryCommand::Context(_) | MemoryCommand::Hook(_) => {
+                return Err(CliError::failure(
+                    "context and hook commands do not run through the store plan",
+                ));
+            }
         })
     }
 

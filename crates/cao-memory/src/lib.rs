@@ -14,10 +14,15 @@
 //! - Recall never reads topic files; it is served from the index (metadata + FTS5).
 
 mod error;
+mod inject;
 mod recall;
 mod service;
 mod types;
 
 pub use error::MemoryError;
+pub use inject::{
+    AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
+    MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, render_block, scope_char_cap,
+};
 pub use service::MemoryService;
 pub use types::*;

@@ -1,0 +1,231 @@
+//! `cao memory context` and `cao memory hook claude-code <event>`: the `<cao-memory>` block for a new session.
+//!
+//! - `context` prints the block for the caller (environment: `CAO_SESSION_NAME`, `CAO_AGENT_PROFILE`,
+//!   `CAO_PROJECT_ID`, the process cwd; each overridable by a flag) followed by a newline. Nothing to inject, or
+//!   memory disabled, prints nothing and exits 0, so `cao memory context > file` never fails for an empty store.
+//! - `hook claude-code` is a Claude Code command hook. It reads the hook's JSON from stdin (`cwd`,
+//!   `hook_event_name`, ...), builds the block for the hook's cwd, and for `SessionStart` and `UserPromptSubmit`
+//!   prints `{"hookSpecificOutput":{"hookEventName":<event>,"additionalContext":<block>}}` (Claude Code adds
+//!   `additionalContext` to the model's context). It never fails the hook: any problem (bad JSON, unknown event,
+//!   unreadable store) is logged on stderr, nothing is printed, and the exit code is 0, because exit code 2 would
+//!   block the user's prompt. Claude Code's own `session_id` is not a cao session name and is not used; the
+//!   session scope comes from `CAO_SESSION_NAME` when cao started the terminal.
+//!
+//! Neither command creates the store: when the memory directory does not exist there is nothing to inject.
+
+use crate::error::CliError;
+use cao_core::{CaoHome, Settings, TerminalContext};
+use cao_memory::{ContextRequest, MemoryService};
+use clap::{Args, Subcommand};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+/// Largest hook input read from stdin; Claude Code's payloads are far smaller (the prompt is the largest field).
+pub const MAX_HOOK_INPUT_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Arguments of `cao memory context`.
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// Session name (scope id of session memories); default `$CAO_SESSION_NAME`.
+    #[arg(long, value_name = "S")]
+    pub session: Option<String>,
+    /// Agent profile; default `$CAO_AGENT_PROFILE`. Agent memories are not injected; the profile only
+    /// identifies the caller.
+    #[arg(long, value_name = "A")]
+    pub agent: Option<String>,
+    /// Working directory the project is derived from; default the current directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Explicit project id; default `$CAO_PROJECT_ID`, then `memory.project_id`, git remote, cwd hash.
+    #[arg(long, value_name = "P")]
+    pub project_id: Option<String>,
+    /// Total character budget; each of the three scopes gets min(1000, N / 3).
+    #[arg(long, value_name = "N", default_value_t = cao_memory::DEFAULT_CONTEXT_BUDGET)]
+    pub budget: usize,
+}
+
+/// `cao memory hook <agent-cli>`.
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Claude Code command hook for SessionStart and UserPromptSubmit: reads the hook JSON on stdin and prints
+    /// the additionalContext JSON. Never blocks the prompt: problems are logged on stderr with exit 0.
+    ClaudeCode(ClaudeCodeHookArgs),
+}
+
+/// Arguments of `cao memory hook claude-code`.
+#[derive(Debug, Args)]
+pub struct ClaudeCodeHookArgs {
+    /// The hook event (SessionStart or UserPromptSubmit); default the input's `hook_event_name`.
+    pub event: Option<String>,
+}
+
+/// Claude Code hook events that can add context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClaudeEvent {
+    SessionStart,
+    UserPromptSubmit,
+}
+
+impl ClaudeEvent {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "SessionStart" => Some(Self::SessionStart),
+            "UserPromptSubmit" => Some(Self::UserPromptSubmit),
+            _ => None,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::SessionStart => "SessionStart",
+            Self::UserPromptSubmit => "UserPromptSubmit",
+        }
+    }
+}
+
+/// Run `cao memory context`: print the block for the caller, or nothing.
+///
+/// Errors: an invalid project id, an unreadable index, or a failed write to `out` (exit 1).
+pub fn run_context(args: ContextArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let mut ctx = TerminalContext::from_env();
+    if let Some(s) = args.session {
+        ctx.session_name = Some(s);
+    }
+    if let Some(a) = args.agent {
+        ctx.agent_profile = Some(a);
+    }
+    if let Some(c) = args.cwd {
+        ctx.cwd = Some(c);
+    }
+    if let Some(p) = args.project_id {
+        ctx.project_id = Some(p);
+    }
+    let home = CaoHome::from_env();
+    if let Some(block) = build(home, &ctx, args.budget)? {
+        emit(out, &format!("{block}\n"))?;
+    }
+    Ok(())
+}
+
+/// [`run_hook`] with this process's stdin as the input (empty when stdin is a terminal, so a manual run never
+/// waits). Always `Ok`.
+pub fn run_hook_stdin(cmd: HookCommand, out: &mut dyn Write) -> Result<(), CliError> {
+    use std::io::IsTerminal;
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        run_hook(cmd, &mut std::io::empty(), out)
+    } else {
+        run_hook(cmd, &mut stdin.lock(), out)
+    }
+}
+
+/// Run `cao memory hook ...`. Always `Ok`: a hook must not fail the agent CLI; problems are logged.
+pub fn run_hook(cmd: HookCommand, input: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliError> {
+    match cmd {
+        HookCommand::ClaudeCode(args) => match claude_code(args.event.as_deref(), input, CaoHome::from_env()) {
+            Ok(Some(json)) => {
+                if let Err(e) = emit(out, &format!("{json}\n")) {
+                    tracing::warn!(error = ?e, "cao memory hook: could not write the hook output");
+                }
+            }
+            Ok(None) => {}
+            Err(reason) => tracing::warn!("cao memory hook claude-code: {reason}; no context added"),
+        },
+    }
+    Ok(())
+}
+
+/// The hook output for Claude Code, `None` when there is nothing to add.
+///
+/// Errors: a one-line reason (bad input, unknown event, store error) for the log.
+fn claude_code(event_arg: Option<&str>, input: &mut dyn Read, home: CaoHome) -> Result<Option<String>, String> {
+    let mut raw = Vec::new();
+    input
+        .take(MAX_HOOK_INPUT_BYTES)
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("cannot read the hook input on stdin: {e}"))?;
+    let payload: serde_json::Value = if raw.iter().all(u8::is_ascii_whitespace) {
+        serde_json::Value::Object(serde_json::Map::new())
+    } else {
+        serde_json::from_slice(&raw).map_err(|e| format!("the hook input on stdin is not JSON: {e}"))?
+    };
+    let event_name = event_arg
+        .or_else(|| payload.get("hook_event_name").and_then(serde_json::Value::as_str))
+        .ok_or("no event: pass SessionStart or UserPromptSubmit, or send hook_event_name on stdin")?;
+    let event = ClaudeEvent::parse(event_name)
+        .ok_or_else(|| format!("unsupported hook event {event_name:?}; expected SessionStart or UserPromptSubmit"))?;
+    let mut ctx = TerminalContext::from_env();
+    if let Some(cwd) = payload
+        .get("cwd")
+        .and_then(serde_json::Value::as_str)
+        .filter(|c| !c.is_empty())
+    {
+        ctx.cwd = Some(PathBuf::from(cwd));
+    }
+    let block = build(home, &ctx, cao_memory::DEFAULT_CONTEXT_BUDGET).map_err(|e| match e {
+        CliError::Failure { message, .. } | CliError::Usage(message) => message,
+        CliError::Aborted => "aborted".to_owned(),
+    })?;
+    Ok(block.map(|b| {
+        serde_json::json!({
+            "hookSpecificOutput": {
+                "hookEventName": event.name(),
+                "additionalContext": b,
+            }
+        })
+        .to_string()
+    }))
+}
+
+/// Write `text` to `out`; a closed pipe is not an error (the reader wanted no more).
+///
+/// Errors: any other write failure.
+fn emit(out: &mut dyn Write, text: &str) -> Result<(), CliError> {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::failure(format!("cannot write the output: {e}"))),
+    }
+}
+
+/// The block for `ctx`, or `None` when memory is disabled or nothing is stored yet (the store is not created).
+fn build(home: CaoHome, ctx: &TerminalContext, budget: usize) -> Result<Option<String>, CliError> {
+    if !Settings::load(&home).memory_enabled() {
+        tracing::info!("memory is disabled (memory.enabled / CAO_MEMORY_ENABLED); no context");
+        return Ok(None);
+    }
+    if !home.memory_dir().is_dir() {
+        return Ok(None);
+    }
+    let svc = MemoryService::open(home)?;
+    Ok(svc.context_block(ctx, ContextRequest { budget: Some(budget) })?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hook(event: Option<&str>, stdin: &str) -> Result<Option<String>, String> {
+        let dir = std::env::temp_dir().join("cao-cli-hook-unit-nonexistent-home");
+        claude_code(event, &mut stdin.as_bytes(), CaoHome::new(dir))
+    }
+
+    #[test]
+    fn hook_input_problems_are_reasons_not_panics() {
+        assert!(hook(None, "{not json").expect_err("bad json").contains("not JSON"));
+        assert!(hook(None, "{}").expect_err("no event").contains("no event"));
+        let e = hook(Some("Stop"), "{}").expect_err("unsupported");
+        assert!(e.contains("\"Stop\""), "{e}");
+        let e = hook(None, r#"{"hook_event_name":"PreToolUse"}"#).expect_err("unsupported");
+        assert!(e.contains("PreToolUse"), "{e}");
+    }
+
+    #[test]
+    fn known_events_without_a_store_add_nothing() {
+        assert_eq!(hook(Some("SessionStart"), ""), Ok(None));
+        assert_eq!(
+            hook(None, r#"{"hook_event_name":"UserPromptSubmit","cwd":"/tmp"}"#),
+            Ok(None)
+        );
+    }
+}

@@ -1,0 +1,316 @@
+//! The `<cao-memory>` context block injected into new agent sessions (spec 000 "Context Injection";
+//! spec/reference-facts.md "Injection block").
+//!
+//! Rules, in order:
+//! - Scopes [`INJECTED_SCOPES`]: session, project, global. Agent and federated memories are never injected.
+//! - Visibility as recall's: the caller's own session, its project id plus that project's aliases, global. A scope
+//!   whose id cannot be resolved (no session name, no cwd or project id) contributes nothing.
+//! - Within a scope, newest first (`updated_at` desc, then key). Candidates pass the [`EligibilityFilter`]
+//!   first, then at most [`MEMORY_MAX_PER_SCOPE`] of them are considered.
+//! - Each line is `- [<scope>] <key>: <content>` and costs its length in characters (Unicode scalar values, as
+//!   Python's `len`) plus one for the newline. A scope may spend [`scope_char_cap`]`(budget)` =
+//!   `min(MEMORY_SCOPE_BUDGET_CHARS, budget / 3)`; the first line that does not fit ends that scope; room a scope
+//!   leaves unused is not passed on.
+//! - Content is the memory's current content with leading and trailing whitespace removed (the reference strips
+//!   the text after the last entry heading); inner newlines are kept verbatim.
+//! - No line at all: no block (`None`). Otherwise `<cao-memory>\n## Context from CAO Memory\n<lines joined by
+//!   \n>\n</cao-memory>`, without a trailing newline.
+//!
+//! Building a block reads the index only (never topic files) and does not count accesses: in the reference,
+//! injection reads the wiki files directly and never touches `access_count`, so only explicit recalls and
+//! listings make a memory "used". A disabled memory system yields no block (the reference returns `""`).
+//!
+//! Not done here (yet): the reference's one-level related expansion and vault sources.
+
+use crate::error::MemoryError;
+use crate::service::{MemoryService, row_to_memory};
+use crate::types::Memory;
+use cao_core::{Scope, TerminalContext};
+
+/// At most this many memories per injected scope (reference `constants.py` `MEMORY_MAX_PER_SCOPE = 10`;
+/// spec 000 "Context Injection").
+pub const MEMORY_MAX_PER_SCOPE: usize = 10;
+
+/// Upper bound of characters one injected scope may use, whatever the budget (reference `constants.py`
+/// `MEMORY_SCOPE_BUDGET_CHARS = 1000`; spec 000 "Context Injection").
+pub const MEMORY_SCOPE_BUDGET_CHARS: usize = 1000;
+
+/// Total character budget of a block when the caller gives none (reference `get_memory_context(...,
+/// budget_chars=3000)`; spec/reference-facts.md "Injection block").
+pub const DEFAULT_CONTEXT_BUDGET: usize = 3000;
+
+/// The scopes a block draws from, in output order (reference `get_memory_context`: session, project, global).
+pub const INJECTED_SCOPES: [Scope; 3] = [Scope::Session, Scope::Project, Scope::Global];
+
+/// The heading line inside the block.
+pub const CONTEXT_HEADING: &str = "## Context from CAO Memory";
+
+/// Arguments of [`MemoryService::context_block`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContextRequest {
+    /// Total character budget; default [`DEFAULT_CONTEXT_BUDGET`]. Each scope gets [`scope_char_cap`] of it.
+    pub budget: Option<usize>,
+}
+
+/// Decides which candidates may be injected, before the per-scope caps are applied.
+///
+/// This is the seam for lifecycle rules (for example, a superseded memory is not injected). The block builder
+/// calls it once per scope with that scope's candidates, newest first, and uses what it returns in the order
+/// returned. An implementation that cannot decide should return its input unchanged (fail open) and log why.
+pub trait EligibilityFilter {
+    /// Keep the injectable memories of `scope` among `candidates` (newest first).
+    fn retain_eligible(&self, scope: Scope, candidates: Vec<Memory>) -> Vec<Memory>;
+}
+
+/// The default [`EligibilityFilter`]: every memory may be injected.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AllEligible;
+
+impl EligibilityFilter for AllEligible {
+    fn retain_eligible(&self, _scope: Scope, candidates: Vec<Memory>) -> Vec<Memory> {
+        candidates
+    }
+}
+
+/// Characters one scope may spend for a total `budget`: `min(MEMORY_SCOPE_BUDGET_CHARS, budget / 3)` (integer
+/// division, as the reference's `budget_chars // 3`).
+pub fn scope_char_cap(budget: usize) -> usize {
+    MEMORY_SCOPE_BUDGET_CHARS.min(budget / INJECTED_SCOPES.len())
+}
+
+impl MemoryService {
+    /// The `<cao-memory>` block for the caller `ctx`, or `None` when there is nothing to inject (memory disabled,
+    /// nothing visible, or no line fits the budget). See the module documentation for the rules.
+    ///
+    /// Errors: [`MemoryError::Index`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed
+    /// explicit project id.
+    pub fn context_block(&self, ctx: &TerminalContext, req: ContextRequest) -> Result<Option<String>, MemoryError> {
+        self.context_block_with(ctx, req, &AllEligible)
+    }
+
+    /// [`MemoryService::context_block`] with an explicit [`EligibilityFilter`].
+    ///
+    /// Errors: as [`MemoryService::context_block`].
+    pub fn context_block_with(
+        &self,
+        ctx: &TerminalContext,
+        req: ContextRequest,
+        filter: &dyn EligibilityFilter,
+    ) -> Result<Option<String>, MemoryError> {
+        let settings = self.settings();
+        if !settings.memory_enabled() {
+            return Ok(None);
+        }
+        let mut groups = Vec::with_capacity(INJECTED_SCOPES.len());
+        for scope in INJECTED_SCOPES {
+            groups.push((scope, self.injection_candidates(ctx, &settings, scope, filter)?));
+        }
+        Ok(render_block(&groups, req.budget.unwrap_or(DEFAULT_CONTEXT_BUDGET)))
+    }
+
+    /// The newest [`MEMORY_MAX_PER_SCOPE`] eligible memories of `scope` visible to `ctx`. The recency pool is
+    /// widened (x4 per round) only while the filter leaves fewer than the cap and older rows remain, so with
+    /// [`AllEligible`] it is one index query of [`MEMORY_MAX_PER_SCOPE`] rows.
+    fn injection_candidates(
+        &self,
+        ctx: &TerminalContext,
+        settings: &cao_core::Settings,
+        scope: Scope,
+        filter: &dyn EligibilityFilter,
+    ) -> Result<Vec<Memory>, MemoryError> {
+        let Some(group) = self
+            .visibility_groups(ctx, settings, Some(scope), false)?
+            .into_iter()
+            .next()
+        else {
+            return Ok(Vec::new());
+        };
+        let vis = group.visibility();
+        let mut want = MEMORY_MAX_PER_SCOPE;
+        loop {
+            let rows = self.inner.index.recency_pool(&vis, None, want)?;
+            let exhausted = rows.len() < want;
+            let mut kept = filter.retain_eligible(scope, rows.iter().map(row_to_memory).collect());
+            if kept.len() >= MEMORY_MAX_PER_SCOPE || exhausted {
+                kept.truncate(MEMORY_MAX_PER_SCOPE);
+                return Ok(kept);
+            }
+            want = want.saturating_mul(4);
+        }
+    }
+}
+
+/// Render the block from candidates grouped by scope (in output order), applying the per-scope entry cap and
+/// character budget. `None` when no line fits.
+pub fn render_block(groups: &[(Scope, Vec<Memory>)], budget: usize) -> Option<String> {
+    let cap = scope_char_cap(budget);
+    let mut lines: Vec<String> = Vec::new();
+    for (scope, memories) in groups {
+        let mut used = 0usize;
+        for m in memories.iter().take(MEMORY_MAX_PER_SCOPE) {
+            let line = format!("- [{scope}] {}: {}", m.key, python_strip(&m.content));
+            let cost = line.chars().count() + 1;
+            if used + cost > cap {
+                break;
+            }
+            used += cost;
+            lines.push(line);
+        }
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "<cao-memory>\n{CONTEXT_HEADING}\n{}\n</cao-memory>",
+        lines.join("\n")
+    ))
+}
+
+/// `s.strip()` as Python does it: Unicode whitespace plus the ASCII separators U+001C..U+001F.
+fn python_strip(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{TimeZone, Utc};
+
+    fn mem(scope: Scope, key: &str, content: &str) -> Memory {
+        let t = Utc
+            .with_ymd_and_hms(2026, 1, 2, 3, 4, 5)
+            .single()
+            .expect("valid instant");
+        Memory {
+            id: format!("id-{key}"),
+            key: key.to_owned(),
+            content: content.to_owned(),
+            memory_type: cao_core::MemoryType::Project,
+            scope,
+            scope_id: None,
+            tags: String::new(),
+            file_path: String::new(),
+            created_at: t,
+            updated_at: t,
+            access_count: 0,
+            entry_count: 1,
+            is_related: false,
+        }
+    }
+
+    fn lines(block: &str) -> Vec<&str> {
+        block.lines().filter(|l| l.starts_with("- [")).collect()
+    }
+
+    /// A global memory whose line `- [global] k: <content>` costs exactly `cost` characters (newline included).
+    fn global_costing(key: &str, cost: usize) -> Memory {
+        let prefix = format!("- [global] {key}: ").chars().count() + 1;
+        mem(Scope::Global, key, &"x".repeat(cost - prefix))
+    }
+
+    #[test]
+    fn per_scope_cap_is_min_of_1000_and_a_third_of_the_budget() {
+        assert_eq!(scope_char_cap(DEFAULT_CONTEXT_BUDGET), 1000);
+        assert_eq!(scope_char_cap(9000), 1000);
+        assert_eq!(scope_char_cap(300), 100);
+        assert_eq!(scope_char_cap(302), 100);
+        assert_eq!(scope_char_cap(2), 0);
+    }
+
+    #[test]
+    fn a_line_that_fits_exactly_is_kept_one_char_more_is_not() {
+        // Budget 300 -> 100 characters per scope.
+        let exact = vec![(Scope::Global, vec![global_costing("a", 60), global_costing("b", 40)])];
+        let block = render_block(&exact, 300).expect("both fit");
+        assert_eq!(lines(&block).len(), 2, "{block}");
+        let over = vec![(Scope::Global, vec![global_costing("a", 60), global_costing("b", 41)])];
+        let block = render_block(&over, 300).expect("first fits");
+        assert_eq!(lines(&block), vec![format!("- [global] a: {}", "x".repeat(45))]);
+    }
+
+    #[test]
+    fn the_first_line_that_does_not_fit_ends_the_scope() {
+        // b does not fit; c would, but the scope has ended.
+        let group = vec![(
+            Scope::Global,
+            vec![
+                global_costing("a", 60),
+                global_costing("b", 50),
+                global_costing("c", 20),
+            ],
+        )];
+        let block = render_block(&group, 300).expect("a fits");
+        assert_eq!(lines(&block).len(), 1, "{block}");
+        assert!(block.contains("] a: "), "{block}");
+    }
+
+    #[test]
+    fn characters_are_counted_not_bytes() {
+        // 45 four-byte characters: 60 characters with the prefix and newline, 195 bytes.
+        let m = mem(Scope::Global, "a", &"\u{1F600}".repeat(45));
+        let block = render_block(&[(Scope::Global, vec![m])], 300).expect("60 chars fit in 100");
+        assert_eq!(lines(&block).len(), 1);
+    }
+
+    #[test]
+    fn at_most_ten_entries_per_scope() {
+        let many: Vec<Memory> = (0..12).map(|i| mem(Scope::Global, &format!("k{i}"), "v")).collect();
+        let block = render_block(&[(Scope::Global, many)], DEFAULT_CONTEXT_BUDGET).expect("lines");
+        let got = lines(&block);
+        assert_eq!(got.len(), MEMORY_MAX_PER_SCOPE);
+        assert_eq!(got[9], "- [global] k9: v");
+    }
+
+    #[test]
+    fn unused_room_is_not_passed_on_and_scope_order_is_kept() {
+        // Session is empty; project alone would need 150 characters but only has 100.
+        let groups = vec![
+            (Scope::Session, vec![]),
+            (
+                Scope::Project,
+                vec![
+                    mem(Scope::Project, "p1", &"y".repeat(60)),
+                    mem(Scope::Project, "p2", &"y".repeat(60)),
+                ],
+            ),
+            (Scope::Global, vec![mem(Scope::Global, "g1", "z")]),
+        ];
+        let block = render_block(&groups, 300).expect("lines");
+        let got = lines(&block);
+        assert_eq!(got.len(), 2, "{block}");
+        assert!(got[0].starts_with("- [project] p1: "));
+        assert_eq!(got[1], "- [global] g1: z");
+        let ordered = vec![
+            (Scope::Session, vec![mem(Scope::Session, "s", "1")]),
+            (Scope::Project, vec![mem(Scope::Project, "p", "2")]),
+            (Scope::Global, vec![mem(Scope::Global, "g", "3")]),
+        ];
+        assert_eq!(
+            render_block(&ordered, DEFAULT_CONTEXT_BUDGET).as_deref(),
+            Some(
+                "<cao-memory>\n## Context from CAO Memory\n- [session] s: 1\n- [project] p: 2\n- [global] g: 3\n</cao-memory>"
+            )
+        );
+    }
+
+    #[test]
+    fn content_is_stripped_and_inner_newlines_kept() {
+        let m = mem(Scope::Global, "k", "  \n first\nsecond \n\n");
+        let block = render_block(&[(Scope::Global, vec![m])], DEFAULT_CONTEXT_BUDGET).expect("fits");
+        assert!(
+            block.contains("- [global] k: first\nsecond\n</cao-memory>"),
+            "{block:?}"
+        );
+    }
+
+    #[test]
+    fn nothing_to_inject_is_none() {
+        assert_eq!(render_block(&[], DEFAULT_CONTEXT_BUDGET), None);
+        let empty = vec![(Scope::Session, vec![]), (Scope::Global, vec![])];
+        assert_eq!(render_block(&empty, DEFAULT_CONTEXT_BUDGET), None);
+        // Budget too small for any line.
+        let one = vec![(Scope::Global, vec![mem(Scope::Global, "k", "v")])];
+        assert_eq!(render_block(&one, 30), None);
+        assert!(render_block(&one, 60).is_some());
+    }
+}
