@@ -51,6 +51,9 @@ pub enum MemoryCommand {
     /// Entry points for agent CLI hooks that inject the context block.
     #[command(subcommand)]
     Hook(crate::context::HookCommand),
+    /// Remove expired memories now (project: 90 days after the last update, session: 14 days; user and feedback
+    /// memories never expire).
+    Cleanup(crate::cleanup::CleanupArgs),
 }
 
 /// Arguments of `cao memory list`.

@@ -13,6 +13,7 @@
 //! - Never blocks on stdin unless stdin is a terminal; never panics on user input (`main` returns an exit code).
 //! - Every command that opened the store refreshes dirty `index.md` files before exiting.
 
+mod cleanup;
 mod cli;
 mod config;
 mod confirm;

@@ -73,6 +73,7 @@ enum Plan {
     },
     Repair(RepairArgs),
     Relationships(RelPlan),
+    Cleanup(crate::cleanup::CleanupArgs),
 }
 
 impl Plan {
@@ -104,12 +105,14 @@ impl Plan {
                     "context and hook commands do not run through the store plan",
                 ));
             }
+            MemoryCommand::Cleanup(a) => Plan::Cleanup(a),
         })
     }
 
     /// Whether the command changes the store (then a failed index.md refresh is a failure).
     fn writes(&self) -> bool {
         matches!(self, Plan::Delete { .. } | Plan::Clear { .. } | Plan::Repair(_))
+            || matches!(self, Plan::Cleanup(a) if !a.dry_run)
     }
 
     fn execute(&self, svc: &MemoryService, ctx: &TerminalContext, out: &mut dyn Write) -> Result<(), CliError> {
@@ -171,6 +174,11 @@ impl Plan {
                 emit(out, &text)
             }
             Plan::Relationships(p) => emit(out, &p.execute(svc, ctx)?),
+            Plan::Cleanup(a) => {
+                let (text, failed) = crate::cleanup::execute(svc, a)?;
+                emit(out, &text)?;
+                failed.map_or(Ok(()), Err)
+            }
         }
     }
 }

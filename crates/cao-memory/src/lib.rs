@@ -13,16 +13,20 @@
 //!   rewrites dirty ones, so store cost does not grow with the corpus.
 //! - Recall never reads topic files; it is served from the index (metadata + FTS5).
 
+pub mod audit;
 mod error;
 mod inject;
 mod recall;
+pub mod retention;
 mod service;
 mod types;
 
+pub use audit::{AuditEvent, AuditLog};
 pub use error::MemoryError;
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
     MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, render_block, scope_char_cap,
 };
+pub use retention::{CleanupReport, ExpiredMemory};
 pub use service::MemoryService;
 pub use types::*;

@@ -1,5 +1,6 @@
 //! The service: store, forget, list/show/delete/clear, repair and index.md refresh. Recall is in `recall.rs`.
 
+use crate::audit::{AuditEvent, actor_of};
 use crate::error::MemoryError;
 use crate::types::*;
 use cao_core::key::normalize_tags;
@@ -200,7 +201,16 @@ impl MemoryService {
         }
         let scope_id = self.resolve_scope_id(ctx, scope, &settings)?;
         self.ensure_index_current()?;
-        self.write_entry(ctx, scope, scope_id, key, memory_type, tags, &req.content)
+        let result = self.write_entry(ctx, scope, scope_id, key, memory_type, tags, &req.content)?;
+        self.audit(
+            AuditEvent::Store,
+            actor_of(ctx),
+            &result.key,
+            scope,
+            result.scope_id.as_deref(),
+            result.action,
+        );
+        Ok(result)
     }
 
     /// Resolve the scope id for a write or a forget, recording the project alias when one applies.
@@ -303,7 +313,16 @@ impl MemoryService {
         let scope = parse_scope(req.scope.as_deref(), Scope::Project)?;
         let key = Key::sanitize(&req.key)?;
         let scope_id = self.resolve_scope_id(ctx, scope, &settings)?;
-        self.remove(scope, scope_id.as_deref(), &key)
+        let result = self.remove(scope, scope_id.as_deref(), &key)?;
+        self.audit(
+            AuditEvent::Forget,
+            actor_of(ctx),
+            &result.key,
+            scope,
+            scope_id.as_deref(),
+            result.action,
+        );
+        Ok(result)
     }
 
     /// Delete one memory (operator). Like [`MemoryService::forget`] with a strictly validated key; `scope`
@@ -312,7 +331,16 @@ impl MemoryService {
         let settings = self.ensure_enabled()?;
         let scope = scope.unwrap_or(Scope::Project);
         let scope_id = self.resolve_scope_id(ctx, scope, &settings)?;
-        self.remove(scope, scope_id.as_deref(), key)
+        let result = self.remove(scope, scope_id.as_deref(), key)?;
+        self.audit(
+            AuditEvent::Delete,
+            actor_of(ctx),
+            &result.key,
+            scope,
+            scope_id.as_deref(),
+            result.action,
+        );
+        Ok(result)
     }
 
     pub(crate) fn remove(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<ForgetResult, MemoryError> {
@@ -352,7 +380,16 @@ impl MemoryService {
         let rows = self.visible_rows(ctx, Some(scope), None, false, usize::MAX)?;
         let mut n = 0;
         for row in rows {
-            if self.remove(row.scope, row.scope_id.as_deref(), &row.key)?.deleted {
+            let result = self.remove(row.scope, row.scope_id.as_deref(), &row.key)?;
+            self.audit(
+                AuditEvent::Clear,
+                actor_of(ctx),
+                &result.key,
+                row.scope,
+                row.scope_id.as_deref(),
+                result.action,
+            );
+            if result.deleted {
                 n += 1;
             }
         }

@@ -8,6 +8,7 @@
 //! - SIGINT or SIGTERM stops accepting connections, lets in-flight requests finish (at most
 //!   [`SHUTDOWN_GRACE`]), flushes `index.md`, and exits with status 0.
 //! - Nothing is created on disk until the first MCP call with memory enabled.
+//! - Retention (`cao memory cleanup`) runs once in the background after binding; its errors never stop the server.
 
 use anyhow::Context as _;
 use cao_core::CaoHome;
@@ -92,6 +93,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     announce(bound);
     tracing::info!(home = %home.root().display(), "serving");
 
+    tokio::spawn(run_retention(svc.clone()));
     let flusher_stop = CancellationToken::new();
     let flusher = tokio::spawn(run_index_flusher(
         svc,
@@ -122,6 +124,30 @@ async fn run(args: Args) -> anyhow::Result<()> {
     flusher.await.context("index.md flusher task failed")?;
     tracing::info!("stopped");
     served
+}
+
+/// Retention, once at start and in the background (spec 000 "Retention": cleanup runs when cao-server starts).
+/// Skipped when memory is disabled or was never used (no `memory/` dir: nothing is created on disk). The count is
+/// logged to stderr; an error is logged and never stops the server.
+async fn run_retention(svc: ServiceHandle) {
+    let run = tokio::task::spawn_blocking(move || {
+        if !svc.enabled() || !svc.home().memory_dir().is_dir() {
+            return Ok(None);
+        }
+        svc.get()?.cleanup(false).map(Some)
+    });
+    match run.await {
+        Ok(Ok(Some(report))) => tracing::info!(
+            removed = report.removed.len(),
+            failed = report.failed.len(),
+            checked = report.checked,
+            "retention cleanup removed {} expired memories",
+            report.removed.len()
+        ),
+        Ok(Ok(None)) => tracing::debug!("retention cleanup skipped: memory disabled or unused"),
+        Ok(Err(e)) => tracing::warn!(error = %e, "retention cleanup failed; the server keeps running"),
+        Err(e) => tracing::warn!(error = %e, "retention cleanup task failed; the server keeps running"),
+    }
 }
 
 /// Write the one "listening" line to stderr (tests and supervisors wait for it).

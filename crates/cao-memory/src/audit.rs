@@ -1,0 +1,323 @@
+//! The daily audit log: one content-free JSON line per memory change, in one file per UTC day.
+//!
+//! Location: `<home>/memory/logs/audit-YYYY-MM-DD.jsonl` (the date is the UTC day of the event's time). The
+//! reference writes markdown bullets to `<memory>/logs/memory/YYYY-MM-DD.md`; this log uses its own name and a
+//! JSON-lines format so the two never share a file.
+//!
+//! Line: `{"ts":"2026-04-16T10:30:00.123Z","event":"store","key":"k","scope":"project","scope_id":"abc",
+//! "actor":"t-1","outcome":"created"}` followed by `\n`. `scope_id` is `null` for global and federated memories.
+//! Never content, never tags.
+//!
+//! Invariants:
+//! - Every string field is at most [`MAX_FIELD_CHARS`] characters (longer values are cut and end with `…`), and
+//!   JSON escaping turns every control character into an escape, so a line is one line and at most a few KiB.
+//! - The directory is created `0700`; the file is created `0600` and opened with `O_NOFOLLOW`, so a symlink
+//!   planted at the log path is refused, never followed. An existing file that is not a regular file or whose
+//!   mode grants group/other access is refused too.
+//! - Each line is written with one `write` call on an `O_APPEND` descriptor, so lines from concurrent threads and
+//!   processes never interleave.
+//! - A day's file stops growing at [`DAY_CAP_BYTES`] (further events of that day are dropped with a warning).
+//! - Writing is best effort: a failure is logged as a warning on stderr and never fails the memory operation.
+
+use cao_core::{Scope, TerminalContext};
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use serde::Serialize;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Longest value (in characters) of any string field of an audit line.
+pub const MAX_FIELD_CHARS: usize = 200;
+
+/// Size at which a day's audit file stops growing (the reference's default per-day cap, 100 MiB).
+pub const DAY_CAP_BYTES: u64 = 100 * 1024 * 1024;
+
+/// What happened. The wire names are the snake_case variant names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditEvent {
+    /// A memory was created or got a new entry (`memory_store`).
+    Store,
+    /// An agent forgot a memory (`memory_forget`).
+    Forget,
+    /// An operator deleted one memory.
+    Delete,
+    /// A memory was removed by clearing its scope.
+    Clear,
+    /// Retention removed an expired memory.
+    RetentionRemoval,
+}
+
+impl AuditEvent {
+    /// The wire name (`store`, `forget`, `delete`, `clear`, `retention_removal`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Store => "store",
+            Self::Forget => "forget",
+            Self::Delete => "delete",
+            Self::Clear => "clear",
+            Self::RetentionRemoval => "retention_removal",
+        }
+    }
+}
+
+/// One audit record (borrowed; rendered by [`AuditRecord::line`]).
+#[derive(Debug, Clone, Copy)]
+pub struct AuditRecord<'a> {
+    /// When it happened (the service clock).
+    pub ts: DateTime<Utc>,
+    /// What happened.
+    pub event: AuditEvent,
+    /// The memory key.
+    pub key: &'a str,
+    /// The memory's scope.
+    pub scope: Scope,
+    /// The memory's scope id (project id, session name, agent profile); `None` for global and federated.
+    pub scope_id: Option<&'a str>,
+    /// Who did it: see [`actor_of`].
+    pub actor: &'a str,
+    /// A short result word (`created`, `updated`, `deleted`, `absent`, `expired`).
+    pub outcome: &'a str,
+}
+
+#[derive(Serialize)]
+struct Line {
+    ts: String,
+    event: &'static str,
+    key: String,
+    scope: &'static str,
+    scope_id: Option<String>,
+    actor: String,
+    outcome: String,
+}
+
+impl AuditRecord<'_> {
+    /// The record as one JSON line ending with `\n`, every string field bounded by [`MAX_FIELD_CHARS`].
+    pub fn line(&self) -> String {
+        let line = Line {
+            ts: self.ts.to_rfc3339_opts(SecondsFormat::Millis, true),
+            event: self.event.as_str(),
+            key: bounded(self.key),
+            scope: self.scope.as_str(),
+            scope_id: self.scope_id.map(bounded),
+            actor: bounded(self.actor),
+            outcome: bounded(self.outcome),
+        };
+        // Serialising plain strings cannot fail; fall back to a minimal line rather than panic.
+        let mut s = serde_json::to_string(&line).unwrap_or_else(|_| format!("{{\"event\":\"{}\"}}", line.event));
+        s.push('\n');
+        s
+    }
+}
+
+/// Who acted, as recorded in the log: the terminal id, else the agent profile, else `operator` (CLI and other
+/// callers without a terminal).
+pub fn actor_of(ctx: &TerminalContext) -> &str {
+    ctx.terminal_id
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .or(ctx.agent_profile.as_deref().filter(|s| !s.is_empty()))
+        .unwrap_or("operator")
+}
+
+/// `s` cut to [`MAX_FIELD_CHARS`] characters (the last one `…` when cut).
+fn bounded(s: &str) -> String {
+    if s.chars().count() <= MAX_FIELD_CHARS {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(MAX_FIELD_CHARS - 1).collect();
+    out.push('…');
+    out
+}
+
+/// The audit log directory of one memory home.
+#[derive(Debug, Clone)]
+pub struct AuditLog {
+    dir: PathBuf,
+}
+
+impl AuditLog {
+    /// The log under `memory_dir` (`<home>/memory`): files go to `memory_dir/logs/`. No I/O.
+    pub fn new(memory_dir: &Path) -> Self {
+        Self {
+            dir: memory_dir.join("logs"),
+        }
+    }
+
+    /// The directory holding the daily files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of one UTC day: `logs/audit-YYYY-MM-DD.jsonl`.
+    pub fn path_for(&self, day: NaiveDate) -> PathBuf {
+        self.dir.join(format!("audit-{}.jsonl", day.format("%Y-%m-%d")))
+    }
+
+    /// Append `record` to the file of its UTC day, in one write.
+    ///
+    /// Errors (the caller logs them; see [`AuditLog::record`]): the directory is a symlink or cannot be
+    /// created; the file is a symlink (`ELOOP` from `O_NOFOLLOW`), not a regular file, or readable by group or
+    /// others; the day's file reached [`DAY_CAP_BYTES`]; the write failed or was short.
+    pub fn append(&self, record: &AuditRecord<'_>) -> io::Result<()> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+        match std::fs::symlink_metadata(&self.dir) {
+            Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
+                return Err(io::Error::other(format!(
+                    "{} is not a directory (symlinks are not followed)",
+                    self.dir.display()
+                )));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&self.dir)?;
+            }
+            Err(e) => return Err(e),
+        }
+        let path = self.path_for(record.ts.date_naive());
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .map_err(|e| io::Error::new(e.kind(), format!("opening {}: {e}", path.display())))?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::other(format!("{} is not a regular file", path.display())));
+        }
+        if meta.mode() & 0o077 != 0 {
+            return Err(io::Error::other(format!(
+                "{} has mode {:o}; expected 600",
+                path.display(),
+                meta.mode() & 0o7777
+            )));
+        }
+        if meta.len() >= DAY_CAP_BYTES {
+            return Err(io::Error::other(format!(
+                "{} reached the daily cap of {DAY_CAP_BYTES} bytes; event dropped",
+                path.display()
+            )));
+        }
+        let line = record.line();
+        let n = file.write(line.as_bytes())?;
+        if n != line.len() {
+            return Err(io::Error::other(format!(
+                "short write to {} ({n} of {} bytes)",
+                path.display(),
+                line.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`AuditLog::append`], with a failure logged as a warning instead of returned (the memory operation it
+    /// describes has already happened and must not fail because of its audit line).
+    pub fn record(&self, record: &AuditRecord<'_>) {
+        if let Err(e) = self.append(record) {
+            tracing::warn!(
+                error = %e,
+                event = record.event.as_str(),
+                "could not write the audit log line; the operation itself succeeded"
+            );
+        }
+    }
+}
+
+impl crate::MemoryService {
+    /// The audit log of this home (`<home>/memory/logs/`).
+    pub fn audit_log(&self) -> AuditLog {
+        AuditLog::new(&self.inner.home.memory_dir())
+    }
+
+    /// Record one event at the service clock's time (best effort; see [`AuditLog::record`]).
+    pub(crate) fn audit(
+        &self,
+        event: AuditEvent,
+        actor: &str,
+        key: &str,
+        scope: Scope,
+        scope_id: Option<&str>,
+        outcome: &str,
+    ) {
+        self.audit_log().record(&AuditRecord {
+            ts: self.now(),
+            event,
+            key,
+            scope,
+            scope_id,
+            actor,
+            outcome,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn rec<'a>(key: &'a str, actor: &'a str) -> AuditRecord<'a> {
+        AuditRecord {
+            ts: Utc.with_ymd_and_hms(2026, 4, 16, 10, 30, 0).single().expect("valid"),
+            event: AuditEvent::Store,
+            key,
+            scope: Scope::Session,
+            scope_id: Some("sess-1"),
+            actor,
+            outcome: "created",
+        }
+    }
+
+    #[test]
+    fn line_is_one_json_object_with_the_documented_fields() {
+        let line = rec("k-1", "t-1").line();
+        assert!(line.ends_with('\n') && line.matches('\n').count() == 1, "{line:?}");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("json");
+        assert_eq!(
+            v,
+            serde_json::json!({"ts": "2026-04-16T10:30:00.000Z", "event": "store", "key": "k-1",
+                "scope": "session", "scope_id": "sess-1", "actor": "t-1", "outcome": "created"})
+        );
+    }
+
+    #[test]
+    fn fields_are_bounded_and_control_characters_cannot_break_the_line() {
+        let long = "x".repeat(10_000);
+        let hostile = "a\nb\r\u{1b}[2J\u{0}c";
+        let line = rec(&long, hostile).line();
+        assert_eq!(line.matches('\n').count(), 1, "{line:?}");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("json");
+        let key = v["key"].as_str().expect("key");
+        assert_eq!(key.chars().count(), MAX_FIELD_CHARS);
+        assert!(key.ends_with('…'));
+        assert_eq!(v["actor"].as_str(), Some(hostile), "escaped, not lost");
+        assert!(line.len() < 2048, "{} bytes", line.len());
+    }
+
+    #[test]
+    fn actor_prefers_terminal_then_agent_then_operator() {
+        let mut ctx = TerminalContext::default();
+        assert_eq!(actor_of(&ctx), "operator");
+        ctx.agent_profile = Some("reviewer".into());
+        assert_eq!(actor_of(&ctx), "reviewer");
+        ctx.terminal_id = Some("t-9".into());
+        assert_eq!(actor_of(&ctx), "t-9");
+    }
+
+    #[test]
+    fn event_wire_names() {
+        for (e, n) in [
+            (AuditEvent::Store, "store"),
+            (AuditEvent::Forget, "forget"),
+            (AuditEvent::Delete, "delete"),
+            (AuditEvent::Clear, "clear"),
+            (AuditEvent::RetentionRemoval, "retention_removal"),
+        ] {
+            assert_eq!(e.as_str(), n);
+            assert_eq!(serde_json::to_value(e).expect("json"), serde_json::json!(n));
+        }
+    }
+}
