@@ -21,7 +21,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
 /// How long shutdown waits for a blocked stdin read after a signal.
 const STDIN_GRACE: Duration = Duration::from_millis(200);
@@ -48,7 +47,7 @@ struct Args {}
 
 fn main() -> ExitCode {
     let _args = Args::parse();
-    init_logging();
+    cao_mcp::process::init_stderr_logging("warn");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -94,7 +93,7 @@ async fn run() -> anyhow::Result<()> {
                 }
                 Err(e) => Err(anyhow::Error::new(e).context("the MCP service task failed")),
             },
-            () = wait_for_signal() => {
+            () = cao_mcp::process::shutdown_signal() => {
                 tracing::info!("stopping on signal");
                 Ok(())
             }
@@ -109,43 +108,4 @@ async fn run() -> anyhow::Result<()> {
     stop.cancel();
     flusher.await.context("index.md flusher task failed")?;
     outcome
-}
-
-/// Resolve on SIGINT or SIGTERM (SIGINT only where SIGTERM does not exist).
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM; only SIGINT and stdin EOF stop the server");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-/// Logs to stderr only: stdout is the protocol channel.
-fn init_logging() {
-    let filter = std::env::var("CAO_LOG_LEVEL")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .map(EnvFilter::new)
-        .or_else(|| EnvFilter::try_from_default_env().ok())
-        .unwrap_or_else(|| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
 }

@@ -29,6 +29,8 @@ mod handle;
 mod params;
 mod tools;
 
+pub mod process;
+
 pub use context::{ContextSource, FixedContext};
 pub use error::{ToolError, disabled_payload};
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};

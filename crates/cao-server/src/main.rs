@@ -20,7 +20,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
 /// How long in-flight requests may run after a shutdown signal before the server stops anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -48,7 +47,7 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    init_logging();
+    cao_mcp::process::init_stderr_logging("info,rmcp=warn");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -104,7 +103,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 
     let signalled = shutdown.clone();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        wait_for_signal().await;
+        cao_mcp::process::shutdown_signal().await;
         tracing::info!("shutting down");
         // Ends in-flight MCP streams so draining cannot wait on them.
         signalled.cancel();
@@ -160,44 +159,4 @@ fn announce(bound: SocketAddr) {
     // A closed stderr must not stop the server; there is nowhere else to report it.
     let _ = writeln!(err, "cao-server listening on http://{host}:{}", bound.port());
     let _ = err.flush();
-}
-
-/// Resolve on SIGINT or SIGTERM (SIGINT only where SIGTERM does not exist).
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM; only SIGINT stops the server");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
-
-/// Logs to stderr with the `CAO_LOG_LEVEL` (else `RUST_LOG`, else `info`, with the MCP library's per-request
-/// lines at `warn`) filter.
-fn init_logging() {
-    let filter = std::env::var("CAO_LOG_LEVEL")
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .map(EnvFilter::new)
-        .or_else(|| EnvFilter::try_from_default_env().ok())
-        .unwrap_or_else(|| EnvFilter::new("info,rmcp=warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
 }
