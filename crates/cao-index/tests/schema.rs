@@ -292,7 +292,7 @@ fn a_rebuilt_shared_table_drops_stale_search_entries() {
 }
 
 #[test]
-fn a_corrupt_file_is_an_open_error_naming_the_path_and_repair() {
+fn a_corrupt_file_is_an_open_error_naming_the_path_and_the_recovery() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = db_path(&dir);
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
@@ -301,7 +301,7 @@ fn a_corrupt_file_is_an_open_error_naming_the_path_and_repair() {
     assert!(matches!(err, IndexError::Open { .. }), "{err:?}");
     let msg = err.to_string();
     assert!(msg.contains(&path.display().to_string()), "{msg}");
-    assert!(msg.contains("cao memory repair"), "{msg}");
+    assert!(msg.contains("move the file aside") && msg.contains("rebuilt from the wiki files"), "{msg}");
     assert!(!msg.contains('\n'), "one line: {msg}");
 }
 
