@@ -301,7 +301,10 @@ fn a_corrupt_file_is_an_open_error_naming_the_path_and_the_recovery() {
     assert!(matches!(err, IndexError::Open { .. }), "{err:?}");
     let msg = err.to_string();
     assert!(msg.contains(&path.display().to_string()), "{msg}");
-    assert!(msg.contains("move the file aside") && msg.contains("rebuilt from the wiki files"), "{msg}");
+    assert!(
+        msg.contains("move the file aside") && msg.contains("rebuilt from the wiki files"),
+        "{msg}"
+    );
     assert!(!msg.contains('\n'), "one line: {msg}");
 }
 
