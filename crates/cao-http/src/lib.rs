@@ -35,6 +35,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+pub mod api;
+
 /// Header carrying the caller's terminal id.
 pub const HEADER_TERMINAL_ID: &str = "x-cao-terminal-id";
 /// Header carrying the caller's session name (scope id of `session`).
@@ -118,6 +120,11 @@ impl ContextSource for HeaderContext {
 /// The full router: `/mcp`, `GET /health`, JSON 404/405 fallbacks (see the crate docs).
 pub fn router(svc: ServiceHandle, config: HttpConfig) -> Router {
     let tools = MemoryTools::new(svc.clone(), Arc::new(HeaderContext), config.flush.clone());
+    let (api_router, doc) = api_router(api::ApiState {
+        svc: svc.clone(),
+        tools: tools.clone(),
+        flush: config.flush.clone(),
+    });
     let mcp_config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -133,12 +140,57 @@ pub fn router(svc: ServiceHandle, config: HttpConfig) -> Router {
     Router::new()
         .route("/health", get(health))
         .route_service("/mcp", mcp)
+        .with_state(svc.clone())
+        .merge(api_router)
+        .route("/openapi.json", get(openapi_json).with_state(Arc::new(doc)))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(svc)
 }
 
+/// The REST API ([`api`]) as one router, and its OpenAPI document (which also describes `/health`, `/mcp` and
+/// `/openapi.json`). Each group is an `OpenApiRouter` before it is merged, so a layer can be applied per group.
+fn api_router(state: api::ApiState) -> (Router, utoipa::openapi::OpenApi) {
+    utoipa_axum::router::OpenApiRouter::with_openapi(<api::ApiDoc as utoipa::OpenApi>::openapi())
+        .merge(api::read_routes())
+        .merge(api::write_routes())
+        .merge(api::admin_routes())
+        .with_state(state)
+        .split_for_parts()
+}
+
+/// Body of `GET /health`.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct HealthBody {
+    /// Always `ok`.
+    pub status: String,
+    /// Server version.
+    pub version: String,
+    /// Whether memory is enabled (fail-open reading of the settings).
+    pub memory_enabled: bool,
+}
+
+/// `GET /openapi.json`: the OpenAPI 3.1 document of every route.
+#[utoipa::path(get, path = "/openapi.json", tag = "meta",
+    responses((status = 200, description = "The OpenAPI document", content_type = "application/json")))]
+async fn openapi_json(State(doc): State<Arc<utoipa::openapi::OpenApi>>) -> Json<utoipa::openapi::OpenApi> {
+    Json(doc.as_ref().clone())
+}
+
+/// `POST /mcp`: MCP streamable HTTP (JSON-RPC 2.0), documented here only; served by rmcp.
+#[utoipa::path(post, path = "/mcp", tag = "meta",
+    request_body(content = Object, description = "A JSON-RPC 2.0 message (initialize, tools/list, tools/call, ...)",
+        content_type = "application/json"),
+    responses(
+        (status = 200, description = "The JSON-RPC response", content_type = "application/json"),
+        (status = 202, description = "Notification accepted"),
+        (status = 403, description = "Foreign Host header or a browser Origin"),
+    ))]
+#[allow(dead_code)] // documentation only: the route is the rmcp service
+fn mcp_doc() {}
+
 /// `GET /health`. `memory_enabled` reads the settings like every call does (fail-open).
+#[utoipa::path(get, path = "/health", tag = "meta",
+    responses((status = 200, description = "Server status", body = HealthBody)))]
 async fn health(State(svc): State<ServiceHandle>) -> Json<serde_json::Value> {
     let enabled = tokio::task::spawn_blocking(move || svc.enabled()).await.unwrap_or(true);
     Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION"), "memory_enabled": enabled}))

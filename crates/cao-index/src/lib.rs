@@ -8,7 +8,8 @@
 //! (document frequency per token), `cao_search_stats` (indexed documents and their total tokens),
 //! `cao_search_partitions` (search-rowid partitions per scope and scope id) and `cao_wiki_index_dirty` (the
 //! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
-//! (see [`RelationshipRow`]; created with the reference's DDL when absent).
+//! (see [`RelationshipRow`]; created with the reference's DDL when absent), and `cao_terminals`: terminals registered
+//! with `cao-server` ([`TerminalRow`]).
 //! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and how it departs from the reference's BM25.
 //!
 //! Invariants:
@@ -37,6 +38,7 @@ mod relationships;
 mod row;
 mod schema;
 mod search;
+mod terminals;
 mod visibility;
 mod write;
 
@@ -53,6 +55,7 @@ pub use row::{
 };
 pub use schema::SCHEMA_VERSION;
 pub use search::{ListFilter, search_tokens};
+pub use terminals::TerminalRow;
 pub use visibility::Visibility;
 pub use write::UpsertOutcome;
 

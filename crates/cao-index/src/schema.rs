@@ -104,10 +104,18 @@ CREATE INDEX IF NOT EXISTS idx_memory_rel_lookup ON memory_relationships (scope,
 CREATE INDEX IF NOT EXISTS cao_idx_memory_rel_target ON memory_relationships (scope, scope_id, target_key);
 ",
     ),
+    (
+        4,
+        // Terminals registered with cao-server (`POST /terminals`), so a terminal id resolves across restarts.
+        "
+CREATE TABLE cao_terminals (id TEXT PRIMARY KEY, provider TEXT NOT NULL, session_name TEXT, agent_profile TEXT,
+    cwd TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+",
+    ),
 ];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {

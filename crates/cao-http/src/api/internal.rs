@@ -1,0 +1,263 @@
+//! `/internal/memory/*`: the calls a remote node makes when its memory owner is this server. Bodies are the MCP
+//! tool arguments plus a `context` object (the remote terminal's context); successful responses are exactly the
+//! MCP tools' payloads (the same code path: [`cao_mcp::MemoryTools::call`]). A failed call answers the error
+//! status with [`ErrorBody`] (`error` = the payload's `error_kind`, `message` = its `error`), from which the remote
+//! node rebuilds the tool's failure payload.
+
+use super::terminals::{ContextBlock, check_budget, resolve_terminal};
+use super::{ApiError, ApiResult, ApiState, ErrorBody, MemoryTypeParam, ScopeParam, nonempty, with_service};
+use axum::Json;
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use cao_core::TerminalContext;
+use cao_memory::ContextRequest;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::PathBuf;
+use utoipa::ToSchema;
+
+/// The remote terminal's context.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct CallContext {
+    /// Terminal id; absent fields are filled from its registration (`POST /terminals`), if any.
+    pub terminal_id: Option<String>,
+    /// Session name.
+    pub session_name: Option<String>,
+    /// Agent profile.
+    pub agent_profile: Option<String>,
+    /// Working directory (absolute path, as seen by this server).
+    pub cwd: Option<String>,
+    /// Explicit project id (beats the cwd).
+    pub project_id: Option<String>,
+    /// Provider.
+    pub provider: Option<String>,
+}
+
+impl CallContext {
+    fn into_terminal_context(self) -> ApiResult<TerminalContext> {
+        let cwd = nonempty(self.cwd).map(PathBuf::from);
+        if cwd.as_ref().is_some_and(|c| !c.is_absolute()) {
+            return Err(ApiError::invalid("context.cwd must be an absolute path"));
+        }
+        Ok(TerminalContext {
+            terminal_id: nonempty(self.terminal_id),
+            session_name: nonempty(self.session_name),
+            agent_profile: nonempty(self.agent_profile),
+            provider: nonempty(self.provider),
+            cwd,
+            project_id: nonempty(self.project_id),
+        })
+    }
+}
+
+/// Body of `POST /internal/memory/store` (`memory_store` arguments plus `context`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct StoreBody {
+    /// The memory text.
+    pub content: String,
+    /// Scope (default project).
+    pub scope: Option<ScopeParam>,
+    /// Type (default project).
+    pub memory_type: Option<MemoryTypeParam>,
+    /// Key (sanitised; derived from content when absent).
+    pub key: Option<String>,
+    /// Comma-separated tags.
+    pub tags: Option<String>,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// Body of `POST /internal/memory/recall` (`memory_recall` arguments plus `context`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct RecallBody {
+    /// Keywords.
+    pub query: Option<String>,
+    /// Only this scope.
+    pub scope: Option<ScopeParam>,
+    /// Only this type.
+    pub memory_type: Option<MemoryTypeParam>,
+    /// 1..=100 (default 10).
+    #[schema(minimum = 1, maximum = 100)]
+    pub limit: Option<i64>,
+    /// `metadata`, `bm25` or `hybrid` (default).
+    pub search_mode: Option<String>,
+    /// `recency` (default), `score` or `usage`.
+    pub sort_by: Option<String>,
+    /// Append related memories.
+    pub include_related: Option<bool>,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// Body of `POST /internal/memory/forget` (`memory_forget` arguments plus `context`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ForgetBody {
+    /// The key.
+    pub key: String,
+    /// Scope (default project).
+    pub scope: Option<ScopeParam>,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// Body of `POST /internal/memory/context`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+pub struct ContextBody {
+    /// Total character budget (default 3000).
+    #[schema(minimum = 1, maximum = 1000000)]
+    pub budget: Option<i64>,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// `memory_store` payload.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StorePayload {
+    /// True.
+    pub success: bool,
+    /// Final key.
+    pub key: String,
+    /// Scope written.
+    pub scope: ScopeParam,
+    /// Resolved scope id.
+    pub scope_id: Option<String>,
+    /// Topic file.
+    pub file_path: String,
+    /// `created` or `updated`.
+    pub action: String,
+}
+
+/// One recalled memory.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RecalledPayload {
+    /// Key.
+    pub key: String,
+    /// Current content.
+    pub content: String,
+    /// Type.
+    pub memory_type: MemoryTypeParam,
+    /// Scope.
+    pub scope: ScopeParam,
+    /// Tags csv.
+    pub tags: String,
+    /// Topic file.
+    pub file_path: String,
+    /// `YYYY-MM-DDTHH:MM:SSZ`.
+    pub updated_at: String,
+}
+
+/// `memory_recall` payload.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RecallPayload {
+    /// True.
+    pub success: bool,
+    /// Ranked memories.
+    pub memories: Vec<RecalledPayload>,
+}
+
+/// `memory_forget` payload.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ForgetPayload {
+    /// True.
+    pub success: bool,
+    /// Whether a memory was removed.
+    pub deleted: bool,
+    /// Key.
+    pub key: String,
+    /// Scope.
+    pub scope: ScopeParam,
+    /// `deleted` or `absent`.
+    pub action: String,
+    /// Topic file path.
+    pub path: String,
+}
+
+/// Split the body into the tool arguments and the context.
+fn split(body: Result<Json<Value>, JsonRejection>) -> ApiResult<(Map<String, Value>, TerminalContext)> {
+    let Json(v) = body?;
+    let Value::Object(mut args) = v else {
+        return Err(ApiError::invalid("the body must be a JSON object"));
+    };
+    let ctx: CallContext = match args.remove("context") {
+        None | Some(Value::Null) => CallContext::default(),
+        Some(c) => serde_json::from_value(c).map_err(|e| ApiError::invalid(format!("invalid context: {e}")))?,
+    };
+    Ok((args, ctx.into_terminal_context()?))
+}
+
+/// Run tool `name` exactly as `/mcp` would, as the body's context.
+async fn run_tool(state: &ApiState, name: &str, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
+    let (args, ctx) = split(body)?;
+    let ctx = with_service(state, move |svc| resolve_terminal(&svc, ctx)).await?;
+    let payload = state
+        .tools
+        .call(name, Some(args), ctx)
+        .await
+        .map_err(|e| ApiError::internal(e.message.to_string()))?;
+    if payload.get("success") == Some(&Value::Bool(true)) {
+        return Ok(Json(payload));
+    }
+    let code = payload["error_kind"].as_str().unwrap_or("internal_error");
+    let message = payload["error"].as_str().unwrap_or("the call failed");
+    Err(ApiError::from_code(code, message))
+}
+
+/// `memory_store` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/memory/store", tag = "internal", request_body = StoreBody,
+    responses(
+        (status = 200, description = "The memory_store payload", body = StorePayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "Scope not allowed", body = ErrorBody),
+        (status = 404, description = "Memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument or secret detected", body = ErrorBody),
+    ))]
+pub async fn store(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
+    run_tool(&state, cao_mcp::STORE, body).await
+}
+
+/// `memory_recall` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/memory/recall", tag = "internal", request_body = RecallBody,
+    responses(
+        (status = 200, description = "The memory_recall payload", body = RecallPayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 404, description = "Memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument", body = ErrorBody),
+    ))]
+pub async fn recall(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
+    run_tool(&state, cao_mcp::RECALL, body).await
+}
+
+/// `memory_forget` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/memory/forget", tag = "internal", request_body = ForgetBody,
+    responses(
+        (status = 200, description = "The memory_forget payload", body = ForgetPayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 404, description = "Memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument", body = ErrorBody),
+    ))]
+pub async fn forget(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
+    run_tool(&state, cao_mcp::FORGET, body).await
+}
+
+/// The `<cao-memory>` block for the body's context.
+#[utoipa::path(post, path = "/internal/memory/context", tag = "internal", request_body = ContextBody,
+    responses(
+        (status = 200, description = "The block (null when there is nothing to inject)", body = ContextBlock),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 404, description = "Memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument", body = ErrorBody),
+    ))]
+pub async fn context(
+    State(state): State<ApiState>,
+    body: Result<Json<ContextBody>, JsonRejection>,
+) -> ApiResult<Json<ContextBlock>> {
+    let Json(b) = body?;
+    let budget = check_budget(b.budget)?;
+    let ctx = b.context.unwrap_or_default().into_terminal_context()?;
+    with_service(&state, move |svc| {
+        let ctx = resolve_terminal(&svc, ctx)?;
+        let block = svc.context_block(&ctx, ContextRequest { budget })?;
+        Ok(Json(ContextBlock { block }))
+    })
+    .await
+}

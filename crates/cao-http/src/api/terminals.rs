@@ -1,0 +1,226 @@
+//! `/terminals`: terminal registration and the `<cao-memory>` block of a registered terminal.
+//!
+//! Registrations are stored in the index database (`cao_terminals`), so a terminal id (`CAO_TERMINAL_ID`, the
+//! `terminal_id` of an internal call's context) resolves to its session, agent profile, provider and working
+//! directory across server restarts.
+
+use super::{ApiError, ApiResult, ApiState, ErrorBody, nonempty, with_service};
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use cao_core::TerminalContext;
+use cao_core::time::format_ts;
+use cao_index::TerminalRow;
+use cao_memory::{ContextRequest, MemoryService};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use utoipa::{IntoParams, ToSchema};
+
+/// Longest accepted terminal id, session name, agent profile or provider.
+pub const MAX_NAME_LEN: usize = 128;
+/// Longest accepted cwd in bytes.
+pub const MAX_CWD_LEN: usize = 4096;
+/// Largest accepted context budget (characters).
+pub const MAX_BUDGET: usize = 1_000_000;
+
+/// Body of `POST /terminals`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct RegisterTerminalBody {
+    /// Terminal id: 1..=128 of `[A-Za-z0-9._:-]`.
+    pub id: String,
+    /// Provider (`claude_code`, `codex`, `kiro_cli`, ...): 1..=128 of `[a-z0-9_-]`.
+    pub provider: String,
+    /// Session name (scope id of `session`).
+    pub session_name: Option<String>,
+    /// Agent profile (scope id of `agent`).
+    pub agent_profile: Option<String>,
+    /// Working directory, an absolute path; the project identity is derived from it.
+    pub cwd: Option<String>,
+}
+
+/// A registered terminal.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TerminalView {
+    /// Terminal id.
+    pub id: String,
+    /// Provider.
+    pub provider: String,
+    /// Session name.
+    pub session_name: Option<String>,
+    /// Agent profile.
+    pub agent_profile: Option<String>,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// First registration, `YYYY-MM-DDTHH:MM:SSZ`.
+    pub created_at: Option<String>,
+    /// Last registration.
+    pub updated_at: Option<String>,
+}
+
+impl From<TerminalRow> for TerminalView {
+    fn from(r: TerminalRow) -> Self {
+        Self {
+            id: r.id,
+            provider: r.provider,
+            session_name: r.session_name,
+            agent_profile: r.agent_profile,
+            cwd: r.cwd,
+            created_at: r.created_at.map(format_ts),
+            updated_at: r.updated_at.map(format_ts),
+        }
+    }
+}
+
+/// `GET /terminals/{id}/memory-context` and `POST /internal/memory/context` response.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ContextBlock {
+    /// The `<cao-memory>` block, or `null` when there is nothing to inject.
+    pub block: Option<String>,
+}
+
+/// Query of `GET /terminals/{id}/memory-context`.
+#[derive(Debug, Clone, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BudgetQuery {
+    /// Total character budget (default 3000); each scope gets min(1000, budget / 3).
+    #[param(minimum = 1, maximum = 1000000)]
+    pub budget: Option<i64>,
+}
+
+fn check_name(field: &str, v: &str, allowed: fn(char) -> bool) -> ApiResult<()> {
+    if v.is_empty() || v.len() > MAX_NAME_LEN || !v.chars().all(allowed) {
+        return Err(ApiError::invalid(format!(
+            "invalid {field} {:?}: 1..={MAX_NAME_LEN} characters of the allowed set",
+            v.chars().take(64).collect::<String>()
+        )));
+    }
+    Ok(())
+}
+
+fn check_optional(field: &str, v: Option<String>) -> ApiResult<Option<String>> {
+    let v = nonempty(v);
+    if let Some(s) = &v
+        && (s.len() > MAX_NAME_LEN || s.chars().any(char::is_control))
+    {
+        return Err(ApiError::invalid(format!(
+            "invalid {field}: at most {MAX_NAME_LEN} bytes without control characters"
+        )));
+    }
+    Ok(v)
+}
+
+/// Validate a context budget (1..=[`MAX_BUDGET`]).
+pub(crate) fn check_budget(budget: Option<i64>) -> ApiResult<Option<usize>> {
+    match budget {
+        None => Ok(None),
+        Some(b) => usize::try_from(b)
+            .ok()
+            .filter(|b| (1..=MAX_BUDGET).contains(b))
+            .map(Some)
+            .ok_or_else(|| ApiError::invalid(format!("budget {b} is outside 1..={MAX_BUDGET}"))),
+    }
+}
+
+/// The registered terminal's context.
+fn terminal_context(row: &TerminalRow) -> TerminalContext {
+    TerminalContext {
+        terminal_id: Some(row.id.clone()),
+        session_name: row.session_name.clone(),
+        agent_profile: row.agent_profile.clone(),
+        provider: Some(row.provider.clone()),
+        cwd: row.cwd.as_ref().map(PathBuf::from),
+        project_id: None,
+    }
+}
+
+/// `ctx` with every absent field filled from the registration of its terminal id, when there is one.
+///
+/// Errors: index errors.
+pub(crate) fn resolve_terminal(svc: &MemoryService, mut ctx: TerminalContext) -> ApiResult<TerminalContext> {
+    let Some(id) = ctx.terminal_id.clone() else {
+        return Ok(ctx);
+    };
+    if let Some(row) = svc.index().terminal(&id)? {
+        let reg = terminal_context(&row);
+        ctx.session_name = ctx.session_name.or(reg.session_name);
+        ctx.agent_profile = ctx.agent_profile.or(reg.agent_profile);
+        ctx.provider = ctx.provider.or(reg.provider);
+        ctx.cwd = ctx.cwd.or(reg.cwd);
+    }
+    Ok(ctx)
+}
+
+/// Register (or re-register) a terminal.
+#[utoipa::path(post, path = "/terminals", tag = "terminals", request_body = RegisterTerminalBody,
+    responses(
+        (status = 201, description = "Registered", body = TerminalView),
+        (status = 200, description = "Re-registered (fields replaced)", body = TerminalView),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 404, description = "Memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid field", body = ErrorBody),
+    ))]
+pub async fn register_terminal(
+    State(state): State<ApiState>,
+    body: Result<Json<RegisterTerminalBody>, JsonRejection>,
+) -> ApiResult<(StatusCode, Json<TerminalView>)> {
+    let Json(b) = body?;
+    check_name("terminal id", &b.id, |c| {
+        c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')
+    })?;
+    check_name("provider", &b.provider, |c| {
+        c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-')
+    })?;
+    let session_name = check_optional("session_name", b.session_name)?;
+    let agent_profile = check_optional("agent_profile", b.agent_profile)?;
+    let cwd = nonempty(b.cwd);
+    if let Some(c) = &cwd
+        && (!std::path::Path::new(c).is_absolute() || c.len() > MAX_CWD_LEN || c.contains('\0'))
+    {
+        return Err(ApiError::invalid(format!(
+            "cwd must be an absolute path of at most {MAX_CWD_LEN} bytes"
+        )));
+    }
+    let row = TerminalRow {
+        id: b.id,
+        provider: b.provider,
+        session_name,
+        agent_profile,
+        cwd,
+        created_at: None,
+        updated_at: None,
+    };
+    with_service(&state, move |svc| {
+        let (stored, inserted) = svc.index().upsert_terminal(&row, chrono::Utc::now())?;
+        let status = if inserted { StatusCode::CREATED } else { StatusCode::OK };
+        Ok((status, Json(stored.into())))
+    })
+    .await
+}
+
+/// The `<cao-memory>` block for a registered terminal's context.
+#[utoipa::path(get, path = "/terminals/{id}/memory-context", tag = "terminals",
+    params(("id" = String, Path, description = "Terminal id"), BudgetQuery),
+    responses(
+        (status = 200, description = "The block (null when there is nothing to inject)", body = ContextBlock),
+        (status = 400, description = "Malformed query", body = ErrorBody),
+        (status = 404, description = "Unknown terminal, or memory disabled", body = ErrorBody),
+        (status = 422, description = "Budget out of range", body = ErrorBody),
+    ))]
+pub async fn memory_context(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    query: Result<Query<BudgetQuery>, QueryRejection>,
+) -> ApiResult<Json<ContextBlock>> {
+    let Query(q) = query?;
+    let budget = check_budget(q.budget)?;
+    with_service(&state, move |svc| {
+        let row = svc
+            .index()
+            .terminal(&id)?
+            .ok_or_else(|| ApiError::not_found(format!("unknown terminal {id:?}: register it with POST /terminals")))?;
+        let block = svc.context_block(&terminal_context(&row), ContextRequest { budget })?;
+        Ok(Json(ContextBlock { block }))
+    })
+    .await
+}
