@@ -51,6 +51,11 @@ pub enum MemoryCommand {
     /// Entry points for agent CLI hooks that inject the context block.
     #[command(subcommand)]
     Hook(crate::context::HookCommand),
+    /// Write the <cao-memory> block into a provider's config file in DIR.
+    ///
+    /// claude_code: DIR/.claude/CLAUDE.md and codex: DIR/AGENTS.md (only the delimited block changes); kiro_cli:
+    /// DIR/.kiro/steering/cao-memory.md (the whole file).
+    Inject(crate::inject::InjectArgs),
     /// Remove expired memories now (project: 90 days after the last update, session: 14 days; user and feedback
     /// memories never expire).
     Cleanup(crate::cleanup::CleanupArgs),

@@ -19,6 +19,7 @@ mod config;
 mod confirm;
 mod context;
 mod error;
+mod inject;
 mod memory;
 mod output;
 mod relationships;

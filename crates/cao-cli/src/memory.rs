@@ -23,6 +23,7 @@ pub fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter)
     let cmd = match cmd {
         MemoryCommand::Context(a) => return crate::context::run_context(a, out),
         MemoryCommand::Hook(h) => return crate::context::run_hook_stdin(h, out),
+        MemoryCommand::Inject(a) => return crate::inject::run(a, out),
         other => other,
     };
     // Validation and confirmation first: neither needs the store.
@@ -100,7 +101,7 @@ impl Plan {
             }
             MemoryCommand::Repair(a) => Plan::Repair(a),
             MemoryCommand::Relationships(c) => Plan::Relationships(RelPlan::new(c)?),
-            MemoryCommand::Context(_) | MemoryCommand::Hook(_) => {
+            MemoryCommand::Context(_) | MemoryCommand::Hook(_) | MemoryCommand::Inject(_) => {
                 return Err(CliError::failure(
                     "context and hook commands do not run through the store plan",
                 ));
