@@ -53,7 +53,15 @@ def test_terminal_registration_survives_restart(ws: Workspace) -> None:
             timeout=30,
         )
         assert reg.status_code == 201, reg.text
+        assert reg.json()["provider_file"]["outcome"] == "skipped", reg.text
         store(srv, "handoff", "the migration is half done", "session", {"terminal_id": "term-7"})
+        again = httpx.post(
+            f"{srv.url}/terminals",
+            json={"id": "term-7", "provider": "codex", "session_name": "s7", "agent_profile": "dev", "cwd": str(ws.cwd)},
+            timeout=30,
+        )
+        assert again.status_code == 200 and again.json()["provider_file"]["outcome"] == "written", again.text
+        assert "handoff: the migration is half done" in (ws.cwd / "AGENTS.md").read_text()
     finally:
         assert srv.stop() == 0
     srv = start_server(ws)

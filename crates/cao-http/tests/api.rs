@@ -430,6 +430,11 @@ async fn terminal_registration_and_context_block() {
     let (status, body) = post(&f.app, "/terminals", reg.clone()).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["session_name"], "sess-9");
+    assert_eq!(
+        body["provider_file"]["outcome"], "skipped",
+        "nothing to inject yet: {body}"
+    );
+    assert!(!f.cwd.join(".claude").exists(), "an empty retrieval writes nothing");
     let (status, _) = post(&f.app, "/terminals", reg).await;
     assert_eq!(status, StatusCode::OK, "re-registration");
     assert_error(
@@ -486,7 +491,49 @@ async fn terminal_registration_and_context_block() {
         "not_found",
     );
 
+    // Registering writes the block into the provider's config file and reports it.
+    let (status, body) = post(
+        &f.app,
+        "/terminals",
+        json!({"id": "term-2", "provider": "codex", "session_name": "sess-9", "cwd": cwd}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["provider_file"]["outcome"], "written", "{body}");
+    let agents = std::fs::read_to_string(f.cwd.join("AGENTS.md")).expect("AGENTS.md written");
+    assert!(
+        agents.contains("deploy-rule: deploy on fridays only after review"),
+        "{agents}"
+    );
+    let (_, body) = post(
+        &f.app,
+        "/terminals",
+        json!({"id": "term-2", "provider": "codex", "session_name": "sess-9", "cwd": cwd}),
+    )
+    .await;
+    assert_eq!(body["provider_file"]["outcome"], "unchanged", "{body}");
+    let (_, body) = post(
+        &f.app,
+        "/terminals",
+        json!({"id": "term-3", "provider": "q_cli", "cwd": cwd}),
+    )
+    .await;
+    assert_eq!(body["provider_file"], Value::Null, "no config file for this provider");
+    let missing_dir = f.cwd.join("gone").to_str().expect("utf-8").to_owned();
+    let (status, body) = post(
+        &f.app,
+        "/terminals",
+        json!({"id": "term-4", "provider": "kiro_cli", "cwd": missing_dir}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["provider_file"]["outcome"].clone()),
+        (StatusCode::CREATED, json!("refused")),
+        "{body}"
+    );
+
     // The internal context route gives the same block for the same context.
+    let (_, body) = get(&f.app, "/terminals/term-1/memory-context").await;
     let (status, same) = post(
         &f.app,
         "/internal/memory/context",

@@ -3,6 +3,10 @@
 //! Registrations are stored in the index database (`cao_terminals`), so a terminal id (`CAO_TERMINAL_ID`, the
 //! `terminal_id` of an internal call's context) resolves to its session, agent profile, provider and working
 //! directory across server restarts.
+//!
+//! Registering a terminal of a provider with a config file (`claude_code`, `codex`, `kiro_cli`) and a cwd also
+//! writes the terminal's `<cao-memory>` block into that file ([`cao_memory::write_provider_file`]); the outcome is
+//! reported in the response. A failed write never fails the registration: the previous file stays as it was.
 
 use super::{ApiError, ApiResult, ApiState, ErrorBody, nonempty, with_service};
 use axum::Json;
@@ -12,7 +16,7 @@ use axum::http::StatusCode;
 use cao_core::TerminalContext;
 use cao_core::time::format_ts;
 use cao_index::TerminalRow;
-use cao_memory::{ContextRequest, MemoryService};
+use cao_memory::{ContextRequest, MemoryService, Provider, ProviderWrite, SkipReason};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use utoipa::{IntoParams, ToSchema};
@@ -56,6 +60,47 @@ pub struct TerminalView {
     pub created_at: Option<String>,
     /// Last registration.
     pub updated_at: Option<String>,
+    /// What registering did to the provider's config file; `null` for a provider without one or without a cwd.
+    pub provider_file: Option<ProviderFileOutcome>,
+}
+
+/// The outcome of writing the block into the provider's config file.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ProviderFileOutcome {
+    /// `written`, `unchanged`, `skipped` (nothing to inject, or memory disabled), `refused` (the cwd or target
+    /// failed validation) or `error` (fetch or write failed; the previous file is untouched).
+    pub outcome: String,
+    /// The file (symlinks resolved) for `written` and `unchanged`.
+    pub path: Option<String>,
+    /// Why, for `skipped`, `refused` and `error`.
+    pub reason: Option<String>,
+}
+
+impl ProviderFileOutcome {
+    fn of(result: Result<ProviderWrite, cao_memory::MemoryError>) -> Self {
+        let (outcome, path, reason) = match result {
+            Ok(ProviderWrite::Written { path }) => ("written", Some(path.display().to_string()), None),
+            Ok(ProviderWrite::Unchanged { path }) => ("unchanged", Some(path.display().to_string()), None),
+            Ok(ProviderWrite::Skipped { reason }) => (
+                "skipped",
+                None,
+                Some(match reason {
+                    SkipReason::Empty => "empty".to_owned(),
+                    SkipReason::Disabled => "memory disabled".to_owned(),
+                }),
+            ),
+            Ok(ProviderWrite::Refused { reason }) => ("refused", None, Some(reason)),
+            Err(e) => {
+                tracing::warn!(error = %e, "provider file not written");
+                ("error", None, Some(e.to_string()))
+            }
+        };
+        Self {
+            outcome: outcome.to_owned(),
+            path,
+            reason,
+        }
+    }
 }
 
 impl From<TerminalRow> for TerminalView {
@@ -68,6 +113,7 @@ impl From<TerminalRow> for TerminalView {
             cwd: r.cwd,
             created_at: r.created_at.map(format_ts),
             updated_at: r.updated_at.map(format_ts),
+            provider_file: None,
         }
     }
 }
@@ -193,7 +239,17 @@ pub async fn register_terminal(
     with_service(&state, move |svc| {
         let (stored, inserted) = svc.index().upsert_terminal(&row, chrono::Utc::now())?;
         let status = if inserted { StatusCode::CREATED } else { StatusCode::OK };
-        Ok((status, Json(stored.into())))
+        let provider_file = match (Provider::parse(&stored.provider), &stored.cwd) {
+            (Some(provider), Some(_)) => Some(ProviderFileOutcome::of(cao_memory::write_provider_file(
+                &svc,
+                provider,
+                &terminal_context(&stored),
+            ))),
+            _ => None,
+        };
+        let mut view = TerminalView::from(stored);
+        view.provider_file = provider_file;
+        Ok((status, Json(view)))
     })
     .await
 }
