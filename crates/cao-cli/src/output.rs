@@ -17,7 +17,8 @@ pub fn list_header() -> String {
 }
 
 /// The `list --format table` output: header, a line of `-` as long as the header, one row per memory; or
-/// `No memories found.` when `memories` is empty. Always ends with a newline.
+/// `No memories found.` when `memories` is empty. Always ends with a newline. A row of a memory labelled with a
+/// lifecycle status ends with ` [<status>]` (e.g. ` [superseded]`); unlabelled rows are unchanged.
 pub fn list_table(memories: &[Memory]) -> String {
     if memories.is_empty() {
         return "No memories found.\n".to_owned();
@@ -29,7 +30,7 @@ pub fn list_table(memories: &[Memory]) -> String {
     out.push_str(&"-".repeat(header.chars().count()));
     out.push('\n');
     for m in memories {
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{:<30} {:<10} {:<12} {:<20} {}",
             one_line(&m.key),
@@ -38,11 +39,16 @@ pub fn list_table(memories: &[Memory]) -> String {
             one_line(&m.tags),
             m.updated_at.format("%Y-%m-%d %H:%M")
         );
+        if let Some(status) = m.lifecycle_status {
+            let _ = write!(out, " [{}]", status.as_str());
+        }
+        out.push('\n');
     }
     out
 }
 
 /// The `show --format text` output: labelled header lines, a blank line, then the content (newline-terminated).
+/// A memory labelled with a lifecycle status gets a `Status:` line after `Type:`.
 pub fn show_text(m: &Memory) -> String {
     let tags = if m.tags.is_empty() {
         "(none)".to_owned()
@@ -53,6 +59,9 @@ pub fn show_text(m: &Memory) -> String {
     let _ = writeln!(out, "Key:     {}", one_line(&m.key));
     let _ = writeln!(out, "Scope:   {}", m.scope.as_str());
     let _ = writeln!(out, "Type:    {}", m.memory_type.as_str());
+    if let Some(status) = m.lifecycle_status {
+        let _ = writeln!(out, "Status:  {}", status.as_str());
+    }
     let _ = writeln!(out, "Tags:    {tags}");
     let _ = writeln!(out, "Created: {}", m.created_at.format("%Y-%m-%d %H:%M:%S"));
     let _ = writeln!(out, "Updated: {}", m.updated_at.format("%Y-%m-%d %H:%M:%S"));
@@ -117,6 +126,7 @@ mod tests {
             access_count: 0,
             entry_count: 1,
             is_related: false,
+            lifecycle_status: None,
         }
     }
 
@@ -161,5 +171,17 @@ mod tests {
              Updated: 2026-11-29 18:38:26\nFile:    /h/memory/global/wiki/global/k.md\n\nline one\nline two\n"
         );
         assert!(show_text(&mem("k", "a,b", "x\n")).ends_with("\nx\n"));
+    }
+
+    #[test]
+    fn superseded_label_adds_a_status_line_and_a_list_marker() {
+        let mut m = mem("old", "", "x");
+        m.lifecycle_status = Some(cao_memory::LifecycleStatus::Superseded);
+        let s = show_text(&m);
+        assert!(s.contains("\nType:    feedback\nStatus:  superseded\nTags:"), "{s}");
+        let t = list_table(&[mem("new", "", "y"), m]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[2].ends_with("2026-11-29 18:38"), "{t}");
+        assert!(lines[3].ends_with("2026-11-29 18:38 [superseded]"), "{t}");
     }
 }

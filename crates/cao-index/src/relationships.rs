@@ -568,6 +568,55 @@ impl Index {
         })
     }
 
+    /// Which of `candidates` — memory identities `(scope, scope_id, key)`, `scope_id` `None` for global/federated —
+    /// are the target of an `active` `supersedes` edge of the same scope and scope id (any origin). Proposals,
+    /// rejected, deleted and superseded rows do not count. One read snapshot; at most one SQL statement per 300
+    /// candidates. Returns the matching identities with the logical scope id (`None` for global/federated).
+    ///
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn active_supersedes_targets(
+        &self,
+        candidates: &[(Scope, Option<&str>, &str)],
+    ) -> Result<std::collections::HashSet<(Scope, Option<String>, String)>> {
+        let mut out = std::collections::HashSet::new();
+        if candidates.is_empty() {
+            return Ok(out);
+        }
+        self.read(|tx| {
+            for chunk in candidates.chunks(300) {
+                let values = vec!["(?, ?, ?)"; chunk.len()].join(", ");
+                let sql = format!(
+                    "WITH c(scope, sid, k) AS (VALUES {values})
+                     SELECT DISTINCT r.scope, r.scope_id, r.target_key FROM c JOIN memory_relationships r
+                       ON r.scope = c.scope AND r.scope_id = c.sid AND r.target_key = c.k
+                     WHERE r.type = 'supersedes' AND r.status = 'active'"
+                );
+                let params: Vec<Value> = chunk
+                    .iter()
+                    .flat_map(|(scope, sid, k)| {
+                        [
+                            Value::Text(scope.as_str().to_owned()),
+                            Value::Text(sid.unwrap_or(GLOBAL_SCOPE_ID).to_owned()),
+                            Value::Text((*k).to_owned()),
+                        ]
+                    })
+                    .collect();
+                let mut stmt = tx.prepare_cached(&sql)?;
+                let rows = stmt.query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                    Ok((text(r.get_ref(0)?), text(r.get_ref(1)?), text(r.get_ref(2)?)))
+                })?;
+                for row in rows {
+                    let (Some(scope), sid, Some(key)) = row? else { continue };
+                    let Ok(scope) = scope.parse::<Scope>() else { continue };
+                    let sid = sid.filter(|s| s != GLOBAL_SCOPE_ID);
+                    out.insert((scope, sid, key));
+                }
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
     /// Replace one producer's edges of one type leaving one source with `edges` (its full current set), in one
     /// transaction. Only rows of `(scope, scope_id, source_key, origin, rel_type)` are touched:
     /// - a row whose target is not in `edges` is deleted, unless its status is rejected or deleted (then it is kept

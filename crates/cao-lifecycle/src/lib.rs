@@ -18,12 +18,17 @@
 //! - An edge is stale when it was computed before its source memory's last edit
 //!   (`source_updated_at < memory updated_at`); unknown times are never stale.
 //! - Outputs are content-free: keys, vocabulary, numbers and times, never a memory body.
+//!
+//! The [`eligibility`] module holds the injection eligibility registry and the built-in `lifecycle.supersedes`
+//! source (off unless `memory.lifecycle.enabled`).
 
 use cao_core::{Clock, Key, Scope};
 use cao_index::{Index, IndexError, ProducerEdge, RelationshipRecord, RelationshipRow, StatusChange};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::sync::Arc;
+
+pub mod eligibility;
 
 pub use cao_index::{MAX_ATTRIBUTES_BYTES, RelOrigin, RelStatus, RelType, RelationshipFilter};
 

@@ -60,6 +60,12 @@ pub struct ContextRequest {
 pub trait EligibilityFilter {
     /// Keep the injectable memories of `scope` among `candidates` (newest first).
     fn retain_eligible(&self, scope: Scope, candidates: Vec<Memory>) -> Vec<Memory>;
+
+    /// Rows of the first recency read per scope (default [`MEMORY_MAX_PER_SCOPE`]). A filter that may exclude
+    /// rows asks for a few more, so one exclusion does not cost a second read.
+    fn first_read(&self) -> usize {
+        MEMORY_MAX_PER_SCOPE
+    }
 }
 
 /// The default [`EligibilityFilter`]: every memory may be injected.
@@ -80,12 +86,14 @@ pub fn scope_char_cap(budget: usize) -> usize {
 
 impl MemoryService {
     /// The `<cao-memory>` block for the caller `ctx`, or `None` when there is nothing to inject (memory disabled,
-    /// nothing visible, or no line fits the budget). See the module documentation for the rules.
+    /// nothing visible, or no line fits the budget). See the module documentation for the rules. The eligibility
+    /// filter is the built-in registry for the current settings (with `memory.lifecycle.enabled`, targets of
+    /// active same-scope supersedes edges are left out).
     ///
     /// Errors: [`MemoryError::Index`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed
     /// explicit project id.
     pub fn context_block(&self, ctx: &TerminalContext, req: ContextRequest) -> Result<Option<String>, MemoryError> {
-        self.context_block_with(ctx, req, &AllEligible)
+        self.context_block_registry(ctx, req, &self.eligibility_registry())
     }
 
     /// [`MemoryService::context_block`] with an explicit [`EligibilityFilter`].
@@ -126,7 +134,7 @@ impl MemoryService {
             return Ok(Vec::new());
         };
         let vis = group.visibility();
-        let mut want = MEMORY_MAX_PER_SCOPE;
+        let mut want = filter.first_read().max(MEMORY_MAX_PER_SCOPE);
         loop {
             let rows = self.inner.index.recency_pool(&vis, None, want)?;
             let exhausted = rows.len() < want;
@@ -195,6 +203,7 @@ mod tests {
             access_count: 0,
             entry_count: 1,
             is_related: false,
+            lifecycle_status: None,
         }
     }
 

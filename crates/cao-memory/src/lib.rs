@@ -16,6 +16,7 @@
 pub mod audit;
 mod error;
 mod inject;
+mod lifecycle;
 pub mod provider_files;
 mod recall;
 pub mod retention;
@@ -28,6 +29,7 @@ pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
     MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, render_block, scope_char_cap,
 };
+pub use lifecycle::RegistryFilter;
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };

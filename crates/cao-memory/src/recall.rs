@@ -12,10 +12,13 @@
 //! explain report consume the same pools.
 
 use crate::error::MemoryError;
+use crate::lifecycle::{Identity, demote, row_candidate, row_identity};
 use crate::service::{MemoryService, parse_scope, row_to_memory};
 use crate::types::*;
 use cao_core::{Key, MemoryType, Scope, Settings, TerminalContext};
 use cao_index::{MemoryRow, Visibility};
+use cao_lifecycle::eligibility::{EligibilityCheck, MAX_RELATED_BATCH, PRIMARY_CHUNK, Purpose};
+use std::cell::RefCell;
 
 /// One scope's readable slice: every scope id (`None`) or the listed ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +60,28 @@ struct Plan {
     limit: usize,
     mode: SearchMode,
     sort: SortBy,
+}
+
+/// Lifecycle inputs of one recall: the flag, and the eligibility check of a curator recall (an injection path).
+struct Lifecycle<'a> {
+    enabled: bool,
+    check: Option<RefCell<EligibilityCheck<'a>>>,
+}
+
+impl Lifecycle<'_> {
+    /// `rows` without the ones a curator recall may not see, judged lazily in chunks of [`PRIMARY_CHUNK`]
+    /// (explicit recall: unchanged).
+    fn retain(&self, rows: Vec<MemoryRow>) -> Vec<MemoryRow> {
+        let Some(check) = &self.check else { return rows };
+        let mut check = check.borrow_mut();
+        let mut kept = Vec::with_capacity(rows.len());
+        for chunk in rows.chunks(PRIMARY_CHUNK) {
+            let ids: Vec<_> = chunk.iter().map(row_candidate).collect();
+            let excluded = check.excluded(&ids);
+            kept.extend(chunk.iter().zip(excluded).filter(|(_, x)| !x).map(|(r, _)| r.clone()));
+        }
+        kept
+    }
 }
 
 fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
@@ -110,13 +135,27 @@ impl MemoryService {
         let plan = plan(&req)?;
         let settings = self.ensure_enabled()?;
         let groups = self.visibility_groups(ctx, &settings, plan.scope, req.scan_all)?;
-        let rows = self.ranked(&groups, &plan)?;
+        let registry = self.curator_registry(ctx);
+        let lc = Lifecycle {
+            enabled: settings.lifecycle_enabled(),
+            check: registry.as_ref().map(|r| RefCell::new(r.check(Purpose::CuratedRecall))),
+        };
+        let mut rows = self.ranked(&groups, &plan, &lc)?;
+        if lc.enabled && plan.sort == SortBy::Recency {
+            // Recency keeps its membership; superseded primaries move last.
+            let ids: Vec<Identity> = rows.iter().map(row_identity).collect();
+            let sup = self.superseded(ids.iter(), "recall_ordering");
+            demote(&mut rows, |r| sup.contains(&row_identity(r)));
+        }
         if req.record_access {
             self.record_access(&rows);
         }
         let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
         if req.include_related {
-            self.expand_related(&rows, &mut memories)?;
+            self.expand_related(&rows, &mut memories, &lc)?;
+        }
+        if lc.enabled {
+            self.label_superseded(&mut memories);
         }
         Ok(RecallResult {
             success: true,
@@ -124,17 +163,58 @@ impl MemoryService {
         })
     }
 
-    fn ranked(&self, groups: &[ScopeGroup], plan: &Plan) -> Result<Vec<MemoryRow>, MemoryError> {
+    fn ranked(&self, groups: &[ScopeGroup], plan: &Plan, lc: &Lifecycle<'_>) -> Result<Vec<MemoryRow>, MemoryError> {
         match (&plan.query, plan.sort) {
-            (Some(q), SortBy::Score | SortBy::Usage) => self.reranked(groups, plan, q),
-            _ => self.in_order(groups, plan),
+            (Some(q), SortBy::Score | SortBy::Usage) => self.reranked(groups, plan, q, lc),
+            _ => self.in_order(groups, plan, lc),
+        }
+    }
+
+    /// Stably move active supersedes targets after the other rows (one snapshot read; fails open).
+    fn demote_superseded(&self, rows: &mut [MemoryRow], purpose: &str) {
+        let ids: Vec<Identity> = rows.iter().map(row_identity).collect();
+        let sup = self.superseded(ids.iter(), purpose);
+        if !sup.is_empty() {
+            demote(rows, |r| sup.contains(&row_identity(r)));
+        }
+    }
+
+    /// The first rows of one ordered source for a group that still has `remaining` open slots: `fetch(n)` yields
+    /// the source's first `n` rows. Curator recall drops ineligible rows and `demote` (usage with lifecycle on)
+    /// moves superseded rows after the others before the cut; either way the pool is widened (x4 per round) only
+    /// while too few rows remain and the source has more. Without both, this is one `fetch(remaining)`.
+    fn fill(
+        &self,
+        remaining: usize,
+        lc: &Lifecycle<'_>,
+        demote_superseded: bool,
+        mut fetch: impl FnMut(usize) -> Result<Vec<MemoryRow>, MemoryError>,
+    ) -> Result<Vec<MemoryRow>, MemoryError> {
+        let mut want = remaining;
+        loop {
+            let raw = fetch(want)?;
+            let exhausted = raw.len() < want;
+            let mut rows = lc.retain(raw);
+            let enough = if demote_superseded {
+                let ids: Vec<Identity> = rows.iter().map(row_identity).collect();
+                let sup = self.superseded(ids.iter(), "recall_ordering");
+                demote(&mut rows, |r| sup.contains(&row_identity(r)));
+                rows.iter().filter(|r| !sup.contains(&row_identity(r))).count()
+            } else {
+                rows.len()
+            };
+            if enough >= remaining || exhausted {
+                rows.truncate(remaining);
+                return Ok(rows);
+            }
+            want = want.saturating_mul(4);
         }
     }
 
     /// Recency order (any mode), and score/usage without a query: each scope group, in precedence order, fills the
     /// slots left by the groups before it. Within a group: metadata hits newest first, BM25 hits best first, hybrid
     /// = metadata hits then BM25 hits for the remaining slots; without a query, newest (or most used) first.
-    fn in_order(&self, groups: &[ScopeGroup], plan: &Plan) -> Result<Vec<MemoryRow>, MemoryError> {
+    fn in_order(&self, groups: &[ScopeGroup], plan: &Plan, lc: &Lifecycle<'_>) -> Result<Vec<MemoryRow>, MemoryError> {
         let index = &self.inner.index;
         let mut out: Vec<MemoryRow> = Vec::with_capacity(plan.limit);
         for group in groups {
@@ -146,32 +226,46 @@ impl MemoryService {
             let rows = match (&plan.query, plan.mode) {
                 (None, SearchMode::Bm25) => Vec::new(),
                 (None, _) => match plan.sort {
-                    SortBy::Recency => index.recency_pool(&vis, plan.memory_type, remaining)?,
-                    SortBy::Usage => index.usage_pool(&vis, plan.memory_type, remaining)?,
+                    SortBy::Recency => self.fill(remaining, lc, false, |n| {
+                        Ok(index.recency_pool(&vis, plan.memory_type, n)?)
+                    })?,
+                    SortBy::Usage => self.fill(remaining, lc, lc.enabled, |n| {
+                        Ok(index.usage_pool(&vis, plan.memory_type, n)?)
+                    })?,
                     SortBy::Score => {
                         // No query: BM25 contributes 0, so the composite is recency + usage over a widened pool.
-                        let pool = index.recency_pool(&vis, plan.memory_type, pool_size(plan.limit))?;
-                        self.by_score(pool.into_iter().map(|r| (r, None)).collect(), 0.0)
+                        let pool = lc.retain(index.recency_pool(&vis, plan.memory_type, pool_size(plan.limit))?);
+                        let mut rows = self.by_score(pool.into_iter().map(|r| (r, None)).collect(), 0.0);
+                        self.demote_superseded(&mut rows, "relevance_demotion");
+                        rows
                     }
                 },
-                (Some(q), SearchMode::Metadata) => index.metadata_pool(&vis, plan.memory_type, q, remaining)?,
-                (Some(q), SearchMode::Bm25) => index
-                    .bm25_pool(&vis, plan.memory_type, q, remaining)?
-                    .into_iter()
-                    .map(|(r, _)| r)
-                    .collect(),
+                (Some(q), SearchMode::Metadata) => self.fill(remaining, lc, false, |n| {
+                    Ok(index.metadata_pool(&vis, plan.memory_type, q, n)?)
+                })?,
+                (Some(q), SearchMode::Bm25) => self.fill(remaining, lc, false, |n| {
+                    Ok(index
+                        .bm25_pool(&vis, plan.memory_type, q, n)?
+                        .into_iter()
+                        .map(|(r, _)| r)
+                        .collect())
+                })?,
                 (Some(q), SearchMode::Hybrid) => {
-                    let mut rows = index.metadata_pool(&vis, plan.memory_type, q, remaining)?;
+                    let mut rows = self.fill(remaining, lc, false, |n| {
+                        Ok(index.metadata_pool(&vis, plan.memory_type, q, n)?)
+                    })?;
                     if rows.len() < remaining {
                         let seen: HashSet<String> = rows.iter().map(|r| r.id.clone()).collect();
-                        let fill = index.bm25_pool(&vis, plan.memory_type, q, remaining)?;
                         let open = remaining - rows.len();
-                        rows.extend(
-                            fill.into_iter()
+                        let fill = self.fill(open, lc, false, |n| {
+                            Ok(index
+                                .bm25_pool(&vis, plan.memory_type, q, n + seen.len())?
+                                .into_iter()
                                 .map(|(r, _)| r)
                                 .filter(|r| !seen.contains(&r.id))
-                                .take(open),
-                        );
+                                .collect())
+                        })?;
+                        rows.extend(fill.into_iter().take(open));
                     }
                     rows
                 }
@@ -185,19 +279,38 @@ impl MemoryService {
     /// up to [`pool_size`] metadata hits and up to [`pool_size`] BM25 hits (hybrid: metadata first, BM25 hits
     /// appended) — ranked, then the stable scope-precedence pass (no scope filter), then the cut to `limit`.
     /// BM25 is normalised by the best raw score visible (the first BM25 hit).
-    fn reranked(&self, groups: &[ScopeGroup], plan: &Plan, query: &str) -> Result<Vec<MemoryRow>, MemoryError> {
+    ///
+    /// Curator recall drops ineligible rows from both pools (the BM25 corpus itself is not filtered). Active
+    /// supersedes targets are stably demoted before the scope pass: always for score, with lifecycle on for usage.
+    fn reranked(
+        &self,
+        groups: &[ScopeGroup],
+        plan: &Plan,
+        query: &str,
+        lc: &Lifecycle<'_>,
+    ) -> Result<Vec<MemoryRow>, MemoryError> {
         let index = &self.inner.index;
         let vis = union(groups);
         let n = pool_size(plan.limit);
         let meta = match plan.mode {
             SearchMode::Bm25 => Vec::new(),
-            _ => index.metadata_pool(&vis, plan.memory_type, query, n)?,
+            _ => lc.retain(index.metadata_pool(&vis, plan.memory_type, query, n)?),
         };
         let bm = match plan.mode {
             SearchMode::Metadata if plan.sort == SortBy::Usage || meta.is_empty() => Vec::new(),
             _ => index.bm25_pool(&vis, plan.memory_type, query, n)?,
         };
         let bm25_max = bm.first().map_or(0.0, |(_, s)| *s);
+        let bm = if lc.check.is_some() {
+            let eligible: HashSet<String> = lc
+                .retain(bm.iter().map(|(r, _)| r.clone()).collect())
+                .into_iter()
+                .map(|r| r.id)
+                .collect();
+            bm.into_iter().filter(|(r, _)| eligible.contains(&r.id)).collect()
+        } else {
+            bm
+        };
         let scores: std::collections::HashMap<String, f64> = bm.iter().map(|(r, s)| (r.id.clone(), *s)).collect();
         let mut seen: HashSet<String> = meta.iter().map(|r| r.id.clone()).collect();
         let mut cands = with_scores(meta, &scores);
@@ -221,6 +334,9 @@ impl MemoryService {
                 rows
             }
         };
+        if plan.sort == SortBy::Score || lc.enabled {
+            self.demote_superseded(&mut rows, "relevance_demotion");
+        }
         if plan.scope.is_none() {
             rows.sort_by_key(|r| r.scope.precedence());
         }
@@ -252,8 +368,15 @@ impl MemoryService {
     }
 
     /// Append memories named by the primaries' `related_keys` (same scope and scope id; at most 3 per primary;
-    /// one level; no duplicates; not access-counted).
-    fn expand_related(&self, primaries: &[MemoryRow], out: &mut Vec<Memory>) -> Result<(), MemoryError> {
+    /// one level; no duplicates; not access-counted). Curator recall judges the targets in their own batches of at
+    /// most [`MAX_RELATED_BATCH`] and drops ineligible ones.
+    fn expand_related(
+        &self,
+        primaries: &[MemoryRow],
+        out: &mut Vec<Memory>,
+        lc: &Lifecycle<'_>,
+    ) -> Result<(), MemoryError> {
+        let mut related: Vec<MemoryRow> = Vec::new();
         let mut seen: HashSet<(Scope, Option<String>, String)> = primaries
             .iter()
             .map(|r| (r.scope, r.scope_id.clone(), r.key.to_string()))
@@ -272,12 +395,30 @@ impl MemoryService {
                     continue;
                 }
                 if let Some(row) = self.inner.index.get(&k, p.scope, p.scope_id.as_deref())? {
-                    let mut m = row_to_memory(&row);
-                    m.is_related = true;
-                    out.push(m);
+                    related.push(row);
                     taken += 1;
                 }
             }
+        }
+        for batch in related.chunks(MAX_RELATED_BATCH) {
+            let kept = match &lc.check {
+                None => batch.to_vec(),
+                Some(check) => {
+                    let ids: Vec<_> = batch.iter().map(row_candidate).collect();
+                    let excluded = check.borrow_mut().excluded(&ids);
+                    batch
+                        .iter()
+                        .zip(excluded)
+                        .filter(|(_, x)| !x)
+                        .map(|(r, _)| r.clone())
+                        .collect()
+                }
+            };
+            out.extend(kept.iter().map(|r| {
+                let mut m = row_to_memory(r);
+                m.is_related = true;
+                m
+            }));
         }
         Ok(())
     }

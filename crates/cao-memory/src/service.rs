@@ -397,20 +397,24 @@ impl MemoryService {
     }
 
     /// The operator listing: every visible memory, scope precedence first then newest first.
-    /// Counts an access for each returned row (the reference behaviour).
+    /// Counts an access for each returned row (the reference behaviour). With `memory.lifecycle.enabled`, active
+    /// supersedes targets carry the transient `lifecycle_status` label (order and membership unchanged).
     pub fn list(&self, ctx: &TerminalContext, req: ListRequest) -> Result<Vec<Memory>, MemoryError> {
-        self.ensure_enabled()?;
+        let settings = self.ensure_enabled()?;
         let limit = req.limit.unwrap_or(100).max(1);
         let rows = self.visible_rows(ctx, req.scope, req.memory_type, req.all, limit)?;
         self.record_access(&rows);
-        Ok(rows.iter().map(row_to_memory).collect())
+        let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
+        if settings.lifecycle_enabled() {
+            self.label_superseded(&mut memories);
+        }
+        Ok(memories)
     }
 
     /// Show one memory by exact key: the first match in scope precedence order among every memory (all projects,
-    /// sessions and agents), optionally within one scope. Counts an access.
+    /// sessions and agents), optionally within one scope. Counts an access. Labelled like [`MemoryService::list`].
     pub fn show(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<Option<Memory>, MemoryError> {
-        self.ensure_enabled()?;
-        let settings = self.settings();
+        let settings = self.ensure_enabled()?;
         let mut found = None;
         for group in self.visibility_groups(ctx, &settings, scope, true)? {
             if let Some(row) = self.inner.index.find_key(&group.visibility(), key)? {
@@ -421,7 +425,11 @@ impl MemoryService {
         if let Some(row) = &found {
             self.record_access(std::slice::from_ref(row));
         }
-        Ok(found.as_ref().map(row_to_memory))
+        let mut found: Vec<Memory> = found.iter().map(row_to_memory).collect();
+        if settings.lifecycle_enabled() {
+            self.label_superseded(&mut found);
+        }
+        Ok(found.pop())
     }
 
     pub(crate) fn record_access(&self, rows: &[MemoryRow]) {
@@ -608,6 +616,7 @@ pub(crate) fn row_to_memory(r: &MemoryRow) -> Memory {
         access_count: r.access_count,
         entry_count: r.entry_count,
         is_related: false,
+        lifecycle_status: None,
     }
 }
 

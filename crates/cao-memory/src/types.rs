@@ -161,6 +161,27 @@ pub struct Memory {
     /// True for entries added by `include_related` expansion.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub is_related: bool,
+    /// Transient lifecycle label (only with `memory.lifecycle.enabled`); serialised only when set and never written
+    /// to files or rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifecycle_status: Option<LifecycleStatus>,
+}
+
+/// A transient lifecycle label of a recalled or listed memory (spec 000 "Supersedes lifecycle (opt-in)").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LifecycleStatus {
+    /// The memory is the target of an active same-scope `supersedes` edge.
+    Superseded,
+}
+
+impl LifecycleStatus {
+    /// The wire spelling (`superseded`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LifecycleStatus::Superseded => "superseded",
+        }
+    }
 }
 
 /// `memory_store` result: `{success, key, scope, scope_id, file_path, action}`.
@@ -197,6 +218,9 @@ pub struct RecalledMemory {
     pub file_path: String,
     /// `YYYY-MM-DDTHH:MM:SSZ`.
     pub updated_at: String,
+    /// Transient `"superseded"` label, present only when set (lifecycle enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifecycle_status: Option<LifecycleStatus>,
 }
 
 impl From<&Memory> for RecalledMemory {
@@ -209,6 +233,7 @@ impl From<&Memory> for RecalledMemory {
             tags: m.tags.clone(),
             file_path: m.file_path.clone(),
             updated_at: cao_core::time::format_ts(m.updated_at),
+            lifecycle_status: m.lifecycle_status,
         }
     }
 }
