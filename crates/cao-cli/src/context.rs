@@ -3,6 +3,8 @@
 //! - `context` prints the block for the caller (environment: `CAO_SESSION_NAME`, `CAO_AGENT_PROFILE`,
 //!   `CAO_PROJECT_ID`, the process cwd; each overridable by a flag) followed by a newline. Nothing to inject, or
 //!   memory disabled, prints nothing and exits 0, so `cao memory context > file` never fails for an empty store.
+//!   `--terminal-id ID` takes the caller from a terminal registered with `POST /terminals` (its session, agent
+//!   profile and cwd, from the index's `cao_terminals` table) instead; an unknown id fails (exit 1).
 //! - `hook claude-code` is a Claude Code command hook. It reads the hook's JSON from stdin (`cwd`,
 //!   `hook_event_name`, ...), builds the block for the hook's cwd, and for `SessionStart` and `UserPromptSubmit`
 //!   prints `{"hookSpecificOutput":{"hookEventName":<event>,"additionalContext":<block>}}` (Claude Code adds
@@ -26,6 +28,11 @@ pub const MAX_HOOK_INPUT_BYTES: u64 = 8 * 1024 * 1024;
 /// Arguments of `cao memory context`.
 #[derive(Debug, Args)]
 pub struct ContextArgs {
+    /// A terminal registered with cao-server (`POST /terminals`): its session, agent profile and cwd are used.
+    /// Excludes --session, --agent and --cwd.
+    #[arg(long, value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new(),
+        conflicts_with_all = ["session", "agent", "cwd"])]
+    pub terminal_id: Option<String>,
     /// Session name (scope id of session memories); default `$CAO_SESSION_NAME`.
     #[arg(long, value_name = "S")]
     pub session: Option<String>,
@@ -87,7 +94,14 @@ impl ClaudeEvent {
 ///
 /// Errors: an invalid project id, an unreadable index, or a failed write to `out` (exit 1).
 pub fn run_context(args: ContextArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let mut ctx = TerminalContext::from_env();
+    let home = CaoHome::from_env();
+    let mut ctx = match &args.terminal_id {
+        Some(id) => match registered_terminal(&home, id)? {
+            Some(ctx) => ctx,
+            None => return Ok(()),
+        },
+        None => TerminalContext::from_env(),
+    };
     if let Some(s) = args.session {
         ctx.session_name = Some(s);
     }
@@ -100,11 +114,33 @@ pub fn run_context(args: ContextArgs, out: &mut dyn Write) -> Result<(), CliErro
     if let Some(p) = args.project_id {
         ctx.project_id = Some(p);
     }
-    let home = CaoHome::from_env();
     if let Some(block) = build(home, &ctx, args.budget)? {
         emit(out, &format!("{block}\n"))?;
     }
     Ok(())
+}
+
+/// The context of the terminal `id` registered with `POST /terminals`; `None` when memory is disabled (nothing is
+/// injected, so nothing is looked up).
+///
+/// Errors: no such terminal, or no store at all (exit 1); an unreadable index.
+fn registered_terminal(home: &CaoHome, id: &str) -> Result<Option<TerminalContext>, CliError> {
+    if !Settings::load(home).memory_enabled() {
+        tracing::info!("memory is disabled (memory.enabled / CAO_MEMORY_ENABLED); no context");
+        return Ok(None);
+    }
+    let unknown = || {
+        CliError::failure_with_hint(
+            format!("unknown terminal {id:?}"),
+            "register it with cao-server (POST /terminals), or pass --session/--agent/--cwd",
+        )
+    };
+    if !home.memory_dir().is_dir() {
+        return Err(unknown());
+    }
+    let svc = MemoryService::open(home.clone())?;
+    let row = svc.index().terminal(id).map_err(cao_memory::MemoryError::from)?;
+    Ok(Some(row.ok_or_else(unknown)?.context()))
 }
 
 /// [`run_hook`] with this process's stdin as the input (empty when stdin is a terminal, so a manual run never

@@ -9,12 +9,11 @@
 use crate::cli::{ListFormat, ScopeArg};
 use crate::error::CliError;
 use crate::output::{json, one_line};
-use cao_core::{Key, Scope, Settings, SystemClock, TerminalContext};
-use cao_lifecycle::{LifecycleError, RelStatus, Relationship, RelationshipFilter, RelationshipService};
+use cao_core::{Key, Scope, Settings, TerminalContext};
+use cao_lifecycle::{LifecycleError, RelStatus, Relationship, RelationshipFilter};
 use cao_memory::MemoryService;
 use clap::{Args, Subcommand, ValueEnum};
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 /// Longest accepted relationship id (ids are uuid4 strings, 36 characters).
 pub const MAX_ID_LEN: usize = 128;
@@ -146,7 +145,7 @@ impl RelPlan {
 
     /// Run against the store; returns the text to print. Errors: [`CliError::Failure`] naming the id or cause.
     pub fn execute(&self, svc: &MemoryService, ctx: &TerminalContext) -> Result<String, CliError> {
-        let rel = RelationshipService::new(svc.index().clone(), Arc::new(SystemClock));
+        let rel = svc.relationships(cao_memory::audit::actor_of(ctx));
         match self {
             RelPlan::List {
                 scope,

@@ -32,6 +32,7 @@
 
 mod aliases;
 mod dirty;
+mod edges;
 pub mod error;
 mod partition;
 mod relationships;
@@ -44,6 +45,7 @@ mod write;
 
 pub use aliases::ProjectAlias;
 pub use dirty::DirtyMark;
+pub use edges::{EdgeIdentity, RelatedKeys};
 pub use error::{IndexError, Result};
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter,

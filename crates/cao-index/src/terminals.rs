@@ -4,6 +4,7 @@
 
 use crate::row::{format_db_ts, parse_db_ts};
 use crate::{Index, Result};
+use cao_core::TerminalContext;
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 
@@ -24,6 +25,21 @@ pub struct TerminalRow {
     pub created_at: Option<DateTime<Utc>>,
     /// Last registration (`None` when unreadable).
     pub updated_at: Option<DateTime<Utc>>,
+}
+
+impl TerminalRow {
+    /// The caller context of this terminal: its id, session, agent profile, provider and cwd (no explicit project
+    /// id, so the project is derived from the cwd as for any caller).
+    pub fn context(&self) -> TerminalContext {
+        TerminalContext {
+            terminal_id: Some(self.id.clone()),
+            session_name: self.session_name.clone(),
+            agent_profile: self.agent_profile.clone(),
+            provider: Some(self.provider.clone()),
+            cwd: self.cwd.as_ref().map(std::path::PathBuf::from),
+            project_id: None,
+        }
+    }
 }
 
 impl Index {

@@ -90,6 +90,9 @@ impl LifecycleError {
     }
 }
 
+pub mod audit;
+pub use audit::{RelationshipAudit, RelationshipChange, RelationshipEvent};
+
 /// Result alias of this crate.
 pub type Result<T, E = LifecycleError> = std::result::Result<T, E>;
 
@@ -248,17 +251,73 @@ pub struct RecomputeReport {
     pub skipped: Vec<SkippedEdge>,
 }
 
-/// The relationship service over one index. Cheap to clone; `Send + Sync`.
+/// The relationship service over one index. Cheap to clone; `Send + Sync`. With a sink attached
+/// ([`RelationshipService::with_audit`]) every committed change is reported to it, one [`RelationshipChange`] per edge.
 #[derive(Debug, Clone)]
 pub struct RelationshipService {
     index: Index,
     clock: Arc<dyn Clock>,
+    audit: Option<Arc<dyn RelationshipAudit>>,
 }
 
 impl RelationshipService {
     /// A service writing to `index`, stamping times from `clock`.
     pub fn new(index: Index, clock: Arc<dyn Clock>) -> Self {
-        Self { index, clock }
+        Self {
+            index,
+            clock,
+            audit: None,
+        }
+    }
+
+    /// This service reporting every committed change to `sink` (see [`audit`]).
+    #[must_use]
+    pub fn with_audit(mut self, sink: Arc<dyn RelationshipAudit>) -> Self {
+        self.audit = Some(sink);
+        self
+    }
+
+    fn report(&self, event: RelationshipEvent, rel: &Relationship, outcome: &str) {
+        if let Some(sink) = &self.audit {
+            sink.record(&RelationshipChange {
+                event,
+                id: &rel.id,
+                scope: rel.scope,
+                scope_id: rel.scope_id.as_deref(),
+                source_key: &rel.source_key,
+                target_key: &rel.target_key,
+                rel_type: rel.rel_type.as_str(),
+                outcome,
+            });
+        }
+    }
+
+    /// The edges of one producer's `(scope, scope_id, source, origin, type)`, by target; empty without an audit sink
+    /// (the snapshot exists only to report a recompute's changes).
+    fn producer_snapshot(
+        &self,
+        scope: Scope,
+        scope_id: Option<&str>,
+        source: &Key,
+        origin: RelOrigin,
+        rel_type: RelType,
+    ) -> Result<std::collections::BTreeMap<String, Relationship>> {
+        if self.audit.is_none() {
+            return Ok(std::collections::BTreeMap::new());
+        }
+        let filter = RelationshipFilter {
+            scope: Some(scope),
+            scope_id: Some(scope_id.unwrap_or_default().to_owned()),
+            source_key: Some(source.clone()),
+            status: None,
+            stale: false,
+        };
+        Ok(self
+            .list(&filter)?
+            .into_iter()
+            .filter(|r| r.origin == origin && r.rel_type == rel_type)
+            .map(|r| (r.target_key.clone(), r))
+            .collect())
     }
 
     /// Create (or re-create) one edge, by default a `human`, `active` one. An edge with the same identity
@@ -318,7 +377,9 @@ impl RelationshipService {
             created_at: None,
             updated_at: None,
         };
-        Ok(self.index.upsert_relationship(&row, self.clock.now())?.into())
+        let rel: Relationship = self.index.upsert_relationship(&row, self.clock.now())?.into();
+        self.report(RelationshipEvent::Create, &rel, rel.status.as_str());
+        Ok(rel)
     }
 
     /// Replace producer `origin`'s edges of `rel_type` leaving `source_key` with `edges`, its full current set
@@ -388,6 +449,7 @@ impl RelationshipService {
                 attributes_json,
             });
         }
+        let before = self.producer_snapshot(scope, scope_id.as_deref(), &source, origin, rel_type)?;
         let out = self.index.replace_producer_edges(
             scope,
             scope_id.as_deref(),
@@ -397,6 +459,21 @@ impl RelationshipService {
             &valid,
             self.clock.now(),
         )?;
+        if self.audit.is_some() && out.added + out.updated + out.removed > 0 {
+            let after = self.producer_snapshot(scope, scope_id.as_deref(), &source, origin, rel_type)?;
+            for (target, rel) in &after {
+                match before.get(target).filter(|old| old.id == rel.id) {
+                    None => self.report(RelationshipEvent::Recompute, rel, "added"),
+                    Some(old) if !same_values(old, rel) => self.report(RelationshipEvent::Recompute, rel, "updated"),
+                    Some(_) => {}
+                }
+            }
+            for (target, rel) in &before {
+                if after.get(target).is_none_or(|new| new.id != rel.id) {
+                    self.report(RelationshipEvent::Recompute, rel, "removed");
+                }
+            }
+        }
         skipped.extend(out.dangling.into_iter().map(|k| SkippedEdge {
             target_key: k.to_string(),
             reason: SkipReason::Dangling,
@@ -463,7 +540,11 @@ impl RelationshipService {
             &RelStatus::CURATION_TERMINAL,
             self.clock.now(),
         )? {
-            StatusChange::Changed(rec) => Ok(rec.into()),
+            StatusChange::Changed(rec) => {
+                let rel: Relationship = rec.into();
+                self.report(RelationshipEvent::Promote, &rel, rel.status.as_str());
+                Ok(rel)
+            }
             StatusChange::Refused(rec) => Err(LifecycleError::Refused {
                 id: rec.row.id,
                 status: rec.row.status,
@@ -476,14 +557,18 @@ impl RelationshipService {
     ///
     /// Errors: [`LifecycleError::NotFound`]; [`LifecycleError::Index`].
     pub fn reject(&self, id: &str) -> Result<Relationship> {
-        self.set_status(id, RelStatus::Rejected)
+        let rel = self.set_status(id, RelStatus::Rejected)?;
+        self.report(RelationshipEvent::Reject, &rel, rel.status.as_str());
+        Ok(rel)
     }
 
     /// Any status -> deleted (soft delete: the row is kept for audit; producers never overwrite or remove it).
     ///
     /// Errors: [`LifecycleError::NotFound`]; [`LifecycleError::Index`].
     pub fn soft_delete(&self, id: &str) -> Result<Relationship> {
-        self.set_status(id, RelStatus::Deleted)
+        let rel = self.set_status(id, RelStatus::Deleted)?;
+        self.report(RelationshipEvent::Delete, &rel, rel.status.as_str());
+        Ok(rel)
     }
 
     /// The edge with this id, if any. Errors: [`LifecycleError::Index`].
@@ -498,9 +583,26 @@ impl RelationshipService {
     }
 
     /// Delete every edge (any origin, any status) into or out of the memory `(key, scope, scope_id)`; called when it
-    /// is forgotten. Returns the number of rows deleted. Errors: [`LifecycleError::Index`].
+    /// is forgotten. Returns the number of rows deleted; each is reported to the audit sink as a purge.
+    /// Errors: [`LifecycleError::Index`].
     pub fn purge_memory(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<usize> {
-        Ok(self.index.purge_relationships(scope, scope_id, key)?)
+        let Some(sink) = &self.audit else {
+            return Ok(self.index.purge_relationships(scope, scope_id, key)?);
+        };
+        let gone = self.index.purge_relationships_returning(scope, scope_id, key)?;
+        for e in &gone {
+            sink.record(&RelationshipChange {
+                event: RelationshipEvent::Purge,
+                id: &e.id,
+                scope,
+                scope_id,
+                source_key: &e.source_key,
+                target_key: &e.target_key,
+                rel_type: &e.rel_type,
+                outcome: "purged",
+            });
+        }
+        Ok(gone.len())
     }
 
     fn set_status(&self, id: &str, to: RelStatus) -> Result<Relationship> {
@@ -521,6 +623,15 @@ impl RelationshipService {
             })
         }
     }
+}
+
+/// Whether a recompute left an edge's values as they were (its `updated_at` is rewritten either way).
+fn same_values(a: &Relationship, b: &Relationship) -> bool {
+    a.status == b.status
+        && a.confidence == b.confidence
+        && a.rank == b.rank
+        && a.attributes == b.attributes
+        && a.source_updated_at == b.source_updated_at
 }
 
 fn parse_vocab<T: std::str::FromStr<Err = IndexError>>(s: &str) -> Result<T> {

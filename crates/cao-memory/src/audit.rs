@@ -120,7 +120,7 @@ pub fn actor_of(ctx: &TerminalContext) -> &str {
 }
 
 /// `s` cut to [`MAX_FIELD_CHARS`] characters (the last one `…` when cut).
-fn bounded(s: &str) -> String {
+pub(crate) fn bounded(s: &str) -> String {
     if s.chars().count() <= MAX_FIELD_CHARS {
         return s.to_owned();
     }
@@ -159,6 +159,12 @@ impl AuditLog {
     /// created; the file is a symlink (`ELOOP` from `O_NOFOLLOW`), not a regular file, or readable by group or
     /// others; the day's file reached [`DAY_CAP_BYTES`]; the write failed or was short.
     pub fn append(&self, record: &AuditRecord<'_>) -> io::Result<()> {
+        self.append_line(record.ts, &record.line())
+    }
+
+    /// Append one rendered line (ending with `\n`) to the file of `ts`'s UTC day, with the checks of
+    /// [`AuditLog::append`].
+    pub(crate) fn append_line(&self, ts: DateTime<Utc>, line: &str) -> io::Result<()> {
         use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
         match std::fs::symlink_metadata(&self.dir) {
             Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
@@ -176,7 +182,7 @@ impl AuditLog {
             }
             Err(e) => return Err(e),
         }
-        let path = self.path_for(record.ts.date_naive());
+        let path = self.path_for(ts.date_naive());
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .create(true)
@@ -201,7 +207,6 @@ impl AuditLog {
                 path.display()
             )));
         }
-        let line = record.line();
         let n = file.write(line.as_bytes())?;
         if n != line.len() {
             return Err(io::Error::other(format!(

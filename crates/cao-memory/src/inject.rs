@@ -11,6 +11,11 @@
 //!   Python's `len`) plus one for the newline. A scope may spend [`scope_char_cap`]`(budget)` =
 //!   `min(MEMORY_SCOPE_BUDGET_CHARS, budget / 3)`; the first line that does not fit ends that scope; room a scope
 //!   leaves unused is not passed on.
+//! - Related entries (see `inject_related`): after a scope's entries come the memories they name (legacy
+//!   `related_keys` and active `relates_to` edges, same scope and scope id, one level, at most
+//!   [`RELATED_FANOUT_CAP`](crate::RELATED_FANOUT_CAP) per block), as `- [<scope>] <key> [related]: <content>`. They
+//!   pass the [`EligibilityFilter`] in their own batch and do not count toward [`MEMORY_MAX_PER_SCOPE`]; one that
+//!   does not fit the scope's room is skipped (a later, shorter one may still fit) instead of ending the scope.
 //! - Content is the memory's current content with leading and trailing whitespace removed (the reference strips
 //!   the text after the last entry heading); inner newlines are kept verbatim.
 //! - No line at all: no block (`None`). Otherwise `<cao-memory>\n## Context from CAO Memory\n<lines joined by
@@ -20,7 +25,7 @@
 //! injection reads the wiki files directly and never touches `access_count`, so only explicit recalls and
 //! listings make a memory "used". A disabled memory system yields no block (the reference returns `""`).
 //!
-//! Not done here (yet): the reference's one-level related expansion and vault sources.
+//! Not done here (yet): the reference's vault sources.
 
 use crate::error::MemoryError;
 use crate::service::{MemoryService, row_to_memory};
@@ -113,6 +118,7 @@ impl MemoryService {
         for scope in INJECTED_SCOPES {
             groups.push((scope, self.injection_candidates(ctx, &settings, scope, filter)?));
         }
+        self.add_related(&mut groups, filter)?;
         Ok(render_block(&groups, req.budget.unwrap_or(DEFAULT_CONTEXT_BUDGET)))
     }
 
@@ -149,16 +155,28 @@ impl MemoryService {
 }
 
 /// Render the block from candidates grouped by scope (in output order), applying the per-scope entry cap and
-/// character budget. `None` when no line fits.
+/// character budget. `None` when no line fits. Memories with `is_related` are tagged ` [related]`, do not count
+/// toward the entry cap, and are skipped (not the end of the scope) when their line does not fit.
 pub fn render_block(groups: &[(Scope, Vec<Memory>)], budget: usize) -> Option<String> {
     let cap = scope_char_cap(budget);
     let mut lines: Vec<String> = Vec::new();
     for (scope, memories) in groups {
         let mut used = 0usize;
-        for m in memories.iter().take(MEMORY_MAX_PER_SCOPE) {
-            let line = format!("- [{scope}] {}: {}", m.key, python_strip(&m.content));
+        let mut primaries = 0usize;
+        for m in memories {
+            if !m.is_related {
+                if primaries == MEMORY_MAX_PER_SCOPE {
+                    continue;
+                }
+                primaries += 1;
+            }
+            let tag = if m.is_related { " [related]" } else { "" };
+            let line = format!("- [{scope}] {}{tag}: {}", m.key, python_strip(&m.content));
             let cost = line.chars().count() + 1;
             if used + cost > cap {
+                if m.is_related {
+                    continue;
+                }
                 break;
             }
             used += cost;

@@ -14,8 +14,10 @@
 //! - Recall never reads topic files; it is served from the index (metadata + FTS5).
 
 pub mod audit;
+mod audit_relationships;
 mod error;
 mod inject;
+mod inject_related;
 mod lifecycle;
 pub mod provider_files;
 mod recall;
@@ -29,6 +31,7 @@ pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
     MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, render_block, scope_char_cap,
 };
+pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
 pub use lifecycle::RegistryFilter;
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,

@@ -201,7 +201,7 @@ impl MemoryService {
             Some(current) if is_expired(current.scope, current.memory_type, current.updated_at, now) => {}
             _ => return Ok(false),
         }
-        self.remove(row.scope, scope_id, &row.key)?;
+        self.remove(RETENTION_ACTOR, row.scope, scope_id, &row.key)?;
         self.audit(
             AuditEvent::RetentionRemoval,
             RETENTION_ACTOR,

@@ -313,7 +313,7 @@ impl MemoryService {
         let scope = parse_scope(req.scope.as_deref(), Scope::Project)?;
         let key = Key::sanitize(&req.key)?;
         let scope_id = self.resolve_scope_id(ctx, scope, &settings)?;
-        let result = self.remove(scope, scope_id.as_deref(), &key)?;
+        let result = self.remove(actor_of(ctx), scope, scope_id.as_deref(), &key)?;
         self.audit(
             AuditEvent::Forget,
             actor_of(ctx),
@@ -331,7 +331,7 @@ impl MemoryService {
         let settings = self.ensure_enabled()?;
         let scope = scope.unwrap_or(Scope::Project);
         let scope_id = self.resolve_scope_id(ctx, scope, &settings)?;
-        let result = self.remove(scope, scope_id.as_deref(), key)?;
+        let result = self.remove(actor_of(ctx), scope, scope_id.as_deref(), key)?;
         self.audit(
             AuditEvent::Delete,
             actor_of(ctx),
@@ -343,7 +343,15 @@ impl MemoryService {
         Ok(result)
     }
 
-    pub(crate) fn remove(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<ForgetResult, MemoryError> {
+    /// Remove one memory (topic file, index row, every edge into or out of it; each purged edge is audited with
+    /// `actor`).
+    pub(crate) fn remove(
+        &self,
+        actor: &str,
+        scope: Scope,
+        scope_id: Option<&str>,
+        key: &Key,
+    ) -> Result<ForgetResult, MemoryError> {
         self.ensure_index_current()?;
         let layout = &self.inner.layout;
         let path = layout.topic_path(scope, scope_id, key)?;
@@ -362,7 +370,9 @@ impl MemoryService {
         };
         // Edges into or out of a forgotten memory are meaningless (and a later memory with the same key must not
         // inherit them): purge them whether or not the file existed, as the reference does.
-        self.inner.index.purge_relationships(scope, scope_id, key)?;
+        self.relationships(actor)
+            .purge_memory(scope, scope_id, key)
+            .map_err(crate::audit_relationships::lifecycle_error)?;
         Ok(ForgetResult {
             success: true,
             deleted: file_existed,
@@ -380,7 +390,7 @@ impl MemoryService {
         let rows = self.visible_rows(ctx, Some(scope), None, false, usize::MAX)?;
         let mut n = 0;
         for row in rows {
-            let result = self.remove(row.scope, row.scope_id.as_deref(), &row.key)?;
+            let result = self.remove(actor_of(ctx), row.scope, row.scope_id.as_deref(), &row.key)?;
             self.audit(
                 AuditEvent::Clear,
                 actor_of(ctx),

@@ -7,12 +7,11 @@ use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use cao_core::Scope;
 use cao_core::time::format_ts;
-use cao_core::{Scope, SystemClock};
 use cao_lifecycle::{NewRelationship, RelStatus, Relationship, RelationshipFilter, RelationshipService};
 use cao_memory::MemoryService;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 use utoipa::{IntoParams, ToSchema};
 
 /// Longest accepted relationship id (ids are uuid4 strings).
@@ -190,8 +189,9 @@ pub struct PatchRelationshipBody {
     pub attributes: Option<serde_json::Value>,
 }
 
+/// The relationship service, auditing every change as the operator (the API has no terminal identity).
 fn service(svc: &MemoryService) -> RelationshipService {
-    RelationshipService::new(svc.index().clone(), Arc::new(SystemClock))
+    svc.relationships(cao_memory::audit::actor_of(&cao_core::TerminalContext::default()))
 }
 
 fn check_id(id: &str) -> ApiResult<()> {
