@@ -11,6 +11,9 @@
 //! - anything else: `404 {"error": "not_found"}`; a known path with the wrong method:
 //!   `405 {"error": "method_not_allowed"}`.
 //!
+//! With `CAO_MEMORY_API_URL` set, the binary builds the router with a [`RemoteBackend`]
+//! ([`router_with_backend`]): the memory calls go to that owner's `/internal/memory/*` routes ([`remote`]).
+//!
 //! Invariants:
 //! - The server never substitutes its own working directory for a caller's: without `X-CAO-Cwd` or
 //!   `X-CAO-Project-Id`, project-scope calls fail with the service's "unresolvable scope" error.
@@ -36,6 +39,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub mod api;
+pub mod remote;
+
+pub use remote::{RemoteBackend, RemoteConfig, RemoteError};
 
 /// Header carrying the caller's terminal id.
 pub const HEADER_TERMINAL_ID: &str = "x-cao-terminal-id";
@@ -119,7 +125,15 @@ impl ContextSource for HeaderContext {
 
 /// The full router: `/mcp`, `GET /health`, JSON 404/405 fallbacks (see the crate docs).
 pub fn router(svc: ServiceHandle, config: HttpConfig) -> Router {
-    let tools = MemoryTools::new(svc.clone(), Arc::new(HeaderContext), config.flush.clone());
+    let local = Arc::new(cao_mcp::LocalBackend::new(svc.clone()));
+    router_with_backend(svc, config, local)
+}
+
+/// [`router`] whose memory calls (the MCP tools, context blocks, provider-file blocks) are carried out by
+/// `backend`, for example a [`RemoteBackend`] when `CAO_MEMORY_API_URL` names a memory owner. The
+/// `memory.enabled` switch is still read from `svc`'s home before anything reaches `backend`.
+pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<dyn cao_mcp::MemoryBackend>) -> Router {
+    let tools = MemoryTools::new(svc.clone(), Arc::new(HeaderContext), config.flush.clone()).with_backend(backend);
     let (api_router, doc) = api_router(api::ApiState {
         svc: svc.clone(),
         tools: tools.clone(),

@@ -41,6 +41,8 @@ CAO_TERMINAL_ID     terminal id\n  \
 CAO_PROVIDER        provider name\n  \
 CAO_PROJECT_ID      explicit project id (otherwise derived from the working directory)\n  \
 CAO_MEMORY_ENABLED  false turns every tool into a no-op that reports memory as disabled\n  \
+CAO_MEMORY_API_URL  base URL of a remote memory owner (a cao-server) that carries out the calls\n  \
+CAO_MEMORY_API_TOKEN bearer token sent to that owner; CAO_MEMORY_API_TIMEOUT_SECS its timeout (default 5)\n  \
 CAO_LOG_LEVEL       log filter for stderr, e.g. debug (RUST_LOG also works; default warn)"
 )]
 struct Args {}
@@ -81,7 +83,12 @@ async fn run() -> anyhow::Result<()> {
         stop.clone(),
     ));
 
-    let tools = MemoryTools::new(svc, Arc::new(FixedContext::from_env()), flush);
+    let mut tools = MemoryTools::new(svc, Arc::new(FixedContext::from_env()), flush);
+    // A remote memory owner (CAO_MEMORY_API_URL) carries out the calls; the local switch is still checked first.
+    if let Some(remote) = cao_http::RemoteConfig::from_env()? {
+        tracing::info!(owner = %remote.url, "memory calls go to the remote owner");
+        tools = tools.with_backend(Arc::new(cao_http::RemoteBackend::new(remote)?));
+    }
     let served = tools.serve(rmcp::transport::stdio()).await;
     let outcome = match served {
         Ok(running) => tokio::select! {

@@ -27,6 +27,25 @@ pub enum ToolError {
         /// What happened to the task.
         reason: String,
     },
+    /// The remote memory owner (`CAO_MEMORY_API_URL`) could not be reached, timed out, or answered with a status
+    /// that is not a refusal of the call (401, 5xx, a body that is not the API's error JSON).
+    #[error(
+        "memory owner {url} is unavailable: {reason}; check that it runs and CAO_MEMORY_API_URL / CAO_MEMORY_API_TOKEN"
+    )]
+    RemoteUnavailable {
+        /// The owner's base URL.
+        url: String,
+        /// What failed (connect error, timeout, status).
+        reason: String,
+    },
+    /// The remote memory owner refused the call; its stable code and message are relayed unchanged.
+    #[error("{message}")]
+    Remote {
+        /// The owner's stable error code (`invalid_argument`, `scope_not_allowed`, ...).
+        code: String,
+        /// The owner's one-line message.
+        message: String,
+    },
 }
 
 impl ToolError {
@@ -37,16 +56,21 @@ impl ToolError {
             ToolError::Arguments { .. } => "invalid_argument",
             ToolError::Memory(e) => e.kind(),
             ToolError::Internal { .. } => "internal_error",
+            ToolError::RemoteUnavailable { .. } => "remote_unavailable",
+            ToolError::Remote { .. } => "remote_error",
         }
     }
 
     /// The payload the agent receives. A [`MemoryError::Disabled`] (memory switched off between the check and the
-    /// call) is reported exactly like the up-front disabled check ([`disabled_payload`]).
+    /// call, or on the remote owner) is reported exactly like the up-front disabled check ([`disabled_payload`]); a
+    /// refusal by the remote owner carries the owner's code as `error_kind`.
     pub fn payload(&self, tool: &str) -> Value {
-        if matches!(self, ToolError::Memory(MemoryError::Disabled)) {
-            return disabled_payload(tool);
+        match self {
+            ToolError::Memory(MemoryError::Disabled) => disabled_payload(tool),
+            ToolError::Remote { code, .. } if code == MemoryError::Disabled.kind() => disabled_payload(tool),
+            ToolError::Remote { code, message } => json!({"success": false, "error": message, "error_kind": code}),
+            _ => json!({"success": false, "error": self.to_string(), "error_kind": self.kind()}),
         }
-        json!({"success": false, "error": self.to_string(), "error_kind": self.kind()})
     }
 }
 

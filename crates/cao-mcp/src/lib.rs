@@ -19,9 +19,12 @@
 //!   name is a protocol error.
 //! - Results are the service's result structs serialised as JSON text content, with the same object as
 //!   structured content; field names are those of spec/reference-facts.md "MCP payloads".
+//! - Calls are carried out by a [`MemoryBackend`]: the local service ([`LocalBackend`], the default) or, on a node
+//!   with a remote memory owner, the owner's HTTP API; the local switch above is checked before either.
 //! - Service calls are synchronous and run on tokio's blocking pool; recall counts accesses (`record_access`).
 //! - Nothing here writes to stdout (the stdio transport owns it); diagnostics go through `tracing`.
 
+mod backend;
 mod context;
 mod error;
 mod flush;
@@ -31,12 +34,13 @@ mod tools;
 
 pub mod process;
 
+pub use backend::{BackendFuture, LocalBackend, MemoryBackend};
 pub use context::{ContextSource, FixedContext};
 pub use error::{ToolError, disabled_payload};
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};
 pub use handle::ServiceHandle;
 pub use params::{ForgetParams, RecallParams, StoreParams};
-pub use tools::{MemoryTools, SERVER_NAME};
+pub use tools::{MemoryTools, SERVER_NAME, local_enabled};
 
 /// Name of the store tool.
 pub const STORE: &str = "memory_store";

@@ -1,5 +1,6 @@
 //! [`MemoryTools`]: the MCP server handler exposing `memory_store`, `memory_recall` and `memory_forget`.
 
+use crate::backend::{LocalBackend, MemoryBackend};
 use crate::context::ContextSource;
 use crate::error::ToolError;
 use crate::flush::FlushSignal;
@@ -7,7 +8,7 @@ use crate::handle::ServiceHandle;
 use crate::params::{ForgetParams, RecallParams, StoreParams};
 use crate::{FORGET, RECALL, STORE};
 use cao_core::TerminalContext;
-use cao_memory::{MemoryError, MemoryService};
+use cao_memory::MemoryError;
 use rmcp::handler::server::tool::schema_for_input;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListToolsResult,
@@ -16,8 +17,6 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use schemars::JsonSchema;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -51,13 +50,16 @@ there was nothing to remove. On failure {success: false, error, error_kind}.";
 /// The MCP handler for the memory tools. Cheap to clone (the service and the context source are shared), so an
 /// HTTP transport can build one per session.
 ///
-/// Every call: (1) if memory is disabled, returns the disabled payload and touches nothing; (2) parses the
-/// arguments; (3) opens the service if this is its first use ([`ServiceHandle`]) and runs the synchronous service call on the blocking pool; (4) returns the service result, or
+/// Every call: (1) if memory is disabled on this machine, returns the disabled payload and touches nothing (no
+/// remote owner is contacted); (2) hands the arguments to the [`MemoryBackend`]: the local one parses them, opens
+/// the service if this is its first use ([`ServiceHandle`]) and runs the synchronous service call on the blocking
+/// pool, a remote one sends them to the owner; (3) returns the result, or
 /// `{success: false, error, error_kind}`, as JSON text content plus structured content. Only an unknown tool name
 /// is a protocol error.
 #[derive(Clone)]
 pub struct MemoryTools {
     svc: ServiceHandle,
+    backend: Arc<dyn MemoryBackend>,
     context: Arc<dyn ContextSource>,
     flush: FlushSignal,
 }
@@ -65,6 +67,7 @@ pub struct MemoryTools {
 impl std::fmt::Debug for MemoryTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryTools")
+            .field("backend", &self.backend)
             .field("flush", &self.flush)
             .finish_non_exhaustive()
     }
@@ -74,7 +77,13 @@ impl MemoryTools {
     /// A handler over `svc` that takes each call's terminal context from `context` and raises `flush` after every
     /// successful store or forget.
     pub fn new(svc: ServiceHandle, context: Arc<dyn ContextSource>, flush: FlushSignal) -> Self {
-        Self { svc, context, flush }
+        let backend: Arc<dyn MemoryBackend> = Arc::new(LocalBackend::new(svc.clone()));
+        Self {
+            svc,
+            backend,
+            context,
+            flush,
+        }
     }
 
     /// The three tool definitions, with input schemas generated from [`StoreParams`], [`RecallParams`] and
@@ -100,6 +109,18 @@ impl MemoryTools {
         ]
     }
 
+    /// This handler with its calls carried out by `backend` (for example the remote owner's HTTP client) instead
+    /// of the local service. The `memory.enabled` switch is still read from the local home first.
+    pub fn with_backend(mut self, backend: Arc<dyn MemoryBackend>) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// The backend that carries out the calls.
+    pub fn backend(&self) -> &Arc<dyn MemoryBackend> {
+        &self.backend
+    }
+
     /// Run tool `name` with `arguments` as the terminal `ctx`, returning the JSON payload for the agent.
     ///
     /// Errors: only an unknown tool name (`invalid_params`); every other failure is a `success: false` payload.
@@ -109,25 +130,10 @@ impl MemoryTools {
         arguments: Option<JsonObject>,
         ctx: TerminalContext,
     ) -> Result<Value, ErrorData> {
-        let payload = match name {
-            STORE => {
-                self.run(STORE, arguments, ctx, |svc, ctx, p: StoreParams| {
-                    svc.store(ctx, p.into_request())
-                })
-                .await
-            }
-            RECALL => {
-                self.run(RECALL, arguments, ctx, |svc, ctx, p: RecallParams| {
-                    svc.recall(ctx, p.into_request())
-                })
-                .await
-            }
-            FORGET => {
-                self.run(FORGET, arguments, ctx, |svc, ctx, p: ForgetParams| {
-                    svc.forget(ctx, p.into_request())
-                })
-                .await
-            }
+        let tool = match name {
+            STORE => STORE,
+            RECALL => RECALL,
+            FORGET => FORGET,
             other => {
                 return Err(ErrorData::invalid_params(
                     format!("unknown tool {other:?}: expected one of {STORE}, {RECALL}, {FORGET}"),
@@ -135,35 +141,15 @@ impl MemoryTools {
                 ));
             }
         };
-        Ok(payload)
+        Ok(self.run(tool, arguments, ctx).await)
     }
 
-    /// The common call path (see the type docs).
-    async fn run<P, R, F>(&self, tool: &'static str, arguments: Option<JsonObject>, ctx: TerminalContext, f: F) -> Value
-    where
-        P: DeserializeOwned + Send + 'static,
-        R: Serialize + Send + 'static,
-        F: FnOnce(&MemoryService, &TerminalContext, P) -> Result<R, MemoryError> + Send + 'static,
-    {
-        let handle = self.svc.clone();
-        let task = tokio::task::spawn_blocking(move || -> Result<Value, ToolError> {
-            if !handle.enabled() {
-                return Err(ToolError::Memory(MemoryError::Disabled));
-            }
-            let params: P = parse_arguments(tool, arguments)?;
-            let svc = handle.get()?;
-            let result = f(&svc, &ctx, params)?;
-            serde_json::to_value(result).map_err(|e| ToolError::Internal {
-                tool,
-                reason: e.to_string(),
-            })
-        });
-        let outcome = match task.await {
-            Ok(outcome) => outcome,
-            Err(e) => Err(ToolError::Internal {
-                tool,
-                reason: e.to_string(),
-            }),
+    /// The common call path (see the type docs): the local switch first, then the backend.
+    async fn run(&self, tool: &'static str, arguments: Option<JsonObject>, ctx: TerminalContext) -> Value {
+        let outcome = if local_enabled(&self.svc).await {
+            self.backend.call(tool, arguments.unwrap_or_default(), ctx).await
+        } else {
+            Err(ToolError::Memory(MemoryError::Disabled))
         };
         match outcome {
             Ok(value) => {
@@ -178,7 +164,9 @@ impl MemoryTools {
                     ToolError::Memory(m) if m.is_client_error() => {
                         tracing::debug!(tool, kind = e.kind(), error = %e, "tool call refused")
                     }
-                    ToolError::Arguments { .. } => tracing::debug!(tool, error = %e, "tool call refused"),
+                    ToolError::Arguments { .. } | ToolError::Remote { .. } => {
+                        tracing::debug!(tool, error = %e, "tool call refused")
+                    }
                     _ => tracing::warn!(tool, kind = e.kind(), error = %e, "tool call failed"),
                 }
                 e.payload(tool)
@@ -187,12 +175,13 @@ impl MemoryTools {
     }
 }
 
-/// Deserialize the call's arguments (absent = `{}`) into `P`.
-fn parse_arguments<P: DeserializeOwned>(tool: &'static str, arguments: Option<JsonObject>) -> Result<P, ToolError> {
-    serde_json::from_value(Value::Object(arguments.unwrap_or_default())).map_err(|e| ToolError::Arguments {
-        tool,
-        reason: e.to_string(),
-    })
+/// Whether memory is enabled on this machine (`memory.enabled` / `CAO_MEMORY_ENABLED`), read on the blocking
+/// pool; fails open like the settings do.
+pub async fn local_enabled(svc: &ServiceHandle) -> bool {
+    let handle = svc.clone();
+    tokio::task::spawn_blocking(move || handle.enabled())
+        .await
+        .unwrap_or(true)
 }
 
 /// The `inputSchema` of `T`; an object schema is guaranteed for the parameter structs of this crate, and a

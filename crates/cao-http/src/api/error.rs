@@ -96,6 +96,22 @@ impl From<MemoryError> for ApiError {
     }
 }
 
+impl From<cao_mcp::ToolError> for ApiError {
+    /// A memory backend's failure: the owner's relayed code, 502 `remote_unavailable` when the remote owner cannot
+    /// be used, else the code of the failure.
+    fn from(e: cao_mcp::ToolError) -> Self {
+        match e {
+            cao_mcp::ToolError::Memory(m) => m.into(),
+            cao_mcp::ToolError::Remote { code, message } => Self::from_code(&code, message),
+            e @ cao_mcp::ToolError::RemoteUnavailable { .. } => {
+                tracing::warn!(error = %e, "memory owner unavailable");
+                Self::new(StatusCode::BAD_GATEWAY, e.kind(), e.to_string())
+            }
+            e => Self::new(StatusCode::INTERNAL_SERVER_ERROR, e.kind(), e.to_string()),
+        }
+    }
+}
+
 impl From<LifecycleError> for ApiError {
     fn from(e: LifecycleError) -> Self {
         let code = match &e {

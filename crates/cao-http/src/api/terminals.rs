@@ -5,8 +5,9 @@
 //! directory across server restarts.
 //!
 //! Registering a terminal of a provider with a config file (`claude_code`, `codex`, `kiro_cli`) and a cwd also
-//! writes the terminal's `<cao-memory>` block into that file ([`cao_memory::write_provider_file`]); the outcome is
-//! reported in the response. A failed write never fails the registration: the previous file stays as it was.
+//! writes the terminal's `<cao-memory>` block, built by the memory backend (the local service or the remote owner),
+//! into that file ([`cao_memory::write_provider_block`]); the outcome is reported in the response. A failed fetch
+//! or write never fails the registration: the previous file stays as it was.
 
 use super::{ApiError, ApiResult, ApiState, ErrorBody, nonempty, with_service};
 use axum::Json;
@@ -16,7 +17,7 @@ use axum::http::StatusCode;
 use cao_core::TerminalContext;
 use cao_core::time::format_ts;
 use cao_index::TerminalRow;
-use cao_memory::{ContextRequest, MemoryService, Provider, ProviderWrite, SkipReason};
+use cao_memory::{MemoryService, Provider, ProviderWrite, SkipReason};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use utoipa::{IntoParams, ToSchema};
@@ -236,22 +237,58 @@ pub async fn register_terminal(
         created_at: None,
         updated_at: None,
     };
-    with_service(&state, move |svc| {
+    let (status, stored) = with_service(&state, move |svc| {
         let (stored, inserted) = svc.index().upsert_terminal(&row, chrono::Utc::now())?;
-        let status = if inserted { StatusCode::CREATED } else { StatusCode::OK };
-        let provider_file = match (Provider::parse(&stored.provider), &stored.cwd) {
-            (Some(provider), Some(_)) => Some(ProviderFileOutcome::of(cao_memory::write_provider_file(
-                &svc,
-                provider,
-                &terminal_context(&stored),
-            ))),
-            _ => None,
-        };
-        let mut view = TerminalView::from(stored);
-        view.provider_file = provider_file;
-        Ok((status, Json(view)))
+        Ok((if inserted { StatusCode::CREATED } else { StatusCode::OK }, stored))
     })
-    .await
+    .await?;
+    let provider_file = match (Provider::parse(&stored.provider), &stored.cwd) {
+        (Some(provider), Some(cwd)) => {
+            Some(write_provider_file(&state, provider, cwd, terminal_context(&stored)).await)
+        }
+        _ => None,
+    };
+    let mut view = TerminalView::from(stored);
+    view.provider_file = provider_file;
+    Ok((status, Json(view)))
+}
+
+/// Write `ctx`'s block, built by the memory backend (the local service or the remote owner), into `provider`'s
+/// file under `cwd`: the cwd is validated before the block is fetched, and a failed fetch or write leaves the
+/// previous file as it was.
+async fn write_provider_file(
+    state: &ApiState,
+    provider: Provider,
+    cwd: &str,
+    ctx: TerminalContext,
+) -> ProviderFileOutcome {
+    let cwd = PathBuf::from(cwd);
+    let check = cwd.clone();
+    let refused = tokio::task::spawn_blocking(move || cao_memory::write_provider_block(provider, &check, None)).await;
+    if let Ok(Ok(w @ ProviderWrite::Refused { .. })) = refused {
+        return ProviderFileOutcome::of(Ok(w));
+    }
+    let block = match state.tools.backend().context(ctx, None).await {
+        Ok(block) => block,
+        Err(e) => {
+            tracing::warn!(error = %e, "provider file not written: the block could not be built");
+            return ProviderFileOutcome {
+                outcome: "error".to_owned(),
+                path: None,
+                reason: Some(e.to_string()),
+            };
+        }
+    };
+    let written =
+        tokio::task::spawn_blocking(move || cao_memory::write_provider_block(provider, &cwd, block.as_deref()))
+            .await
+            .unwrap_or_else(|e| {
+                Err(cao_memory::MemoryError::Io {
+                    context: format!("writing the {provider} file"),
+                    source: std::io::Error::other(e.to_string()),
+                })
+            });
+    ProviderFileOutcome::of(written)
 }
 
 /// The `<cao-memory>` block for a registered terminal's context.
@@ -262,6 +299,7 @@ pub async fn register_terminal(
         (status = 400, description = "Malformed query", body = ErrorBody),
         (status = 404, description = "Unknown terminal, or memory disabled", body = ErrorBody),
         (status = 422, description = "Budget out of range", body = ErrorBody),
+        (status = 502, description = "The remote memory owner (CAO_MEMORY_API_URL) is unavailable", body = ErrorBody),
     ))]
 pub async fn memory_context(
     State(state): State<ApiState>,
@@ -270,13 +308,14 @@ pub async fn memory_context(
 ) -> ApiResult<Json<ContextBlock>> {
     let Query(q) = query?;
     let budget = check_budget(q.budget)?;
-    with_service(&state, move |svc| {
+    let ctx = with_service(&state, move |svc| {
         let row = svc
             .index()
             .terminal(&id)?
             .ok_or_else(|| ApiError::not_found(format!("unknown terminal {id:?}: register it with POST /terminals")))?;
-        let block = svc.context_block(&terminal_context(&row), ContextRequest { budget })?;
-        Ok(Json(ContextBlock { block }))
+        Ok(terminal_context(&row))
     })
-    .await
+    .await?;
+    let block = state.tools.backend().context(ctx, budget).await?;
+    Ok(Json(ContextBlock { block }))
 }

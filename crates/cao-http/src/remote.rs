@@ -1,0 +1,454 @@
+//! [`RemoteBackend`]: a node whose memory owner is another `cao-server` (spec 000 "Context Injection", last
+//! paragraph).
+//!
+//! With `CAO_MEMORY_API_URL` set (for example `http://127.0.0.1:9889`), the MCP tools, context building and the
+//! provider-file writes of this node go to the owner's internal routes ([`crate::api::internal`]):
+//! `POST <url>/internal/memory/{store,recall,forget,context}` with the MCP tool arguments plus a `context` object
+//! (the caller's terminal context). `CAO_MEMORY_API_TOKEN`, when set, is sent as `Authorization: Bearer <token>`;
+//! `CAO_MEMORY_API_TIMEOUT_SECS` (default 5) bounds both connecting and the whole request.
+//!
+//! Invariants:
+//! - The local `memory.enabled` switch is checked by the callers before any method here runs, so with it off
+//!   nothing is sent.
+//! - No call panics or waits longer than the timeout. A connection failure, a timeout, a 401, a 5xx or a body that
+//!   is not the API's JSON is [`ToolError::RemoteUnavailable`] (`error_kind` `remote_unavailable`, naming the URL);
+//!   any other 4xx carrying the API's error JSON is the owner refusing the call, relayed with the owner's code
+//!   ([`ToolError::Remote`]), so an agent can correct its arguments.
+
+use cao_core::TerminalContext;
+use cao_mcp::{BackendFuture, FORGET, MemoryBackend, RECALL, STORE, ToolError};
+use reqwest::StatusCode;
+use rmcp::model::JsonObject;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Environment variable naming the owner's base URL; unset or empty = memory is local.
+pub const ENV_URL: &str = "CAO_MEMORY_API_URL";
+/// Environment variable holding the bearer token sent to the owner (optional).
+pub const ENV_TOKEN: &str = "CAO_MEMORY_API_TOKEN";
+/// Environment variable overriding the connect and request timeout, in whole seconds (1..=300).
+pub const ENV_TIMEOUT: &str = "CAO_MEMORY_API_TIMEOUT_SECS";
+/// Connect and request timeout when [`ENV_TIMEOUT`] is unset: 5 s.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A remote owner configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// `CAO_MEMORY_API_URL` is not an absolute http(s) URL.
+    #[error("invalid {ENV_URL} {0:?}: expected an http:// or https:// URL such as http://127.0.0.1:9889")]
+    Url(String),
+    /// `CAO_MEMORY_API_TIMEOUT_SECS` is not a whole number of seconds in 1..=300.
+    #[error("invalid {ENV_TIMEOUT} {0:?}: expected whole seconds in 1..=300")]
+    Timeout(String),
+    /// `CAO_MEMORY_API_TOKEN` cannot be sent in a header (control characters).
+    #[error("invalid {ENV_TOKEN}: it must be a single line of visible characters")]
+    Token,
+    /// The HTTP client could not be built (TLS setup).
+    #[error("cannot build the HTTP client for the memory owner: {0}")]
+    Client(String),
+}
+
+/// Where the owner is and how to reach it.
+#[derive(Clone)]
+pub struct RemoteConfig {
+    /// Base URL without a trailing `/`.
+    pub url: String,
+    /// Bearer token, if any.
+    pub token: Option<String>,
+    /// Connect and request timeout.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteConfig")
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl RemoteConfig {
+    /// A configuration for `url` without a token and with [`DEFAULT_TIMEOUT`].
+    ///
+    /// Errors: [`RemoteError::Url`] when `url` is not an http(s) URL.
+    pub fn new(url: &str) -> Result<Self, RemoteError> {
+        let trimmed = url.trim().trim_end_matches('/');
+        let parsed = reqwest::Url::parse(trimmed).map_err(|_| RemoteError::Url(url.to_owned()))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            return Err(RemoteError::Url(url.to_owned()));
+        }
+        Ok(Self {
+            url: trimmed.to_owned(),
+            token: None,
+            timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The configuration in the environment ([`ENV_URL`], [`ENV_TOKEN`], [`ENV_TIMEOUT`]); `None` when
+    /// `CAO_MEMORY_API_URL` is unset or empty (memory is local).
+    ///
+    /// Errors: a malformed URL, timeout or token ([`RemoteError`]).
+    pub fn from_env() -> Result<Option<Self>, RemoteError> {
+        let var = |name| {
+            std::env::var(name)
+                .ok()
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let Some(url) = var(ENV_URL) else {
+            return Ok(None);
+        };
+        let mut config = Self::new(&url)?;
+        config.token = var(ENV_TOKEN);
+        if let Some(t) = var(ENV_TIMEOUT) {
+            config.timeout = t
+                .parse::<u64>()
+                .ok()
+                .filter(|s| (1..=300).contains(s))
+                .map(Duration::from_secs)
+                .ok_or(RemoteError::Timeout(t))?;
+        }
+        Ok(Some(config))
+    }
+}
+
+/// The HTTP client of a remote memory owner (see the module docs). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct RemoteBackend {
+    config: RemoteConfig,
+    client: reqwest::Client,
+}
+
+impl RemoteBackend {
+    /// A client for `config` (rustls; no request is made now).
+    ///
+    /// Errors: [`RemoteError::Token`] for a token that cannot be a header value, [`RemoteError::Client`] when
+    /// the TLS client cannot be built.
+    pub fn new(config: RemoteConfig) -> Result<Self, RemoteError> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = &config.token {
+            let mut value =
+                reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| RemoteError::Token)?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(config.timeout)
+            .timeout(config.timeout)
+            .build()
+            .map_err(|e| RemoteError::Client(e.to_string()))?;
+        Ok(Self { config, client })
+    }
+
+    /// The owner's base URL.
+    pub fn url(&self) -> &str {
+        &self.config.url
+    }
+
+    fn unavailable(&self, reason: impl Into<String>) -> ToolError {
+        ToolError::RemoteUnavailable {
+            url: self.config.url.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    /// POST `body` to `<url>/internal/memory/<route>` and return the 2xx JSON body.
+    async fn post(&self, route: &str, body: Value) -> Result<Value, ToolError> {
+        let bytes =
+            serde_json::to_vec(&body).map_err(|e| self.unavailable(format!("cannot encode the request: {e}")))?;
+        let response = self
+            .client
+            .post(format!("{}/internal/memory/{route}", self.config.url))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(bytes)
+            .send()
+            .await
+            .map_err(|e| self.unavailable(describe(&e)))?;
+        let status = response.status();
+        let text = response.bytes().await.map_err(|e| self.unavailable(describe(&e)))?;
+        let json: Option<Value> = serde_json::from_slice(&text).ok();
+        if status.is_success() {
+            return json.ok_or_else(|| self.unavailable(format!("answered {status} with a body that is not JSON")));
+        }
+        let error = json
+            .as_ref()
+            .and_then(|v| Some((v["error"].as_str()?, v["message"].as_str().unwrap_or(""))));
+        match error {
+            Some((code, message)) if status.is_client_error() && status != StatusCode::UNAUTHORIZED => {
+                Err(ToolError::Remote {
+                    code: code.to_owned(),
+                    message: message.to_owned(),
+                })
+            }
+            Some((code, message)) => Err(self.unavailable(format!("answered {status} {code}: {message}"))),
+            None => Err(self.unavailable(format!("answered {status}"))),
+        }
+    }
+}
+
+/// One line for a transport error (timeouts and refused connections named as such).
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "no answer within the timeout (CAO_MEMORY_API_TIMEOUT_SECS)".to_owned()
+    } else if e.is_connect() {
+        "cannot connect".to_owned()
+    } else {
+        e.to_string()
+    }
+}
+
+/// The `context` object of the internal routes for `ctx`.
+fn context_json(ctx: &TerminalContext) -> Value {
+    json!({
+        "terminal_id": ctx.terminal_id,
+        "session_name": ctx.session_name,
+        "agent_profile": ctx.agent_profile,
+        "cwd": ctx.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        "project_id": ctx.project_id,
+        "provider": ctx.provider,
+    })
+}
+
+impl MemoryBackend for RemoteBackend {
+    fn call(
+        &self,
+        tool: &'static str,
+        args: JsonObject,
+        ctx: TerminalContext,
+    ) -> BackendFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move {
+            let route = match tool {
+                STORE => "store",
+                RECALL => "recall",
+                FORGET => "forget",
+                _ => {
+                    return Err(ToolError::Arguments {
+                        tool,
+                        reason: "unknown tool".to_owned(),
+                    });
+                }
+            };
+            let mut body = args;
+            body.insert("context".to_owned(), context_json(&ctx));
+            self.post(route, Value::Object(body)).await
+        })
+    }
+
+    fn context(
+        &self,
+        ctx: TerminalContext,
+        budget: Option<usize>,
+    ) -> BackendFuture<'_, Result<Option<String>, ToolError>> {
+        Box::pin(async move {
+            let body = json!({"budget": budget, "context": context_json(&ctx)});
+            let answer = self.post("context", body).await?;
+            match &answer["block"] {
+                Value::Null => Ok(None),
+                Value::String(s) => Ok(Some(s.clone())),
+                _ => Err(self.unavailable("answered a context without a `block` string")),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::Router;
+    use axum::http::HeaderMap;
+    use axum::routing::post;
+    use std::sync::{Arc, Mutex};
+
+    type Seen = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
+
+    /// A stub owner answering each internal route with `answer(route)`, recording what it received.
+    async fn stub(answer: fn(&str) -> (u16, String)) -> (String, Seen) {
+        let seen: Seen = Arc::default();
+        let mut app = Router::new();
+        for route in ["store", "recall", "forget", "context"] {
+            let seen = seen.clone();
+            app = app.route(
+                &format!("/internal/memory/{route}"),
+                post(move |headers: HeaderMap, body: String| async move {
+                    let auth = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
+                    let body: Value = serde_json::from_str(&body).expect("the client sends JSON");
+                    seen.lock().expect("lock").push((route.to_owned(), auth, body));
+                    let (status, text) = answer(route);
+                    (
+                        axum::http::StatusCode::from_u16(status).expect("status"),
+                        [("content-type", "application/json")],
+                        text,
+                    )
+                }),
+            );
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (format!("http://{addr}"), seen)
+    }
+
+    fn ctx() -> TerminalContext {
+        TerminalContext {
+            session_name: Some("sess-1".into()),
+            cwd: Some("/work/proj".into()),
+            ..Default::default()
+        }
+    }
+
+    fn args(v: Value) -> JsonObject {
+        match v {
+            Value::Object(m) => m,
+            _ => JsonObject::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn tool_calls_post_arguments_context_and_token_and_return_the_payload() {
+        let (url, seen) = stub(|route| match route {
+            "store" => (200, r#"{"success":true,"key":"k","action":"created"}"#.into()),
+            _ => (200, r#"{"block":"<cao-memory>x</cao-memory>"}"#.into()),
+        })
+        .await;
+        let mut config = RemoteConfig::new(&format!("{url}/")).expect("url");
+        config.token = Some("s3cret".into());
+        let remote = RemoteBackend::new(config).expect("client");
+        let payload = remote
+            .call(STORE, args(json!({"content": "use tabs", "key": "k"})), ctx())
+            .await
+            .expect("stored");
+        assert_eq!(payload["key"], "k");
+        assert_eq!(payload["success"], true);
+        let block = remote.context(ctx(), Some(500)).await.expect("context");
+        assert_eq!(block.as_deref(), Some("<cao-memory>x</cao-memory>"));
+
+        let seen = seen.lock().expect("lock").clone();
+        assert_eq!(seen.len(), 2);
+        let (route, auth, body) = &seen[0];
+        assert_eq!(route, "store");
+        assert_eq!(auth.as_deref(), Some("Bearer s3cret"));
+        assert_eq!(body["content"], "use tabs");
+        assert_eq!(body["context"]["session_name"], "sess-1");
+        assert_eq!(body["context"]["cwd"], "/work/proj");
+        assert_eq!(seen[1].0, "context");
+        assert_eq!(seen[1].2["budget"], 500);
+    }
+
+    #[tokio::test]
+    async fn owner_refusals_are_relayed_and_other_failures_are_remote_unavailable() {
+        let (url, _) = stub(|route| match route {
+            "store" => (
+                422,
+                r#"{"error":"secret_detected","message":"content looks like a secret"}"#.into(),
+            ),
+            "recall" => (
+                404,
+                r#"{"error":"memory_disabled","message":"memory is disabled"}"#.into(),
+            ),
+            "forget" => (
+                401,
+                r#"{"error":"unauthorized","message":"missing bearer token"}"#.into(),
+            ),
+            _ => (502, "bad gateway".into()),
+        })
+        .await;
+        let remote = RemoteBackend::new(RemoteConfig::new(&url).expect("url")).expect("client");
+
+        let e = remote
+            .call(STORE, args(json!({"content": "x"})), ctx())
+            .await
+            .expect_err("refused");
+        let p = e.payload(STORE);
+        assert_eq!(p["error_kind"], "secret_detected");
+        assert_eq!(p["error"], "content looks like a secret");
+
+        let p = remote
+            .call(RECALL, JsonObject::new(), ctx())
+            .await
+            .expect_err("disabled")
+            .payload(RECALL);
+        assert_eq!(
+            p["disabled"], true,
+            "the owner's disabled answer is the disabled payload: {p}"
+        );
+        assert_eq!(p["memories"], json!([]));
+
+        for e in [
+            remote
+                .call(FORGET, args(json!({"key": "k"})), ctx())
+                .await
+                .expect_err("401"),
+            remote.context(ctx(), None).await.expect_err("502"),
+        ] {
+            let p = e.payload(FORGET);
+            assert_eq!(p["success"], false);
+            assert_eq!(p["error_kind"], "remote_unavailable", "{p}");
+            assert!(
+                p["error"].as_str().is_some_and(|m| m.contains(&url)),
+                "names the URL: {p}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stopped_owner_is_remote_unavailable_within_the_timeout() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        drop(listener);
+        let mut config = RemoteConfig::new(&url).expect("url");
+        config.timeout = Duration::from_secs(2);
+        let remote = RemoteBackend::new(config).expect("client");
+        let started = std::time::Instant::now();
+        let p = remote
+            .call(RECALL, JsonObject::new(), ctx())
+            .await
+            .expect_err("down")
+            .payload(RECALL);
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert_eq!(p["error_kind"], "remote_unavailable");
+        assert!(
+            p["error"]
+                .as_str()
+                .is_some_and(|m| m.contains(&url) && m.contains("cannot connect")),
+            "{p}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_silent_owner_times_out() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        // Accepts connections but never answers.
+        let _keep = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((s, _)) = listener.accept().await {
+                held.push(s);
+            }
+        });
+        let mut config = RemoteConfig::new(&url).expect("url");
+        config.timeout = Duration::from_secs(1);
+        let remote = RemoteBackend::new(config).expect("client");
+        let started = std::time::Instant::now();
+        let e = remote.context(ctx(), None).await.expect_err("timeout");
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert_eq!(e.kind(), "remote_unavailable");
+        assert!(e.to_string().contains("timeout"), "{e}");
+    }
+
+    #[test]
+    fn config_rejects_bad_urls_and_redacts_the_token() {
+        for bad in ["", "127.0.0.1:9889", "ftp://h/", "http://"] {
+            assert!(RemoteConfig::new(bad).is_err(), "{bad:?}");
+        }
+        let mut c = RemoteConfig::new("https://owner.example:9889/").expect("url");
+        assert_eq!(c.url, "https://owner.example:9889");
+        c.token = Some("s3cret".into());
+        assert!(!format!("{c:?}").contains("s3cret"));
+    }
+}
