@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import subprocess
 import time
 
 import httpx
 
 import _flow
-from conftest import Server, Workspace, start_server
+from conftest import Server, Workspace, binary, clean_env, start_server
 from test_mcp_http import context_headers, http_session
 from test_mcp_stdio import stdio_session
 
@@ -84,6 +85,26 @@ def test_node_stores_and_recalls_through_the_owner(tmp_path: pathlib.Path, ws: W
         assert "Indent with tabs in this repo" in block.json()["block"]
         assert topic_files(node_ws.home) == [], "the node's home holds no memory"
 
+        # The CLI's block (context and inject) comes from the owner too; never with memory off locally.
+        def cao(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [str(binary("cao")), "memory", *args],
+                env=clean_env(CAO_HOME=str(tmp_path / "cli-home"), CAO_MEMORY_API_URL=owner.url, **env),
+                cwd=ws.cwd,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+
+        printed = cao("context", "--cwd", str(ws.cwd))
+        assert printed.returncode == 0 and "Indent with tabs in this repo" in printed.stdout, printed
+        injected = cao("inject", "--provider", "kiro_cli", "--cwd", str(ws.cwd))
+        assert injected.returncode == 0 and injected.stdout.startswith("written:"), injected
+        assert "Indent with tabs" in (ws.cwd / ".kiro" / "steering" / "cao-memory.md").read_text()
+        quiet = cao("context", "--cwd", str(ws.cwd), CAO_MEMORY_ENABLED="false")
+        assert (quiet.returncode, quiet.stdout) == (0, ""), quiet
+        assert not (tmp_path / "cli-home").exists()
+
         # Memory switched off on a node: nothing reaches the owner.
         before = audit_lines(ws.home)
         assert before >= 1
@@ -120,6 +141,8 @@ def test_node_stores_and_recalls_through_the_owner(tmp_path: pathlib.Path, ws: W
         asyncio.run(owner_down())
         down = httpx.get(f"{node.url}/terminals/term-9/memory-context", timeout=10)
         assert (down.status_code, down.json()["error"]) == (502, "remote_unavailable")
+        failed = cao("context", "--cwd", str(ws.cwd))
+        assert failed.returncode == 1 and owner.url in failed.stderr, failed
     finally:
         for srv in (off, node, owner):
             if srv is not None and srv.proc.poll() is None:

@@ -13,7 +13,8 @@
 //!   block the user's prompt. Claude Code's own `session_id` is not a cao session name and is not used; the
 //!   session scope comes from `CAO_SESSION_NAME` when cao started the terminal.
 //!
-//! Neither command creates the store: when the memory directory does not exist there is nothing to inject.
+//! Neither command creates the store: when the memory directory does not exist there is nothing to inject. With
+//! `CAO_MEMORY_API_URL` set (and memory enabled locally) the block comes from that memory owner ([`crate::remote`]).
 
 use crate::error::CliError;
 use cao_core::{CaoHome, Settings, TerminalContext};
@@ -229,6 +230,9 @@ fn build(home: CaoHome, ctx: &TerminalContext, budget: usize) -> Result<Option<S
     if !Settings::load(&home).memory_enabled() {
         tracing::info!("memory is disabled (memory.enabled / CAO_MEMORY_ENABLED); no context");
         return Ok(None);
+    }
+    if let Some(owner) = crate::remote::owner()? {
+        return crate::remote::block(owner, ctx, budget).map_err(CliError::failure);
     }
     if !home.memory_dir().is_dir() {
         return Ok(None);

@@ -104,6 +104,17 @@ pub fn run(args: InjectArgs, out: &mut dyn Write) -> Result<(), CliError> {
             },
             other => other,
         }
+    } else if let Some(owner) = crate::remote::owner()? {
+        // Validate DIR before asking the owner, as the local path does.
+        match write_provider_block(provider, &cwd, None)? {
+            refused @ ProviderWrite::Refused { .. } => refused,
+            _ => {
+                let block = crate::remote::block(owner, &ctx, args.budget)
+                    .map_err(|e| CliError::failure_with_hint(e, unchanged_hint))?;
+                write_provider_block(provider, &cwd, block.as_deref())
+                    .map_err(|e| CliError::failure_with_hint(e.to_string(), unchanged_hint))?
+            }
+        }
     } else if !home.memory_dir().is_dir() {
         write_provider_block(provider, &cwd, None)?
     } else {

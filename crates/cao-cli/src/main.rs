@@ -23,6 +23,7 @@ mod inject;
 mod memory;
 mod output;
 mod relationships;
+mod remote;
 
 use clap::Parser;
 use std::io::{IsTerminal, Write};
