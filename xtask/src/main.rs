@@ -1,9 +1,14 @@
 //! Project automation, run as `cargo xtask <command>` (alias in `.cargo/config.toml`).
 //!
 //! - `test`: the full gate CI runs — fmt, clippy, Rust tests, doctests, then the Python end-to-end tests in
-//!   `tests/e2e` against freshly built debug binaries. Stops at the first failing step and names it.
+//!   `tests/e2e` against freshly built debug binaries, then `fuzz-api` with its defaults (skipped when schemathesis
+//!   cannot be installed). Stops at the first failing step and names it.
 //! - `golden`: the snapshot (insta) tests in check-only mode, plus a report of pending snapshot files.
 //! - `bench` / `retrieval`: forward to the `cao-bench` crate's binaries in release mode.
+//! - `fuzz-api`: schemathesis (pinned in `tests/fuzz/requirements.txt`, installed on demand into a virtualenv in the
+//!   target directory) against `/openapi.json` of a freshly built debug `cao-server` on a free loopback port with a
+//!   seeded temporary `CAO_HOME`; fails on any 5xx or response that does not match the document. The server is
+//!   always stopped afterwards.
 //!
 //! Invariants: every command runs from the workspace root whatever the caller's directory; the target directory is
 //! the one cargo itself uses (so `CARGO_TARGET_DIR` and config are respected); xtask depends on no workspace crate,
@@ -33,7 +38,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// fmt check, clippy, Rust tests (nextest when installed), doctests, Python end-to-end tests.
+    /// fmt check, clippy, Rust tests (nextest when installed), doctests, Python end-to-end tests, fuzz-api.
     Test,
     /// Snapshot tests with INSTA_UPDATE=no; reports pending `.snap.new` / `.pending-snap` files.
     Golden,
@@ -41,6 +46,32 @@ enum Cmd {
     Bench(Forward),
     /// `cargo run --release -p cao-bench --bin retrieval -- <ARGS>`.
     Retrieval(Forward),
+    /// schemathesis against a live debug cao-server's /openapi.json (no 5xx, responses match the schema).
+    FuzzApi(FuzzArgs),
+}
+
+#[derive(Debug, Args)]
+struct FuzzArgs {
+    /// Examples per operation and phase (schemathesis `--max-examples`).
+    #[arg(long, default_value_t = 20)]
+    max_examples: u32,
+    /// Wall-clock bound of the schemathesis run in seconds; reaching it fails the command.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// Random seed of the generated requests (fixed by default so a run is reproducible).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl Default for FuzzArgs {
+    /// The CLI defaults (what `cargo xtask test` runs).
+    fn default() -> Self {
+        Self {
+            max_examples: 20,
+            timeout: 300,
+            seed: 1,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -58,6 +89,7 @@ fn main() -> ExitCode {
             Cmd::Golden => golden(&root),
             Cmd::Bench(fwd) => bench(&root, "bench", fwd.args),
             Cmd::Retrieval(fwd) => bench(&root, "retrieval", fwd.args),
+            Cmd::FuzzApi(a) => fuzz_api(&root, &a).map(|()| ExitCode::SUCCESS),
         },
         Err(e) => Err(e),
     };
@@ -283,6 +315,22 @@ fn test(root: &Path) -> Result<ExitCode> {
         gate.run("e2e (pytest)", cmd)?;
     }
 
+    // Last: schemathesis against a live server (about 15 s once installed); skipped, not failed, when it cannot be
+    // installed (offline machine).
+    match schemathesis(root)? {
+        None => gate.skip(
+            "fuzz-api",
+            "schemathesis could not be installed from tests/fuzz/requirements.txt",
+        ),
+        Some(st) => {
+            println!("\n==> [fuzz-api] cargo xtask fuzz-api");
+            if let Err(e) = run_fuzz(root, &st, &FuzzArgs::default()) {
+                gate.fail("fuzz-api", &format!("{e:#}"))?;
+            }
+            gate.passed.push("fuzz-api".to_owned());
+        }
+    }
+
     gate.summary();
     Ok(ExitCode::SUCCESS)
 }
@@ -411,4 +459,230 @@ fn bench(root: &Path, bin: &str, args: Vec<OsString>) -> Result<ExitCode> {
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         None => ExitCode::FAILURE,
     })
+}
+
+/// The memories a fuzz run starts with (key, scope, content), so list/get/recall routes return data.
+const FUZZ_SEED: &[(&str, &str, &str)] = &[
+    (
+        "build-command",
+        "project",
+        "Build with cargo build --workspace; tests run with cargo xtask test.",
+    ),
+    (
+        "style-guide",
+        "global",
+        "Prefer small functions; errors are one actionable line.",
+    ),
+    (
+        "deploy-notes",
+        "project",
+        "Deploys go through the staging cluster first; unicode: caf\u{e9} \u{1f680}.",
+    ),
+    (
+        "session-todo",
+        "session",
+        "Finish the review of the HTTP API before lunch.",
+    ),
+];
+
+/// A `cao-server` child process, stopped (SIGTERM, then SIGKILL after 5 s) when dropped.
+struct Server {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Server {
+    /// Starts `bin --port 0` with `CAO_HOME=home` and waits for its "listening on" line.
+    fn start(bin: &Path, home: &Path) -> Result<Self> {
+        use std::io::BufRead;
+        let mut child = Command::new(bin)
+            .args(["--host", "127.0.0.1", "--port", "0"])
+            .env("CAO_HOME", home)
+            .env_remove("CAO_MEMORY_API_URL")
+            .env_remove("CAO_MEMORY_ENABLED")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .with_context(|| format!("could not start {}", bin.display()))?;
+        let stderr = child.stderr.take().context("cao-server stderr is not piped")?;
+        let mut server = Self {
+            child,
+            addr: String::new(),
+        };
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let addr = loop {
+            let Some(line) = lines.next() else {
+                bail!("cao-server exited before printing its `listening on` line");
+            };
+            let line = line.context("could not read cao-server's stderr")?;
+            if let Some(rest) = line.strip_prefix("cao-server listening on http://") {
+                break rest.trim().to_owned();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe; its log is not needed.
+        std::thread::spawn(move || lines.for_each(drop));
+        server.addr = addr;
+        Ok(server)
+    }
+
+    /// `POST path` with a JSON body on a fresh connection; returns the status code and the body.
+    fn post(&self, path: &str, body: &serde_json::Value) -> Result<(u16, String)> {
+        use std::io::{Read, Write};
+        let body = body.to_string();
+        let mut s = std::net::TcpStream::connect(&self.addr)
+            .with_context(|| format!("could not connect to cao-server at {}", self.addr))?;
+        write!(
+            s,
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )?;
+        let mut resp = String::new();
+        s.read_to_string(&mut resp)
+            .with_context(|| format!("no answer to POST {path}"))?;
+        let status = resp
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .with_context(|| format!("POST {path}: not an HTTP response: {:?}", resp.lines().next()))?;
+        let body = resp
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default();
+        Ok((status, body))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
+        for _ in 0..50 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The schemathesis executable of the fuzz virtualenv (`<target>/fuzz-venv`), creating the virtualenv and
+/// installing `tests/fuzz/requirements.txt` into it when schemathesis is missing. `Ok(None)` when it cannot be
+/// installed (no Python venv support, no network): the reason is printed.
+fn schemathesis(root: &Path) -> Result<Option<PathBuf>> {
+    let venv = target_dir(root)?.join("fuzz-venv");
+    let exe = venv.join("bin").join("schemathesis");
+    let works = |exe: &Path| {
+        Command::new(exe)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if works(&exe) {
+        return Ok(Some(exe));
+    }
+    let requirements = root.join("tests").join("fuzz").join("requirements.txt");
+    println!(
+        "==> [fuzz-api] installing {} into {}",
+        requirements.display(),
+        venv.display()
+    );
+    let made = Command::new(python())
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        println!("could not create a Python virtualenv at {}", venv.display());
+        return Ok(None);
+    }
+    let installed = Command::new(venv.join("bin").join("python"))
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+        .arg(&requirements)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !installed || !works(&exe) {
+        println!("could not install schemathesis from {}", requirements.display());
+        return Ok(None);
+    }
+    Ok(Some(exe))
+}
+
+/// `cargo xtask fuzz-api`; fails when schemathesis cannot be installed.
+fn fuzz_api(root: &Path, args: &FuzzArgs) -> Result<()> {
+    let Some(st) = schemathesis(root)? else {
+        bail!("schemathesis is not available; install it with `pip install -r tests/fuzz/requirements.txt`");
+    };
+    run_fuzz(root, &st, args)
+}
+
+/// Builds the debug cao-server, seeds a temporary home, runs schemathesis and stops the server.
+fn run_fuzz(root: &Path, st: &Path, args: &FuzzArgs) -> Result<()> {
+    let started = Instant::now();
+    let build = cargo(root, &["build", "-p", "cao-server", "--locked"])
+        .status()
+        .context("could not start `cargo build`")?;
+    if !build.success() {
+        bail!("`cargo build -p cao-server` failed ({build})");
+    }
+    let target = target_dir(root)?;
+    let work = target.join("fuzz-api");
+    let home = work.join(format!("home-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
+    let result = fuzz_against(&target.join("debug").join("cao-server"), &home, &work, st, args);
+    let _ = std::fs::remove_dir_all(&home);
+    result?;
+    println!(
+        "\nxtask fuzz-api: OK in {:.1}s, no findings",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn fuzz_against(bin: &Path, home: &Path, work: &Path, st: &Path, args: &FuzzArgs) -> Result<()> {
+    let server = Server::start(bin, home)?;
+    for (key, scope, content) in FUZZ_SEED {
+        let body = serde_json::json!({
+            "key": key, "scope": scope, "content": content, "tags": "seed,fuzz",
+            "context": {"session_name": "fuzz-session", "project_id": "fuzz-project"},
+        });
+        let (status, answer) = server.post("/internal/memory/store", &body)?;
+        if status != 200 {
+            bail!("seeding memory {key} failed with HTTP {status}: {answer}");
+        }
+    }
+    let url = format!("http://{}/openapi.json", server.addr);
+    let mut cmd = Command::new(st);
+    cmd.arg("run")
+        .arg(&url)
+        .args(["--checks", "not_a_server_error,response_schema_conformance"])
+        .arg(format!("--max-examples={}", args.max_examples))
+        .args(["--workers", "1", "--no-color"])
+        .arg(format!("--seed={}", args.seed))
+        .current_dir(work);
+    println!("\n==> [fuzz-api] {}", Shown(&cmd));
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("could not start {}", st.display()))?;
+    let deadline = Instant::now() + std::time::Duration::from_secs(args.timeout);
+    let status = loop {
+        if let Some(status) = child.try_wait().context("could not wait for schemathesis")? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("schemathesis did not finish within {} s (--timeout)", args.timeout);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    drop(server);
+    if !status.success() {
+        bail!("schemathesis reported findings against {url} ({status}); see its report above");
+    }
+    Ok(())
 }

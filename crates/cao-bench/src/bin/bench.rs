@@ -151,9 +151,7 @@ fn main() -> Result<()> {
             row(size, &format!("index bm25 pool, limit {limit}"), &bm);
             row(size, &format!("index metadata pool, limit {limit}"), &meta);
         }
-        if size == 10_000 {
-            context_rows(size, &svc, &home, &ctx, args.queries)?;
-        }
+        context_latency(size, &svc, &ctx, args.queries)?;
         cold_cli(size, &root)?;
         server_rss(size, &root, &questions)?;
     }
@@ -217,57 +215,155 @@ fn server_rss(size: usize, root: &std::path::Path, questions: &[String]) -> Resu
         "| {size} | cao-server peak RSS after loading + 200 recalls | {} | | |",
         hwm.trim_start_matches("VmHWM:").trim()
     );
+    http_load(size, &addr, questions)?;
     let _ = std::process::Command::new("kill").arg(child.id().to_string()).status();
     let _ = child.wait();
     Ok(())
 }
 
-/// Injection cost of the eligibility seam: the context block with no edges (lifecycle off), then with 1 000 active
-/// supersedes edges between project memories (`m{i} -> m{i-5}` for every tenth key, so about one project memory in
-/// six near the top is excluded) and the lifecycle flag on, each after 20 warm-up builds. The edges stay in the home.
-fn context_rows(size: usize, svc: &MemoryService, home: &CaoHome, ctx: &TerminalContext, n: usize) -> Result<()> {
-    let measure = |svc: &MemoryService| -> Result<Stats> {
-        for _ in 0..20 {
-            std::hint::black_box(svc.context_block(ctx, cao_memory::ContextRequest::default())?);
-        }
-        let mut st = Stats::default();
-        for _ in 0..n {
-            let t = Instant::now();
-            std::hint::black_box(svc.context_block(ctx, cao_memory::ContextRequest::default())?);
-            st.push(t.elapsed());
-        }
-        Ok(st)
-    };
-    row(size, "context block, no edges", &measure(svc)?);
-    let rel = cao_lifecycle::RelationshipService::new(svc.index().clone(), Arc::new(SystemClock));
-    let mut edges = 0;
-    for i in (5..size).step_by(10).take(1_000) {
-        rel.create(cao_lifecycle::NewRelationship {
-            scope: cao_core::Scope::Project,
-            scope_id: Some("bench-project".into()),
-            source_key: format!("m{i}"),
-            target_key: format!("m{}", i - 5),
-            rel_type: "supersedes".into(),
-            origin: None,
-            status: None,
-            confidence: None,
-            rank: None,
-            attributes: None,
-        })?;
-        edges += 1;
+/// `MemoryService::context_block` (the `<cao-memory>` block, default budget) for the bench terminal, after 20
+/// warm-up builds: what every injection (hook, provider file, `/terminals/{id}/memory-context`) pays.
+fn context_latency(size: usize, svc: &MemoryService, ctx: &TerminalContext, n: usize) -> Result<()> {
+    for _ in 0..20 {
+        std::hint::black_box(svc.context_block(ctx, cao_memory::ContextRequest::default())?);
     }
-    let on = MemoryService::open_with(
-        home.clone(),
-        Settings::from_value(serde_json::json!({"memory": {"lifecycle": {"enabled": true}}})),
-        Arc::new(SystemClock),
-    )?;
-    let with = measure(&on)?;
+    let mut st = Stats::default();
+    for _ in 0..n {
+        let t = Instant::now();
+        let block = svc.context_block(ctx, cao_memory::ContextRequest::default())?;
+        st.push(t.elapsed());
+        anyhow::ensure!(block.is_some(), "the context block is empty at {size} memories");
+    }
+    row(size, "context block (default budget)", &st);
+    Ok(())
+}
+
+/// Connections of the HTTP load client.
+const LOAD_CONNECTIONS: usize = 16;
+/// Measured requests of the HTTP load client (after [`LOAD_WARMUP`] unmeasured ones).
+const LOAD_REQUESTS: usize = 10_000;
+/// Warm-up requests of the HTTP load client.
+const LOAD_WARMUP: usize = 500;
+
+/// Recall throughput of the running server: [`LOAD_CONNECTIONS`] keep-alive HTTP/1.1 connections (one thread each,
+/// one request in flight per connection) share [`LOAD_REQUESTS`] `POST /internal/memory/recall` calls (the
+/// `memory_recall` tool path without the JSON-RPC envelope; tool defaults: hybrid search, recency order, limit 10,
+/// access recorded) cycling through the LoCoMo questions. Reports requests/s over the whole run and per-request
+/// latency p50/p99 (client side, so queueing in the server counts).
+fn http_load(size: usize, addr: &str, questions: &[String]) -> Result<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let requests: Arc<Vec<Vec<u8>>> = Arc::new(
+        questions
+            .iter()
+            .take(500)
+            .map(|q| {
+                let body = serde_json::json!({
+                    "query": q,
+                    "context": {"session_name": "bench", "agent_profile": "bench", "project_id": "bench-project"},
+                })
+                .to_string();
+                format!(
+                    "POST /internal/memory/recall HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+                .into_bytes()
+            })
+            .collect(),
+    );
+    let run = |total: usize| -> Result<(Stats, std::time::Duration)> {
+        let next = Arc::new(AtomicUsize::new(0));
+        let start = Instant::now();
+        let workers: Vec<_> = (0..LOAD_CONNECTIONS)
+            .map(|_| {
+                let (next, requests, addr) = (next.clone(), requests.clone(), addr.to_owned());
+                std::thread::spawn(move || -> Result<Vec<std::time::Duration>> {
+                    let mut conn = KeepAlive::connect(&addr)?;
+                    let mut lat = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= total {
+                            return Ok(lat);
+                        }
+                        let t = Instant::now();
+                        conn.call(&requests[i % requests.len()])?;
+                        lat.push(t.elapsed());
+                    }
+                })
+            })
+            .collect();
+        let mut st = Stats::default();
+        for w in workers {
+            let lat = w.join().map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
+            lat.into_iter().for_each(|d| st.push(d));
+        }
+        Ok((st, start.elapsed()))
+    };
+    run(LOAD_WARMUP)?;
+    let (st, wall) = run(LOAD_REQUESTS)?;
     row(
         size,
-        &format!("context block, {edges} supersedes edges, lifecycle on"),
-        &with,
+        &format!("HTTP recall load, {LOAD_CONNECTIONS} keep-alive conns (POST /internal/memory/recall)"),
+        &st,
+    );
+    println!(
+        "| {size} | HTTP recall load throughput | {:.0} req/s | | {} |",
+        st.len() as f64 / wall.as_secs_f64(),
+        st.len()
     );
     Ok(())
+}
+
+/// One keep-alive HTTP/1.1 connection with at most one request in flight; bodies are `Content-Length` framed.
+struct KeepAlive {
+    stream: std::net::TcpStream,
+    buf: Vec<u8>,
+}
+
+impl KeepAlive {
+    fn connect(addr: &str) -> Result<Self> {
+        let stream = std::net::TcpStream::connect(addr).with_context(|| format!("connect to {addr}"))?;
+        stream.set_nodelay(true)?;
+        Ok(Self {
+            stream,
+            buf: Vec::with_capacity(64 * 1024),
+        })
+    }
+
+    /// Send one request and read its whole response; errors on a non-200 status.
+    fn call(&mut self, request: &[u8]) -> Result<()> {
+        use std::io::{Read, Write};
+        self.stream.write_all(request)?;
+        self.buf.clear();
+        let mut chunk = [0u8; 16 * 1024];
+        let (head_end, len) = loop {
+            let n = self.stream.read(&mut chunk)?;
+            anyhow::ensure!(n > 0, "the server closed the connection");
+            self.buf.extend_from_slice(&chunk[..n]);
+            if let Some(p) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = std::str::from_utf8(&self.buf[..p])?;
+                anyhow::ensure!(
+                    head.starts_with("HTTP/1.1 200"),
+                    "recall over HTTP failed: {}",
+                    head.lines().next().unwrap_or("")
+                );
+                let len = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .context("response without Content-Length")?;
+                break (p + 4, len);
+            }
+        };
+        while self.buf.len() < head_end + len {
+            let n = self.stream.read(&mut chunk)?;
+            anyhow::ensure!(n > 0, "the server closed the connection mid-body");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+        Ok(())
+    }
 }
 
 fn row(size: usize, op: &str, st: &Stats) {
