@@ -152,6 +152,9 @@ fn main() -> Result<()> {
             row(size, &format!("index metadata pool, limit {limit}"), &meta);
         }
         context_latency(size, &svc, &ctx, args.queries)?;
+        if size == 10_000 {
+            context_rows(size, &svc, &home, &ctx, args.queries)?;
+        }
         cold_cli(size, &root)?;
         server_rss(size, &root, &questions)?;
     }
@@ -364,6 +367,54 @@ impl KeepAlive {
         }
         Ok(())
     }
+}
+
+/// Injection cost of the eligibility seam: the context block with no edges (lifecycle off), then with 1 000 active
+/// supersedes edges between project memories (`m{i} -> m{i-5}` for every tenth key, so about one project memory in
+/// six near the top is excluded) and the lifecycle flag on, each after 20 warm-up builds. The edges stay in the home.
+fn context_rows(size: usize, svc: &MemoryService, home: &CaoHome, ctx: &TerminalContext, n: usize) -> Result<()> {
+    let measure = |svc: &MemoryService| -> Result<Stats> {
+        for _ in 0..20 {
+            std::hint::black_box(svc.context_block(ctx, cao_memory::ContextRequest::default())?);
+        }
+        let mut st = Stats::default();
+        for _ in 0..n {
+            let t = Instant::now();
+            std::hint::black_box(svc.context_block(ctx, cao_memory::ContextRequest::default())?);
+            st.push(t.elapsed());
+        }
+        Ok(st)
+    };
+    row(size, "context block, no edges", &measure(svc)?);
+    let rel = cao_lifecycle::RelationshipService::new(svc.index().clone(), Arc::new(SystemClock));
+    let mut edges = 0;
+    for i in (5..size).step_by(10).take(1_000) {
+        rel.create(cao_lifecycle::NewRelationship {
+            scope: cao_core::Scope::Project,
+            scope_id: Some("bench-project".into()),
+            source_key: format!("m{i}"),
+            target_key: format!("m{}", i - 5),
+            rel_type: "supersedes".into(),
+            origin: None,
+            status: None,
+            confidence: None,
+            rank: None,
+            attributes: None,
+        })?;
+        edges += 1;
+    }
+    let on = MemoryService::open_with(
+        home.clone(),
+        Settings::from_value(serde_json::json!({"memory": {"lifecycle": {"enabled": true}}})),
+        Arc::new(SystemClock),
+    )?;
+    let with = measure(&on)?;
+    row(
+        size,
+        &format!("context block, {edges} supersedes edges, lifecycle on"),
+        &with,
+    );
+    Ok(())
 }
 
 fn row(size: usize, op: &str, st: &Stats) {
