@@ -21,6 +21,16 @@
 //!   blocks DNS-rebinding attacks on a server bound to localhost; `/mcp` requests carrying an `Origin` header
 //!   (that is, sent by a web page) are refused with 403, so a page in the user's browser cannot call the tools.
 //! - Cancelling [`HttpConfig::shutdown`] ends in-flight MCP streams so graceful shutdown cannot hang on them.
+//! - With [`HttpConfig::auth`] set, every route but `/health` and `/openapi.json` needs an RS256 bearer token
+//!   ([`auth`]): the REST read group `cao:read`, the write group `cao:write`, the admin (delete) group `cao:admin`;
+//!   `/mcp` `cao:read`, `cao:write` to store, `cao:admin` to forget. 401/403 otherwise. Auth is off by default.
+
+pub mod auth;
+
+pub use auth::{
+    ApiScope, AuthConfig, AuthError, Authenticator, JwksSource, Principal, Rejection, RequireScope,
+    RequireScopeService, mcp_required_scope, require_mcp_scope, require_scope,
+};
 
 use axum::Router;
 use axum::extract::State;
@@ -67,6 +77,9 @@ pub struct HttpConfig {
     pub shutdown: CancellationToken,
     /// Raised after every successful store or forget; drives the `index.md` flusher.
     pub flush: FlushSignal,
+    /// Bearer-token authentication; `None` (the default) serves every route without it. See [`auth`](crate::auth)
+    /// for the token rules and [`require_scope`] for guarding route groups.
+    pub auth: Option<Authenticator>,
 }
 
 impl Default for HttpConfig {
@@ -75,6 +88,7 @@ impl Default for HttpConfig {
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             shutdown: CancellationToken::new(),
             flush: FlushSignal::new(),
+            auth: None,
         }
     }
 }
@@ -134,11 +148,14 @@ pub fn router(svc: ServiceHandle, config: HttpConfig) -> Router {
 /// `memory.enabled` switch is still read from `svc`'s home before anything reaches `backend`.
 pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<dyn cao_mcp::MemoryBackend>) -> Router {
     let tools = MemoryTools::new(svc.clone(), Arc::new(HeaderContext), config.flush.clone()).with_backend(backend);
-    let (api_router, doc) = api_router(api::ApiState {
-        svc: svc.clone(),
-        tools: tools.clone(),
-        flush: config.flush.clone(),
-    });
+    let (api_router, doc) = api_router(
+        api::ApiState {
+            svc: svc.clone(),
+            tools: tools.clone(),
+            flush: config.flush.clone(),
+        },
+        config.auth.clone(),
+    );
     let mcp_config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -153,7 +170,11 @@ pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<
     );
     Router::new()
         .route("/health", get(health))
-        .route_service("/mcp", mcp)
+        .merge(
+            Router::new()
+                .route_service("/mcp", mcp)
+                .route_layer(require_mcp_scope(config.auth.clone())),
+        )
         .with_state(svc.clone())
         .merge(api_router)
         .route("/openapi.json", get(openapi_json).with_state(Arc::new(doc)))
@@ -163,11 +184,11 @@ pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<
 
 /// The REST API ([`api`]) as one router, and its OpenAPI document (which also describes `/health`, `/mcp` and
 /// `/openapi.json`). Each group is an `OpenApiRouter` before it is merged, so a layer can be applied per group.
-fn api_router(state: api::ApiState) -> (Router, utoipa::openapi::OpenApi) {
+fn api_router(state: api::ApiState, auth: Option<Authenticator>) -> (Router, utoipa::openapi::OpenApi) {
     utoipa_axum::router::OpenApiRouter::with_openapi(<api::ApiDoc as utoipa::OpenApi>::openapi())
-        .merge(api::read_routes())
-        .merge(api::write_routes())
-        .merge(api::admin_routes())
+        .merge(api::read_routes().route_layer(require_scope(auth.clone(), ApiScope::Read)))
+        .merge(api::write_routes().route_layer(require_scope(auth.clone(), ApiScope::Write)))
+        .merge(api::admin_routes().route_layer(require_scope(auth, ApiScope::Admin)))
         .with_state(state)
         .split_for_parts()
 }

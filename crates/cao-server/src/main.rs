@@ -9,10 +9,14 @@
 //!   [`SHUTDOWN_GRACE`]), flushes `index.md`, and exits with status 0.
 //! - Nothing is created on disk until the first MCP call with memory enabled.
 //! - Retention (`cao memory cleanup`) runs once in the background after binding; its errors never stop the server.
+//! - Authentication is off unless `--auth-jwks`, `--auth-audience` and `--auth-issuer` are given (all three or
+//!   none; clap exits 2 otherwise). The JWKS is loaded before binding: an unusable one stops the server (exit 1).
+//! - A non-loopback `--host` with authentication off is refused with exit status 2 and one stderr line naming
+//!   `--allow-unauthenticated-remote`, unless that flag (or `CAO_ALLOW_UNAUTHENTICATED_REMOTE=true`) is given.
 
 use anyhow::Context as _;
 use cao_core::CaoHome;
-use cao_http::HttpConfig;
+use cao_http::{AuthConfig, Authenticator, HttpConfig, JwksSource};
 use cao_mcp::{DEFAULT_FLUSH_INTERVAL, FlushSignal, ServiceHandle, run_index_flusher};
 use clap::Parser;
 use std::io::Write as _;
@@ -33,20 +37,58 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
     long_about = "cao server: memory tools over MCP streamable HTTP at /mcp, and GET /health.\n\n\
 MCP clients pass their terminal context in headers: X-CAO-Session-Name, X-CAO-Agent-Profile, X-CAO-Terminal-Id, \
 X-CAO-Provider, X-CAO-Cwd (absolute path; the project is derived from it) or X-CAO-Project-Id.\n\n\
+Authentication (off by default): --auth-jwks, --auth-audience and --auth-issuer together require an RS256 bearer \
+token on /mcp and the API (scopes cao:read, cao:write, cao:admin); /health stays open.\n\n\
 Environment: CAO_HOME (store location), CAO_MEMORY_ENABLED, CAO_LOG_LEVEL or RUST_LOG (stderr log filter)."
 )]
 struct Args {
-    /// Address to bind. A non-loopback address accepts any Host header (there is no authentication: expose it
-    /// only on trusted networks).
+    /// Address to bind. A non-loopback address accepts any Host header and needs authentication (--auth-jwks)
+    /// or --allow-unauthenticated-remote.
     #[arg(long, env = "CAO_SERVER_HOST", default_value = "127.0.0.1")]
     host: IpAddr,
     /// Port to bind; 0 picks a free port (the chosen one is printed in the "listening on" line).
     #[arg(long, env = "CAO_SERVER_PORT", default_value_t = 9889)]
     port: u16,
+    /// JWKS holding the token signing keys: a file path or an http(s) URL (fetched at start, re-fetched when a
+    /// token names an unknown key id). Turns authentication on; needs --auth-audience and --auth-issuer.
+    #[arg(long, env = "CAO_AUTH_JWKS", value_name = "PATH_OR_URL", requires_all = ["auth_audience", "auth_issuer"])]
+    auth_jwks: Option<String>,
+    /// Audience a token's `aud` claim must contain.
+    #[arg(long, env = "CAO_AUTH_AUDIENCE", requires = "auth_jwks")]
+    auth_audience: Option<String>,
+    /// Issuer a token's `iss` claim must equal.
+    #[arg(long, env = "CAO_AUTH_ISSUER", requires = "auth_jwks")]
+    auth_issuer: Option<String>,
+    /// Allow binding a non-loopback address with authentication off (anyone who can reach the port can read and
+    /// delete memories).
+    #[arg(
+        long,
+        env = "CAO_ALLOW_UNAUTHENTICATED_REMOTE",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        action = clap::ArgAction::SetTrue
+    )]
+    allow_unauthenticated_remote: bool,
+}
+
+/// Exit status of a refused configuration (the same status clap uses for usage errors).
+const EXIT_USAGE: u8 = 2;
+
+/// Whether `ip` is a loopback address (IPv4-mapped IPv6 loopback included).
+fn is_loopback(ip: IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if !is_loopback(args.host) && args.auth_jwks.is_none() && !args.allow_unauthenticated_remote {
+        // One line, before logging starts, so supervisors and scripts see exactly the reason.
+        eprintln!(
+            "cao-server: refusing to bind non-loopback address {} without authentication; configure --auth-jwks, \
+--auth-audience and --auth-issuer, or pass --allow-unauthenticated-remote",
+            args.host
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
     cao_mcp::process::init_stderr_logging("info,rmcp=warn");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -71,16 +113,31 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let svc = ServiceHandle::lazy(home.clone());
     let shutdown = CancellationToken::new();
     let flush = FlushSignal::new();
-    let allowed_hosts = if args.host.is_loopback() {
+    let auth = match (&args.auth_jwks, &args.auth_audience, &args.auth_issuer) {
+        (Some(jwks), Some(audience), Some(issuer)) => {
+            let config = AuthConfig::new(JwksSource::parse(jwks), audience.as_str(), issuer.as_str());
+            let auth = Authenticator::new(config)
+                .await
+                .context("cannot set up authentication (--auth-jwks)")?;
+            tracing::info!(jwks = %jwks, audience = %audience, issuer = %issuer, "bearer-token authentication on");
+            Some(auth)
+        }
+        _ => None,
+    };
+    let allowed_hosts = if is_loopback(args.host) {
         HttpConfig::default().allowed_hosts
     } else {
-        tracing::warn!(host = %args.host, "bound to a non-loopback address: Host validation is off and there is no authentication");
+        if auth.is_none() {
+            tracing::warn!(host = %args.host, "bound to a non-loopback address without authentication (--allow-unauthenticated-remote)");
+        }
+        tracing::info!(host = %args.host, "non-loopback address: Host header validation is off");
         Vec::new()
     };
     let config = HttpConfig {
         allowed_hosts,
         shutdown: shutdown.clone(),
         flush: flush.clone(),
+        auth,
     };
     // With CAO_MEMORY_API_URL set this server is a node of that memory owner: its memory calls go there (the local
     // memory.enabled switch is still checked first).
@@ -168,4 +225,19 @@ fn announce(bound: SocketAddr) {
     // A closed stderr must not stop the server; there is nowhere else to report it.
     let _ = writeln!(err, "cao-server listening on http://{host}:{}", bound.port());
     let _ = err.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback;
+
+    #[test]
+    fn loopback_addresses_include_mapped_ipv4() {
+        for ok in ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"] {
+            assert!(is_loopback(ok.parse().expect("ip")), "{ok}");
+        }
+        for no in ["0.0.0.0", "::", "192.0.2.10", "::ffff:192.0.2.10"] {
+            assert!(!is_loopback(no.parse().expect("ip")), "{no}");
+        }
+    }
 }
