@@ -710,6 +710,18 @@ impl Index {
         })
     }
 
+    /// Whether there is at least one native row (constant time, unlike [`Index::count`], which scans).
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn has_rows(&self) -> Result<bool> {
+        self.read(|tx| {
+            Ok(tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM memory_metadata WHERE source_kind = 'native')",
+                [],
+                |r| r.get::<_, bool>(0),
+            )?)
+        })
+    }
+
     /// Number of native rows. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
     pub fn count(&self) -> Result<usize> {
         self.read(|tx| {

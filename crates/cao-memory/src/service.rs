@@ -76,7 +76,7 @@ impl MemoryService {
     /// `db/`) would make every memory invisible and the next `index.md` refresh would drop them: rebuild the index
     /// from the files first. Documented recovery; logged on stderr.
     fn recover_empty_index(&self) -> Result<(), MemoryError> {
-        if self.inner.index.count()? > 0 {
+        if self.inner.index.has_rows()? {
             return Ok(());
         }
         let scan = self.inner.layout.scan()?;
