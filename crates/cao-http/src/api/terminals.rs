@@ -169,18 +169,6 @@ pub(crate) fn check_budget(budget: Option<i64>) -> ApiResult<Option<usize>> {
     }
 }
 
-/// The registered terminal's context.
-fn terminal_context(row: &TerminalRow) -> TerminalContext {
-    TerminalContext {
-        terminal_id: Some(row.id.clone()),
-        session_name: row.session_name.clone(),
-        agent_profile: row.agent_profile.clone(),
-        provider: Some(row.provider.clone()),
-        cwd: row.cwd.as_ref().map(PathBuf::from),
-        project_id: None,
-    }
-}
-
 /// `ctx` with every absent field filled from the registration of its terminal id, when there is one.
 ///
 /// Errors: index errors.
@@ -189,7 +177,7 @@ pub(crate) fn resolve_terminal(svc: &MemoryService, mut ctx: TerminalContext) ->
         return Ok(ctx);
     };
     if let Some(row) = svc.index().terminal(&id)? {
-        let reg = terminal_context(&row);
+        let reg = row.context();
         ctx.session_name = ctx.session_name.or(reg.session_name);
         ctx.agent_profile = ctx.agent_profile.or(reg.agent_profile);
         ctx.provider = ctx.provider.or(reg.provider);
@@ -244,7 +232,7 @@ pub async fn register_terminal(
     .await?;
     let provider_file = match (Provider::parse(&stored.provider), &stored.cwd) {
         (Some(provider), Some(cwd)) => {
-            Some(write_provider_file(&state, provider, cwd, terminal_context(&stored)).await)
+            Some(write_provider_file(&state, provider, cwd, stored.context()).await)
         }
         _ => None,
     };
@@ -313,7 +301,7 @@ pub async fn memory_context(
             .index()
             .terminal(&id)?
             .ok_or_else(|| ApiError::not_found(format!("unknown terminal {id:?}: register it with POST /terminals")))?;
-        Ok(terminal_context(&row))
+        Ok(row.context())
     })
     .await?;
     let block = state.tools.backend().context(ctx, budget).await?;
