@@ -231,9 +231,7 @@ pub async fn register_terminal(
     })
     .await?;
     let provider_file = match (Provider::parse(&stored.provider), &stored.cwd) {
-        (Some(provider), Some(cwd)) => {
-            Some(write_provider_file(&state, provider, cwd, stored.context()).await)
-        }
+        (Some(provider), Some(cwd)) => Some(write_provider_file(&state, provider, cwd, stored.context()).await),
         _ => None,
     };
     let mut view = TerminalView::from(stored);
