@@ -56,7 +56,7 @@ pub use row::{
     token_estimate,
 };
 pub use schema::SCHEMA_VERSION;
-pub use search::{ListFilter, search_tokens};
+pub use search::{ListFilter, matches_all_terms, search_tokens};
 pub use terminals::TerminalRow;
 pub use visibility::Visibility;
 pub use write::UpsertOutcome;

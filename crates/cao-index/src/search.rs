@@ -273,20 +273,61 @@ fn pruned_top(
     let mut full = Vec::with_capacity(found.len());
     for (rowid, rare_score) in found {
         let body: String = body_stmt.query_row([rowid], |r| r.get(0))?;
-        let toks: Vec<&str> = body.split(' ').filter(|t| !t.is_empty()).collect();
-        let d = toks.len() as f64;
-        let mut score = rare_score;
-        for (t, idf) in &rest {
-            let tf = toks.iter().filter(|x| *x == t).count() as f64;
-            if tf > 0.0 {
-                score += idf * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * d / avgdl));
-            }
-        }
-        full.push((rowid, score));
+        full.push((rowid, rare_score + bm25_of_body(&body, &rest, avgdl).unwrap_or(0.0)));
     }
     full.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     full.truncate(limit);
     Ok(Some(full))
+}
+
+/// The corpus size and the query tokens a BM25 search scores, with their document frequencies: tokens present in
+/// the corpus, without those in at least half of it when the corpus has [`COMMON_TOKEN_MIN_DOCS`] documents or more
+/// (unless that would leave none). Shared by [`Index::bm25_pool`] and [`Index::bm25_scores`] so their scores agree.
+fn chosen_tokens<'t>(tx: &Transaction<'_>, tokens: &'t [String]) -> rusqlite::Result<(i64, Vec<(&'t String, i64)>)> {
+    let docs: i64 = tx
+        .prepare_cached("SELECT docs FROM cao_search_stats WHERE id = 1")?
+        .query_row([], |r| r.get(0))?;
+    let mut df_stmt = tx.prepare_cached("SELECT df FROM cao_search_terms WHERE term = ?1")?;
+    let mut present = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        let df: i64 = df_stmt.query_row([t], |r| r.get(0)).optional()?.unwrap_or(0);
+        if df > 0 {
+            present.push((t, df));
+        }
+    }
+    // Tokens in at least half the corpus: FTS5 clamps their IDF, so they only cost time.
+    // Only on corpora big enough for it to matter: on a small one it would make membership depend on chance.
+    let informative: Vec<(&String, i64)> = if docs >= COMMON_TOKEN_MIN_DOCS {
+        present.iter().copied().filter(|(_, df)| 2 * df < docs).collect()
+    } else {
+        Vec::new()
+    };
+    Ok((docs, if informative.is_empty() { present } else { informative }))
+}
+
+/// FTS5's `bm25()` (negated: higher = better) of one stored search body (space-separated tokens) for `tokens`
+/// (`(token, idf)`), with average document length `avgdl`; `None` when the body contains none of the tokens.
+fn bm25_of_body(body: &str, tokens: &[(&str, f64)], avgdl: f64) -> Option<f64> {
+    let toks: Vec<&str> = body.split(' ').filter(|t| !t.is_empty()).collect();
+    let d = toks.len() as f64;
+    let mut score = 0.0;
+    let mut matched = false;
+    for (t, idf) in tokens {
+        let tf = toks.iter().filter(|x| *x == t).count() as f64;
+        if tf > 0.0 {
+            matched = true;
+            score += idf * (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * d / avgdl));
+        }
+    }
+    matched.then_some(score)
+}
+
+/// Whether every whitespace-separated term of `query`, lowercased, is a substring of
+/// `lowercase(key + " " + tags + " " + content)` of `row`: the predicate of [`Index::metadata_pool`] (the
+/// reference's `_matches_all_terms`). A query without terms matches every row.
+pub fn matches_all_terms(query: &str, row: &MemoryRow) -> bool {
+    let hay = trigram_body(row.key.as_str(), &row.tags, &row.content);
+    metadata_terms(query).iter().all(|t| hay.contains(t.as_str()))
 }
 
 /// Most rowid ranges queried one by one before one join-filtered query is cheaper.
@@ -479,28 +520,10 @@ impl Index {
             return Ok(Vec::new());
         }
         self.read(|tx| {
-            let docs: i64 = tx
-                .prepare_cached("SELECT docs FROM cao_search_stats WHERE id = 1")?
-                .query_row([], |r| r.get(0))?;
-            let mut df_stmt = tx.prepare_cached("SELECT df FROM cao_search_terms WHERE term = ?1")?;
-            let mut present = Vec::with_capacity(tokens.len());
-            for t in &tokens {
-                let df: i64 = df_stmt.query_row([t], |r| r.get(0)).optional()?.unwrap_or(0);
-                if df > 0 {
-                    present.push((t, df));
-                }
-            }
-            if present.is_empty() {
+            let (docs, present_chosen) = chosen_tokens(tx, &tokens)?;
+            if present_chosen.is_empty() {
                 return Ok(Vec::new());
             }
-            // Tokens in at least half the corpus: FTS5 clamps their IDF, so they only cost time.
-            // Only on corpora big enough for it to matter: on a small one it would make membership depend on chance.
-            let informative: Vec<(&String, i64)> = if docs >= COMMON_TOKEN_MIN_DOCS {
-                present.iter().copied().filter(|(_, df)| 2 * df < docs).collect()
-            } else {
-                Vec::new()
-            };
-            let present_chosen = if informative.is_empty() { present } else { informative };
             let match_expr = Value::Text(
                 present_chosen
                     .iter()
@@ -532,6 +555,38 @@ impl Index {
                 sb.total_cmp(sa)
                     .then_with(|| (&a.key, a.scope, &a.scope_id).cmp(&(&b.key, b.scope, &b.scope_id)))
             });
+            Ok(out)
+        })
+    }
+
+    /// Raw BM25 scores of `rows` against `query`, in input order: the value [`Index::bm25_pool`] reports for a row
+    /// (same token selection, statistics over the whole indexed corpus, FTS5's formula), `None` for a row that
+    /// shares no scored token with the query or is not in the search index. One read snapshot; one point lookup
+    /// per row. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn bm25_scores(&self, query: &str, rows: &[&MemoryRow]) -> Result<Vec<Option<f64>>> {
+        let tokens = search_tokens(query);
+        if tokens.is_empty() || rows.is_empty() {
+            return Ok(vec![None; rows.len()]);
+        }
+        self.read(|tx| {
+            let (docs, chosen) = chosen_tokens(tx, &tokens)?;
+            let total: i64 = tx
+                .prepare_cached("SELECT tokens FROM cao_search_stats WHERE id = 1")?
+                .query_row([], |r| r.get(0))?;
+            if chosen.is_empty() || docs <= 0 || total <= 0 {
+                return Ok(vec![None; rows.len()]);
+            }
+            let avgdl = total as f64 / docs as f64;
+            let weighted: Vec<(&str, f64)> = chosen.iter().map(|(t, df)| (t.as_str(), fts5_idf(docs, *df))).collect();
+            let mut stmt = tx.prepare_cached(
+                "SELECT f.body FROM memory_metadata m JOIN cao_memory_fts f ON f.rowid = m.search_rowid
+                 WHERE m.id = ?1",
+            )?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in rows {
+                let body: Option<String> = stmt.query_row([&row.id], |r| r.get(0)).optional()?;
+                out.push(body.and_then(|b| bm25_of_body(&b, &weighted, avgdl)));
+            }
             Ok(out)
         })
     }

@@ -468,3 +468,54 @@ fn frequent_tokens_do_not_widen_the_candidates() {
         );
     }
 }
+
+/// `bm25_scores` reports, for any row, exactly the score `bm25_pool` gives it (also for rows the pool's cut left
+/// out), and `None` for a row sharing no token with the query; `matches_all_terms` is the metadata predicate.
+#[test]
+fn bm25_scores_agree_with_the_pool_for_every_row() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    for i in 0..120usize {
+        let mut words = vec!["filler"; 2 + i % 5];
+        if i % 7 == 0 {
+            words.push("kafka");
+        }
+        if i % 4 == 0 {
+            words.push("streams");
+        }
+        ix.upsert(&global(
+            &format!("doc-{i}"),
+            &words.join(" "),
+            i64::try_from(i).expect("small"),
+        ))
+        .expect("upsert");
+    }
+    let query = "kafka streams";
+    let pool = ix.bm25_pool(&Visibility::all(), None, query, 1000).expect("bm25");
+    assert!(pool.len() > 20, "a pool to compare with");
+    let rows: Vec<&cao_index::MemoryRow> = pool.iter().map(|(r, _)| r).collect();
+    let scores = ix.bm25_scores(query, &rows).expect("scores");
+    for ((row, expected), got) in pool.iter().zip(&scores) {
+        let got = got.expect("every pool row has a score");
+        assert!((got - expected).abs() < 1e-9, "{}: {got} vs {expected}", row.key);
+    }
+    let top = ix.bm25_pool(&Visibility::all(), None, query, 3).expect("bm25");
+    let cut: Vec<&cao_index::MemoryRow> = pool[10..12].iter().map(|(r, _)| r).collect();
+    let beyond = ix.bm25_scores(query, &cut).expect("scores");
+    assert_eq!(beyond.len(), 2);
+    assert!(
+        beyond.iter().all(Option::is_some),
+        "rows below the pool's cut are scored too"
+    );
+    assert!(top[0].1 >= beyond[0].expect("score"));
+    let none = global("doc-1", "filler filler", 1);
+    let plain = ix.find_key(&Visibility::all(), &none.key).expect("find").expect("row");
+    assert_eq!(ix.bm25_scores(query, &[&plain]).expect("scores"), [None]);
+    for (row, _) in &pool {
+        let both = row.content.contains("kafka") && row.content.contains("streams");
+        assert_eq!(cao_index::matches_all_terms("KAFKA strea", row), both, "{}", row.key);
+        assert!(!cao_index::matches_all_terms("kafka zebra", row));
+    }
+    assert!(pool.iter().any(|(r, _)| cao_index::matches_all_terms(query, r)));
+    assert!(pool.iter().any(|(r, _)| !cao_index::matches_all_terms(query, r)));
+}
