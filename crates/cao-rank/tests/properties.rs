@@ -166,3 +166,84 @@ proptest! {
         }
     }
 }
+
+mod relevance {
+    use super::*;
+    use cao_rank::{RelevanceCandidate, Tier, sort_relevance};
+
+    const IDS: [Option<&str>; 3] = [None, Some("p1"), Some("p2")];
+
+    fn rel_candidates(specs: &[(Spec, bool, usize)]) -> Vec<RelevanceCandidate<'static>> {
+        // Distinct identities: a pool never holds the same (key, scope, scope_id, source_kind) twice.
+        let mut seen = std::collections::HashSet::new();
+        specs
+            .iter()
+            .filter(|(s, _, id)| seen.insert((s.key, s.scope, *id)))
+            .map(|(s, all, id)| RelevanceCandidate {
+                key: KEYS[s.key],
+                scope: s.scope,
+                scope_id: IDS[*id],
+                source_kind: "native",
+                updated_at: base() + Duration::seconds(s.secs),
+                bm25_raw: s.bm25_raw,
+                tier: if *all { Tier::AllTerm } else { Tier::Partial },
+                superseded: s.superseded,
+            })
+            .collect()
+    }
+
+    fn identity(c: &RelevanceCandidate<'_>) -> (String, Scope, Option<String>) {
+        (c.key.to_owned(), c.scope, c.scope_id.map(str::to_owned))
+    }
+
+    proptest! {
+        /// The order is a permutation and depends only on the input set: any reordering of the input gives the
+        /// same sequence of identities and values (ties end on the full identity, never on input position).
+        #[test]
+        fn relevance_is_a_permutation_stable_function_of_its_inputs(
+            specs in prop::collection::vec((spec(), any::<bool>(), 0..3usize), 0..24),
+            rot in 0usize..24,
+            scope_pass in any::<bool>(),
+        ) {
+            let items = rel_candidates(&specs);
+            let now = base() + Duration::days(40);
+            let a = sort_relevance(&items, now, scope_pass);
+            let mut idx: Vec<usize> = a.order.iter().map(|r| r.index).collect();
+            idx.sort_unstable();
+            prop_assert_eq!(idx, (0..items.len()).collect::<Vec<_>>());
+            let mut shuffled = items.clone();
+            if !shuffled.is_empty() {
+                let k = rot % shuffled.len();
+                shuffled.rotate_left(k);
+                shuffled.reverse();
+            }
+            let b = sort_relevance(&shuffled, now, scope_pass);
+            let seq = |items: &[RelevanceCandidate<'static>], o: &cao_rank::RelevanceOrder| -> Vec<_> {
+                o.order.iter().map(|r| (identity(&items[r.index]), r.lexical.to_bits(), r.relevance.to_bits())).collect()
+            };
+            prop_assert_eq!(seq(&items, &a), seq(&shuffled, &b));
+            prop_assert_eq!(a.lexical_degenerate, b.lexical_degenerate);
+            for r in &a.order {
+                prop_assert!((0.0..=1.0).contains(&r.lexical) && (0.0..=1.0).contains(&r.relevance));
+            }
+        }
+
+        /// Without demotion or the scope pass, every all-term match precedes every partial one.
+        #[test]
+        fn all_term_matches_always_precede_partial_ones(
+            specs in prop::collection::vec((spec(), any::<bool>(), 0..3usize), 0..24),
+        ) {
+            let mut items = rel_candidates(&specs);
+            items.iter_mut().for_each(|c| c.superseded = false);
+            let o = sort_relevance(&items, base(), false);
+            let tiers: Vec<Tier> = o.order.iter().map(|r| r.tier).collect();
+            prop_assert!(tiers.windows(2).all(|w| w[0] <= w[1]), "{:?}", tiers);
+            // Within a tier, relevance never increases.
+            for w in o.order.windows(2) {
+                if w[0].tier == w[1].tier {
+                    prop_assert!(w[0].relevance >= w[1].relevance);
+                }
+            }
+        }
+    }
+}
