@@ -149,8 +149,8 @@ pub fn sort_relevance(items: &[RelevanceCandidate<'_>], now: DateTime<Utc>, scop
         .enumerate()
         .map(|(index, c)| {
             let norm = c.bm25_raw.and_then(|_| norms.next()).unwrap_or(0.0);
-            // NaN and negatives clamp to 0 (f64::max returns the non-NaN operand).
-            let lexical = norm.max(0.0).min(1.0);
+            // Negatives clamp to 0; NaN counts as 0.
+            let lexical = if norm.is_nan() { 0.0 } else { norm.clamp(0.0, 1.0) };
             let recency_factor = if c.age_weighted() {
                 relevance_age_factor(days_old(now, c.updated_at))
             } else {
