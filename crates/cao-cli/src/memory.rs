@@ -124,6 +124,8 @@ impl Plan {
                     memory_type: a.memory_type.map(Into::into),
                     all: a.all,
                     limit: Some(usize::try_from(a.limit).unwrap_or(usize::MAX)),
+                    // Operator view: spec 000 "Non-accessing operator inspection".
+                    record_access: !svc.settings().non_accessing_inspection(),
                 };
                 let memories = svc.list(ctx, req)?;
                 let text = match a.format {
@@ -133,7 +135,8 @@ impl Plan {
                 emit(out, &text)
             }
             Plan::Show { key, scope, format } => {
-                let Some(memory) = svc.show(ctx, key, *scope)? else {
+                let record_access = !svc.settings().non_accessing_inspection();
+                let Some(memory) = svc.show_with_access(ctx, key, *scope, record_access)? else {
                     return Err(CliError::failure(match scope {
                         Some(s) => format!("memory '{key}' not found in scope '{s}'"),
                         None => format!("memory '{key}' not found"),

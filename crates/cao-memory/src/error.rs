@@ -14,6 +14,11 @@ pub enum MemoryError {
         "memory is disabled (memory.enabled is false; set CAO_MEMORY_ENABLED=true or `cao config set memory.enabled true`)"
     )]
     Disabled,
+    /// The relevance explain diagnostic is disabled (`memory.explain_enabled` false / `CAO_MEMORY_EXPLAIN_ENABLED=false`).
+    #[error(
+        "relevance explain is disabled (memory.explain_enabled is false; set CAO_MEMORY_EXPLAIN_ENABLED=true or `cao config set memory.explain_enabled true`)"
+    )]
+    ExplainDisabled,
     /// The named memory does not exist.
     #[error("no memory {key:?} in scope {scope}")]
     NotFound {
@@ -78,6 +83,7 @@ impl MemoryError {
         match self {
             MemoryError::Invalid(_) => "invalid_argument",
             MemoryError::Disabled => "memory_disabled",
+            MemoryError::ExplainDisabled => "explain_disabled",
             MemoryError::NotFound { .. } => "not_found",
             MemoryError::Secret { .. } => "secret_detected",
             MemoryError::Unauthorized { .. } => "scope_not_allowed",
@@ -98,6 +104,7 @@ impl MemoryError {
                 | MemoryError::Secret { .. }
                 | MemoryError::Unauthorized { .. }
                 | MemoryError::Disabled
+                | MemoryError::ExplainDisabled
         )
     }
 }

@@ -21,6 +21,7 @@ mod inject_related;
 mod lifecycle;
 pub mod provider_files;
 mod recall;
+mod relevance;
 pub mod retention;
 mod service;
 mod types;
@@ -35,6 +36,10 @@ pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
 pub use lifecycle::RegistryFilter;
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
+};
+pub use relevance::{
+    DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, ExplainRequest, Injection,
+    MAX_EXPLAIN_LIMIT, PoolCounts, RecencyConstants,
 };
 pub use retention::{CleanupReport, ExpiredMemory};
 pub use service::MemoryService;

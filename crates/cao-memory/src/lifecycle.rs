@@ -19,6 +19,22 @@ use cao_lifecycle::eligibility::{
 use std::cell::RefCell;
 use std::collections::HashSet;
 
+/// The supersedes lookup a service was given ([`MemoryService::set_supersedes_lookup`]); empty = the index.
+#[derive(Default)]
+pub(crate) struct LookupCell(
+    pub(crate) std::sync::OnceLock<std::sync::Arc<cao_lifecycle::eligibility::SupersedesLookup>>,
+);
+
+impl std::fmt::Debug for LookupCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() {
+            "LookupCell(custom)"
+        } else {
+            "LookupCell(index)"
+        })
+    }
+}
+
 /// A memory identity `(scope, scope_id, key)` as the supersedes snapshot holds it.
 pub(crate) type Identity = (Scope, Option<String>, String);
 

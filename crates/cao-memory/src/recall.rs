@@ -12,7 +12,8 @@
 //! explain report consume the same pools.
 
 use crate::error::MemoryError;
-use crate::lifecycle::{Identity, demote, row_candidate, row_identity};
+use crate::lifecycle::{Identity, demote, memory_identity, row_candidate, row_identity};
+use crate::relevance::{RankedPool, Snapshot};
 use crate::service::{MemoryService, parse_scope, row_to_memory};
 use crate::types::*;
 use cao_core::{Key, MemoryType, Scope, Settings, TerminalContext};
@@ -28,7 +29,7 @@ pub(crate) struct ScopeGroup {
 }
 
 impl ScopeGroup {
-    fn add_to(&self, vis: Visibility) -> Visibility {
+    pub(crate) fn add_to(&self, vis: Visibility) -> Visibility {
         match (&self.ids, self.scope.needs_scope_id()) {
             (None, true) => vis.allow_any(self.scope),
             (None, false) => vis.allow(self.scope, None),
@@ -105,6 +106,12 @@ fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
         .map(str::trim)
         .filter(|q| !q.is_empty())
         .map(str::to_owned);
+    // Relevance needs a query; without one it is exactly the recency path (spec 000).
+    let sort = if sort == SortBy::Relevance && query.is_none() {
+        SortBy::Recency
+    } else {
+        sort
+    };
     if let Some(q) = &query
         && q.len() > MAX_QUERY_BYTES
     {
@@ -140,22 +147,36 @@ impl MemoryService {
             enabled: settings.lifecycle_enabled(),
             check: registry.as_ref().map(|r| RefCell::new(r.check(Purpose::CuratedRecall))),
         };
-        let mut rows = self.ranked(&groups, &plan, &lc)?;
+        let (mut rows, mut snapshot) = self.ranked(&groups, &plan, &lc)?;
         if lc.enabled && plan.sort == SortBy::Recency {
             // Recency keeps its membership; superseded primaries move last.
             let ids: Vec<Identity> = rows.iter().map(row_identity).collect();
-            let sup = self.superseded(ids.iter(), "recall_ordering");
-            demote(&mut rows, |r| sup.contains(&row_identity(r)));
+            let snap = self.supersedes_snapshot(ids.iter(), "recall_ordering");
+            demote(&mut rows, |r| snap.superseded(&row_identity(r)));
+            snapshot = Some(snap);
         }
         if req.record_access {
             self.record_access(&rows);
         }
         let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
+        let primaries = memories.len();
         if req.include_related {
             self.expand_related(&rows, &mut memories, &lc)?;
         }
         if lc.enabled {
-            self.label_superseded(&mut memories);
+            match snapshot {
+                // The ordering snapshot labels the primaries; only related extras need a read of their own.
+                Some(snap) => {
+                    let (head, extras) = memories.split_at_mut(primaries);
+                    for m in head.iter_mut() {
+                        if snap.superseded(&memory_identity(m)) {
+                            m.lifecycle_status = Some(LifecycleStatus::Superseded);
+                        }
+                    }
+                    self.label_superseded(extras);
+                }
+                None => self.label_superseded(&mut memories),
+            }
         }
         Ok(RecallResult {
             success: true,
@@ -163,11 +184,66 @@ impl MemoryService {
         })
     }
 
-    fn ranked(&self, groups: &[ScopeGroup], plan: &Plan, lc: &Lifecycle<'_>) -> Result<Vec<MemoryRow>, MemoryError> {
+    /// The primary rows in their final order, and the supersedes snapshot used to order them when one was read
+    /// for all of them (relevance).
+    fn ranked(
+        &self,
+        groups: &[ScopeGroup],
+        plan: &Plan,
+        lc: &Lifecycle<'_>,
+    ) -> Result<(Vec<MemoryRow>, Option<Snapshot>), MemoryError> {
         match (&plan.query, plan.sort) {
-            (Some(q), SortBy::Score | SortBy::Usage) => self.reranked(groups, plan, q, lc),
-            _ => self.in_order(groups, plan, lc),
+            (Some(q), SortBy::Score | SortBy::Usage) => Ok((self.reranked(groups, plan, q, lc)?, None)),
+            (Some(q), SortBy::Relevance) => {
+                let (rows, snap) = self.relevance_ranked(groups, plan, q, lc)?;
+                Ok((rows, Some(snap)))
+            }
+            _ => Ok((self.in_order(groups, plan, lc)?, None)),
         }
+    }
+
+    /// Relevance with a query: the relevance pool (curator recall drops ineligible rows from it), one supersedes
+    /// snapshot over it (always-on demotion), [`cao_rank::sort_relevance`], the cut to `limit`.
+    fn relevance_ranked(
+        &self,
+        groups: &[ScopeGroup],
+        plan: &Plan,
+        query: &str,
+        lc: &Lifecycle<'_>,
+    ) -> Result<(Vec<MemoryRow>, Snapshot), MemoryError> {
+        let pool = self.relevance_pool(groups, plan.mode, plan.memory_type, query, plan.limit, &|rows| {
+            lc.retain(rows)
+        })?;
+        let ids: Vec<Identity> = pool.iter().map(|p| row_identity(&p.row)).collect();
+        let snap = self.supersedes_snapshot(ids.iter(), "relevance_demotion");
+        let RankedPool { rows, order } = self.rank_pool(pool, &snap, plan.scope.is_none());
+        let top: Vec<cao_rank::Ranked> = order.order.into_iter().take(plan.limit).map(Into::into).collect();
+        let rows: Vec<MemoryRow> = rows.into_iter().map(|p| p.row).collect();
+        Ok((cao_rank::apply_order(rows, &top), snap))
+    }
+
+    /// Default recall's primaries for `query` (hybrid search, recency order, no eligibility filter, no lifecycle
+    /// demotion): the explain report's default top set.
+    pub(crate) fn recency_top(
+        &self,
+        groups: &[ScopeGroup],
+        memory_type: Option<MemoryType>,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<MemoryRow>, MemoryError> {
+        let plan = Plan {
+            query: Some(query.to_owned()),
+            scope: None,
+            memory_type,
+            limit,
+            mode: SearchMode::Hybrid,
+            sort: SortBy::Recency,
+        };
+        let lc = Lifecycle {
+            enabled: false,
+            check: None,
+        };
+        self.in_order(groups, &plan, &lc)
     }
 
     /// Stably move active supersedes targets after the other rows (one snapshot read; fails open).
@@ -226,7 +302,7 @@ impl MemoryService {
             let rows = match (&plan.query, plan.mode) {
                 (None, SearchMode::Bm25) => Vec::new(),
                 (None, _) => match plan.sort {
-                    SortBy::Recency => self.fill(remaining, lc, false, |n| {
+                    SortBy::Recency | SortBy::Relevance => self.fill(remaining, lc, false, |n| {
                         Ok(index.recency_pool(&vis, plan.memory_type, n)?)
                     })?,
                     SortBy::Usage => self.fill(remaining, lc, lc.enabled, |n| {

@@ -7,6 +7,7 @@ use cao_core::key::normalize_tags;
 use cao_core::scope::scope_write_allowed;
 use cao_core::{CaoHome, Clock, Key, MemoryType, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::{Index, MemoryRow};
+use cao_lifecycle::eligibility::SupersedesLookup;
 use cao_wiki::{Topic, TopicLock, WikiLayout};
 use chrono::{DateTime, Utc};
 use std::path::Path;
@@ -29,6 +30,8 @@ pub(crate) struct Inner {
     pub(crate) settings: Option<Settings>,
     /// (device, inode) of the database file when it was opened.
     pub(crate) db_identity: Option<(u64, u64)>,
+    /// How supersedes state is read for ordering, labels and explain; unset = the index's edge table.
+    pub(crate) supersedes_lookup: crate::lifecycle::LookupCell,
 }
 
 /// (device, inode) of a file, `None` when it does not exist.
@@ -66,6 +69,7 @@ impl MemoryService {
                 clock,
                 settings,
                 db_identity,
+                supersedes_lookup: crate::lifecycle::LookupCell::default(),
             }),
         };
         svc.recover_empty_index()?;
@@ -107,6 +111,14 @@ impl MemoryService {
             ),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         })
+    }
+
+    /// Replace how this service reads supersedes state (which identities are targets of active same-scope
+    /// `supersedes` edges) for recall ordering, labels and the explain report: embedders that keep edges elsewhere,
+    /// and tests that need a failing store. Set at most once, before use; returns `false` (and changes nothing) when
+    /// a lookup was already set. The injection registry's built-in source keeps reading the index.
+    pub fn set_supersedes_lookup(&self, lookup: Arc<SupersedesLookup>) -> bool {
+        self.inner.supersedes_lookup.0.set(lookup).is_ok()
     }
 
     /// The home this service works on.
@@ -407,13 +419,16 @@ impl MemoryService {
     }
 
     /// The operator listing: every visible memory, scope precedence first then newest first.
-    /// Counts an access for each returned row (the reference behaviour). With `memory.lifecycle.enabled`, active
+    /// Counts an access for each returned row when `req.record_access` (the default; callers pass
+    /// `!settings.non_accessing_inspection()` for operator views). With `memory.lifecycle.enabled`, active
     /// supersedes targets carry the transient `lifecycle_status` label (order and membership unchanged).
     pub fn list(&self, ctx: &TerminalContext, req: ListRequest) -> Result<Vec<Memory>, MemoryError> {
         let settings = self.ensure_enabled()?;
         let limit = req.limit.unwrap_or(100).max(1);
         let rows = self.visible_rows(ctx, req.scope, req.memory_type, req.all, limit)?;
-        self.record_access(&rows);
+        if req.record_access {
+            self.record_access(&rows);
+        }
         let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
         if settings.lifecycle_enabled() {
             self.label_superseded(&mut memories);
@@ -424,6 +439,18 @@ impl MemoryService {
     /// Show one memory by exact key: the first match in scope precedence order among every memory (all projects,
     /// sessions and agents), optionally within one scope. Counts an access. Labelled like [`MemoryService::list`].
     pub fn show(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<Option<Memory>, MemoryError> {
+        self.show_with_access(ctx, key, scope, true)
+    }
+
+    /// [`MemoryService::show`], counting an access only when `record_access` (operator views pass
+    /// `!settings.non_accessing_inspection()`; spec 000 "Non-accessing operator inspection").
+    pub fn show_with_access(
+        &self,
+        ctx: &TerminalContext,
+        key: &Key,
+        scope: Option<Scope>,
+        record_access: bool,
+    ) -> Result<Option<Memory>, MemoryError> {
         let settings = self.ensure_enabled()?;
         let mut found = None;
         for group in self.visibility_groups(ctx, &settings, scope, true)? {
@@ -432,7 +459,9 @@ impl MemoryService {
                 break;
             }
         }
-        if let Some(row) = &found {
+        if let Some(row) = &found
+            && record_access
+        {
             self.record_access(std::slice::from_ref(row));
         }
         let mut found: Vec<Memory> = found.iter().map(row_to_memory).collect();

@@ -60,7 +60,7 @@ impl SearchMode {
     }
 }
 
-/// How recall orders results (spec 000 "memory_recall"; `relevance` is specified separately).
+/// How recall orders results (spec 000 "memory_recall").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SortBy {
@@ -70,6 +70,9 @@ pub enum SortBy {
     Score,
     /// Most accessed first.
     Usage,
+    /// Opt-in lexical relevance: all-term matches first, then normalised BM25 x an age factor for native project
+    /// memories (spec 000 relevance paragraphs). Without a query it is exactly `recency`.
+    Relevance,
 }
 
 impl SortBy {
@@ -79,8 +82,9 @@ impl SortBy {
             "recency" => Ok(Self::Recency),
             "score" => Ok(Self::Score),
             "usage" => Ok(Self::Usage),
+            "relevance" => Ok(Self::Relevance),
             other => Err(format!(
-                "invalid sort_by {other:?}: expected one of recency, score, usage"
+                "invalid sort_by {other:?}: expected one of recency, score, usage, relevance"
             )),
         }
     }
@@ -99,7 +103,7 @@ pub struct RecallRequest {
     pub limit: Option<i64>,
     /// `metadata` | `bm25` | `hybrid` (default).
     pub search_mode: Option<String>,
-    /// `recency` (default) | `score` | `usage`.
+    /// `recency` (default) | `score` | `usage` | `relevance`.
     pub sort_by: Option<String>,
     /// Append memories cross-referenced by the results (one level, after the primaries).
     pub include_related: bool,
@@ -118,8 +122,9 @@ pub struct ForgetRequest {
     pub scope: Option<String>,
 }
 
-/// Arguments of the operator listing (`cao memory list`).
-#[derive(Debug, Clone, Default)]
+/// Arguments of the operator listing (`cao memory list`). The default lists the current scopes, 100 rows, and
+/// counts an access for each (`record_access: true`, the reference behaviour).
+#[derive(Debug, Clone)]
 pub struct ListRequest {
     /// Restrict to one scope.
     pub scope: Option<Scope>,
@@ -129,6 +134,21 @@ pub struct ListRequest {
     pub all: bool,
     /// Maximum rows; default 100.
     pub limit: Option<usize>,
+    /// Count an access for each returned row; default true. Operator views pass
+    /// `!settings.non_accessing_inspection()` (spec 000 "Non-accessing operator inspection").
+    pub record_access: bool,
+}
+
+impl Default for ListRequest {
+    fn default() -> Self {
+        ListRequest {
+            scope: None,
+            memory_type: None,
+            all: false,
+            limit: None,
+            record_access: true,
+        }
+    }
 }
 
 /// One memory as the service returns it to operators (CLI, HTTP).

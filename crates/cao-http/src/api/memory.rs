@@ -192,8 +192,14 @@ pub async fn list_memories(
         memory_type: q.memory_type.map(Into::into),
         all: scope_id.is_none(),
         limit: usize::try_from(limit).ok(),
+        ..ListRequest::default()
     };
     with_service(&state, move |svc| {
+        // Operator view: spec 000 "Non-accessing operator inspection".
+        let req = ListRequest {
+            record_access: !svc.settings().non_accessing_inspection(),
+            ..req
+        };
         let rows = svc.list(&ctx, req)?;
         Ok(Json(MemoryList {
             memories: rows.iter().map(MemoryView::from).collect(),
@@ -229,7 +235,12 @@ pub async fn get_memory(
         let found = match (scope, &scope_id) {
             (Some(s), Some(id)) => svc.index().get(&key, s, Some(id))?.as_ref().map(MemoryView::from),
             _ => svc
-                .show(&TerminalContext::default(), &key, scope)?
+                .show_with_access(
+                    &TerminalContext::default(),
+                    &key,
+                    scope,
+                    !svc.settings().non_accessing_inspection(),
+                )?
                 .as_ref()
                 .map(MemoryView::from),
         };
