@@ -724,3 +724,34 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
     let (_, cleared) = delete(&f.app, "/memory?scope=global").await;
     check("ClearResult", &cleared);
 }
+
+/// `memory.non_accessing_inspection`: GET /memory and GET /memory/{key} stop counting accesses; the internal
+/// recall route (an agent's recall) keeps counting (spec 000 "Non-accessing operator inspection").
+#[tokio::test]
+async fn non_accessing_inspection_stops_operator_views_counting() {
+    for inspection in [true, false] {
+        let f = fixture_with(Some(json!({"memory": {"non_accessing_inspection": inspection}})));
+        store(&f, "style", "prefer small commits", "global", json!({})).await;
+        let (status, body) = get(&f.app, "/memory").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["memories"][0]["access_count"], 0);
+        // The show view reports the count the list left (accesses count at most once per 60 s).
+        let (status, body) = get(&f.app, "/memory/style").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let expected = if inspection { 0 } else { 1 };
+        assert_eq!(body["access_count"], expected, "inspection={inspection}: {body}");
+        if inspection {
+            let (status, body) = get(&f.app, "/memory/style").await;
+            assert_eq!(body["access_count"], 0, "show does not count either: {status} {body}");
+            let (status, body) = post(
+                &f.app,
+                "/internal/memory/recall",
+                json!({"query": "commits", "context": {}}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            let (_, body) = get(&f.app, "/memory/style").await;
+            assert_eq!(body["access_count"], 1, "agent recall still counts: {body}");
+        }
+    }
+}
