@@ -193,7 +193,7 @@ impl MemoryService {
         lc: &Lifecycle<'_>,
     ) -> Result<(Vec<MemoryRow>, Option<Snapshot>), MemoryError> {
         match (&plan.query, plan.sort) {
-            (Some(q), SortBy::Score | SortBy::Usage) => Ok((self.reranked(groups, plan, q, lc)?, None)),
+            (Some(q), SortBy::Score | SortBy::Usage) => self.reranked(groups, plan, q, lc),
             (Some(q), SortBy::Relevance) => {
                 let (rows, snap) = self.relevance_ranked(groups, plan, q, lc)?;
                 Ok((rows, Some(snap)))
@@ -247,12 +247,13 @@ impl MemoryService {
     }
 
     /// Stably move active supersedes targets after the other rows (one snapshot read; fails open).
-    fn demote_superseded(&self, rows: &mut [MemoryRow], purpose: &str) {
+    fn demote_superseded(&self, rows: &mut [MemoryRow], purpose: &str) -> Snapshot {
         let ids: Vec<Identity> = rows.iter().map(row_identity).collect();
-        let sup = self.superseded(ids.iter(), purpose);
-        if !sup.is_empty() {
-            demote(rows, |r| sup.contains(&row_identity(r)));
+        let snap = self.supersedes_snapshot(ids.iter(), purpose);
+        if !snap.targets.is_empty() {
+            demote(rows, |r| snap.superseded(&row_identity(r)));
         }
+        snap
     }
 
     /// The first rows of one ordered source for a group that still has `remaining` open slots: `fetch(n)` yields
@@ -312,7 +313,7 @@ impl MemoryService {
                         // No query: BM25 contributes 0, so the composite is recency + usage over a widened pool.
                         let pool = lc.retain(index.recency_pool(&vis, plan.memory_type, pool_size(plan.limit))?);
                         let mut rows = self.by_score(pool.into_iter().map(|r| (r, None)).collect(), 0.0);
-                        self.demote_superseded(&mut rows, "relevance_demotion");
+                        let _ = self.demote_superseded(&mut rows, "relevance_demotion");
                         rows
                     }
                 },
@@ -364,7 +365,7 @@ impl MemoryService {
         plan: &Plan,
         query: &str,
         lc: &Lifecycle<'_>,
-    ) -> Result<Vec<MemoryRow>, MemoryError> {
+    ) -> Result<(Vec<MemoryRow>, Option<Snapshot>), MemoryError> {
         let index = &self.inner.index;
         let vis = union(groups);
         let n = pool_size(plan.limit);
@@ -410,14 +411,13 @@ impl MemoryService {
                 rows
             }
         };
-        if plan.sort == SortBy::Score || lc.enabled {
-            self.demote_superseded(&mut rows, "relevance_demotion");
-        }
+        let snapshot =
+            (plan.sort == SortBy::Score || lc.enabled).then(|| self.demote_superseded(&mut rows, "relevance_demotion"));
         if plan.scope.is_none() {
             rows.sort_by_key(|r| r.scope.precedence());
         }
         rows.truncate(plan.limit);
-        Ok(rows)
+        Ok((rows, snapshot))
     }
 
     /// Order by the composite score (cao-rank) with `bm25_max` as the normaliser; ties: newer, more used, key.

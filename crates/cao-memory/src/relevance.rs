@@ -95,11 +95,12 @@ impl MemoryService {
             match read {
                 Ok(set) => snap.targets.extend(set),
                 Err(_) => {
+                    // The injection registry's failed-open warning: source, purpose, count; never keys or content.
                     tracing::warn!(
                         source = SUPERSEDES_SOURCE,
                         purpose,
                         count = batch.len(),
-                        "supersedes state could not be read for {} memories; failing open",
+                        "eligibility source failed open for a batch of {} candidates",
                         batch.len()
                     );
                     snap.failed.insert(group);

@@ -489,3 +489,56 @@ proptest! {
         prop_assert!(r.candidates.len() <= 2 * limit);
     }
 }
+
+/// Lifecycle recall reads supersedes state once per scope group and uses that snapshot for ordering and labels
+/// (no second read for the labels of primaries); explain reads once over both pools.
+#[test]
+fn one_supersedes_snapshot_per_call() {
+    let f = fx_with(true);
+    supersedes_corpus(&f);
+    let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (index, counter) = (f.svc.index().clone(), reads.clone());
+    assert!(
+        f.svc
+            .set_supersedes_lookup(Arc::new(move |ids: &[(Scope, Option<&str>, &str)]| {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                index.active_supersedes_targets(ids).map_err(|e| e.to_string())
+            }))
+    );
+    let taken = |_: &Fx| reads.swap(0, std::sync::atomic::Ordering::SeqCst);
+    for sort in ["relevance", "recency", "score"] {
+        let out = f
+            .svc
+            .recall(
+                &f.ctx,
+                RecallRequest {
+                    query: Some("deploy scripts".into()),
+                    scope: Some("project".into()),
+                    sort_by: Some(sort.into()),
+                    ..Default::default()
+                },
+            )
+            .expect("recall");
+        let labelled: Vec<&str> = out
+            .memories
+            .iter()
+            .filter(|m| m.lifecycle_status.is_some())
+            .map(|m| m.key.as_str())
+            .collect();
+        assert_eq!(labelled, ["deploy-v1"], "{sort}");
+        assert_eq!(
+            out.memories.last().map(|m| m.key.as_str()),
+            Some("deploy-v1"),
+            "{sort}: demoted"
+        );
+        assert_eq!(taken(&f), 1, "{sort}: one read for the one scope group");
+    }
+    f.explain_in("deploy scripts", 10, Some(Scope::Project));
+    assert_eq!(taken(&f), 1, "explain: one read over both pools");
+    f.explain("deploy scripts", 10);
+    assert_eq!(
+        taken(&f),
+        2,
+        "explain over two scope groups (project, global): one read each"
+    );
+}
