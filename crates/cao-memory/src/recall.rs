@@ -61,6 +61,10 @@ struct Plan {
     limit: usize,
     mode: SearchMode,
     sort: SortBy,
+    /// Lifecycle recall that expands related memories: the ordering snapshot also covers the related targets the
+    /// candidates name, so their labels need no second read (spec 000 "Lifecycle recall similarly shares one
+    /// ordering/label snapshot").
+    snapshot_related: bool,
 }
 
 /// Lifecycle inputs of one recall: the flag, and the eligibility check of a curator recall (an injection path).
@@ -127,6 +131,7 @@ fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
         limit: limit as usize,
         mode,
         sort,
+        snapshot_related: false,
     })
 }
 
@@ -139,8 +144,9 @@ impl MemoryService {
     /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a bad limit (1..=100), search_mode,
     /// sort_by, scope, memory_type or an over-long query; index errors.
     pub fn recall(&self, ctx: &TerminalContext, req: RecallRequest) -> Result<RecallResult, MemoryError> {
-        let plan = plan(&req)?;
+        let mut plan = plan(&req)?;
         let settings = self.ensure_enabled()?;
+        plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
         let groups = self.visibility_groups(ctx, &settings, plan.scope, req.scan_all)?;
         let registry = self.curator_registry(ctx);
         let lc = Lifecycle {
@@ -150,7 +156,7 @@ impl MemoryService {
         let (mut rows, mut snapshot) = self.ranked(&groups, &plan, &lc)?;
         if lc.enabled && plan.sort == SortBy::Recency {
             // Recency keeps its membership; superseded primaries move last.
-            let ids: Vec<Identity> = rows.iter().map(row_identity).collect();
+            let ids = snapshot_ids(&rows, plan.snapshot_related);
             let snap = self.supersedes_snapshot(ids.iter(), "recall_ordering");
             demote(&mut rows, |r| snap.superseded(&row_identity(r)));
             snapshot = Some(snap);
@@ -173,7 +179,15 @@ impl MemoryService {
                             m.lifecycle_status = Some(LifecycleStatus::Superseded);
                         }
                     }
-                    self.label_superseded(extras);
+                    if extras.iter().all(|m| snap.covers(&memory_identity(m))) {
+                        for m in extras.iter_mut() {
+                            if snap.superseded(&memory_identity(m)) {
+                                m.lifecycle_status = Some(LifecycleStatus::Superseded);
+                            }
+                        }
+                    } else {
+                        self.label_superseded(extras);
+                    }
                 }
                 None => self.label_superseded(&mut memories),
             }
@@ -214,7 +228,8 @@ impl MemoryService {
         let pool = self.relevance_pool(groups, plan.mode, plan.memory_type, query, plan.limit, &|rows| {
             lc.retain(rows)
         })?;
-        let ids: Vec<Identity> = pool.iter().map(|p| row_identity(&p.row)).collect();
+        let rows: Vec<&MemoryRow> = pool.iter().map(|p| &p.row).collect();
+        let ids = snapshot_ids(rows.iter().copied(), plan.snapshot_related);
         let snap = self.supersedes_snapshot(ids.iter(), "relevance_demotion");
         let RankedPool { rows, order } = self.rank_pool(pool, &snap, plan.scope.is_none());
         let top: Vec<cao_rank::Ranked> = order.order.into_iter().take(plan.limit).map(Into::into).collect();
@@ -238,6 +253,7 @@ impl MemoryService {
             limit,
             mode: SearchMode::Hybrid,
             sort: SortBy::Recency,
+            snapshot_related: false,
         };
         let lc = Lifecycle {
             enabled: false,
@@ -247,8 +263,8 @@ impl MemoryService {
     }
 
     /// Stably move active supersedes targets after the other rows (one snapshot read; fails open).
-    fn demote_superseded(&self, rows: &mut [MemoryRow], purpose: &str) -> Snapshot {
-        let ids: Vec<Identity> = rows.iter().map(row_identity).collect();
+    fn demote_superseded(&self, rows: &mut [MemoryRow], purpose: &str, related: bool) -> Snapshot {
+        let ids = snapshot_ids(rows.iter(), related);
         let snap = self.supersedes_snapshot(ids.iter(), purpose);
         if !snap.targets.is_empty() {
             demote(rows, |r| snap.superseded(&row_identity(r)));
@@ -313,7 +329,7 @@ impl MemoryService {
                         // No query: BM25 contributes 0, so the composite is recency + usage over a widened pool.
                         let pool = lc.retain(index.recency_pool(&vis, plan.memory_type, pool_size(plan.limit))?);
                         let mut rows = self.by_score(pool.into_iter().map(|r| (r, None)).collect(), 0.0);
-                        let _ = self.demote_superseded(&mut rows, "relevance_demotion");
+                        let _ = self.demote_superseded(&mut rows, "relevance_demotion", false);
                         rows
                     }
                 },
@@ -411,8 +427,8 @@ impl MemoryService {
                 rows
             }
         };
-        let snapshot =
-            (plan.sort == SortBy::Score || lc.enabled).then(|| self.demote_superseded(&mut rows, "relevance_demotion"));
+        let snapshot = (plan.sort == SortBy::Score || lc.enabled)
+            .then(|| self.demote_superseded(&mut rows, "relevance_demotion", plan.snapshot_related));
         if plan.scope.is_none() {
             rows.sort_by_key(|r| r.scope.precedence());
         }
@@ -574,6 +590,23 @@ impl MemoryService {
         }
         Ok(out)
     }
+}
+
+/// Identities a supersedes snapshot reads for `rows`: each row, and with `related` the targets its legacy
+/// `related_keys` name (same scope and scope id; every valid key of the csv, which is under 1 KiB, so whichever
+/// targets expansion ends up taking are covered).
+fn snapshot_ids<'a>(rows: impl IntoIterator<Item = &'a MemoryRow>, related: bool) -> Vec<Identity> {
+    let mut ids = Vec::new();
+    for r in rows {
+        ids.push(row_identity(r));
+        if !related {
+            continue;
+        }
+        let Some(csv) = &r.related_keys else { continue };
+        let targets = csv.split(',').filter_map(|k| Key::sanitize(k.trim()).ok());
+        ids.extend(targets.map(|k| (r.scope, r.scope_id.clone(), k.as_str().to_owned())));
+    }
+    ids
 }
 
 /// Pair rows with their raw BM25 score when they are in `scores` (rows outside the BM25 pool have none).

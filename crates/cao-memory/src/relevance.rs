@@ -40,9 +40,16 @@ pub const MAX_EXPLAIN_LIMIT: usize = 100;
 pub(crate) struct Snapshot {
     pub(crate) targets: HashSet<Identity>,
     pub(crate) failed: HashSet<(Scope, Option<String>)>,
+    /// Every identity the snapshot was read for (healthy or failed group).
+    pub(crate) asked: HashSet<Identity>,
 }
 
 impl Snapshot {
+    /// Whether this snapshot answers for `id` (it was asked about it), so no second read is needed.
+    pub(crate) fn covers(&self, id: &Identity) -> bool {
+        self.asked.contains(id)
+    }
+
     pub(crate) fn superseded(&self, id: &Identity) -> bool {
         self.targets.contains(id)
     }
@@ -70,18 +77,17 @@ impl MemoryService {
     /// about (content-free: source, purpose, count) and fails open.
     pub(crate) fn supersedes_snapshot<'a>(&self, ids: impl Iterator<Item = &'a Identity>, purpose: &str) -> Snapshot {
         let mut groups: HashMap<(Scope, Option<String>), Vec<&Identity>> = HashMap::new();
+        let mut snap = Snapshot::default();
         for id in ids {
-            groups.entry((id.0, id.1.clone())).or_default().push(id);
+            if snap.asked.insert(id.clone()) {
+                groups.entry((id.0, id.1.clone())).or_default().push(id);
+            }
         }
         let mut keys: Vec<_> = groups.keys().cloned().collect();
         keys.sort();
-        let mut snap = Snapshot::default();
         for group in keys {
-            let members = &groups[&group];
-            let mut seen = HashSet::new();
-            let batch: Vec<(Scope, Option<&str>, &str)> = members
+            let batch: Vec<(Scope, Option<&str>, &str)> = groups[&group]
                 .iter()
-                .filter(|id| seen.insert(id.2.as_str()))
                 .map(|(s, sid, k)| (*s, sid.as_deref(), k.as_str()))
                 .collect();
             let read = match self.inner.supersedes_lookup.0.get() {

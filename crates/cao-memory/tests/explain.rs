@@ -106,6 +106,10 @@ impl Fx {
     }
 
     fn supersedes(&self, scope: Scope, src: &str, tgt: &str) {
+        self.edge(scope, src, tgt, "supersedes");
+    }
+
+    fn edge(&self, scope: Scope, src: &str, tgt: &str, rel_type: &str) {
         let scope_id = match scope {
             Scope::Project => Some("proj-a".to_owned()),
             Scope::Session => Some("sess-1".to_owned()),
@@ -117,7 +121,7 @@ impl Fx {
                 scope_id,
                 source_key: src.into(),
                 target_key: tgt.into(),
-                rel_type: "supersedes".into(),
+                rel_type: rel_type.into(),
                 origin: None,
                 status: Some("active".into()),
                 confidence: None,
@@ -532,6 +536,45 @@ fn one_supersedes_snapshot_per_call() {
             "{sort}: demoted"
         );
         assert_eq!(taken(&f), 1, "{sort}: one read for the one scope group");
+    }
+    // Related targets named by the candidates are in the same snapshot: the superseded related extra is labelled
+    // without a second read.
+    // The legacy related_keys csv (written by the reference, read by related expansion).
+    let key = cao_core::Key::sanitize("deploy-v2").expect("key");
+    let mut v2 = f
+        .svc
+        .index()
+        .get(&key, Scope::Project, Some("proj-a"))
+        .expect("get")
+        .expect("row");
+    v2.related_keys = Some("missing-key,deploy-v1".into());
+    f.svc.index().upsert(&v2).expect("upsert");
+    taken(&f);
+    for sort in ["relevance", "recency", "score"] {
+        let out = f
+            .svc
+            .recall(
+                &f.ctx,
+                RecallRequest {
+                    query: Some("helm".into()),
+                    scope: Some("project".into()),
+                    sort_by: Some(sort.into()),
+                    include_related: true,
+                    ..Default::default()
+                },
+            )
+            .expect("recall");
+        let got: Vec<(&str, bool)> = out
+            .memories
+            .iter()
+            .map(|m| (m.key.as_str(), m.lifecycle_status.is_some()))
+            .collect();
+        assert_eq!(
+            got,
+            [("deploy-v2", false), ("deploy-v1", true)],
+            "{sort}: primary, then the related extra"
+        );
+        assert_eq!(taken(&f), 1, "{sort}: related targets share the ordering snapshot");
     }
     f.explain_in("deploy scripts", 10, Some(Scope::Project));
     assert_eq!(taken(&f), 1, "explain: one read over both pools");
