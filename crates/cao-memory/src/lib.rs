@@ -16,6 +16,7 @@
 pub mod audit;
 mod audit_relationships;
 mod error;
+mod explain_table;
 mod inject;
 mod inject_related;
 mod lifecycle;
