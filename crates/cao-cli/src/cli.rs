@@ -1,11 +1,16 @@
 //! The command-line grammar (clap derive). Every value with a closed set of spellings (scope, type, format) is a
 //! [`clap::ValueEnum`], so a bad spelling is a usage error (exit 2) reported by clap before any I/O.
 
+use crate::error::CliError;
 use cao_core::{MemoryType, Scope};
+use cao_memory::{DEFAULT_EXPLAIN_LIMIT, MAX_EXPLAIN_LIMIT};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Largest accepted `--limit` of `cao memory list`.
-pub const MAX_LIST_LIMIT: u64 = 10_000;
+/// Rows the ordinary `cao memory list` shows at most (spec 000 "CLI Commands": a table of at most 100 rows).
+pub const LIST_ROWS: usize = 100;
+
+/// Largest query (bytes, after trimming) `--explain` accepts: the service's recall query maximum (4 KiB).
+pub const MAX_QUERY_BYTES: usize = 4096;
 
 /// cao: persistent memory for CLI coding agents.
 ///
@@ -33,7 +38,8 @@ pub enum Command {
 /// `cao memory ...`.
 #[derive(Debug, Subcommand)]
 pub enum MemoryCommand {
-    /// List memories (global + current project by default; --all for every project, session and agent).
+    /// List memories (global + current project by default; --all for every project, session and agent), or with
+    /// `--query Q --explain` compare default recency recall with relevance recall without recording access.
     List(ListArgs),
     /// Show the full content of one memory.
     Show(ShowArgs),
@@ -62,6 +68,13 @@ pub enum MemoryCommand {
 }
 
 /// Arguments of `cao memory list`.
+///
+/// Two modes share the scope flags (spec 000 "On-demand relevance explain", "CLI Commands"):
+/// - the ordinary list: `[--all] [--scope S] [--type T] [--json]`, at most [`LIST_ROWS`] rows;
+/// - explain: `--query Q --explain [--limit N] [--format table|json]` plus the same scope flags.
+///
+/// Which flags go together is checked by [`ListArgs::mode`] (a usage error, exit 2, before any I/O). `--limit` and
+/// `--format` are `Option`s without a default so that an explicit value equal to the default is still seen.
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// List every project, session and agent, not only the current ones.
@@ -73,12 +86,112 @@ pub struct ListArgs {
     /// Only this memory type.
     #[arg(long = "type", value_enum, value_name = "TYPE")]
     pub memory_type: Option<TypeArg>,
-    /// Maximum number of memories listed.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=MAX_LIST_LIMIT))]
-    pub limit: u64,
+    /// Print the list as a JSON array of memory objects (ordinary list only).
+    #[arg(long)]
+    pub json: bool,
+    /// The query to explain (needs --explain).
+    #[arg(long, value_name = "Q")]
+    pub query: Option<String>,
+    /// Compare default recency recall with relevance recall for --query; records no access, expands nothing.
+    #[arg(long)]
+    pub explain: bool,
+    /// Size of each top set of --explain, 1-100 [default: 10] (only with --explain).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_EXPLAIN_LIMIT as u64))]
+    pub limit: Option<u64>,
+    /// Output format of --explain [default: table] (only with --explain).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<ExplainFormat>,
+}
+
+/// What a valid `cao memory list` command line asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListMode {
+    /// The ordinary listing.
+    List {
+        /// Every project, session and agent.
+        all: bool,
+        /// Only this scope.
+        scope: Option<Scope>,
+        /// Only this type.
+        memory_type: Option<MemoryType>,
+        /// A JSON array instead of the table.
+        json: bool,
+    },
+    /// The relevance explain report.
+    Explain(ExplainArgs),
+}
+
+/// A validated `cao memory list --query Q --explain` command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainArgs {
+    /// The query, trimmed; non-empty and at most [`MAX_QUERY_BYTES`].
+    pub query: String,
+    /// Every project, session and agent.
+    pub all: bool,
+    /// Only this scope.
+    pub scope: Option<Scope>,
+    /// Only this type.
+    pub memory_type: Option<MemoryType>,
+    /// Size of each top set, 1..=100.
+    pub limit: usize,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-    pub format: ListFormat,
+    pub format: ExplainFormat,
+}
+
+impl ListArgs {
+    /// Check which flags go together and return the mode.
+    ///
+    /// Errors ([`CliError::Usage`], exit 2; nothing has been read or written): `--json` with `--explain` (the
+    /// message points at `--format json`); `--explain` without `--query`; `--query` without `--explain`; an
+    /// explicit `--limit` or `--format` without `--explain`, whatever its value; an empty or whitespace-only
+    /// query; a query over [`MAX_QUERY_BYTES`] bytes.
+    pub fn mode(self) -> Result<ListMode, CliError> {
+        let usage = |m: &str| Err(CliError::Usage(m.to_owned()));
+        if self.json && self.explain {
+            return usage("--json is for the ordinary list; with --explain use --format json");
+        }
+        if !self.explain {
+            if self.query.is_some() {
+                return usage("--query needs --explain: cao memory list --query Q --explain");
+            }
+            if self.limit.is_some() {
+                return usage("--limit applies only to --explain; the ordinary list shows at most 100 rows");
+            }
+            if self.format.is_some() {
+                return usage("--format applies only to --explain; use --json for a machine-readable ordinary list");
+            }
+            return Ok(ListMode::List {
+                all: self.all,
+                scope: self.scope.map(Into::into),
+                memory_type: self.memory_type.map(Into::into),
+                json: self.json,
+            });
+        }
+        let Some(raw) = self.query else {
+            return usage("--explain needs --query Q: cao memory list --query Q --explain");
+        };
+        let query = raw.trim();
+        if query.is_empty() {
+            return usage("--query must not be empty or whitespace-only");
+        }
+        if query.len() > MAX_QUERY_BYTES {
+            return Err(CliError::Usage(format!(
+                "--query is {} bytes; the maximum is {MAX_QUERY_BYTES}",
+                query.len()
+            )));
+        }
+        Ok(ListMode::Explain(ExplainArgs {
+            query: query.to_owned(),
+            all: self.all,
+            scope: self.scope.map(Into::into),
+            memory_type: self.memory_type.map(Into::into),
+            limit: self
+                .limit
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(DEFAULT_EXPLAIN_LIMIT),
+            format: self.format.unwrap_or(ExplainFormat::Table),
+        }))
+    }
 }
 
 /// Arguments of `cao memory show`.
@@ -177,12 +290,21 @@ impl From<TypeArg> for MemoryType {
     }
 }
 
-/// Output format of `list`.
+/// Output format of `memory relationships list` and `memory relationships inspect`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ListFormat {
-    /// Aligned columns, as the reference CLI prints them.
+    /// Aligned columns (or labelled lines for one edge).
     Table,
-    /// A pretty-printed JSON array of memory objects.
+    /// Pretty-printed JSON.
+    Json,
+}
+
+/// Output format of `list --explain`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExplainFormat {
+    /// Aligned columns between a header line (query, limit, filters) and a footer (pool, overlap, flags).
+    Table,
+    /// The `cao.memory.explain/1` JSON report (docs/schemas/cao.memory.explain-1.json).
     Json,
 }
 
@@ -226,11 +348,105 @@ mod tests {
             &["cao", "memory", "list", "--type", "Project"],
             &["cao", "memory", "list", "--limit", "0"],
             &["cao", "memory", "list", "--format", "yaml"],
+            &["cao", "memory", "list", "--query", "q", "--explain", "--limit", "0"],
+            &["cao", "memory", "list", "--query", "q", "--explain", "--limit", "101"],
+            &["cao", "memory", "list", "--query", "q", "--explain", "--format", "yaml"],
             &["cao", "memory", "clear"],
             &["cao", "memory", "show"],
         ] {
             let err = Cli::try_parse_from(argv).expect_err("must be rejected");
             assert_eq!(err.exit_code(), 2, "{argv:?}");
         }
+    }
+
+    fn mode_of(argv: &[&str]) -> Result<ListMode, CliError> {
+        let mut full = vec!["cao", "memory", "list"];
+        full.extend_from_slice(argv);
+        let cli = Cli::try_parse_from(&full).expect("parses");
+        let Command::Memory(MemoryCommand::List(args)) = cli.command else {
+            panic!("not a list command")
+        };
+        args.mode()
+    }
+
+    #[test]
+    fn explain_flags_need_each_other_even_at_their_defaults() {
+        for argv in [
+            &["--query", "q"][..],
+            &["--explain"],
+            &["--limit", "10"],
+            &["--limit", "5"],
+            &["--format", "table"],
+            &["--format", "json"],
+            &["--query", "q", "--limit", "10"],
+            &["--query", "q", "--format", "table"],
+            &["--explain", "--limit", "3"],
+            &["--query", "  ", "--explain"],
+            &["--query", "", "--explain"],
+            &["--json", "--explain", "--query", "q"],
+        ] {
+            match mode_of(argv) {
+                Err(CliError::Usage(msg)) => assert!(!msg.contains('\n'), "{argv:?}: {msg}"),
+                other => panic!("{argv:?}: expected a usage error, got {other:?}"),
+            }
+        }
+        let Err(CliError::Usage(msg)) = mode_of(&["--json", "--explain", "--query", "q"]) else {
+            panic!("usage error")
+        };
+        assert!(msg.contains("--format json"), "{msg}");
+        let long = "q".repeat(MAX_QUERY_BYTES + 1);
+        assert!(matches!(
+            mode_of(&["--query", &long, "--explain"]),
+            Err(CliError::Usage(_))
+        ));
+    }
+
+    #[test]
+    fn explain_defaults_and_ordinary_list() {
+        assert_eq!(
+            mode_of(&["--query", "  kafka streams ", "--explain"]).expect("valid"),
+            ListMode::Explain(ExplainArgs {
+                query: "kafka streams".to_owned(),
+                all: false,
+                scope: None,
+                memory_type: None,
+                limit: 10,
+                format: ExplainFormat::Table,
+            })
+        );
+        assert_eq!(
+            mode_of(&[
+                "--query",
+                "k",
+                "--explain",
+                "--limit",
+                "100",
+                "--format",
+                "json",
+                "--all",
+                "--scope",
+                "global",
+                "--type",
+                "user"
+            ])
+            .expect("valid"),
+            ListMode::Explain(ExplainArgs {
+                query: "k".to_owned(),
+                all: true,
+                scope: Some(Scope::Global),
+                memory_type: Some(MemoryType::User),
+                limit: 100,
+                format: ExplainFormat::Json,
+            })
+        );
+        assert_eq!(
+            mode_of(&["--json", "--scope", "project"]).expect("valid"),
+            ListMode::List {
+                all: false,
+                scope: Some(Scope::Project),
+                memory_type: None,
+                json: true
+            }
+        );
     }
 }

@@ -90,7 +90,7 @@ fn hint_for(e: &MemoryError, message: &str) -> Option<String> {
 }
 
 /// `s` with line breaks folded into spaces, so an error is always one line.
-fn single_line(s: &str) -> String {
+pub(crate) fn single_line(s: &str) -> String {
     s.split(['\n', '\r'])
         .map(str::trim)
         .filter(|p| !p.is_empty())

@@ -5,14 +5,22 @@
 //!
 //! Order of checks: usage errors (exit 2) never touch the disk; a disabled memory system (exit 1, naming
 //! `memory.enabled`) is detected from `settings.json`/env before the store is opened, so nothing is created.
+//!
+//! `list --query Q --explain` (spec 000 "On-demand relevance explain") also checks `memory.explain_enabled` before
+//! opening the store (exit 1 naming it), never counts an access, and reports any other service error by its kind
+//! and a hint only; the error's detail goes to stderr only when `CAO_LOG_LEVEL` is `DEBUG` (any case). No logging
+//! handler is installed for this: the detail is written directly.
 
-use crate::cli::{ClearArgs, DeleteArgs, ListArgs, ListFormat, MemoryCommand, RepairArgs, ShowArgs, TextFormat};
+use crate::cli::{
+    ClearArgs, DeleteArgs, ExplainArgs, ExplainFormat, LIST_ROWS, ListMode, MemoryCommand, RepairArgs, ShowArgs,
+    TextFormat,
+};
 use crate::confirm::{Prompter, confirm};
 use crate::error::CliError;
 use crate::output;
 use crate::relationships::RelPlan;
 use cao_core::{CaoHome, Key, Scope, Settings, TerminalContext};
-use cao_memory::{ListRequest, MemoryError, MemoryService};
+use cao_memory::{ExplainRequest, ListRequest, MemoryError, MemoryService};
 use std::io::Write;
 
 /// Run one memory subcommand, writing its result to `out`.
@@ -29,6 +37,9 @@ pub fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter)
     // Validation and confirmation first: neither needs the store.
     let plan = Plan::new(cmd, prompter)?;
     let home = CaoHome::from_env();
+    if let Plan::Explain(a) = &plan {
+        return run_explain(a, home, out);
+    }
     if !Settings::load(&home).memory_enabled() {
         return Err(MemoryError::Disabled.into());
     }
@@ -59,7 +70,13 @@ pub fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter)
 
 /// A validated command, ready to run against the store.
 enum Plan {
-    List(ListArgs),
+    List {
+        all: bool,
+        scope: Option<Scope>,
+        memory_type: Option<cao_core::MemoryType>,
+        json: bool,
+    },
+    Explain(ExplainArgs),
     Show {
         key: Key,
         scope: Option<Scope>,
@@ -80,7 +97,20 @@ enum Plan {
 impl Plan {
     fn new(cmd: MemoryCommand, prompter: &mut dyn Prompter) -> Result<Plan, CliError> {
         Ok(match cmd {
-            MemoryCommand::List(a) => Plan::List(a),
+            MemoryCommand::List(a) => match a.mode()? {
+                ListMode::List {
+                    all,
+                    scope,
+                    memory_type,
+                    json,
+                } => Plan::List {
+                    all,
+                    scope,
+                    memory_type,
+                    json,
+                },
+                ListMode::Explain(e) => Plan::Explain(e),
+            },
             MemoryCommand::Show(ShowArgs { key, scope, format }) => Plan::Show {
                 key: parse_key(&key)?,
                 scope: scope.map(Scope::from),
@@ -118,22 +148,30 @@ impl Plan {
 
     fn execute(&self, svc: &MemoryService, ctx: &TerminalContext, out: &mut dyn Write) -> Result<(), CliError> {
         match self {
-            Plan::List(a) => {
+            Plan::List {
+                all,
+                scope,
+                memory_type,
+                json,
+            } => {
                 let req = ListRequest {
-                    scope: a.scope.map(Into::into),
-                    memory_type: a.memory_type.map(Into::into),
-                    all: a.all,
-                    limit: Some(usize::try_from(a.limit).unwrap_or(usize::MAX)),
+                    scope: *scope,
+                    memory_type: *memory_type,
+                    all: *all,
+                    limit: Some(LIST_ROWS),
                     // Operator view: spec 000 "Non-accessing operator inspection".
                     record_access: !svc.settings().non_accessing_inspection(),
                 };
                 let memories = svc.list(ctx, req)?;
-                let text = match a.format {
-                    ListFormat::Table => output::list_table(&memories),
-                    ListFormat::Json => output::json(&memories).map_err(CliError::failure)?,
+                let text = if *json {
+                    output::json(&memories).map_err(CliError::failure)?
+                } else {
+                    output::list_table(&memories)
                 };
                 emit(out, &text)
             }
+            // Dispatched to `run_explain` before the store is opened.
+            Plan::Explain(_) => Err(CliError::failure("explain does not run through the store plan")),
             Plan::Show { key, scope, format } => {
                 let record_access = !svc.settings().non_accessing_inspection();
                 let Some(memory) = svc.show_with_access(ctx, key, *scope, record_access)? else {
@@ -187,6 +225,91 @@ impl Plan {
     }
 }
 
+/// `cao memory list --query Q --explain`: the settings checks (memory, then explain; exit 1 naming the key, nothing
+/// created), one [`MemoryService::explain`] call, the report as a table or JSON.
+///
+/// Errors: [`MemoryError::Disabled`] and [`MemoryError::ExplainDisabled`] keep their messages (they name the
+/// setting); every other service error, including a store that cannot be opened, is reported by
+/// [`explain_failure`]. An empty pool is a success.
+fn run_explain(a: &ExplainArgs, home: CaoHome, out: &mut dyn Write) -> Result<(), CliError> {
+    let settings = Settings::load(&home);
+    if !settings.memory_enabled() {
+        return Err(MemoryError::Disabled.into());
+    }
+    if !settings.explain_enabled() {
+        return Err(MemoryError::ExplainDisabled.into());
+    }
+    let svc = MemoryService::open(home).map_err(|e| explain_failure(&e))?;
+    let ctx = TerminalContext::from_env();
+    let req = ExplainRequest {
+        query: a.query.clone(),
+        scope: a.scope,
+        memory_type: a.memory_type,
+        all: a.all,
+        limit: a.limit,
+    };
+    let result = svc.explain(&ctx, req);
+    // Opening may have rebuilt the index from the wiki; keep index.md current like every other command. Only the
+    // error's kind is logged: explain's normal stderr carries no error detail.
+    if let Err(e) = svc.flush_index_md() {
+        tracing::warn!(kind = e.kind(), "index.md could not be refreshed");
+    }
+    let report = result.map_err(|e| explain_failure(&e))?;
+    let text = match a.format {
+        ExplainFormat::Table => report.render_table(),
+        ExplainFormat::Json => output::json(&report).map_err(CliError::failure)?,
+    };
+    emit(out, &text)
+}
+
+/// The outcome of a failed explain (spec 000: "Service errors report only the exception type and an actionable
+/// hint"): the two disabled errors keep their messages; any other error becomes `relevance explain failed:
+/// <kind>` with a hint chosen by its kind. Its detail (the error's message) is written to stderr only when
+/// `CAO_LOG_LEVEL` is `DEBUG` (any case).
+fn explain_failure(e: &MemoryError) -> CliError {
+    match e {
+        MemoryError::Disabled => return MemoryError::Disabled.into(),
+        MemoryError::ExplainDisabled => return MemoryError::ExplainDisabled.into(),
+        _ => {}
+    }
+    if debug_detail_enabled(std::env::var("CAO_LOG_LEVEL").ok().as_deref()) {
+        let line = format!(
+            "debug: relevance explain failed: {}: {}\n",
+            e.kind(),
+            crate::error::single_line(&e.to_string())
+        );
+        // Best effort: the error line below still reports the failure if stderr is gone.
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+    CliError::failure_with_hint(
+        format!("relevance explain failed: {}", e.kind()),
+        format!(
+            "{}; set CAO_LOG_LEVEL=DEBUG and re-run to print the detail",
+            explain_hint(e.kind())
+        ),
+    )
+}
+
+/// Whether `CAO_LOG_LEVEL` asks for the explain error detail: exactly `debug`, any case, surrounding blanks ignored.
+fn debug_detail_enabled(level: Option<&str>) -> bool {
+    level.is_some_and(|v| v.trim().eq_ignore_ascii_case("debug"))
+}
+
+/// What the operator can do about an explain failure of `kind` (a [`MemoryError::kind`] code).
+fn explain_hint(kind: &str) -> &'static str {
+    match kind {
+        "invalid_argument" => {
+            "check --query, --scope and the project id (`cao config get memory.project_id`, CAO_PROJECT_ID)"
+        }
+        "index_error" => {
+            "if another process holds the database, retry when it is done; otherwise run `cao memory repair`"
+        }
+        "corrupt_topic_file" | "wiki_error" | "memory_metadata_partial_write" => "run `cao memory repair`, then retry",
+        "io_error" => "check that the cao home (CAO_HOME) is readable and writable, then retry",
+        _ => "retry; if it persists, run `cao memory repair`",
+    }
+}
+
 /// Strict key check of operator input (`^[a-z0-9-]{1,60}$`); a bad key is a usage error.
 fn parse_key(raw: &str) -> Result<Key, CliError> {
     Key::parse_strict(raw).map_err(|e| CliError::Usage(e.to_string()))
@@ -235,6 +358,50 @@ mod tests {
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
+        }
+    }
+
+    #[test]
+    fn explain_failures_name_only_the_kind_and_a_hint() {
+        let e = MemoryError::Corrupt {
+            path: "/secret/path/topic.md".into(),
+            reason: "stored content here".into(),
+        };
+        let CliError::Failure { message, hint } = explain_failure(&e) else {
+            panic!("not a failure")
+        };
+        assert_eq!(message, "relevance explain failed: corrupt_topic_file");
+        let hint = hint.unwrap_or_default();
+        assert!(
+            hint.contains("cao memory repair") && hint.contains("CAO_LOG_LEVEL=DEBUG"),
+            "{hint}"
+        );
+        assert!(!message.contains("secret") && !hint.contains("secret") && !hint.contains("stored"));
+        for (disabled, setting) in [
+            (MemoryError::Disabled, "memory.enabled"),
+            (MemoryError::ExplainDisabled, "memory.explain_enabled"),
+        ] {
+            let CliError::Failure { message, .. } = explain_failure(&disabled) else {
+                panic!("not a failure")
+            };
+            assert!(message.contains(setting), "{message}");
+        }
+    }
+
+    #[test]
+    fn only_debug_in_any_case_prints_the_detail() {
+        for on in ["DEBUG", "debug", " Debug "] {
+            assert!(debug_detail_enabled(Some(on)), "{on:?}");
+        }
+        for off in [
+            None,
+            Some(""),
+            Some("info"),
+            Some("trace"),
+            Some("warn"),
+            Some("cao=debug"),
+        ] {
+            assert!(!debug_detail_enabled(off), "{off:?}");
         }
     }
 

@@ -151,7 +151,7 @@ fn corrupt_topic_file_is_reported_and_does_not_break_listing() {
     assert_eq!(text.code, Some(0), "{}", text.transcript());
     assert!(text.stdout.contains("unparsable"), "{}", text.stdout);
 
-    let list = cao(&home, &["memory", "list", "--all", "--format", "json"]);
+    let list = cao(&home, &["memory", "list", "--all", "--json"]);
     assert_eq!(list.code, Some(0), "{}", list.transcript());
     let keys: Vec<String> = listed(&list).into_iter().map(|(_, k)| k).collect();
     assert_eq!(keys.len(), 6, "all good memories still listed: {keys:?}");
@@ -163,7 +163,7 @@ fn missing_database_directory_is_recreated_and_rebuilt_from_the_wiki() {
     let home = seeded_home();
     std::fs::remove_dir_all(home.home().join("db")).expect("remove db dir");
     // The first command finds an empty index next to wiki files and rebuilds it (a warning on stderr).
-    let list = cao(&home, &["memory", "list", "--all", "--format", "json"]);
+    let list = cao(&home, &["memory", "list", "--all", "--json"]);
     assert_eq!(list.code, Some(0), "{}", list.transcript());
     assert!(
         home.home().join("db/cli-agent-orchestrator.db").exists(),

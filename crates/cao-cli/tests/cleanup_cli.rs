@@ -100,7 +100,7 @@ fn dry_run_reports_and_changes_nothing_then_cleanup_removes_exactly_that() {
     assert!(!topic.exists(), "expired topic file removed");
     assert_eq!(audit_lines(), lines_before + 2, "one retention_removal line each");
 
-    let listed = cao(&home, &["memory", "list", "--all", "--format", "json"]);
+    let listed = cao(&home, &["memory", "list", "--all", "--json"]);
     let left = common::listed(&listed);
     for kept in [
         "prefer-pytest",

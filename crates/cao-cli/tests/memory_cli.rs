@@ -27,19 +27,42 @@ fn list_table_all_and_filters() {
     assert_eq!(all.code, Some(0), "{}", all.transcript());
     let global = cao(&home, &["memory", "list", "--scope", "global"]);
     let feedback = cao(&home, &["memory", "list", "--all", "--type", "feedback"]);
-    let limited = cao(&home, &["memory", "list", "--all", "--limit", "2"]);
     filters(&home).bind(|| {
         insta::assert_snapshot!("list_table_all", all.transcript());
         insta::assert_snapshot!("list_table_scope_global", global.transcript());
         insta::assert_snapshot!("list_table_type_feedback_all", feedback.transcript());
     });
-    assert_eq!(limited.code, Some(0));
+}
+
+#[test]
+fn list_shows_at_most_100_rows() {
+    // 105 global memories through the real service; the ordinary list (table and --json) stops at 100.
+    let home = cao_testkit::TempHome::new().expect("temp home");
+    let svc = cao_memory::MemoryService::open(cao_core::CaoHome::new(home.home())).expect("service opens");
+    let ctx = common::full_context(&home);
+    for i in 0..105 {
+        svc.store(
+            &ctx,
+            cao_memory::StoreRequest {
+                content: format!("note number {i}"),
+                scope: Some("global".to_owned()),
+                key: Some(format!("note-{i:03}")),
+                ..Default::default()
+            },
+        )
+        .expect("store");
+    }
+    drop(svc);
+    let table = cao(&home, &["memory", "list"]);
+    assert_eq!(table.code, Some(0), "{}", table.transcript());
     assert_eq!(
-        limited.stdout.lines().count(),
-        4,
-        "header, dashes, two rows:\n{}",
-        limited.stdout
+        table.stdout.lines().count(),
+        102,
+        "header, dashes, 100 rows:\n{}",
+        table.stdout
     );
+    let as_json = cao(&home, &["memory", "list", "--json"]);
+    assert_eq!(listed(&as_json).len(), 100, "{}", as_json.transcript());
 }
 
 #[test]
@@ -58,7 +81,7 @@ fn list_prints_utc_minutes_of_the_last_write() {
 #[test]
 fn list_json_is_an_array_of_memory_objects() {
     let home = seeded_home();
-    let out = cao(&home, &["memory", "list", "--all", "--format", "json"]);
+    let out = cao(&home, &["memory", "list", "--all", "--json"]);
     assert_eq!(out.code, Some(0), "{}", out.transcript());
     filters(&home).bind(|| insta::assert_snapshot!("list_json_all", out.stdout));
     let v = json(&out);
@@ -107,7 +130,7 @@ fn list_on_an_empty_or_missing_home() {
         (out.code, out.stdout.as_str(), out.stderr.as_str()),
         (Some(0), "No memories found.\n", "")
     );
-    let json_out = cao(&home, &["memory", "list", "--format", "json"]);
+    let json_out = cao(&home, &["memory", "list", "--json"]);
     assert_eq!(json(&json_out), serde_json::json!([]));
     // A home directory that does not exist yet is created on first use.
     std::fs::remove_dir_all(home.home()).expect("remove home");
@@ -229,7 +252,7 @@ fn clear_a_scope_then_nothing_left() {
     assert_eq!(first.code, Some(0));
     assert_eq!(first.stdout, "Cleared 2 global-scoped memory(ies).\n");
     assert_eq!(second.stdout, "No global-scoped memories to clear.\n");
-    let left = cao(&home, &["memory", "list", "--all", "--format", "json"]);
+    let left = cao(&home, &["memory", "list", "--all", "--json"]);
     let scopes: Vec<String> = listed(&left).into_iter().map(|(s, _)| s).collect();
     assert!(!scopes.iter().any(|s| s == "global"), "{scopes:?}");
     assert_eq!(scopes.len(), 4, "other scopes untouched: {scopes:?}");

@@ -63,7 +63,7 @@ fn repair_adopts_the_reference_home() {
     assert_eq!(first.code, Some(0), "{}", first.transcript());
     filters(&home).bind(|| insta::assert_snapshot!("reference_repair_first", first.transcript()));
 
-    let list = cao(&home, &["memory", "list", "--all", "--format", "json"]);
+    let list = cao(&home, &["memory", "list", "--all", "--json"]);
     assert_eq!(list.code, Some(0), "{}", list.transcript());
     let listed = json(&list).as_array().cloned().unwrap_or_default();
     assert_eq!(

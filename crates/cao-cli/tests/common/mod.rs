@@ -164,7 +164,7 @@ pub fn json(out: &RunOutput) -> serde_json::Value {
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", out.transcript()))
 }
 
-/// `(scope, key)` pairs of a `list --format json` array, in output order.
+/// `(scope, key)` pairs of a `list --json` array, in output order.
 pub fn listed(out: &RunOutput) -> Vec<(String, String)> {
     let v = json(out);
     let arr = v
