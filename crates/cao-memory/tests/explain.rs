@@ -175,6 +175,17 @@ fn json(report: &ExplainReport) -> String {
     serde_json::to_string_pretty(report).expect("json")
 }
 
+/// The JSON and table goldens of one report (`explain_<name>_json`, `explain_<name>_table`).
+fn goldens(name: &str, report: &ExplainReport) {
+    insta::assert_snapshot!(format!("explain_{name}_json"), json(report));
+    let table = report.render_table();
+    assert!(
+        table.contains(&format!("lexical_degenerate: {}", report.lexical_degenerate)),
+        "the footer states lexical_degenerate:\n{table}"
+    );
+    insta::assert_snapshot!(format!("explain_{name}_table"), table);
+}
+
 /// A project corpus: eight fresh notes that mention kafka once (metadata hits, newest first in default recall),
 /// and one 400-day-old note dense in the query terms.
 fn recovered_corpus(f: &Fx) {
@@ -209,7 +220,7 @@ fn recovered_rows_golden() {
     assert_eq!(guide.recency_rank, None);
     assert!(guide.recency_factor < 0.87 && guide.recency_factor > 0.85);
     assert_eq!(r.overlap, Some(0.6667), "two of three shared");
-    insta::assert_snapshot!("explain_recovered_json", json(&r));
+    goldens("recovered", &r);
     // The relevance sort returns the relevance top set.
     assert_eq!(f.relevance("kafka streams", 3)[0], "kafka-streams-guide");
 }
@@ -229,7 +240,7 @@ fn degenerate_batch_golden() {
         ["bravo", "alpha"],
         "identity order within the tier, scope precedence first"
     );
-    insta::assert_snapshot!("explain_degenerate_json", json(&r));
+    goldens("degenerate", &r);
     let empty = f.explain("zebra", 10);
     assert!(!empty.lexical_degenerate, "an empty pool is not degenerate");
     assert_eq!(empty.overlap, None);
@@ -246,7 +257,7 @@ fn partial_only_matches_golden() {
     assert_eq!(r.pool.all_term, 0);
     assert_eq!(r.pool.partial, 2);
     assert!(r.candidates.iter().all(|c| c.tier == "partial"));
-    insta::assert_snapshot!("explain_partial_only_json", json(&r));
+    goldens("partial_only", &r);
     // All-term matches fill first; partials only fill what is left.
     f.store("global", "zebra-kafka", "kafka zebra crossing", 1);
     let keys = f.relevance("kafka zebra", 10);
@@ -299,7 +310,7 @@ fn time_neutral_scopes_golden() {
             "{k} is time-neutral"
         );
     }
-    insta::assert_snapshot!("explain_time_neutral_json", json(&all));
+    goldens("time_neutral", &all);
 }
 
 fn supersedes_corpus(f: &Fx) {
@@ -335,7 +346,7 @@ fn supersedes_with_lifecycle_off_golden() {
         .and_then(|c| c.relevance_rank)
         .expect("v2");
     assert!(v1_rank > v2_rank);
-    insta::assert_snapshot!("explain_supersedes_off_json", json(&r));
+    goldens("supersedes_off", &r);
 }
 
 #[test]
@@ -355,7 +366,7 @@ fn supersedes_with_lifecycle_on_golden() {
         .max_by_key(|c| c.recency_rank)
         .expect("default rows");
     assert_eq!(last_default.key, "deploy-v1");
-    insta::assert_snapshot!("explain_supersedes_on_json", json(&r));
+    goldens("supersedes_on", &r);
 }
 
 #[test]
@@ -388,7 +399,7 @@ fn failed_eligibility_source_golden() {
         "healthy groups keep verdicts"
     );
     assert_eq!(get("deploy-v2").injection, cao_memory::Injection::Eligible);
-    insta::assert_snapshot!("explain_failed_source_json", json(&r));
+    goldens("failed_source", &r);
 }
 
 #[test]
