@@ -174,8 +174,29 @@ async def run_flow(session: ClientSession, home: pathlib.Path, cwd: pathlib.Path
         assert refused["success"] is False and "limit" in refused["error"], refused
     for mode in ("metadata", "bm25", "hybrid"):
         assert "testing-framework" in keys(await call(session, "memory_recall", query="pytest", search_mode=mode))
-    for sort in ("recency", "score", "usage"):
+    for sort in ("recency", "score", "usage", "relevance"):
         assert "testing-framework" in keys(await call(session, "memory_recall", query="pytest", sort_by=sort))
+    # relevance: memories holding every query word first, by BM25 strength rather than age; partials after them,
+    # even when newer
+    stored = [
+        await call(session, "memory_store", content=c, key=k)
+        for k, c in (
+            ("fixtures", "pytest conftest: shared pytest fixtures live in conftest.py"),
+            (
+                "ci-notes",
+                "The CI job installs the dependencies, runs the linters, builds the docs, then runs pytest over the "
+                "whole tree, which picks up every conftest along the way and uploads the coverage report",
+            ),
+            ("plugins", "Pin pytest plugins in requirements-dev.txt"),
+        )
+    ]
+    assert all(r["success"] is True for r in stored), stored
+    ranked = keys(await call(session, "memory_recall", query="pytest conftest", sort_by="relevance"))
+    assert ranked[:2] == ["fixtures", "ci-notes"] and "plugins" in ranked[2:], ranked
+    default = keys(await call(session, "memory_recall", query="pytest conftest"))
+    assert default[:2] == ["ci-notes", "fixtures"], default
+    no_query = await call(session, "memory_recall", scope="project", sort_by="relevance")
+    assert keys(no_query) == keys(await call(session, "memory_recall", scope="project")), no_query
     bad_sort = await call(session, "memory_recall", query="pytest", sort_by="alphabetical")
     assert bad_sort["success"] is False and "sort_by" in bad_sort["error"], bad_sort
     assert bad_sort["error_kind"] == "invalid_argument"

@@ -126,12 +126,14 @@ appear in the key, tags or content), \"bm25\" (keyword relevance; any shared wor
 matches first, then BM25 matches fill the remaining slots)."
     )]
     pub search_mode: Option<String>,
-    /// `recency` | `score` | `usage`.
+    /// `recency` | `score` | `usage` | `relevance`.
     #[serde(default)]
     #[schemars(
-        extend("default" = "recency", "enum" = ["recency", "score", "usage", null]),
+        extend("default" = "recency", "enum" = ["recency", "score", "usage", "relevance", null]),
         description = "How results are ordered (default \"recency\"). One of: \"recency\" (newest first), \"score\" \
-(composite of BM25 relevance, recency and usage), \"usage\" (most recalled first)."
+(composite of BM25 relevance, recency and usage), \"usage\" (most recalled first), \"relevance\" (needs a query: \
+memories containing every query word first, then partial matches, each by BM25 strength with a small age factor \
+for project memories; without a query it is \"recency\")."
     )]
     pub sort_by: Option<String>,
     /// Append cross-referenced memories.

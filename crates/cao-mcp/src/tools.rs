@@ -264,9 +264,13 @@ mod tests {
         assert_eq!(r["properties"]["limit"]["maximum"], 100);
         assert_eq!(r["properties"]["search_mode"]["default"], "hybrid");
         assert_eq!(r["properties"]["sort_by"]["default"], "recency");
+        assert_eq!(
+            r["properties"]["sort_by"]["enum"],
+            serde_json::json!(["recency", "score", "usage", "relevance", null])
+        );
         assert_eq!(r["properties"]["include_related"]["default"], false);
         let sort_doc = r["properties"]["sort_by"]["description"].as_str().unwrap_or_default();
-        for v in ["recency", "score", "usage"] {
+        for v in ["recency", "score", "usage", "relevance"] {
             assert!(sort_doc.contains(v), "sort_by description names {v}");
         }
 

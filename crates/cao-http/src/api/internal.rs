@@ -81,7 +81,7 @@ pub struct RecallBody {
     pub limit: Option<i64>,
     /// `metadata`, `bm25` or `hybrid` (default).
     pub search_mode: Option<String>,
-    /// `recency` (default), `score` or `usage`.
+    /// `recency` (default), `score`, `usage` or `relevance`.
     pub sort_by: Option<String>,
     /// Append related memories.
     pub include_related: Option<bool>,
