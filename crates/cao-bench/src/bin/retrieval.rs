@@ -5,20 +5,28 @@
 //! `memory_recall` (limit 10) in each configuration; a hit is a returned key that is one of the question's
 //! evidence turns. recall@k = share of a question's evidence turns found in the top k, averaged over questions;
 //! MRR = mean of 1 / rank of the first evidence turn (0 when none is in the top 10).
+//!
+//! Usage: `retrieval [--dated] [--dump FILE]`. By default every turn is stored now (all memories the same age).
+//! `--dated` stores each turn at its session's date (a fixed clock, turns a second apart) and asks the questions the
+//! day after the conversation's last session, so age-dependent orders (score, relevance's project age factor) see
+//! the conversation's real time span. `--dump` writes one JSON line per question (sample, question, category,
+//! evidence keys and the returned keys of each configuration) for per-question comparisons.
 #![allow(clippy::print_stdout)]
 
 use anyhow::{Context, Result};
 use cao_bench::locomo;
-use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
+use cao_core::{CaoHome, FixedClock, Settings, SystemClock, TerminalContext};
 use cao_mcp::{FixedContext, FlushSignal, MemoryTools, ServiceHandle};
 use cao_memory::MemoryService;
+use chrono::{DateTime, Utc};
 use serde_json::json;
 use std::sync::Arc;
 
-const CONFIGS: [(&str, &str, &str); 4] = [
+const CONFIGS: [(&str, &str, &str); 5] = [
     ("bm25", "bm25", "recency"),
     ("hybrid", "hybrid", "recency"),
     ("score", "hybrid", "score"),
+    ("relevance", "hybrid", "relevance"),
     ("metadata", "metadata", "recency"),
 ];
 
@@ -42,11 +50,50 @@ async fn call(
         .map_err(|e| anyhow::anyhow!("{name}: {e:?}"))
 }
 
+/// Command-line flags.
+#[derive(Default)]
+struct Args {
+    dump: Option<std::path::PathBuf>,
+    dated: bool,
+}
+
+fn args() -> Result<Args> {
+    let mut a = Args::default();
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        match flag.as_str() {
+            "--dump" => a.dump = Some(it.next().context("--dump needs a file")?.into()),
+            "--dated" => a.dated = true,
+            other => anyhow::bail!("unknown flag {other}; usage: retrieval [--dated] [--dump FILE]"),
+        }
+    }
+    Ok(a)
+}
+
+/// A LoCoMo session date (`1:56 pm on 8 May, 2023`) as UTC.
+fn session_time(date: &str) -> Result<DateTime<Utc>> {
+    let t = chrono::NaiveDateTime::parse_from_str(date, "%I:%M %p on %d %B, %Y")
+        .with_context(|| format!("unparsable LoCoMo session date {date:?}"))?;
+    Ok(t.and_utc())
+}
+
 async fn run() -> Result<()> {
+    let args = args()?;
+    let mut dump = match &args.dump {
+        Some(p) => Some(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+        )),
+        None => None,
+    };
     let samples = locomo::load()?;
     let tmp = tempfile::tempdir()?;
     let home = CaoHome::new(tmp.path().join("home"));
-    let svc = MemoryService::open_with(home, Settings::default(), Arc::new(SystemClock))?;
+    let clock = Arc::new(FixedClock::new(Utc::now()));
+    let svc = if args.dated {
+        MemoryService::open_with(home, Settings::default(), clock.clone())?
+    } else {
+        MemoryService::open_with(home, Settings::default(), Arc::new(SystemClock))?
+    };
     let mut totals = vec![(0.0f64, 0.0f64, 0.0f64, 0.0f64); CONFIGS.len()];
     let mut n_questions = 0usize;
     let mut n_turns = 0usize;
@@ -61,7 +108,14 @@ async fn run() -> Result<()> {
             Arc::new(FixedContext(ctx.clone())),
             FlushSignal::new(),
         );
-        for t in &sample.turns {
+        let mut last = None;
+        for (i, t) in sample.turns.iter().enumerate() {
+            if args.dated {
+                // Turns of a session are stored a second apart, in order, at the session's date.
+                let at = session_time(&t.date)? + chrono::Duration::seconds(i as i64);
+                clock.set(at);
+                last = Some(at);
+            }
             let out = call(
                 &tools,
                 &ctx,
@@ -77,6 +131,10 @@ async fn run() -> Result<()> {
             anyhow::ensure!(out["success"] == json!(true), "store failed: {out}");
             n_turns += 1;
         }
+        if let Some(at) = last {
+            // Questions are asked the day after the conversation's last session.
+            clock.set(at + chrono::Duration::days(1));
+        }
         for q in sample
             .questions
             .iter()
@@ -84,7 +142,8 @@ async fn run() -> Result<()> {
         {
             n_questions += 1;
             let evidence: Vec<String> = q.evidence.iter().map(|e| locomo::turn_key(e.trim())).collect();
-            for (i, (_, mode, sort)) in CONFIGS.iter().enumerate() {
+            let mut returned = serde_json::Map::new();
+            for (i, (name, mode, sort)) in CONFIGS.iter().enumerate() {
                 let out = call(
                     &tools,
                     &ctx,
@@ -111,12 +170,29 @@ async fn run() -> Result<()> {
                 t.1 += found_at(5);
                 t.2 += found_at(10);
                 t.3 += rr;
+                returned.insert((*name).to_owned(), json!(keys));
+            }
+            if let Some(w) = dump.as_mut() {
+                use std::io::Write;
+                let line = json!({
+                    "sample": sample.sample_id,
+                    "question": q.question,
+                    "category": q.category,
+                    "evidence": evidence,
+                    "returned": returned,
+                });
+                writeln!(w, "{line}")?;
             }
         }
     }
     println!(
-        "LoCoMo ({} conversations, {n_turns} turns stored, {n_questions} questions, category 5 excluded)",
-        samples.len()
+        "LoCoMo ({} conversations, {n_turns} turns stored, {n_questions} questions, category 5 excluded{})",
+        samples.len(),
+        if args.dated {
+            "; turns dated at their session, questions asked the day after the last session"
+        } else {
+            ""
+        }
     );
     println!();
     println!("| mode | search_mode/sort_by | recall@1 | recall@5 | recall@10 | MRR |");
@@ -131,6 +207,10 @@ async fn run() -> Result<()> {
             t.2 / n,
             t.3 / n
         );
+    }
+    if let Some(mut w) = dump {
+        use std::io::Write;
+        w.flush()?;
     }
     Ok(())
 }
