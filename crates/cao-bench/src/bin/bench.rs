@@ -1,13 +1,15 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
 //! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR]`. Prints one table row per
-//! (size, operation) with p50/p99 in milliseconds. Numbers are measurements on this machine, not assertions.
+//! (size, operation) with p50/p99 in milliseconds; the recall rows (each search_mode/sort_by pair, hybrid/relevance
+//! included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo questions. Numbers are
+//! measurements on this machine, not assertions.
 #![allow(clippy::print_stdout)]
 
 use anyhow::{Context, Result};
 use cao_bench::{Stats, locomo};
 use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
-use cao_memory::{MemoryService, RecallRequest, StoreRequest};
+use cao_memory::{ExplainRequest, MemoryService, RecallRequest, StoreRequest};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -104,6 +106,7 @@ fn main() -> Result<()> {
             ("hybrid", "score"),
             ("bm25", "score"),
             ("hybrid", "usage"),
+            ("hybrid", "relevance"),
         ] {
             let mut st = Stats::default();
             for q in questions.iter().cycle().take(args.queries) {
@@ -136,6 +139,23 @@ fn main() -> Result<()> {
             st.push(t.elapsed());
         }
         row(size, "recall no query (recency)", &st);
+        let mut st = Stats::default();
+        for q in questions.iter().cycle().take(args.queries) {
+            let t = Instant::now();
+            let r = svc.explain(
+                &ctx,
+                ExplainRequest {
+                    query: q.clone(),
+                    scope: None,
+                    memory_type: None,
+                    all: false,
+                    limit: cao_memory::DEFAULT_EXPLAIN_LIMIT,
+                },
+            )?;
+            st.push(t.elapsed());
+            std::hint::black_box(r);
+        }
+        row(size, "explain (limit 10)", &st);
         for limit in [10usize, 50] {
             let vis = cao_index::Visibility::all();
             let mut bm = Stats::default();
