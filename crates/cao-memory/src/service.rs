@@ -18,6 +18,9 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct MemoryService {
     pub(crate) inner: Arc<Inner>,
+    /// Settings the caller already loaded for the current call ([`MemoryService::with_settings`]); `None` = the
+    /// service's own (fixed, or `settings.json` read per call).
+    loaded: Option<Arc<Settings>>,
 }
 
 #[derive(Debug)]
@@ -71,6 +74,7 @@ impl MemoryService {
                 db_identity,
                 supersedes_lookup: crate::lifecycle::LookupCell::default(),
             }),
+            loaded: None,
         };
         svc.recover_empty_index()?;
         Ok(svc)
@@ -136,11 +140,27 @@ impl MemoryService {
         &self.inner.layout
     }
 
-    /// Current settings: the fixed ones, or `settings.json` read now (cheap; missing file = defaults).
+    /// Current settings: those passed to [`MemoryService::with_settings`], else the fixed ones, else
+    /// `settings.json` read now (cheap; missing file = defaults).
     pub fn settings(&self) -> Settings {
+        if let Some(s) = &self.loaded {
+            return Settings::clone(s);
+        }
         match &self.inner.settings {
             Some(s) => s.clone(),
             None => Settings::load(&self.inner.home),
+        }
+    }
+
+    /// This service for one call with settings the caller has already loaded (typically from
+    /// [`MemoryService::settings`], to check `memory.enabled` before deciding to call): every method of the returned
+    /// value uses `settings` instead of reading `settings.json` again, so one request reads the file once. Shares
+    /// the index and everything else with `self`. Keep it only for the call: a settings change takes effect on the
+    /// next call only when each call loads its settings afresh.
+    pub fn with_settings(&self, settings: Settings) -> MemoryService {
+        MemoryService {
+            inner: Arc::clone(&self.inner),
+            loaded: Some(Arc::new(settings)),
         }
     }
 
@@ -471,15 +491,26 @@ impl MemoryService {
         Ok(found.pop())
     }
 
+    /// Count an access of each row (the 60-second rule of [`cao_index::ACCESS_MIN_INTERVAL`]). Rows whose
+    /// `last_accessed_at`, as just read, is clearly inside the interval are left out before the write: the stored
+    /// value only moves forward, so the index would skip them too. When no row is due, no write transaction is
+    /// started, so repeated recalls of the same memories do not serialise on the database's write lock. Rows that
+    /// look due are still re-checked by the index inside its transaction (another process may have counted them).
+    /// Failures are logged, never returned: counting is best effort and must not fail a read.
     pub(crate) fn record_access(&self, rows: &[MemoryRow]) {
-        if rows.is_empty() {
+        let now = self.now();
+        let ids: Vec<&str> = rows
+            .iter()
+            .filter(|r| access_may_be_due(r.last_accessed_at, now))
+            .map(|r| r.id.as_str())
+            .collect();
+        if ids.is_empty() {
             return;
         }
-        let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
         if let Err(e) = self
             .inner
             .index
-            .record_access(&ids, self.now(), chrono::Duration::seconds(60))
+            .record_access(&ids, now, cao_index::ACCESS_MIN_INTERVAL)
         {
             tracing::warn!(error = %e, "could not record access");
         }
@@ -582,6 +613,20 @@ impl MemoryService {
         }
         self.flush_index_md()?;
         Ok(report)
+    }
+}
+
+/// Margin below [`cao_index::ACCESS_MIN_INTERVAL`] inside which a row is certainly not due: the index compares
+/// millisecond-rounded floating-point day differences, so rows near the boundary are left to its own check.
+const ACCESS_DUE_MARGIN: chrono::TimeDelta = chrono::TimeDelta::seconds(1);
+
+/// Whether the index might count an access at `now` of a row last counted at `last` (`None`: never).
+/// `false` only when the row was counted less than the interval (minus [`ACCESS_DUE_MARGIN`]) before `now`, or
+/// after `now` (a clock that went back), which the index also skips.
+fn access_may_be_due(last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+    match last {
+        None => true,
+        Some(last) => now - last >= cao_index::ACCESS_MIN_INTERVAL - ACCESS_DUE_MARGIN,
     }
 }
 
@@ -694,4 +739,112 @@ fn create_private_dir(dir: &Path) -> Result<(), MemoryError> {
         .mode(0o700)
         .create(dir)
         .map_err(|e| io_err(format!("creating {}", dir.display()), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cao_core::FixedClock;
+    use chrono::TimeZone;
+
+    fn at(secs: i64, millis: u32) -> DateTime<Utc> {
+        Utc.timestamp_opt(1_700_000_000 + secs, millis * 1_000_000)
+            .single()
+            .expect("valid instant")
+    }
+
+    fn ctx() -> TerminalContext {
+        TerminalContext {
+            project_id: Some("p".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn access_due_only_outside_the_interval_minus_margin() {
+        let now = at(1_000, 0);
+        assert!(access_may_be_due(None, now), "never counted");
+        assert!(!access_may_be_due(Some(at(970, 0)), now), "30 s ago");
+        assert!(!access_may_be_due(Some(at(941, 1)), now), "just under 59 s ago");
+        assert!(
+            access_may_be_due(Some(at(941, 0)), now),
+            "59 s ago is left to the index"
+        );
+        assert!(access_may_be_due(Some(at(900, 0)), now), "100 s ago");
+        assert!(
+            !access_may_be_due(Some(at(1_010, 0)), now),
+            "in the future (clock went back)"
+        );
+    }
+
+    /// The pre-filter must not change what is counted: the 60-second rule at its boundary, checked through recall.
+    #[test]
+    fn recall_counts_accesses_by_the_sixty_second_rule() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let clock = Arc::new(FixedClock::new(at(0, 0)));
+        let svc = MemoryService::open_with(CaoHome::new(dir.path()), Settings::default(), clock.clone()).expect("open");
+        svc.store(
+            &ctx(),
+            StoreRequest {
+                content: "the build uses cargo xtask".into(),
+                key: Some("build".into()),
+                ..Default::default()
+            },
+        )
+        .expect("store");
+        let key = Key::sanitize("build").expect("key");
+        let count = || {
+            svc.recall(
+                &ctx(),
+                RecallRequest {
+                    query: Some("cargo".into()),
+                    record_access: true,
+                    ..Default::default()
+                },
+            )
+            .expect("recall");
+            svc.index()
+                .get(&key, Scope::Project, Some("p"))
+                .expect("get")
+                .expect("row")
+                .access_count
+        };
+        clock.set(at(10, 0));
+        assert_eq!(count(), 1, "first access counts");
+        clock.set(at(40, 0));
+        assert_eq!(count(), 1, "30 s later: not due");
+        clock.set(at(69, 500));
+        assert_eq!(count(), 1, "59.5 s later: inside the margin, the index still refuses");
+        clock.set(at(70, 0));
+        assert_eq!(count(), 2, "60 s later: counted");
+        clock.set(at(71, 0));
+        assert_eq!(count(), 2, "1 s after that: not due");
+    }
+
+    #[test]
+    fn with_settings_replaces_the_per_call_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = CaoHome::new(dir.path());
+        let svc = MemoryService::open(home.clone()).expect("open");
+        let req = || RecallRequest {
+            query: Some("anything".into()),
+            ..Default::default()
+        };
+        let off = Settings::from_value(serde_json::json!({"memory": {"enabled": false}}));
+        assert!(matches!(
+            svc.with_settings(off).recall(&ctx(), req()),
+            Err(MemoryError::Disabled)
+        ));
+        assert!(
+            svc.recall(&ctx(), req()).is_ok(),
+            "the service itself still reads settings.json"
+        );
+        std::fs::write(home.settings_path(), r#"{"memory": {"enabled": false}}"#).expect("write settings");
+        assert!(matches!(svc.recall(&ctx(), req()), Err(MemoryError::Disabled)));
+        let on = svc.with_settings(Settings::from_value(serde_json::json!({})));
+        assert!(
+            on.recall(&ctx(), req()).is_ok(),
+            "the loaded settings are used, not the file"
+        );
+    }
 }
