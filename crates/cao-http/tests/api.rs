@@ -605,6 +605,62 @@ async fn internal_routes_return_the_tool_payloads() {
     assert_eq!(body["action"], "absent");
 }
 
+/// `memory.enabled` is read on every call, also once the service is open: switching it off in `settings.json`
+/// refuses the very next tool call (with or without a terminal id to resolve), switching it on serves again.
+#[tokio::test]
+async fn the_switch_takes_effect_on_the_next_internal_call() {
+    let f = fixture();
+    let ctx = json!({"session_name": "s1", "cwd": f.cwd.to_str().expect("utf-8")});
+    store(&f, "k1", "the build uses cargo xtask", "project", ctx.clone()).await;
+    let recall = || {
+        post(
+            &f.app,
+            "/internal/memory/recall",
+            json!({"query": "xtask", "context": ctx}),
+        )
+    };
+    let with_terminal = json!({"query": "xtask", "context": {"terminal_id": "t-unknown", "session_name": "s1",
+        "cwd": f.cwd.to_str().expect("utf-8")}});
+    let (status, body) = recall().await;
+    assert_eq!(
+        (status, body["memories"][0]["key"].clone()),
+        (StatusCode::OK, json!("k1")),
+        "{body}"
+    );
+
+    std::fs::write(f.home.join("settings.json"), r#"{"memory": {"enabled": false}}"#).expect("write settings");
+    assert_error(&recall().await, StatusCode::NOT_FOUND, "memory_disabled");
+    assert_error(
+        &post(&f.app, "/internal/memory/recall", with_terminal.clone()).await,
+        StatusCode::NOT_FOUND,
+        "memory_disabled",
+    );
+    assert_error(
+        &post(
+            &f.app,
+            "/internal/memory/store",
+            json!({"content": "more", "context": ctx}),
+        )
+        .await,
+        StatusCode::NOT_FOUND,
+        "memory_disabled",
+    );
+
+    std::fs::write(f.home.join("settings.json"), r#"{"memory": {"enabled": true}}"#).expect("write settings");
+    let (status, body) = recall().await;
+    assert_eq!(
+        (status, body["memories"][0]["key"].clone()),
+        (StatusCode::OK, json!("k1")),
+        "{body}"
+    );
+    let (status, body) = post(&f.app, "/internal/memory/recall", with_terminal).await;
+    assert_eq!(
+        (status, body["memories"][0]["key"].clone()),
+        (StatusCode::OK, json!("k1")),
+        "{body}"
+    );
+}
+
 /// Every documented operation, with arguments that reach the handler.
 fn sample_uri(path: &str) -> String {
     path.replace("{key}", "some-key").replace("{id}", "some-id")

@@ -44,13 +44,18 @@ impl ServiceHandle {
         self.cell.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Whether memory is enabled: the open service's view (which honours fixed settings), else `settings.json`
-    /// and `CAO_MEMORY_ENABLED` read now. Fails open. Blocking (reads a small file).
-    pub fn enabled(&self) -> bool {
+    /// The settings now: the open service's view (which honours fixed settings), else `settings.json` read now
+    /// (the environment overlay, such as `CAO_MEMORY_ENABLED`, applies either way). Blocking (reads a small file).
+    pub fn settings(&self) -> Settings {
         match self.opened() {
-            Some(svc) => svc.memory_enabled(),
-            None => Settings::load(&self.home).memory_enabled(),
+            Some(svc) => svc.settings(),
+            None => Settings::load(&self.home),
         }
+    }
+
+    /// Whether memory is enabled ([`ServiceHandle::settings`]). Fails open. Blocking (reads a small file).
+    pub fn enabled(&self) -> bool {
+        self.settings().memory_enabled()
     }
 
     /// The service, opening it now if needed. Blocking.

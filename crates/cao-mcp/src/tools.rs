@@ -53,7 +53,7 @@ there was nothing to remove. On failure {success: false, error, error_kind}.";
 /// Every call: (1) if memory is disabled on this machine, returns the disabled payload and touches nothing (no
 /// remote owner is contacted); (2) hands the arguments to the [`MemoryBackend`]: the local one parses them, opens
 /// the service if this is its first use ([`ServiceHandle`]) and runs the synchronous service call on the blocking
-/// pool, a remote one sends them to the owner; (3) returns the result, or
+/// pool (steps 1 and 2 in one blocking step with one settings read), a remote one sends them to the owner; (3) returns the result, or
 /// `{success: false, error, error_kind}`, as JSON text content plus structured content. Only an unknown tool name
 /// is a protocol error.
 #[derive(Clone)]
@@ -144,9 +144,10 @@ impl MemoryTools {
         Ok(self.run(tool, arguments, ctx).await)
     }
 
-    /// The common call path (see the type docs): the local switch first, then the backend.
+    /// The common call path (see the type docs): the local switch first, then the backend. A backend that reads
+    /// the switch itself in the same step ([`MemoryBackend::checks_local_switch`], the local one) is called directly.
     async fn run(&self, tool: &'static str, arguments: Option<JsonObject>, ctx: TerminalContext) -> Value {
-        let outcome = if local_enabled(&self.svc).await {
+        let outcome = if self.backend.checks_local_switch() || local_enabled(&self.svc).await {
             self.backend.call(tool, arguments.unwrap_or_default(), ctx).await
         } else {
             Err(ToolError::Memory(MemoryError::Disabled))

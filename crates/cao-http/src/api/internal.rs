@@ -188,7 +188,13 @@ fn split(body: Result<Json<Value>, JsonRejection>) -> ApiResult<(Map<String, Val
 /// Run tool `name` exactly as `/mcp` would, as the body's context.
 async fn run_tool(state: &ApiState, name: &str, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
     let (args, ctx) = split(body)?;
-    let ctx = with_service(state, move |svc| resolve_terminal(&svc, ctx)).await?;
+    // Only a terminal id has a registration to fill the context from. Without one there is nothing to look up, and
+    // the tool call below checks `memory.enabled` itself (same 404 `memory_disabled`), so no extra step is taken.
+    let ctx = if ctx.terminal_id.is_some() {
+        with_service(state, move |svc| resolve_terminal(&svc, ctx)).await?
+    } else {
+        ctx
+    };
     let payload = state
         .tools
         .call(name, Some(args), ctx)
