@@ -1,11 +1,13 @@
 //! The opt-in relevance sort of recall and the `cao memory list --query Q --explain` report (spec 000
 //! "memory_recall" relevance paragraphs, "Non-accessing operator inspection", "On-demand relevance explain").
 //!
-//! - The relevance pool: each source considers [`pool_size`] rows — metadata (all-term by definition) and BM25
-//!   (hybrid: both; metadata/bm25 mode: that source only). All-term matches always enter; partial BM25 matches
-//!   (sharing a token but missing a term) fill only the slots left below `limit`, in BM25 order. As in the
-//!   reference's widened hybrid pool, an untruncated metadata pool of at least `limit` rows is a census of the
-//!   all-term matches, so BM25 is not consulted.
+//! - The relevance pool, built per scope group in precedence order (so one scope's volume never pushes another
+//!   scope's matches out, and scope precedence dominates): each source considers [`pool_size`] rows of the group
+//!   — metadata (all-term by definition) and BM25 (hybrid: both; metadata/bm25 mode: that source only). All-term
+//!   matches always enter; partial BM25 matches (sharing a token but missing a term) fill only the slots left below
+//!   `limit` overall, in precedence then BM25 order. As in the reference's widened hybrid pool, an untruncated
+//!   metadata pool of at least `limit` rows is a census of the group's all-term matches, so BM25 is not consulted.
+//!   Groups after the first `limit` all-term matches are not read: they cannot reach the top set.
 //! - Every pool row gets its raw BM25 score (rows outside the BM25 cut are scored with the same statistics), and
 //!   [`cao_rank::sort_relevance`] orders the pool.
 //! - Supersedes state is read once per call ([`Snapshot`]), per scope group: a failed group fails open alone.
@@ -19,7 +21,7 @@ use crate::recall::{ScopeGroup, pool_size};
 use crate::service::MemoryService;
 use crate::types::SearchMode;
 use cao_core::{MemoryType, Scope, TerminalContext};
-use cao_index::{MemoryRow, Visibility, matches_all_terms};
+use cao_index::{MemoryRow, matches_all_terms};
 use cao_lifecycle::eligibility::{SUPERSEDED_REASON, SUPERSEDES_SOURCE};
 use cao_rank::{RelevanceCandidate, RelevanceOrder, Tier, sort_relevance};
 use serde::Serialize;
@@ -128,60 +130,66 @@ impl MemoryService {
         keep: &dyn Fn(Vec<MemoryRow>) -> Vec<MemoryRow>,
     ) -> Result<Vec<PoolRow>, MemoryError> {
         let index = &self.inner.index;
-        let vis = groups.iter().fold(Visibility::none(), |v, g| g.add_to(v));
         let n = pool_size(limit);
-        let meta = match mode {
-            SearchMode::Bm25 => Vec::new(),
-            _ => keep(index.metadata_pool(&vis, memory_type, query, n)?),
-        };
-        let census = mode == SearchMode::Hybrid && meta.len() < n && meta.len() >= limit;
-        let bm = match mode {
-            SearchMode::Metadata => Vec::new(),
-            _ if census => Vec::new(),
-            _ => {
-                let hits = index.bm25_pool(&vis, memory_type, query, n)?;
-                let (rows, scores): (Vec<MemoryRow>, Vec<f64>) = hits.into_iter().unzip();
-                let by_id: HashMap<String, f64> = rows.iter().map(|r| r.id.clone()).zip(scores).collect();
-                keep(rows)
-                    .into_iter()
-                    .map(|r| {
-                        let s = by_id.get(&r.id).copied();
-                        (r, s)
-                    })
-                    .collect::<Vec<_>>()
-            }
-        };
         let mut seen: HashSet<String> = HashSet::new();
-        let mut pool: Vec<PoolRow> = Vec::with_capacity(meta.len() + bm.len());
-        for row in meta {
-            if seen.insert(row.id.clone()) {
-                pool.push(PoolRow {
-                    row,
-                    raw: None,
-                    tier: Tier::AllTerm,
-                });
-            }
-        }
+        let mut pool: Vec<PoolRow> = Vec::new();
         let mut partials = Vec::new();
-        for (row, raw) in bm {
-            if !seen.insert(row.id.clone()) {
-                if let Some(p) = pool.iter_mut().find(|p| p.row.id == row.id) {
-                    p.raw = raw;
-                }
-                continue;
+        for group in groups {
+            // Scope precedence dominates the final order, so once earlier groups hold `limit` all-term matches no
+            // later row can reach the top set (and no partial is needed).
+            if pool.len() >= limit {
+                break;
             }
-            if matches_all_terms(query, &row) {
-                pool.push(PoolRow {
-                    row,
-                    raw,
-                    tier: Tier::AllTerm,
-                });
-            } else {
-                partials.push(PoolRow {
-                    row,
-                    raw,
-                    tier: Tier::Partial,
-                });
+            let vis = group.visibility();
+            let meta = match mode {
+                SearchMode::Bm25 => Vec::new(),
+                _ => keep(index.metadata_pool(&vis, memory_type, query, n)?),
+            };
+            // An untruncated metadata pool of at least `limit` rows is a census of the group's all-term matches.
+            let census = mode == SearchMode::Hybrid && meta.len() < n && meta.len() >= limit;
+            let bm = match mode {
+                SearchMode::Metadata => Vec::new(),
+                _ if census => Vec::new(),
+                _ => {
+                    let hits = index.bm25_pool(&vis, memory_type, query, n)?;
+                    let (rows, scores): (Vec<MemoryRow>, Vec<f64>) = hits.into_iter().unzip();
+                    let by_id: HashMap<String, f64> = rows.iter().map(|r| r.id.clone()).zip(scores).collect();
+                    keep(rows)
+                        .into_iter()
+                        .map(|r| {
+                            let s = by_id.get(&r.id).copied();
+                            (r, s)
+                        })
+                        .collect::<Vec<_>>()
+                }
+            };
+            let first = pool.len();
+            for row in meta {
+                if seen.insert(row.id.clone()) {
+                    pool.push(PoolRow {
+                        row,
+                        raw: None,
+                        tier: Tier::AllTerm,
+                    });
+                }
+            }
+            for (row, raw) in bm {
+                if !seen.insert(row.id.clone()) {
+                    if let Some(p) = pool[first..].iter_mut().find(|p| p.row.id == row.id) {
+                        p.raw = raw;
+                    }
+                    continue;
+                }
+                let tier = if matches_all_terms(query, &row) {
+                    Tier::AllTerm
+                } else {
+                    Tier::Partial
+                };
+                let entry = PoolRow { row, raw, tier };
+                match tier {
+                    Tier::AllTerm => pool.push(entry),
+                    Tier::Partial => partials.push(entry),
+                }
             }
         }
         // Partial matches fill only the slots all-term matches left below the limit, in BM25 order.

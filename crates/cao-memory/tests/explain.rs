@@ -596,3 +596,33 @@ fn one_supersedes_snapshot_per_call() {
         "explain over two scope groups (project, global): one read each"
     );
 }
+
+/// Scope precedence dominates relevance even when another scope has more (and newer) matches than a source reads:
+/// pools are built per scope group, so 55 newer global matches cannot push the project's own matches out.
+#[test]
+fn another_scopes_volume_never_pushes_a_scopes_matches_out() {
+    let f = fx_with(false);
+    for i in 0..55 {
+        f.store(
+            "project",
+            &format!("proj-{i:02}"),
+            "deploy checklist for the release",
+            0,
+        );
+        f.clock.advance(Duration::minutes(1));
+    }
+    for i in 0..55 {
+        f.store("global", &format!("glob-{i:02}"), "deploy checklist for the release", 0);
+        f.clock.advance(Duration::minutes(1));
+    }
+    // Equal lexical strength: the age factor puts the newest project rows first.
+    let keys = f.relevance("deploy checklist", 5);
+    assert_eq!(keys, ["proj-54", "proj-53", "proj-52", "proj-51", "proj-50"]);
+    // A substring-only query is degenerate: identity order over the project's pool (its 50 newest matches).
+    let keys = f.relevance("eploy", 5);
+    assert_eq!(keys, ["proj-05", "proj-06", "proj-07", "proj-08", "proj-09"]);
+    for query in ["deploy checklist", "eploy"] {
+        let r = f.explain(query, 5);
+        assert!(r.candidates.iter().all(|c| c.scope == Scope::Project), "{query}");
+    }
+}
