@@ -796,6 +796,23 @@ async fn non_accessing_inspection_stops_operator_views_counting() {
         assert_eq!(status, StatusCode::OK, "{body}");
         let expected = if inspection { 0 } else { 1 };
         assert_eq!(body["access_count"], expected, "inspection={inspection}: {body}");
+        // The same through the exact-identity form (scope and scope id named).
+        store(
+            &f,
+            "sess-note",
+            "session scoped note",
+            "session",
+            json!({"session_name": "sess-1"}),
+        )
+        .await;
+        let exact = "/memory/sess-note?scope=session&scope_id=sess-1";
+        let (status, body) = get(&f.app, exact).await;
+        assert_eq!((status, &body["access_count"]), (StatusCode::OK, &json!(0)), "{body}");
+        let (_, body) = get(&f.app, exact).await;
+        assert_eq!(
+            body["access_count"], expected,
+            "exact form, inspection={inspection}: {body}"
+        );
         if inspection {
             let (status, body) = get(&f.app, "/memory/style").await;
             assert_eq!(body["access_count"], 0, "show does not count either: {status} {body}");

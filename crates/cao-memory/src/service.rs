@@ -491,6 +491,33 @@ impl MemoryService {
         Ok(found.pop())
     }
 
+    /// One memory by its full identity `(key, scope, scope_id)` (operator views that name a scope id, such as
+    /// `GET /memory/{key}?scope=S&scope_id=ID`): counts an access when `record_access` and carries the transient
+    /// lifecycle label like [`MemoryService::show`]. `scope_id` is ignored for global and federated.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; index errors. `Ok(None)` when no such memory exists.
+    pub fn show_exact(
+        &self,
+        key: &Key,
+        scope: Scope,
+        scope_id: Option<&str>,
+        record_access: bool,
+    ) -> Result<Option<Memory>, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        let scope_id = scope_id.filter(|_| scope.needs_scope_id());
+        let Some(row) = self.inner.index.get(key, scope, scope_id)? else {
+            return Ok(None);
+        };
+        if record_access {
+            self.record_access(std::slice::from_ref(&row));
+        }
+        let mut found = vec![row_to_memory(&row)];
+        if settings.lifecycle_enabled() {
+            self.label_superseded(&mut found);
+        }
+        Ok(found.pop())
+    }
+
     /// Count an access of each row (the 60-second rule of [`cao_index::ACCESS_MIN_INTERVAL`]). Rows whose
     /// `last_accessed_at`, as just read, is clearly inside the interval are left out before the write: the stored
     /// value only moves forward, so the index would skip them too. When no row is due, no write transaction is

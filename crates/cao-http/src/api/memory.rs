@@ -84,25 +84,6 @@ impl From<&Memory> for MemoryView {
     }
 }
 
-impl From<&cao_index::MemoryRow> for MemoryView {
-    fn from(r: &cao_index::MemoryRow) -> Self {
-        Self {
-            id: r.id.clone(),
-            key: r.key.as_str().to_owned(),
-            content: r.content.clone(),
-            memory_type: type_param(r.memory_type),
-            scope: scope_param(r.scope),
-            scope_id: r.scope_id.clone(),
-            tags: r.tags.clone(),
-            file_path: r.file_path.clone(),
-            created_at: format_ts(r.created_at),
-            updated_at: format_ts(r.updated_at),
-            access_count: r.access_count,
-            entry_count: r.entry_count,
-        }
-    }
-}
-
 /// `GET /memory` response.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct MemoryList {
@@ -233,7 +214,10 @@ pub async fn get_memory(
     }
     with_service(&state, move |svc| {
         let found = match (scope, &scope_id) {
-            (Some(s), Some(id)) => svc.index().get(&key, s, Some(id))?.as_ref().map(MemoryView::from),
+            (Some(s), Some(id)) => svc
+                .show_exact(&key, s, Some(id), !svc.settings().non_accessing_inspection())?
+                .as_ref()
+                .map(MemoryView::from),
             _ => svc
                 .show_with_access(
                     &TerminalContext::default(),
