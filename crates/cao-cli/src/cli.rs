@@ -89,8 +89,8 @@ pub struct ListArgs {
     /// Print the list as a JSON array of memory objects (ordinary list only).
     #[arg(long)]
     pub json: bool,
-    /// The query to explain (needs --explain).
-    #[arg(long, value_name = "Q")]
+    /// The query to explain (needs --explain). May start with `-` (`--query -camping`).
+    #[arg(long, value_name = "Q", allow_hyphen_values = true)]
     pub query: Option<String>,
     /// Compare default recency recall with relevance recall for --query; records no access, expands nothing.
     #[arg(long)]

@@ -162,7 +162,21 @@ impl Plan {
                     // Operator view: spec 000 "Non-accessing operator inspection".
                     record_access: !svc.settings().non_accessing_inspection(),
                 };
-                let memories = svc.list(ctx, req)?;
+                let memories = svc.list(ctx, req.clone())?;
+                if memories.len() == LIST_ROWS {
+                    // Is there more? One row past the cut, read without counting an access.
+                    let probe = ListRequest {
+                        limit: Some(LIST_ROWS + 1),
+                        record_access: false,
+                        ..req
+                    };
+                    if svc.list(ctx, probe)?.len() > LIST_ROWS {
+                        tracing::warn!(
+                            "showing the first {LIST_ROWS} memories (scope precedence, then newest first); narrow \
+                             the listing with --scope or --type, or page through GET /memory on cao-server"
+                        );
+                    }
+                }
                 let text = if *json {
                     output::json(&memories).map_err(CliError::failure)?
                 } else {

@@ -598,3 +598,10 @@ fn service_errors_report_the_kind_and_a_hint_and_the_detail_only_at_debug() {
         info.stderr
     );
 }
+
+#[test]
+fn a_query_may_start_with_a_hyphen() {
+    let home = kafka_home();
+    let v = explain_json(&home, &["--query", "-camping"], &[]);
+    assert_eq!(v["query"], "-camping");
+}

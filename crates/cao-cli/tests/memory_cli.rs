@@ -61,8 +61,15 @@ fn list_shows_at_most_100_rows() {
         "header, dashes, 100 rows:\n{}",
         table.stdout
     );
+    assert!(
+        table.stderr.contains("showing the first 100 memories"),
+        "a cut listing says so on stderr:\n{}",
+        table.transcript()
+    );
     let as_json = cao(&home, &["memory", "list", "--json"]);
     assert_eq!(listed(&as_json).len(), 100, "{}", as_json.transcript());
+    let narrow = cao(&home, &["memory", "list", "--scope", "project"]);
+    assert!(!narrow.stderr.contains("showing the first"), "{}", narrow.transcript());
 }
 
 #[test]
