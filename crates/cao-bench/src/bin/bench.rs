@@ -271,8 +271,13 @@ const LOAD_WARMUP: usize = 500;
 /// Recall throughput of the running server: [`LOAD_CONNECTIONS`] keep-alive HTTP/1.1 connections (one thread each,
 /// one request in flight per connection) share [`LOAD_REQUESTS`] `POST /internal/memory/recall` calls (the
 /// `memory_recall` tool path without the JSON-RPC envelope; tool defaults: hybrid search, recency order, limit 10,
-/// access recorded) cycling through the LoCoMo questions. Reports requests/s over the whole run and per-request
-/// latency p50/p99 (client side, so queueing in the server counts).
+/// access recorded) cycling through the LoCoMo questions. Reports requests/s over the whole run, per-request
+/// latency p50/p99 (client side, so queueing in the server counts), and the CPU the client itself used (it shares
+/// the machine's cores with the server, so it must stay small for the row to measure the server).
+///
+/// Access counting: a row is counted at most once per 60 s, and the warm-up recalls every question used here, so
+/// the measured requests write nothing unless the run outlasts that window (the server skips the write transaction
+/// when no returned row is due).
 fn http_load(size: usize, addr: &str, questions: &[String]) -> Result<()> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let requests: Arc<Vec<Vec<u8>>> = Arc::new(
@@ -322,7 +327,9 @@ fn http_load(size: usize, addr: &str, questions: &[String]) -> Result<()> {
         Ok((st, start.elapsed()))
     };
     run(LOAD_WARMUP)?;
+    let cpu_before = process_cpu();
     let (st, wall) = run(LOAD_REQUESTS)?;
+    let client_cpu = process_cpu().zip(cpu_before).map(|(after, before)| after - before);
     row(
         size,
         &format!("HTTP recall load, {LOAD_CONNECTIONS} keep-alive conns (POST /internal/memory/recall)"),
@@ -333,7 +340,25 @@ fn http_load(size: usize, addr: &str, questions: &[String]) -> Result<()> {
         st.len() as f64 / wall.as_secs_f64(),
         st.len()
     );
+    if let Some(cpu) = client_cpu {
+        println!(
+            "| {size} | HTTP recall load client CPU (share of one core over the run) | {:.0}% | | |",
+            100.0 * cpu / wall.as_secs_f64()
+        );
+    }
     Ok(())
+}
+
+/// CPU time (user + system, seconds) this process has used so far, from `/proc/self/stat` (fields 14 and 15, in
+/// USER_HZ = 100 ticks per second on Linux); `None` where that file is unavailable.
+fn process_cpu() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may contain spaces; the fields after it follow the last ')'.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state), so utime (14) and stime (15) are at indices 11 and 12.
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
 
 /// One keep-alive HTTP/1.1 connection with at most one request in flight; bodies are `Content-Length` framed.
