@@ -238,6 +238,19 @@ fn server_rss(size: usize, root: &std::path::Path, questions: &[String]) -> Resu
         "| {size} | cao-server peak RSS after loading + 200 recalls | {} | | |",
         hwm.trim_start_matches("VmHWM:").trim()
     );
+    // RSS now splits into private memory and mapped database pages (shared with the page cache, reclaimable).
+    for field in ["RssAnon:", "RssFile:"] {
+        if let Some(line) = status.lines().find(|l| l.starts_with(field)) {
+            println!(
+                "| {size} | cao-server {} after 200 recalls | {} | | |",
+                match field {
+                    "RssAnon:" => "private (anonymous) RSS",
+                    _ => "file-backed RSS (mapped database pages)",
+                },
+                line.trim_start_matches(field).trim()
+            );
+        }
+    }
     http_load(size, &addr, questions)?;
     let _ = std::process::Command::new("kill").arg(child.id().to_string()).status();
     let _ = child.wait();
