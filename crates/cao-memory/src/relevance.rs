@@ -6,7 +6,8 @@
 //!   — metadata (all-term by definition) and BM25 (hybrid: both; metadata/bm25 mode: that source only). All-term
 //!   matches always enter; partial BM25 matches (sharing a token but missing a term) fill only the slots left below
 //!   `limit` overall, in precedence then BM25 order. As in the reference's widened hybrid pool, an untruncated
-//!   metadata pool of at least `limit` rows is a census of the group's all-term matches, so BM25 is not consulted.
+//!   metadata pool is a census of the group's all-term matches, so BM25 is not consulted when it could only add
+//!   partial matches that cannot reach a slot (at least `limit` all-term and earlier partial matches).
 //!   Groups after the first `limit` all-term matches are not read: they cannot reach the top set.
 //! - Every pool row gets its raw BM25 score (rows outside the BM25 cut are scored with the same statistics), and
 //!   [`cao_rank::sort_relevance`] orders the pool.
@@ -145,8 +146,11 @@ impl MemoryService {
                 SearchMode::Bm25 => Vec::new(),
                 _ => keep(index.metadata_pool(&vis, memory_type, query, n)?),
             };
-            // An untruncated metadata pool of at least `limit` rows is a census of the group's all-term matches.
-            let census = mode == SearchMode::Hybrid && meta.len() < n && meta.len() >= limit;
+            // An untruncated metadata pool is a census of the group's all-term matches; BM25 can then add only
+            // partial matches, which are useless once the all-term matches so far plus the partial matches of
+            // earlier groups claim every slot (partials fill in precedence order).
+            let census =
+                mode == SearchMode::Hybrid && meta.len() < n && pool.len() + meta.len() + partials.len() >= limit;
             let bm = match mode {
                 SearchMode::Metadata => Vec::new(),
                 _ if census => Vec::new(),

@@ -626,3 +626,115 @@ fn another_scopes_volume_never_pushes_a_scopes_matches_out() {
         assert!(r.candidates.iter().all(|c| c.scope == Scope::Project), "{query}");
     }
 }
+
+/// The relevance sort against a direct model of the spec on small corpora (no source is truncated): all visible
+/// rows that share a token or match every term; all-term rows, plus partial rows in precedence-then-BM25 order while
+/// fewer than `limit`; then scope precedence, tier, lexical strength x age factor (project only), lexical strength,
+/// identity. Raw scores come from the index; any positive normaliser gives the same order.
+mod model {
+    use super::*;
+    use cao_index::{Visibility, matches_all_terms};
+
+    const WORDS: [&str; 6] = ["kafka", "streams", "deploy", "helm", "vacuum", "lag"];
+
+    fn model_keys(f: &Fx, query: &str, limit: usize) -> Vec<String> {
+        let now = cao_core::Clock::now(f.clock.as_ref());
+        let rows = f
+            .svc
+            .index()
+            .list(&cao_index::ListFilter {
+                visibility: Visibility::all(),
+                ..Default::default()
+            })
+            .expect("rows");
+        let refs: Vec<&cao_index::MemoryRow> = rows.iter().collect();
+        let raws = f.svc.index().bm25_scores(query, &refs).expect("scores");
+        let max = raws.iter().flatten().copied().fold(0.0f64, f64::max);
+        struct C<'a> {
+            row: &'a cao_index::MemoryRow,
+            all: bool,
+            raw: f64,
+            lexical: f64,
+            rel: f64,
+        }
+        let mut cands: Vec<C<'_>> = rows
+            .iter()
+            .zip(&raws)
+            .filter_map(|(row, raw)| {
+                let all = matches_all_terms(query, row);
+                if !all && raw.is_none() {
+                    return None;
+                }
+                let raw = raw.unwrap_or(0.0);
+                let lexical = if max > 0.0 { (raw / max).max(0.0) } else { 0.0 };
+                let factor = if row.scope == Scope::Project {
+                    cao_rank::relevance_age_factor(cao_core::time::days_old(now, row.updated_at))
+                } else {
+                    1.0
+                };
+                Some(C {
+                    row,
+                    all,
+                    raw,
+                    lexical,
+                    rel: lexical * factor,
+                })
+            })
+            .collect();
+        let ident = |r: &cao_index::MemoryRow| {
+            (
+                r.key.to_string(),
+                r.scope.as_str(),
+                r.scope_id.clone().unwrap_or_default(),
+            )
+        };
+        let all_count = cands.iter().filter(|c| c.all).count();
+        let mut partials: Vec<&C<'_>> = cands.iter().filter(|c| !c.all).collect();
+        partials.sort_by(|a, b| {
+            a.row
+                .scope
+                .precedence()
+                .cmp(&b.row.scope.precedence())
+                .then(b.raw.total_cmp(&a.raw))
+                .then_with(|| ident(a.row).cmp(&ident(b.row)))
+        });
+        let keep: HashSet<String> = partials
+            .iter()
+            .take(limit.saturating_sub(all_count))
+            .map(|c| c.row.id.clone())
+            .collect();
+        cands.retain(|c| c.all || keep.contains(&c.row.id));
+        cands.sort_by(|a, b| {
+            a.row
+                .scope
+                .precedence()
+                .cmp(&b.row.scope.precedence())
+                .then(b.all.cmp(&a.all))
+                .then(b.rel.total_cmp(&a.rel))
+                .then(b.lexical.total_cmp(&a.lexical))
+                .then_with(|| ident(a.row).cmp(&ident(b.row)))
+        });
+        cands.into_iter().take(limit).map(|c| c.row.key.to_string()).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        #[test]
+        fn relevance_matches_the_spec_model(
+            docs in prop::collection::vec((0..3usize, prop::sample::subsequence(WORDS.to_vec(), 1..4), 0..400i64), 1..20),
+            query in prop::sample::subsequence(vec!["kafka", "streams", "deploy", "lag", "zebra", "helm vac"], 1..3),
+            limit in 1usize..7,
+        ) {
+            let f = fx_with(false);
+            for (i, (scope, words, days)) in docs.iter().enumerate() {
+                let scope = ["global", "project", "session"][*scope];
+                f.store(scope, &format!("doc-{i}"), &words.join(" "), 0);
+                // Ages differ per row; the clock only moves forward, so older rows are stored first.
+                f.clock.advance(Duration::hours(*days));
+            }
+            let query = query.join(" ");
+            prop_assert_eq!(f.relevance(&query, i64::try_from(limit).expect("small")), model_keys(&f, &query, limit), "query {:?}", query);
+        }
+    }
+}
