@@ -14,7 +14,7 @@ use crate::types::{LifecycleStatus, Memory};
 use cao_core::{Scope, TerminalContext};
 use cao_index::MemoryRow;
 use cao_lifecycle::eligibility::{
-    CURATOR_PROFILE, Candidate, EligibilityCheck, EligibilityRegistry, PRIMARY_CHUNK, Purpose, SUPERSEDES_SOURCE,
+    CURATOR_PROFILE, Candidate, EligibilityCheck, EligibilityRegistry, PRIMARY_CHUNK, Purpose,
 };
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -151,29 +151,14 @@ impl MemoryService {
         Some(self.eligibility_registry()).filter(|r| !r.is_empty())
     }
 
-    /// Identities among `ids` that are targets of active same-scope supersedes edges, read in one snapshot. A read
-    /// failure fails open (empty set) with a content-free warning naming `purpose` and the count.
+    /// Identities among `ids` that are targets of active same-scope supersedes edges: the targets of one
+    /// [`MemoryService::supersedes_snapshot`] (one read per scope group; a failed group fails open with a
+    /// content-free warning naming `purpose` and the count).
     pub(crate) fn superseded<'a>(&self, ids: impl Iterator<Item = &'a Identity>, purpose: &str) -> HashSet<Identity> {
-        let ids: Vec<(Scope, Option<&str>, &str)> = ids.map(|(s, sid, k)| (*s, sid.as_deref(), k.as_str())).collect();
-        if ids.is_empty() {
-            return HashSet::new();
-        }
-        match self.inner.index.active_supersedes_targets(&ids) {
-            Ok(set) => set,
-            Err(_) => {
-                tracing::warn!(
-                    source = SUPERSEDES_SOURCE,
-                    purpose,
-                    count = ids.len(),
-                    "supersedes state could not be read for {} memories; failing open",
-                    ids.len()
-                );
-                HashSet::new()
-            }
-        }
+        self.supersedes_snapshot(ids, purpose).targets
     }
 
-    /// Label every memory of `memories` that is an active supersedes target (one snapshot read).
+    /// Label every memory of `memories` that is an active supersedes target (one snapshot).
     pub(crate) fn label_superseded(&self, memories: &mut [Memory]) {
         let ids: Vec<Identity> = memories.iter().map(memory_identity).collect();
         let sup = self.superseded(ids.iter(), "lifecycle_label");
