@@ -116,13 +116,8 @@ fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
     } else {
         sort
     };
-    if let Some(q) = &query
-        && q.len() > MAX_QUERY_BYTES
-    {
-        return Err(MemoryError::Invalid(format!(
-            "query is {} bytes; the maximum is {MAX_QUERY_BYTES}",
-            q.len()
-        )));
+    if let Some(q) = &query {
+        check_query_len(q)?;
     }
     Ok(Plan {
         query,
@@ -137,6 +132,17 @@ fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
 
 /// Upper bound on a recall query in bytes.
 pub const MAX_QUERY_BYTES: usize = 4096;
+
+/// [`MemoryError::Invalid`] when a (trimmed) query is longer than [`MAX_QUERY_BYTES`].
+pub(crate) fn check_query_len(query: &str) -> Result<(), MemoryError> {
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(MemoryError::Invalid(format!(
+            "query is {} bytes; the maximum is {MAX_QUERY_BYTES}",
+            query.len()
+        )));
+    }
+    Ok(())
+}
 
 impl MemoryService {
     /// Ranked retrieval (the `memory_recall` tool). Every argument is validated before any I/O.

@@ -17,7 +17,7 @@
 //!   timestamps, access counts or raw BM25 scores.
 
 use crate::error::MemoryError;
-use crate::lifecycle::{Identity, row_identity};
+use crate::lifecycle::{Identity, demote, row_identity};
 use crate::recall::{ScopeGroup, pool_size};
 use crate::service::MemoryService;
 use crate::types::SearchMode;
@@ -69,7 +69,7 @@ pub(crate) struct PoolRow {
     pub(crate) tier: Tier,
 }
 
-/// A ranked relevance pool: the rows, their order (indices into `rows`) and the snapshot used for demotion.
+/// A ranked relevance pool: the rows and their order (indices into `rows`).
 pub(crate) struct RankedPool {
     pub(crate) rows: Vec<PoolRow>,
     pub(crate) order: RelevanceOrder,
@@ -247,13 +247,7 @@ impl MemoryService {
         if query.is_empty() {
             return Err(MemoryError::Invalid("explain needs a non-empty --query".into()));
         }
-        if query.len() > crate::recall::MAX_QUERY_BYTES {
-            return Err(MemoryError::Invalid(format!(
-                "query is {} bytes; the maximum is {}",
-                query.len(),
-                crate::recall::MAX_QUERY_BYTES
-            )));
-        }
+        crate::recall::check_query_len(&query)?;
         if !(1..=MAX_EXPLAIN_LIMIT).contains(&req.limit) {
             return Err(MemoryError::Invalid(format!(
                 "limit must be between 1 and {MAX_EXPLAIN_LIMIT}; got {}",
@@ -282,7 +276,7 @@ impl MemoryService {
         // Default recall with lifecycle on moves superseded rows last (membership unchanged).
         let mut default_top = default_top;
         if lifecycle {
-            default_top.sort_by_key(|r| snapshot.superseded(&row_identity(r)));
+            demote(&mut default_top, |r| snapshot.superseded(&row_identity(r)));
         }
         Ok(self.report(&query, &req, lifecycle, ranked, default_top, &snapshot))
     }
@@ -331,53 +325,12 @@ impl MemoryService {
                 (Injection::Eligible, Vec::new())
             }
         };
-        let mut candidates = Vec::new();
-        for r in order.order.iter().take(limit) {
-            let p = &rows[r.index];
-            let id = row_identity(&p.row);
-            let (injection, exclusion_reasons) = verdict(&id);
-            candidates.push(ExplainCandidate {
-                key: p.row.key.to_string(),
-                scope: p.row.scope,
-                scope_id: p.row.scope_id.clone(),
-                source_kind: p.row.source_kind.clone(),
-                tier: p.tier.as_str(),
-                lexical: round4(r.lexical),
-                recency_factor: round4(r.recency_factor),
-                relevance: round4(r.relevance),
-                relevance_rank: rel_rank.get(&id).copied(),
-                recency_rank: rec_rank.get(&id).copied(),
-                recovered: !rec_rank.contains_key(&id),
-                superseded: snapshot.superseded(&id),
-                injection,
-                exclusion_reasons,
-            });
-        }
-        let rel_top_set: HashSet<&Identity> = rel_top.iter().collect();
-        for row in &default_top {
+        let candidate = |row: &MemoryRow, tier: Tier, lexical: f64, recency_factor: f64, relevance: f64| {
             let id = row_identity(row);
-            if rel_top_set.contains(&id) {
-                continue;
-            }
             let (injection, exclusion_reasons) = verdict(&id);
-            // A default-only row: its pool values when it is in the relevance pool, zeros otherwise.
-            let pooled = order
-                .order
-                .iter()
-                .find(|r| row_identity(&rows[r.index].row) == id)
-                .map(|r| (r.lexical, r.recency_factor, r.relevance, rows[r.index].tier));
-            let (lexical, recency_factor, relevance, tier) = match pooled {
-                Some((l, f, v, t)) => (l, f, v, t),
-                None => {
-                    let tier = if matches_all_terms(query, row) {
-                        Tier::AllTerm
-                    } else {
-                        Tier::Partial
-                    };
-                    (0.0, self.age_factor_of(row), 0.0, tier)
-                }
-            };
-            candidates.push(ExplainCandidate {
+            let relevance_rank = rel_rank.get(&id).copied();
+            let recency_rank = rec_rank.get(&id).copied();
+            ExplainCandidate {
                 key: row.key.to_string(),
                 scope: row.scope,
                 scope_id: row.scope_id.clone(),
@@ -386,12 +339,42 @@ impl MemoryService {
                 lexical: round4(lexical),
                 recency_factor: round4(recency_factor),
                 relevance: round4(relevance),
-                relevance_rank: rel_rank.get(&id).copied(),
-                recency_rank: rec_rank.get(&id).copied(),
-                recovered: false,
+                relevance_rank,
+                recency_rank,
+                recovered: relevance_rank.is_some_and(|r| r <= limit) && recency_rank.is_none(),
                 superseded: snapshot.superseded(&id),
                 injection,
                 exclusion_reasons,
+            }
+        };
+        let mut candidates: Vec<ExplainCandidate> = order
+            .order
+            .iter()
+            .take(limit)
+            .map(|r| candidate(&rows[r.index].row, r.tier, r.lexical, r.recency_factor, r.relevance))
+            .collect();
+        let rel_top_set: HashSet<&Identity> = rel_top.iter().collect();
+        for row in &default_top {
+            let id = row_identity(row);
+            if rel_top_set.contains(&id) {
+                continue;
+            }
+            // A default-only row: its pool values when it is in the relevance pool, zeros otherwise.
+            candidates.push(match rel_rank.get(&id) {
+                Some(rank) => {
+                    let r = &order.order[rank - 1];
+                    candidate(row, r.tier, r.lexical, r.recency_factor, r.relevance)
+                }
+                None => {
+                    let tier = if matches_all_terms(query, row) {
+                        Tier::AllTerm
+                    } else {
+                        Tier::Partial
+                    };
+                    let days = cao_core::time::days_old(self.now(), row.updated_at);
+                    let factor = cao_rank::relevance_recency_factor(row.scope, &row.source_kind, days);
+                    candidate(row, tier, 0.0, factor, 0.0)
+                }
             });
         }
         let mut eligibility_errors = Vec::new();
@@ -423,15 +406,6 @@ impl MemoryService {
             lexical_degenerate: order.lexical_degenerate,
             eligibility_errors,
             candidates,
-        }
-    }
-
-    /// The age factor relevance would give `row` (1.0 when time-neutral).
-    fn age_factor_of(&self, row: &MemoryRow) -> f64 {
-        if row.scope == Scope::Project && row.source_kind == cao_index::NATIVE {
-            cao_rank::relevance_age_factor(cao_core::time::days_old(self.now(), row.updated_at))
-        } else {
-            1.0
         }
     }
 }

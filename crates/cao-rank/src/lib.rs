@@ -22,7 +22,7 @@ pub use order::{
 };
 pub use relevance::{
     RELEVANCE_AGE_FLOOR, RELEVANCE_AGE_HALF_DAYS, RELEVANCE_AGE_WEIGHT, RelevanceCandidate, RelevanceOrder,
-    RelevanceRanked, Tier, relevance_age_factor, sort_relevance,
+    RelevanceRanked, Tier, relevance_age_factor, relevance_recency_factor, sort_relevance,
 };
 pub use score::{
     RECENCY_HALF_DAYS, USAGE_SATURATION, W_BM25, W_RECENCY, W_USAGE, composite, normalize_bm25, recency, usage,

@@ -38,6 +38,18 @@ pub fn relevance_age_factor(days_old: f64) -> f64 {
     RELEVANCE_AGE_FLOOR + RELEVANCE_AGE_WEIGHT * recency(days_old)
 }
 
+/// The age factor a row of `scope` and `source_kind` gets at `days_old`: [`relevance_age_factor`] for native
+/// project memories, 1.0 (time-neutral) for every other scope and for non-native (vault) rows.
+///
+/// Source: spec 000 ("Only native project memories get 0.85 + 0.15 / (1 + days_old / 30)").
+pub fn relevance_recency_factor(scope: Scope, source_kind: &str, days_old: f64) -> f64 {
+    if scope == Scope::Project && source_kind == "native" {
+        relevance_age_factor(days_old)
+    } else {
+        1.0
+    }
+}
+
 /// Lexical tier of a relevance candidate. All-term matches rank before partial ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Tier {
@@ -79,12 +91,6 @@ pub struct RelevanceCandidate<'a> {
 }
 
 impl RelevanceCandidate<'_> {
-    /// Whether this row's relevance decays with age: only native project memories do; every other scope and every
-    /// non-native (vault) row is time-neutral.
-    pub fn age_weighted(&self) -> bool {
-        self.scope == Scope::Project && self.source_kind == "native"
-    }
-
     /// The full identity `(key, scope, scope_id, source_kind)` the ties end on, `scope_id` `None` as `""`.
     fn identity_cmp(&self, other: &Self) -> Ordering {
         self.key
@@ -151,11 +157,7 @@ pub fn sort_relevance(items: &[RelevanceCandidate<'_>], now: DateTime<Utc>, scop
             let norm = c.bm25_raw.and_then(|_| norms.next()).unwrap_or(0.0);
             // Negatives clamp to 0; NaN counts as 0.
             let lexical = if norm.is_nan() { 0.0 } else { norm.clamp(0.0, 1.0) };
-            let recency_factor = if c.age_weighted() {
-                relevance_age_factor(days_old(now, c.updated_at))
-            } else {
-                1.0
-            };
+            let recency_factor = relevance_recency_factor(c.scope, c.source_kind, days_old(now, c.updated_at));
             RelevanceRanked {
                 index,
                 tier: c.tier,
