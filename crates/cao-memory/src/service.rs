@@ -479,16 +479,7 @@ impl MemoryService {
                 break;
             }
         }
-        if let Some(row) = &found
-            && record_access
-        {
-            self.record_access(std::slice::from_ref(row));
-        }
-        let mut found: Vec<Memory> = found.iter().map(row_to_memory).collect();
-        if settings.lifecycle_enabled() {
-            self.label_superseded(&mut found);
-        }
-        Ok(found.pop())
+        Ok(self.inspected(&settings, found, record_access))
     }
 
     /// One memory by its full identity `(key, scope, scope_id)` (operator views that name a scope id, such as
@@ -505,17 +496,22 @@ impl MemoryService {
     ) -> Result<Option<Memory>, MemoryError> {
         let settings = self.ensure_enabled()?;
         let scope_id = scope_id.filter(|_| scope.needs_scope_id());
-        let Some(row) = self.inner.index.get(key, scope, scope_id)? else {
-            return Ok(None);
-        };
+        let found = self.inner.index.get(key, scope, scope_id)?;
+        Ok(self.inspected(&settings, found, record_access))
+    }
+
+    /// The operator view of a found row: its access counted when `record_access`, labelled when lifecycle is on.
+    fn inspected(&self, settings: &Settings, row: Option<MemoryRow>, record_access: bool) -> Option<Memory> {
+        let row = row?;
         if record_access {
             self.record_access(std::slice::from_ref(&row));
         }
-        let mut found = vec![row_to_memory(&row)];
+        let mut found = [row_to_memory(&row)];
         if settings.lifecycle_enabled() {
             self.label_superseded(&mut found);
         }
-        Ok(found.pop())
+        let [memory] = found;
+        Some(memory)
     }
 
     /// Count an access of each row (the 60-second rule of [`cao_index::ACCESS_MIN_INTERVAL`]). Rows whose
