@@ -253,7 +253,10 @@ fn run_explain(a: &ExplainArgs, home: CaoHome, out: &mut dyn Write) -> Result<()
     if !settings.explain_enabled() {
         return Err(MemoryError::ExplainDisabled.into());
     }
-    let svc = MemoryService::open(home).map_err(|e| explain_failure(&e))?;
+    // The settings just checked serve the whole call (one settings.json read).
+    let svc = MemoryService::open(home)
+        .map_err(|e| explain_failure(&e))?
+        .with_settings(settings);
     let ctx = TerminalContext::from_env();
     let req = ExplainRequest {
         query: a.query.clone(),
