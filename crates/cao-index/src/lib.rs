@@ -27,6 +27,10 @@
 //! - Datetimes are written in the reference's text format (`YYYY-MM-DD HH:MM:SS.ffffff`, naive UTC;
 //!   `last_accessed_at` with whole seconds as SQLite's `datetime('now')`) and read in any of its shapes.
 //! - Opening is safe with any number of concurrent openers: migrations run under `BEGIN IMMEDIATE` and only add.
+//!   Every pooled connection uses WAL, `synchronous = NORMAL`, foreign keys and memory-mapped reads (1 GiB,
+//!   docs/decisions/0004).
+//! - [`Index::bm25_scores`] scores any row exactly as [`Index::bm25_pool`] would (same token selection and corpus
+//!   statistics), so rows from different pools share one BM25 scale.
 //! - No query text contains caller values: keys, ids and search terms are bound parameters (FTS5 query strings are
 //!   built from quoted, escaped terms and bound too).
 
