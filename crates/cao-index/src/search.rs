@@ -33,8 +33,8 @@ const QUESTION_WORDS: [&str; 21] = [
 ];
 
 /// The distinct search terms of `query` in first-occurrence order: the reference's tokens (lowercase runs of
-/// `[a-zA-Z0-9]`), stemmed ([`cao_core::text::search_terms`]), without [`QUESTION_WORDS`] unless nothing else is
-/// left.
+/// `[a-zA-Z0-9]`), stemmed ([`cao_core::text::search_terms`]), without the question words (`QUESTION_WORDS`)
+/// unless nothing else is left.
 pub fn search_tokens(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for t in cao_core::text::search_terms(query) {
