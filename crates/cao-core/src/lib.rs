@@ -9,17 +9,19 @@
 //!   [`identity`] (project identity chain: override -> git remote -> cwd hash, with the cwd hash as alias);
 //! - [`Settings`] (`settings.json` in the home dir; env > file > default) and [`CaoHome`] (the directory layout root);
 //! - [`secret`] (the ordered secret-pattern gate and redaction);
-//! - [`Clock`] (injectable time; all timestamps are UTC).
+//! - [`Clock`] (injectable time; all timestamps are UTC);
+//! - [`fs`] (the one home of file writes: atomic replacement, private directories, lock files).
 //!
 //! Invariants:
 //! - A [`Key`] value always matches `^[a-z0-9-]{1,60}$`, so `<dir>/<key>.md` never leaves `<dir>`.
 //! - A resolved scope id for session/agent only contains `[A-Za-z0-9_-]` and is never empty.
-//! - The only writes are [`settings::set`] / [`settings::unset`] (atomic, mode 0600); reads are limited to
-//!   `settings.json`, env and `git config`.
+//! - The only writes of this crate's own are [`settings::set`] / [`settings::unset`] (atomic, mode 0600, through
+//!   [`fs`]); reads are limited to `settings.json`, env and `git config`.
 
 pub mod clock;
 pub mod context;
 pub mod error;
+pub mod fs;
 pub mod home;
 pub mod identity;
 pub mod key;

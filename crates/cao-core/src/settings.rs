@@ -124,6 +124,7 @@ pub fn parse_env_bool(v: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "test setup writes fixture files directly")]
 mod tests {
     use super::*;
     use serde_json::json;

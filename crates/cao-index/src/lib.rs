@@ -135,9 +135,11 @@ impl Index {
             reason,
         };
         if let Some(parent) = db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            create_private_dir(parent).map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
+            cao_core::fs::create_private_dir_all(parent)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
         }
-        create_private_file(db_path).map_err(|e| open_err(format!("cannot create the file: {e}")))?;
+        // SQLite gives the `-wal` and `-shm` files the mode of the database file, so they are owner-only too.
+        cao_core::fs::create_private_file(db_path).map_err(|e| open_err(format!("cannot create the file: {e}")))?;
         // SQLite reports some lock conflicts between connections that open a new file at the same moment (WAL
         // switch, WAL recovery) without calling the busy handler, so the whole step is retried until BUSY_TIMEOUT.
         let started = std::time::Instant::now();
@@ -203,34 +205,6 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
     )
-}
-
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
-}
-
-/// Create an empty database file with mode 0600 when it is missing (an empty file is a valid empty database).
-/// SQLite gives the `-wal` and `-shm` files the mode of the database file, so they are owner-only too.
-fn create_private_file(db_path: &Path) -> std::io::Result<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    match opts.open(db_path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]

@@ -22,8 +22,8 @@
 //! the reference; the scope directories inside never collide.
 
 use crate::error::{Result, WikiError};
-use crate::fsio::create_private_dir_all;
 use crate::topic::Topic;
+use cao_core::fs::create_private_dir_all;
 use cao_core::{Key, Scope};
 use std::fs;
 use std::io;

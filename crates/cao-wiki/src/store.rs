@@ -9,9 +9,10 @@
 //! and the same id ([`WikiError::WriteVerification`] otherwise; nothing written).
 
 use crate::error::{Result, WikiError};
-use crate::fsio::{TopicLock, atomic_write, sync_dir};
+use crate::fsio::TopicLock;
 use crate::layout::{StoredTopic, WikiLayout, read_topic_file};
 use crate::topic::{Topic, TopicHeader, upsert_text};
+use cao_core::fs::{atomic_write, sync_dir};
 use cao_core::{Key, MemoryType, Scope};
 use chrono::{DateTime, Utc};
 use std::fs;
@@ -123,7 +124,7 @@ impl LockedTopic {
     }
 
     /// Append `content` at `ts` (creating the file with a new UUID v4 id when absent), per
-    /// [`crate::topic::upsert_text`]; written with [`atomic_write`].
+    /// [`crate::topic::upsert_text`]; written with [`cao_core::fs::atomic_write`].
     ///
     /// `tags` must already be normalised ([`cao_core::key::normalize_tags`]); it is written as given.
     ///
