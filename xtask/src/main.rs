@@ -632,6 +632,10 @@ fn run_fuzz(root: &Path, st: &Path, args: &FuzzArgs) -> Result<()> {
     let work = target.join("fuzz-api");
     let home = work.join(format!("home-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a throw-away home in the target directory; the server under test creates what it needs"
+    )]
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
     let result = fuzz_against(&target.join("debug").join("cao-server"), &home, &work, st, args);
     let _ = std::fs::remove_dir_all(&home);

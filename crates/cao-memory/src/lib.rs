@@ -13,6 +13,11 @@
 //!   rewrites dirty ones, so store cost does not grow with the corpus.
 //! - Recall never reads topic files; it is served from the index (metadata + FTS5).
 
+#![cfg_attr(
+    test,
+    allow(clippy::disallowed_methods, reason = "unit-test setup writes fixture files directly")
+)]
+
 pub mod audit;
 mod audit_relationships;
 mod error;

@@ -10,6 +10,11 @@
 //! dir); a child process never inherits `CAO_*` variables from the test runner, so results do not depend on the
 //! machine's environment; a child that outlives its deadline is killed and reported, never waited on forever.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test helpers build throw-away fixture trees directly; never shipped"
+)]
+
 use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};

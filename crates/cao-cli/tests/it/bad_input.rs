@@ -2,9 +2,8 @@
 //! missing database directory and a database locked by another process. Usage errors exit 2 and touch nothing;
 //! failures exit 1 with one `error:` line; nothing panics or hangs.
 
-mod common;
-
-use common::{cao, filters, json, listed, seeded_home};
+use crate::common;
+use crate::common::{cao, filters, json, listed, seeded_home};
 use std::time::Duration;
 
 /// Runs `args` on a fresh home and checks the usage-error contract: exit 2, nothing on stdout, no files created.

@@ -2,11 +2,10 @@
 //! in March 2026 (see `common::t0`), so its project and session memories are past their retention; a project memory
 //! stored now stays.
 
-mod common;
-
+use crate::common;
+use crate::common::{cao, full_context, json, seeded_home};
 use cao_core::{CaoHome, Settings, SystemClock};
 use cao_memory::{MemoryService, StoreRequest};
-use common::{cao, full_context, json, seeded_home};
 use std::sync::Arc;
 
 /// Add a project memory written now (real clock), which retention must keep.

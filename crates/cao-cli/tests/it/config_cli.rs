@@ -2,10 +2,9 @@
 //! (default, file, env), validation (exit 2, nothing written), preservation of every other key, mode 0600, and the
 //! refusal to overwrite an unparsable settings.json.
 
-mod common;
-
+use crate::common;
+use crate::common::{assert_sane, filters};
 use cao_testkit::{DEFAULT_TIMEOUT, RunOutput, TempHome};
-use common::{assert_sane, filters};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 

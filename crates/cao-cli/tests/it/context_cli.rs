@@ -1,11 +1,9 @@
 //! `cao memory context` and `cao memory hook claude-code <event>` against a home seeded through the real service.
 
-mod common;
-
+use crate::common::{assert_sane, cao, cao_env, filters, seeded_home, t0};
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
 use cao_memory::{MemoryService, StoreRequest};
 use cao_testkit::{DEFAULT_TIMEOUT, RunOutput, TempHome};
-use common::{assert_sane, cao, cao_env, filters, seeded_home, t0};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -1,12 +1,11 @@
 //! `cao memory context --terminal-id ID`: the caller comes from a terminal registered with `POST /terminals` (the
 //! index's `cao_terminals` table); unknown ids fail with exit 1; the flag excludes --session/--agent/--cwd.
 
-mod common;
-
+use crate::common;
+use crate::common::{cao, cao_env, filters, seeded_home};
 use cao_core::{CaoHome, Settings};
 use cao_memory::MemoryService;
 use cao_testkit::TempHome;
-use common::{cao, cao_env, filters, seeded_home};
 
 /// Register terminal `id` (session `sess-1`, agent `reviewer`, cwd = the home's work dir) as cao-server does.
 fn register(home: &TempHome, id: &str) {

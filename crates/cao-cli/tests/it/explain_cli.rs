@@ -5,13 +5,12 @@
 //! timestamps leak, explain records no access and expands nothing, and memory.non_accessing_inspection governs
 //! list/show.
 
-mod common;
-
+use crate::common;
+use crate::common::{Seed, cao, cao_env, json, seed, t0};
 use cao_core::{CaoHome, FixedClock, Scope, Settings};
 use cao_lifecycle::{NewRelationship, RelationshipService};
 use cao_memory::MemoryService;
 use cao_testkit::{RunOutput, TempHome};
-use common::{Seed, cao, cao_env, json, seed, t0};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::{Arc, LazyLock};

@@ -1,10 +1,8 @@
 //! `cao memory inject --provider P --cwd DIR` against a home seeded through the real service: what it writes,
 //! what it reports, its exit codes, and that refusals and failures leave the previous file in place.
 
-mod common;
-
+use crate::common::{cao, cao_env, filters, json, seeded_home};
 use cao_testkit::{RunOutput, TempHome};
-use common::{cao, cao_env, filters, json, seeded_home};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 

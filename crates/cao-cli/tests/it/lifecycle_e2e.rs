@@ -4,14 +4,12 @@
 //! off and on (`cao config set` and the environment), reject the edge, and check that a compiler recompute does not
 //! bring it back.
 
-mod common;
-
+use crate::common::{PROJECT, cao, cao_env, json};
 use cao_core::{CaoHome, Scope, SystemClock, TerminalContext};
 use cao_lifecycle::{NewRelationship, ProducerEdgeInput, RelOrigin, RelStatus, RelType, RelationshipService};
 use cao_mcp::{FixedContext, FlushSignal, MemoryTools, ServiceHandle};
 use cao_memory::MemoryService;
 use cao_testkit::TempHome;
-use common::{PROJECT, cao, cao_env, json};
 use serde_json::{Value, json};
 use std::sync::Arc;
 

@@ -1,9 +1,8 @@
 //! Golden tests of `cao memory list | show | delete | clear | repair` against a home seeded through the real
 //! service. Snapshots live in `tests/snapshots`; temp paths, uuids and times are replaced by placeholders.
 
-mod common;
-
-use common::{cao, cao_env, filters, json, listed, seeded_home};
+use crate::common;
+use crate::common::{cao, cao_env, filters, json, listed, seeded_home};
 
 #[test]
 fn list_table_default_shows_global_project_and_federated_only() {

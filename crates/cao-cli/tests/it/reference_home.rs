@@ -2,10 +2,8 @@
 //! `cao memory repair`, every memory in its EXPECTED.json is listed with the right identity and content, a second
 //! repair has nothing to do, and `show` prints each memory's content.
 
-mod common;
-
+use crate::common::{assert_sane, filters, json};
 use cao_testkit::{RunOutput, TempHome, fixture_path};
-use common::{assert_sane, filters, json};
 use serde_json::Value;
 
 fn fixture_home() -> TempHome {

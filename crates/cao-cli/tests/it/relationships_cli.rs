@@ -1,14 +1,12 @@
 //! Golden tests of `cao memory relationships list | inspect | promote | reject` against a home seeded through the
 //! real services. Snapshots live in `tests/snapshots`; temp paths, uuids and times are replaced by placeholders.
 
-mod common;
-
+use crate::common::{PROJECT, cao, filters, full_context, json, seed, seeded_home, t0};
 use cao_core::{CaoHome, FixedClock, Scope, Settings};
 use cao_lifecycle::{NewRelationship, ProducerEdgeInput, RelOrigin, RelStatus, RelType, RelationshipService};
 use cao_memory::{MemoryService, StoreRequest};
 use cao_testkit::TempHome;
 use chrono::Duration;
-use common::{PROJECT, cao, filters, full_context, json, seed, seeded_home, t0};
 use std::sync::Arc;
 
 /// Ids of the seeded edges.

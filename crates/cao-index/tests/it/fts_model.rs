@@ -1,11 +1,9 @@
 //! Property: after any sequence of upserts (new and overwriting), deletes and scope clears, both FTS tables answer
 //! exactly as a naive in-memory model of the rows does.
 
-mod common;
-
+use crate::common::*;
 use cao_core::{MemoryType, Scope};
 use cao_index::{Index, Visibility};
-use common::*;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -118,7 +116,7 @@ fn apply(ix: &Index, model: &mut Model, ops: &[Op]) {
             }
             Op::Delete { key, session } => {
                 let (scope, sid) = scope_of(*session);
-                let existed = ix.delete(&common::key(KEYS[*key]), scope, sid).expect("delete");
+                let existed = ix.delete(&crate::common::key(KEYS[*key]), scope, sid).expect("delete");
                 assert_eq!(existed, model.remove(&(*key, *session)).is_some());
             }
             Op::ClearSession(s) => {

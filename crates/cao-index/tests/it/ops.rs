@@ -1,10 +1,8 @@
 //! Writes, point reads, pools, visibility, access counting, aliases and the index.md queue.
 
-mod common;
-
+use crate::common::*;
 use cao_core::{MemoryType, Scope};
 use cao_index::{ACCESS_MIN_INTERVAL, ListFilter, Visibility};
-use common::*;
 
 #[test]
 fn upsert_get_delete_round_trip() {

@@ -1,13 +1,11 @@
 //! The `memory_relationships` store: DDL parity with the reference, upsert, listing filters, staleness, status
 //! changes, purge and producer-scoped replacement.
 
-mod common;
-
+use crate::common::*;
 use cao_core::Scope;
 use cao_index::{
     Index, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter, RelationshipRow, StatusChange,
 };
-use common::*;
 use rusqlite::Connection;
 use std::path::Path;
 

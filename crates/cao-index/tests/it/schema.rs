@@ -1,10 +1,8 @@
 //! Opening, migrations and coexistence with a database the reference implementation wrote.
 
-mod common;
-
+use crate::common::*;
 use cao_core::{MemoryType, Scope};
 use cao_index::{Index, IndexError, Visibility};
-use common::*;
 use rusqlite::Connection;
 use std::path::Path;
 use std::sync::{Arc, Barrier};

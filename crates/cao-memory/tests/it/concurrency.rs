@@ -1,6 +1,6 @@
 //! Many processes writing one home lose nothing.
 //!
-//! The parent test re-runs this test binary as 8 child processes (libtest `--exact child_writer`), each storing
+//! The parent test re-runs this test binary as 8 child processes (libtest `--exact concurrency::child_writer`), each storing
 //! 200 memories into the same home; every 10th store goes to one of 5 keys shared by all processes. Afterwards
 //! every entry must be in its file and in the index, no call may have failed, and `repair` must find nothing to
 //! change.
@@ -69,7 +69,12 @@ fn eight_processes_lose_nothing() {
     let children: Vec<_> = (0..PROCS)
         .map(|i| {
             Command::new(&exe)
-                .args(["--exact", "child_writer", "--nocapture", "--test-threads=1"])
+                .args([
+                    "--exact",
+                    "concurrency::child_writer",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
                 .env("CAO_CHILD_HOME", &home)
                 .env("CAO_CHILD_ID", i.to_string())
                 .env_remove("CAO_MEMORY_ENABLED")

@@ -1,0 +1,12 @@
+//! `cao-http` integration tests: the router, the REST API and JWT authentication, in process.
+//!
+//! One test binary per crate (modules below), so the workspace links few test executables.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test setup writes fixture files directly; the code under test writes through cao_core::fs"
+)]
+
+mod api;
+mod auth;
+mod router;
