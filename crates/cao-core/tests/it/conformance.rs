@@ -13,36 +13,13 @@ use cao_core::identity::{normalize_git_remote, validate_project_id};
 use cao_core::key::normalize_tags;
 use cao_core::scope::scope_write_allowed;
 use cao_core::secret;
+use cao_testkit::cases_at;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Cases whose behaviour deliberately differs from the reference: `(file, case index, reason)`. Each entry is
 /// listed in `docs/conformance.md` with the same reason. Empty: every case passes.
 const ALLOWLIST: &[(&str, usize, &str)] = &[];
-
-/// The shared case directory: `CAO_CONFORMANCE_DIR`, else `<workspace root>/../shared/conformance/reference`.
-fn conformance_dir() -> PathBuf {
-    match std::env::var_os("CAO_CONFORMANCE_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/reference"),
-    }
-}
-
-/// The `cases` array of a case file. Panics (fails the test) with the path when the file is missing or malformed.
-fn load_cases(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
-        panic!(
-            "conformance case file {} cannot be read ({e}); set CAO_CONFORMANCE_DIR to the directory holding the \
-             reference case files",
-            path.display()
-        )
-    });
-    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
-    match doc.get("cases") {
-        Some(Value::Array(cases)) if !cases.is_empty() => cases.clone(),
-        _ => panic!("{} has no non-empty `cases` array", path.display()),
-    }
-}
 
 /// A string field of a case, or an error naming it.
 fn str_field<'a>(case: &'a Value, name: &str) -> Result<&'a str, String> {
@@ -69,7 +46,7 @@ fn expect_eq<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Res
 
 /// Run `check` on every case of `path` (skipping allowlisted ones) and fail with every mismatch at once.
 fn run_cases(path: &Path, check: impl Fn(&Value) -> Result<(), String>) {
-    let cases = load_cases(path);
+    let cases = cases_at(path);
     let file = path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
@@ -105,7 +82,7 @@ fn run_cases(path: &Path, check: impl Fn(&Value) -> Result<(), String>) {
 
 /// A file of the shared case directory.
 fn shared(file: &str) -> PathBuf {
-    conformance_dir().join(file)
+    cao_testkit::conformance_dir().join(file)
 }
 
 #[test]

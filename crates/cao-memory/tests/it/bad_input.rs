@@ -2,22 +2,12 @@
 
 use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
 use cao_memory::{ForgetRequest, MemoryError, MemoryService, RecallRequest, StoreRequest};
+use cao_testkit::service::ServiceFixture;
 use std::path::Path;
 use std::sync::Arc;
 
 fn setup() -> (tempfile::TempDir, MemoryService, TerminalContext) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let svc = MemoryService::open_with(
-        CaoHome::new(dir.path().join("home")),
-        Settings::default(),
-        Arc::new(SystemClock),
-    )
-    .expect("open");
-    let ctx = TerminalContext {
-        cwd: Some(dir.path().to_path_buf()),
-        project_id: Some("p".into()),
-        ..Default::default()
-    };
+    let ServiceFixture { dir, svc, ctx, .. } = ServiceFixture::builder().project("p").open();
     (dir, svc, ctx)
 }
 

@@ -5,15 +5,8 @@
 use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
 use cao_memory::{MemoryService, StoreRequest};
 use regex::Regex;
-use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-fn conformance_dir() -> PathBuf {
-    std::env::var_os("CAO_CONFORMANCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/reference"))
-}
 
 fn normalise(text: &str, project: &str) -> String {
     let ts = Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z").expect("regex");
@@ -25,15 +18,7 @@ fn normalise(text: &str, project: &str) -> String {
 
 #[test]
 fn wiki_store_cases() {
-    let path = conformance_dir().join("wiki_store.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "conformance cases missing at {} ({e}); set CAO_CONFORMANCE_DIR",
-            path.display()
-        )
-    });
-    let doc: Value = serde_json::from_str(&text).expect("valid JSON");
-    let cases = doc["cases"].as_array().expect("cases array");
+    let cases = cao_testkit::conformance_cases("wiki_store.json");
     assert!(!cases.is_empty());
     let project = "conformance-proj";
     let mut failures = Vec::new();

@@ -3,20 +3,25 @@
 //! supersedes with the lifecycle flag off and on, and a failed eligibility source; every report is validated
 //! against docs/schemas/cao.memory.explain-1.json. Property: explain never changes stored access state.
 
-use cao_core::{CaoHome, FixedClock, Scope, Settings, TerminalContext};
+use cao_core::{Scope, Settings};
 use cao_lifecycle::{NewRelationship, RelationshipService};
-use cao_memory::{ExplainReport, ExplainRequest, MemoryError, MemoryService, RecallRequest, StoreRequest};
-use chrono::{Duration, TimeZone, Utc};
+use cao_memory::{ExplainReport, ExplainRequest, MemoryError, MemoryService, RecallRequest};
+use cao_testkit::service::{ServiceFixture, utc};
+use chrono::Duration;
 use proptest::prelude::*;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+/// The service fixture with this file's steps.
 struct Fx {
-    _dir: tempfile::TempDir,
-    home: CaoHome,
-    clock: Arc<FixedClock>,
-    svc: MemoryService,
-    ctx: TerminalContext,
+    fx: ServiceFixture,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = ServiceFixture;
+    fn deref(&self) -> &ServiceFixture {
+        &self.fx
+    }
 }
 
 fn settings(lifecycle: bool) -> Settings {
@@ -24,43 +29,19 @@ fn settings(lifecycle: bool) -> Settings {
 }
 
 fn fx_with(lifecycle: bool) -> Fx {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = CaoHome::new(dir.path().join("home"));
-    let t0 = Utc
-        .with_ymd_and_hms(2025, 1, 1, 0, 0, 0)
-        .single()
-        .expect("valid instant");
-    let clock = Arc::new(FixedClock::new(t0));
-    let svc = MemoryService::open_with(home.clone(), settings(lifecycle), clock.clone()).expect("open");
-    let ctx = TerminalContext {
-        cwd: Some(dir.path().to_path_buf()),
-        project_id: Some("proj-a".into()),
-        session_name: Some("sess-1".into()),
-        ..Default::default()
-    };
-    Fx {
-        _dir: dir,
-        home,
-        clock,
-        svc,
-        ctx,
-    }
+    let fx = ServiceFixture::builder()
+        .at(utc(2025, 1, 1, 0, 0, 0))
+        .settings(settings(lifecycle))
+        .project("proj-a")
+        .session("sess-1")
+        .open();
+    Fx { fx }
 }
 
 impl Fx {
     /// Store `content` under `key` in `scope`, then let `days` pass.
     fn store(&self, scope: &str, key: &str, content: &str, days: i64) {
-        self.svc
-            .store(
-                &self.ctx,
-                StoreRequest {
-                    content: content.into(),
-                    scope: Some(scope.into()),
-                    key: Some(key.into()),
-                    ..Default::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("store {key}: {e}"));
+        self.fx.store_as(&self.ctx, scope, key, content);
         self.clock.advance(Duration::days(days));
     }
 

@@ -1,60 +1,37 @@
 //! The `<cao-memory>` context block built from a real store: visibility, scope order, recency, the eligibility
 //! seam, no access counting, and the disabled switch.
 
-use cao_core::{CaoHome, FixedClock, Scope, Settings, TerminalContext};
-use cao_memory::{
-    ContextRequest, EligibilityFilter, ListRequest, MEMORY_MAX_PER_SCOPE, Memory, MemoryService, StoreRequest,
-};
-use chrono::{Duration, TimeZone, Utc};
-use std::sync::Arc;
+use cao_core::{Scope, Settings, TerminalContext};
+use cao_memory::{ContextRequest, EligibilityFilter, ListRequest, MEMORY_MAX_PER_SCOPE, Memory, MemoryService};
+use cao_testkit::service::{ServiceFixture, utc};
+use chrono::Duration;
 
+/// The service fixture with this file's steps (each store one minute after the previous one).
 struct Fixture {
-    _dir: tempfile::TempDir,
-    home: CaoHome,
-    svc: MemoryService,
-    clock: Arc<FixedClock>,
-    ctx: TerminalContext,
+    fx: ServiceFixture,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = ServiceFixture;
+    fn deref(&self) -> &ServiceFixture {
+        &self.fx
+    }
 }
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = CaoHome::new(dir.path().join("home"));
-    let t0 = Utc
-        .with_ymd_and_hms(2026, 5, 6, 7, 8, 9)
-        .single()
-        .expect("valid instant");
-    let clock = Arc::new(FixedClock::new(t0));
-    let svc = MemoryService::open_with(home.clone(), Settings::default(), clock.clone()).expect("open");
-    let ctx = TerminalContext {
-        cwd: Some(dir.path().to_path_buf()),
-        project_id: Some("proj-a".into()),
-        session_name: Some("sess-1".into()),
-        agent_profile: Some("reviewer".into()),
-        ..Default::default()
-    };
-    Fixture {
-        _dir: dir,
-        home,
-        svc,
-        clock,
-        ctx,
-    }
+    let fx = ServiceFixture::builder()
+        .at(utc(2026, 5, 6, 7, 8, 9))
+        .project("proj-a")
+        .session("sess-1")
+        .agent("reviewer")
+        .open();
+    Fixture { fx }
 }
 
 impl Fixture {
     /// Store one memory as `ctx`, one minute after the previous store.
     fn store_as(&self, ctx: &TerminalContext, scope: &str, key: &str, content: &str) {
-        self.svc
-            .store(
-                ctx,
-                StoreRequest {
-                    content: content.into(),
-                    scope: Some(scope.into()),
-                    key: Some(key.into()),
-                    ..Default::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("store {key}: {e}"));
+        self.fx.store_as(ctx, scope, key, content);
         self.clock.advance(Duration::minutes(1));
     }
 

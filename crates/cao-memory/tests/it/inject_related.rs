@@ -2,57 +2,38 @@
 //! scope, the `[related]` tag, the per-block fan-out cap, skip-not-stop when a related line does not fit, and the
 //! eligibility seam judging related targets in their own batch.
 
-use cao_core::{CaoHome, FixedClock, Key, Scope, Settings, TerminalContext};
+use cao_core::{Key, Scope, TerminalContext};
 use cao_lifecycle::NewRelationship;
-use cao_memory::{ContextRequest, EligibilityFilter, Memory, MemoryService, RELATED_FANOUT_CAP, StoreRequest};
-use chrono::{Duration, TimeZone, Utc};
+use cao_memory::{ContextRequest, EligibilityFilter, Memory, RELATED_FANOUT_CAP};
+use cao_testkit::service::{ServiceFixture, utc};
+use chrono::Duration;
 use std::cell::RefCell;
-use std::sync::Arc;
 
+/// The service fixture with this file's steps (each store one minute after the previous one).
 struct Fixture {
-    _dir: tempfile::TempDir,
-    svc: MemoryService,
-    clock: Arc<FixedClock>,
-    ctx: TerminalContext,
+    fx: ServiceFixture,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = ServiceFixture;
+    fn deref(&self) -> &ServiceFixture {
+        &self.fx
+    }
 }
 
 fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = CaoHome::new(dir.path().join("home"));
-    let t0 = Utc
-        .with_ymd_and_hms(2026, 5, 6, 7, 8, 9)
-        .single()
-        .expect("valid instant");
-    let clock = Arc::new(FixedClock::new(t0));
-    let svc = MemoryService::open_with(home, Settings::default(), clock.clone()).expect("open");
-    let ctx = TerminalContext {
-        cwd: Some(dir.path().to_path_buf()),
-        project_id: Some("proj-a".into()),
-        session_name: Some("sess-1".into()),
-        ..Default::default()
-    };
-    Fixture {
-        _dir: dir,
-        svc,
-        clock,
-        ctx,
-    }
+    let fx = ServiceFixture::builder()
+        .at(utc(2026, 5, 6, 7, 8, 9))
+        .project("proj-a")
+        .session("sess-1")
+        .open();
+    Fixture { fx }
 }
 
 impl Fixture {
     /// Store one memory, one minute after the previous store (so later stores are newer).
     fn store(&self, scope: &str, key: &str, content: &str) {
-        self.svc
-            .store(
-                &self.ctx,
-                StoreRequest {
-                    content: content.into(),
-                    scope: Some(scope.into()),
-                    key: Some(key.into()),
-                    ..Default::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("store {key}: {e}"));
+        self.fx.store_as(&self.ctx, scope, key, content);
         self.clock.advance(Duration::minutes(1));
     }
 

@@ -1,25 +1,32 @@
 //! The supersedes lifecycle through the service: injection eligibility (registry, batches, fail-open), curator
 //! recall, recall ordering and the transient `lifecycle_status` label, with the flag off and on.
 
-use cao_core::{CaoHome, FixedClock, Scope, Settings, TerminalContext};
+use cao_core::{Scope, Settings, TerminalContext};
 use cao_lifecycle::eligibility::{
     Candidate, EligibilityRegistry, EligibilitySource, Purpose, SUPERSEDES_SOURCE, SupersedesSource,
 };
 use cao_lifecycle::{NewRelationship, RelationshipService};
-use cao_memory::{ContextRequest, LifecycleStatus, ListRequest, MemoryService, RecallRequest, StoreRequest};
-use chrono::{Duration, TimeZone, Utc};
+use cao_memory::{ContextRequest, LifecycleStatus, ListRequest, MemoryService, RecallRequest};
+use cao_testkit::service::{ServiceFixture, utc};
+use chrono::Duration;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
+/// The service fixture (its service has the lifecycle flag off) and services on the same home with the flag off
+/// (`off`, the fixture's own) and on (`on`).
 struct Fx {
-    _dir: tempfile::TempDir,
-    home: CaoHome,
-    clock: Arc<FixedClock>,
+    fx: ServiceFixture,
     off: MemoryService,
     on: MemoryService,
     rel: RelationshipService,
-    ctx: TerminalContext,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = ServiceFixture;
+    fn deref(&self) -> &ServiceFixture {
+        &self.fx
+    }
 }
 
 fn lifecycle(enabled: bool) -> Settings {
@@ -27,46 +34,21 @@ fn lifecycle(enabled: bool) -> Settings {
 }
 
 fn fx() -> Fx {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = CaoHome::new(dir.path().join("home"));
-    let t0 = Utc
-        .with_ymd_and_hms(2026, 5, 6, 7, 8, 9)
-        .single()
-        .expect("valid instant");
-    let clock = Arc::new(FixedClock::new(t0));
-    let off = MemoryService::open_with(home.clone(), lifecycle(false), clock.clone()).expect("open");
-    let on = MemoryService::open_with(home.clone(), lifecycle(true), clock.clone()).expect("open");
-    let rel = RelationshipService::new(off.index().clone(), clock.clone());
-    let ctx = TerminalContext {
-        cwd: Some(dir.path().to_path_buf()),
-        project_id: Some("proj-a".into()),
-        session_name: Some("sess-1".into()),
-        ..Default::default()
-    };
-    Fx {
-        _dir: dir,
-        home,
-        clock,
-        off,
-        on,
-        rel,
-        ctx,
-    }
+    let fx = ServiceFixture::builder()
+        .at(utc(2026, 5, 6, 7, 8, 9))
+        .settings(lifecycle(false))
+        .project("proj-a")
+        .session("sess-1")
+        .open();
+    let off = fx.svc.clone();
+    let on = fx.reopen(lifecycle(true));
+    let rel = RelationshipService::new(fx.svc.index().clone(), fx.clock.clone());
+    Fx { fx, off, on, rel }
 }
 
 impl Fx {
     fn store(&self, scope: &str, key: &str, content: &str) {
-        self.off
-            .store(
-                &self.ctx,
-                StoreRequest {
-                    content: content.into(),
-                    scope: Some(scope.into()),
-                    key: Some(key.into()),
-                    ..Default::default()
-                },
-            )
-            .unwrap_or_else(|e| panic!("store {key}: {e}"));
+        self.fx.store_as(&self.ctx, scope, key, content);
         self.clock.advance(Duration::minutes(1));
     }
 

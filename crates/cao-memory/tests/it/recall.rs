@@ -1,41 +1,29 @@
 //! Recall behaviour: visibility, scope precedence, search modes, sort orders, access counting.
 
-use cao_core::{CaoHome, FixedClock, Key, Scope, Settings, TerminalContext};
-use cao_memory::{MemoryService, RecallRequest, StoreRequest};
-use chrono::TimeZone;
-use std::sync::Arc;
+use cao_core::{Key, Scope, TerminalContext};
+use cao_memory::RecallRequest;
+use cao_testkit::service::{ServiceFixture, utc};
 
+/// The service fixture with this file's steps (each store ten seconds after the previous one).
 struct World {
-    _dir: tempfile::TempDir,
-    svc: MemoryService,
-    clock: Arc<FixedClock>,
-    ctx: TerminalContext,
+    fx: ServiceFixture,
+}
+
+impl std::ops::Deref for World {
+    type Target = ServiceFixture;
+    fn deref(&self) -> &ServiceFixture {
+        &self.fx
+    }
 }
 
 fn world() -> World {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let clock = Arc::new(FixedClock::new(
-        chrono::Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).single().expect("t"),
-    ));
-    let svc = MemoryService::open_with(
-        CaoHome::new(dir.path().join("home")),
-        Settings::default(),
-        clock.clone(),
-    )
-    .expect("open");
-    let ctx = TerminalContext {
-        session_name: Some("s1".into()),
-        agent_profile: Some("dev".into()),
-        project_id: Some("proj".into()),
-        cwd: Some(dir.path().to_path_buf()),
-        ..Default::default()
-    };
-    World {
-        _dir: dir,
-        svc,
-        clock,
-        ctx,
-    }
+    let fx = ServiceFixture::builder()
+        .at(utc(2026, 3, 1, 9, 0, 0))
+        .session("s1")
+        .agent("dev")
+        .project("proj")
+        .open();
+    World { fx }
 }
 
 impl World {
@@ -43,17 +31,7 @@ impl World {
         self.put_as(&self.ctx, key, scope, content);
     }
     fn put_as(&self, ctx: &TerminalContext, key: &str, scope: &str, content: &str) {
-        self.svc
-            .store(
-                ctx,
-                StoreRequest {
-                    content: content.into(),
-                    key: Some(key.into()),
-                    scope: Some(scope.into()),
-                    ..Default::default()
-                },
-            )
-            .expect("store");
+        self.fx.store_as(ctx, scope, key, content);
         self.clock.advance(chrono::Duration::seconds(10));
     }
     fn keys(&self, req: RecallRequest) -> Vec<String> {

@@ -1,12 +1,11 @@
 //! Every relationship change made through `MemoryService::relationships` (create, recompute, promote, reject, soft
 //! delete) and every edge purged with a forgotten memory writes one content-free line to the daily audit log.
 
-use cao_core::{CaoHome, FixedClock, Scope, Settings, TerminalContext};
+use cao_core::Scope;
 use cao_lifecycle::{LifecycleError, NewRelationship};
 use cao_memory::{ForgetRequest, MemoryService, StoreRequest};
-use chrono::{TimeZone, Utc};
+use cao_testkit::service::{ServiceFixture, utc};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 fn new_edge(source: &str, target: &str, rel_type: &str, status: &str) -> NewRelationship {
     NewRelationship {
@@ -52,20 +51,13 @@ fn lines(svc: &MemoryService) -> Vec<String> {
 
 #[test]
 fn relationship_changes_and_purges_are_audited_without_content() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let t0 = Utc.with_ymd_and_hms(2026, 4, 16, 10, 30, 0).single().expect("valid");
-    let svc = MemoryService::open_with(
-        CaoHome::new(dir.path().join("home")),
-        Settings::default(),
-        Arc::new(FixedClock::new(t0)),
-    )
-    .expect("open");
-    let ctx = TerminalContext {
-        terminal_id: Some("t-1".into()),
-        cwd: Some(dir.path().to_path_buf()),
-        project_id: Some("proj-a".into()),
-        ..Default::default()
-    };
+    let ServiceFixture {
+        dir: _dir, svc, ctx, ..
+    } = ServiceFixture::builder()
+        .at(utc(2026, 4, 16, 10, 30, 0))
+        .terminal("t-1")
+        .project("proj-a")
+        .open();
     for key in ["a", "b", "c"] {
         svc.store(
             &ctx,

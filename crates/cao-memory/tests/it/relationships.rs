@@ -1,25 +1,16 @@
 //! Forgetting, deleting or clearing a memory purges every relationship into or out of it, so a later memory with the
 //! same key starts without edges.
 
-use cao_core::{CaoHome, Scope, Settings, SystemClock, TerminalContext};
+use cao_core::{Scope, TerminalContext};
 use cao_lifecycle::{NewRelationship, RelationshipFilter, RelationshipService};
 use cao_memory::{ForgetRequest, MemoryService, StoreRequest};
-use std::sync::Arc;
+use cao_testkit::service::ServiceFixture;
 
 fn setup() -> (tempfile::TempDir, MemoryService, RelationshipService, TerminalContext) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let svc = MemoryService::open_with(
-        CaoHome::new(dir.path().join("home")),
-        Settings::default(),
-        Arc::new(SystemClock),
-    )
-    .expect("open");
-    let rel = RelationshipService::new(svc.index().clone(), Arc::new(SystemClock));
-    let ctx = TerminalContext {
-        cwd: Some(dir.path().to_path_buf()),
-        project_id: Some("p".into()),
-        ..Default::default()
-    };
+    let ServiceFixture {
+        dir, svc, clock, ctx, ..
+    } = ServiceFixture::builder().project("p").open();
+    let rel = RelationshipService::new(svc.index().clone(), clock);
     (dir, svc, rel, ctx)
 }
 

@@ -1,46 +1,36 @@
 //! Retention (`cleanup`) and the daily audit log, through the public service API with a fixed clock.
 
-use cao_core::{CaoHome, FixedClock, Key, Scope, Settings, TerminalContext};
-use cao_memory::{AuditLog, ForgetRequest, MemoryService, StoreRequest};
+use cao_core::{Key, Scope, Settings, TerminalContext};
+use cao_memory::{AuditLog, ForgetRequest, StoreRequest};
+use cao_testkit::service::{ServiceFixture, utc};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 fn t0() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 1, 10, 9, 0, 0)
-        .single()
-        .expect("valid instant")
+    utc(2026, 1, 10, 9, 0, 0)
 }
 
+/// The service fixture with this file's steps.
 struct Fixture {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    svc: MemoryService,
-    clock: Arc<FixedClock>,
-    ctx: TerminalContext,
+    fx: ServiceFixture,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = ServiceFixture;
+    fn deref(&self) -> &ServiceFixture {
+        &self.fx
+    }
 }
 
 fn setup() -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().to_path_buf();
-    let clock = Arc::new(FixedClock::new(t0()));
-    let svc =
-        MemoryService::open_with(CaoHome::new(root.join("home")), Settings::default(), clock.clone()).expect("open");
-    let ctx = TerminalContext {
-        cwd: Some(root.clone()),
-        project_id: Some("proj-a".into()),
-        session_name: Some("sess-1".into()),
-        agent_profile: Some("reviewer".into()),
-        terminal_id: Some("term-7".into()),
-        ..Default::default()
-    };
-    Fixture {
-        _dir: dir,
-        root,
-        svc,
-        clock,
-        ctx,
-    }
+    let fx = ServiceFixture::builder()
+        .at(t0())
+        .project("proj-a")
+        .session("sess-1")
+        .agent("reviewer")
+        .terminal("term-7")
+        .open();
+    Fixture { fx }
 }
 
 impl Fixture {
@@ -223,7 +213,7 @@ fn dry_run_writes_nothing() {
     f.store("project", "user", "kept-user");
     f.svc.flush_index_md().expect("flush");
     f.clock.advance(Duration::days(200));
-    let files_before = snapshot(&f.root);
+    let files_before = snapshot(f.root());
     let rows_before = f.keys();
     let report = f.svc.cleanup(true).expect("dry run");
     assert!(report.dry_run);
@@ -231,7 +221,7 @@ fn dry_run_writes_nothing() {
     would.sort_unstable();
     assert_eq!(would, ["old-proj", "old-sess"]);
     assert_eq!(
-        snapshot(&f.root),
+        snapshot(f.root()),
         files_before,
         "no file (topic, index.md, audit log) changed"
     );
@@ -247,15 +237,11 @@ fn dry_run_writes_nothing() {
 
 #[test]
 fn cleanup_with_memory_disabled_touches_nothing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let settings = Settings::from_value(serde_json::json!({"memory": {"enabled": false}}));
-    let svc = MemoryService::open_with(
-        CaoHome::new(dir.path().join("home")),
-        settings,
-        Arc::new(FixedClock::new(t0())),
-    )
-    .expect("open");
-    assert!(matches!(svc.cleanup(false), Err(cao_memory::MemoryError::Disabled)));
+    let f = ServiceFixture::builder()
+        .at(t0())
+        .settings(Settings::from_value(serde_json::json!({"memory": {"enabled": false}})))
+        .open();
+    assert!(matches!(f.svc.cleanup(false), Err(cao_memory::MemoryError::Disabled)));
 }
 
 #[test]
@@ -375,7 +361,7 @@ fn symlinked_log_file_is_refused_and_the_operation_still_succeeds() {
     let log = f.svc.audit_log();
     let path = log.path_for(t0().date_naive());
     std::fs::remove_file(&path).expect("remove today's log");
-    let target = f.root.join("elsewhere.txt");
+    let target = f.root().join("elsewhere.txt");
     std::fs::write(&target, "untouched\n").expect("target");
     // 0600, so only O_NOFOLLOW (not the mode check) can stop a write through the link.
     std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("chmod");
@@ -415,9 +401,9 @@ fn symlinked_log_dir_and_loose_permissions_are_refused() {
         "a 0644 log is not appended to"
     );
 
-    let elsewhere = f.root.join("other-logs");
+    let elsewhere = f.root().join("other-logs");
     std::fs::create_dir(&elsewhere).expect("dir");
-    std::fs::rename(log.dir(), f.root.join("moved-logs")).expect("move logs away");
+    std::fs::rename(log.dir(), f.root().join("moved-logs")).expect("move logs away");
     std::os::unix::fs::symlink(&elsewhere, log.dir()).expect("symlink dir");
     f.store("project", "project", "third");
     assert_eq!(

@@ -5,35 +5,11 @@
 
 use cao_core::Scope;
 use cao_rank::{Candidate, composite, normalize_bm25, sort_score};
+use cao_testkit::conformance_cases;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::Value;
-use std::path::PathBuf;
 
 const TOLERANCE: f64 = 1e-9;
-
-fn conformance_dir() -> PathBuf {
-    match std::env::var_os("CAO_CONFORMANCE_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/reference"),
-    }
-}
-
-fn cases(file: &str) -> Vec<Value> {
-    let path = conformance_dir().join(file);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "conformance file {} is missing ({e}); set CAO_CONFORMANCE_DIR to the reference case directory",
-            path.display()
-        )
-    });
-    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
-    let cases = doc["cases"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{} has no `cases` array", path.display()))
-        .clone();
-    assert!(!cases.is_empty(), "{} has no cases", path.display());
-    cases
-}
 
 fn f64_field(case: &Value, name: &str) -> f64 {
     case[name]
@@ -56,7 +32,7 @@ fn fixed_now() -> DateTime<Utc> {
 
 #[test]
 fn score_cases_match_reference() {
-    let cases = cases("score.json");
+    let cases = conformance_cases("score.json");
     for case in &cases {
         let bm25 = f64_field(case, "bm25_norm");
         let days = i64_field(case, "days_old");
@@ -104,7 +80,7 @@ fn score_cases_match_reference() {
 
 #[test]
 fn bm25_normalise_cases_match_reference() {
-    let cases = cases("bm25_normalise.json");
+    let cases = conformance_cases("bm25_normalise.json");
     for case in &cases {
         let raw = case["raw"]
             .as_object()

@@ -9,6 +9,7 @@
 use cao_core::key::{normalize_tags, sanitize_scope_id};
 use cao_core::time::parse_ts;
 use cao_core::{Key, MemoryType, Scope};
+use cao_testkit::conformance_cases;
 use cao_wiki::{IndexRow, WikiLayout, render_index, upsert_text, words_token_estimate};
 use chrono::Duration;
 use regex::Regex;
@@ -18,27 +19,6 @@ use std::path::PathBuf;
 
 const PROJECT_PLACEHOLDER: &str = "<PROJECT>";
 const PROJECT_ON_DISK: &str = "proj-0";
-
-fn conformance_dir() -> PathBuf {
-    match std::env::var_os("CAO_CONFORMANCE_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/reference"),
-    }
-}
-
-fn load_cases(name: &str) -> Vec<Value> {
-    let path = conformance_dir().join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "conformance file {} is missing ({e}); set CAO_CONFORMANCE_DIR to the reference cases dir",
-            path.display()
-        )
-    });
-    let doc: Value = serde_json::from_str(&text).expect("conformance file is JSON");
-    let cases = doc["cases"].as_array().expect("`cases` is an array").clone();
-    assert!(!cases.is_empty(), "{} has no cases", path.display());
-    cases
-}
 
 fn normalise(s: &str) -> String {
     let id = Regex::new(r"<!-- id: [^ ]+ \|").expect("regex");
@@ -56,7 +36,7 @@ fn str_field<'a>(v: &'a Value, name: &str) -> &'a str {
 #[test]
 fn wiki_store_cases_match_reference_bytes() {
     let base = parse_ts("2026-11-29T18:00:00Z").expect("valid timestamp");
-    for (n, case) in load_cases("wiki_store.json").iter().enumerate() {
+    for (n, case) in conformance_cases("wiki_store.json").iter().enumerate() {
         let ctx = &case["context"];
         assert_eq!(
             str_field(ctx, "project_id"),
