@@ -47,7 +47,7 @@ mod terminals;
 mod visibility;
 mod write;
 
-pub use aliases::ProjectAlias;
+pub use aliases::{KNOWN_ALIAS_TTL, ProjectAlias};
 pub use dirty::DirtyMark;
 pub use edges::{EdgeIdentity, RelatedKeys};
 pub use error::{IndexError, Result};
@@ -69,6 +69,8 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, TransactionBehavior};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// File name of the database inside `<home>/db/` (shared with the reference implementation).
@@ -81,10 +83,15 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const POOL_MAX_SIZE: u32 = 8;
 
 /// A handle on the index database: a pool of up to [`POOL_MAX_SIZE`] connections. Cheap to clone; `Send + Sync`.
+/// Clones share the pool, the write counter and the cache of recorded project aliases.
 #[derive(Clone)]
 pub struct Index {
     pool: r2d2::Pool<SqliteConnectionManager>,
     path: PathBuf,
+    /// `BEGIN IMMEDIATE` transactions begun through this handle and its clones.
+    writes: Arc<AtomicU64>,
+    /// Project aliases known to be recorded (see `aliases.rs`).
+    known_aliases: Arc<aliases::KnownAliases>,
 }
 
 impl fmt::Debug for Index {
@@ -163,6 +170,8 @@ impl Index {
         Ok(Index {
             pool,
             path: db_path.to_owned(),
+            writes: Arc::new(AtomicU64::new(0)),
+            known_aliases: Arc::default(),
         })
     }
 
@@ -171,9 +180,16 @@ impl Index {
         &self.path
     }
 
+    /// How many write transactions (`BEGIN IMMEDIATE`, which take SQLite's write lock) this handle and its clones
+    /// have begun since it was opened. For tests and diagnostics: read paths that need no write add nothing.
+    pub fn write_transactions(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
     /// Run `f` in one `BEGIN IMMEDIATE` transaction and commit it.
     fn write<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
+        self.writes.fetch_add(1, Ordering::Relaxed);
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
         tx.commit()?;

@@ -187,6 +187,9 @@ mod tests {
             .expect("recall");
         assert_eq!(got.memories.len(), 1);
         assert_eq!(got.memories[0].key, "build-commands");
-        assert_eq!(got.memories[0].updated_at, "2026-05-06T07:08:09Z", "the fixture clock stamps the store");
+        assert_eq!(
+            got.memories[0].updated_at, "2026-05-06T07:08:09Z",
+            "the fixture clock stamps the store"
+        );
     }
 }

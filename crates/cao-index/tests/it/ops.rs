@@ -2,7 +2,7 @@
 
 use crate::common::*;
 use cao_core::{MemoryType, Scope};
-use cao_index::{ACCESS_MIN_INTERVAL, ListFilter, Visibility};
+use cao_index::{ACCESS_MIN_INTERVAL, Index, ListFilter, Visibility};
 
 #[test]
 fn upsert_get_delete_round_trip() {
@@ -504,6 +504,41 @@ fn aliases_follow_the_reference_upsert() {
         "repointed alias keeps created_at"
     );
     assert_eq!(ix.aliases("p1").expect("aliases").len(), 1);
+}
+
+#[test]
+fn recording_a_known_alias_opens_no_write_transaction() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    let w0 = ix.write_transactions();
+    assert!(ix.add_alias("p1", "hash-a", "cwd_hash", at(0)).expect("add"));
+    assert_eq!(ix.write_transactions(), w0 + 1, "a new alias is one write");
+    for n in 1..4 {
+        assert!(!ix.add_alias("p1", "hash-a", "cwd_hash", at(n)).expect("again"));
+    }
+    assert_eq!(ix.write_transactions(), w0 + 1, "a known alias is not written again");
+    assert_eq!(
+        ix.clone().write_transactions(),
+        ix.write_transactions(),
+        "clones share the counter"
+    );
+    // Another handle on the same file (another process) reads the alias and writes nothing.
+    let other = Index::open(&db.path()).expect("open");
+    assert_eq!(other.write_transactions(), 0, "opening counts no write transaction");
+    assert!(
+        !other
+            .add_alias("p1", "hash-a", "cwd_hash", at(9))
+            .expect("known on disk")
+    );
+    assert_eq!(other.write_transactions(), 0);
+    // A re-pointed alias is a write, from either handle.
+    assert!(other.add_alias("p2", "hash-a", "cwd_hash", at(10)).expect("repoint"));
+    assert_eq!(other.write_transactions(), 1);
+    assert!(ix.add_alias("p1", "hash-a", "manual", at(11)).expect("new kind"));
+    assert_eq!(ix.write_transactions(), w0 + 2);
+    // Something that is not an alias never reaches the database.
+    assert!(!ix.add_alias("p1", "p1", "cwd_hash", at(12)).expect("same"));
+    assert_eq!(ix.write_transactions(), w0 + 2);
 }
 
 #[test]

@@ -17,6 +17,7 @@ mod inject_related;
 mod lifecycle;
 mod properties;
 mod provider_files;
+mod read_path;
 mod recall;
 mod relationship_audit;
 mod relationships;
