@@ -12,6 +12,7 @@
 //! - These commands work whether or not memory is enabled (`cao config set memory.enabled true` must always work).
 
 use crate::error::CliError;
+use crate::output::emit;
 use crate::output::one_line;
 use cao_core::settings::{self, EffectiveValue, SettingKey, SettingSource};
 use cao_core::{CaoHome, CoreError, Settings};
@@ -272,17 +273,6 @@ fn env_override_note(warn: &mut dyn Write, key: &'static SettingKey) {
 fn warnings<'a>(warn: &mut dyn Write, lines: impl Iterator<Item = &'a String>) {
     for w in lines {
         let _ = writeln!(warn, "warning: {}", one_line(w));
-    }
-}
-
-/// Write `text` to `out`. A closed pipe is not an error: the reader wanted no more.
-///
-/// Errors: any other write failure.
-fn emit(out: &mut dyn Write, text: &str) -> Result<(), CliError> {
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::failure(format!("cannot write the output: {e}"))),
     }
 }
 
