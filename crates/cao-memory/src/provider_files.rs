@@ -9,7 +9,7 @@
 //!
 //! The delimited block is the reference's: a line [`BEGIN_MARKER`], the block's lines, a line [`END_MARKER`].
 //!
-//! Rules (each is tested in `tests/provider_files.rs`):
+//! Rules (each is tested in `tests/it/provider_files.rs`):
 //! - Markers count only as whole lines (surrounding spaces/tabs and a CR before the LF allowed), so a marker quoted
 //!   inside prose is user text. Each begin line pairs with the next end line; a begin line followed by another
 //!   begin line before any end line (or by none) is a stray marker and stays as user text.

@@ -1,5 +1,5 @@
 //! Golden tests of `cao memory list | show | delete | clear | repair` against a home seeded through the real
-//! service. Snapshots live in `tests/snapshots`; temp paths, uuids and times are replaced by placeholders.
+//! service. Snapshots live in `tests/it/snapshots`; temp paths, uuids and times are replaced by placeholders.
 
 use crate::common;
 use crate::common::{cao, cao_env, filters, json, listed, seeded_home};

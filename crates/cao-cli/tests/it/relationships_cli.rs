@@ -1,5 +1,5 @@
 //! Golden tests of `cao memory relationships list | inspect | promote | reject` against a home seeded through the
-//! real services. Snapshots live in `tests/snapshots`; temp paths, uuids and times are replaced by placeholders.
+//! real services. Snapshots live in `tests/it/snapshots`; temp paths, uuids and times are replaced by placeholders.
 
 use crate::common::{PROJECT, cao, filters, full_context, json, seed, seeded_home, t0};
 use cao_core::{CaoHome, FixedClock, Scope, Settings};
