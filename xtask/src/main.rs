@@ -129,8 +129,8 @@ fn cargo(root: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// The target directory cargo uses for this workspace (honours `CARGO_TARGET_DIR` and cargo config).
-fn target_dir(root: &Path) -> Result<PathBuf> {
+/// `cargo metadata --format-version 1 --no-deps` of the workspace, parsed.
+fn cargo_metadata(root: &Path) -> Result<serde_json::Value> {
     let out = cargo(root, &["metadata", "--format-version", "1", "--no-deps"])
         .output()
         .context("could not run `cargo metadata`")?;
@@ -141,8 +141,12 @@ fn target_dir(root: &Path) -> Result<PathBuf> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let meta: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("`cargo metadata` printed something that is not JSON")?;
+    serde_json::from_slice(&out.stdout).context("`cargo metadata` printed something that is not JSON")
+}
+
+/// The target directory cargo uses for this workspace (honours `CARGO_TARGET_DIR` and cargo config).
+fn target_dir(root: &Path) -> Result<PathBuf> {
+    let meta = cargo_metadata(root)?;
     let dir = meta
         .get("target_directory")
         .and_then(serde_json::Value::as_str)

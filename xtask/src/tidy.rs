@@ -62,20 +62,7 @@ pub(crate) struct Docs<'a> {
 
 /// Runs the check for the workspace at `root`; prints what it checked and fails listing every violation.
 pub(crate) fn run(root: &Path) -> Result<()> {
-    let out = std::process::Command::new("cargo")
-        .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
-        .current_dir(root)
-        .output()
-        .context("could not run `cargo metadata`")?;
-    if !out.status.success() {
-        bail!(
-            "`cargo metadata` failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let meta: Value =
-        serde_json::from_slice(&out.stdout).context("`cargo metadata` printed something that is not JSON")?;
+    let meta = crate::cargo_metadata(root)?;
     let read = |name: &str| {
         std::fs::read_to_string(root.join(name)).with_context(|| format!("cannot read {}", root.join(name).display()))
     };
