@@ -389,8 +389,8 @@ impl ImportPlan {
     }
 }
 
-/// Plan a whole bundle (rules in the module docs). Entries are sorted by path; a repeated path is rejected
-/// after its first occurrence.
+/// Plan a whole bundle (rules in the module docs). Entries are sorted by path; a repeated path (after
+/// normalisation, e.g. `a.md` and `./a.md`) is rejected after its first occurrence in `entries`.
 ///
 /// Errors: [`OkfError::ImportScope`] for a session or agent target (nothing is planned).
 pub fn plan_import<'a>(
@@ -399,11 +399,19 @@ pub fn plan_import<'a>(
     existing: &impl ExistingTopics,
 ) -> Result<ImportPlan, OkfError> {
     check_import_scope(opts.target_scope)?;
-    let mut entries: Vec<BundleEntry<'a>> = entries.into_iter().collect();
-    entries.sort_by(|a, b| a.path.split(|&c| c == b'/').cmp(b.path.split(|&c| c == b'/')));
+    // Sort by the normalised path's segments (raw bytes for an invalid path); the sort is stable, so of a
+    // repeated path the first occurrence in the bundle is the one planned.
+    let mut entries: Vec<(Vec<Vec<u8>>, BundleEntry<'a>)> = entries
+        .into_iter()
+        .map(|e| {
+            let norm = validate_bundle_path(e.path).map_or_else(|_| e.path.to_vec(), String::into_bytes);
+            (norm.split(|&c| c == b'/').map(<[u8]>::to_vec).collect(), e)
+        })
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
     let mut seen = BTreeSet::new();
     let mut files = Vec::with_capacity(entries.len());
-    for entry in entries {
+    for (_, entry) in entries {
         let plan = match validate_bundle_path(entry.path) {
             Ok(rel) if !seen.insert(rel.clone()) => FilePlan::with(rel, FileOutcome::Rejected(RejectReason::Duplicate)),
             _ => plan_file(opts, entry, existing),
