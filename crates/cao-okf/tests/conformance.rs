@@ -390,3 +390,49 @@ fn import_entry_times_are_the_frontmatter_time_or_now() {
     );
     assert!(plan.files.iter().all(|f| matches!(f.outcome, FileOutcome::Write(_))));
 }
+
+/// Recorded reference behaviour on 400 random strings of tricky characters (line boundaries of every kind,
+/// Python whitespace, sentence marks, headings, See Also blocks, spoofed markers, non-ASCII, astral characters):
+/// the description, the whole topic file, and the import body pipeline must give the reference's bytes.
+/// (`tests/data/okf_reference_random.json`; how it was produced is in its `source` field.)
+#[test]
+fn random_texts_render_and_import_like_the_reference() {
+    use cao_okf::export::{TopicFile, derive_description, normalize_see_also, render_topic_file};
+    use cao_okf::import::import_body;
+    use cao_okf::pytext;
+
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/okf_reference_random.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("recorded cases")).expect("JSON");
+    let cases = doc["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), 400);
+    let key = Key::parse_strict("k").expect("key");
+    let targets = BTreeMap::from([((None, "k".to_owned()), "k.md".to_owned())]);
+    for c in cases {
+        let s = str_field(c, "s");
+        let latest = pytext::strip(s);
+        let description = derive_description(latest);
+        assert_eq!(description, str_field(c, "desc"), "description of {s:?}");
+        let tags: Vec<String> = serde_json::from_value(c["tags"].clone()).expect("tags");
+        let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
+        let mut dropped = 0;
+        let body = normalize_see_also(latest, None, &targets, &mut dropped);
+        let file = render_topic_file(&TopicFile {
+            key: &key,
+            memory_type: MemoryType::Project,
+            description: &description,
+            tags: &tags,
+            updated_at: ts("2026-01-02T00:00:00Z"),
+            created_at: ts("2026-01-01T00:00:00Z"),
+            body: &body,
+        });
+        assert_eq!(file, str_field(c, "file"), "topic file of {s:?}");
+        let imported = import_body(latest, &key);
+        assert_eq!(imported.text, str_field(c, "ib"), "import body of {s:?}");
+        assert_eq!(
+            imported.see_also_dropped as u64,
+            c["dropped"].as_u64().expect("dropped"),
+            "{s:?}"
+        );
+        assert_eq!(imported.escaped, c["esc"].as_bool().expect("esc"), "{s:?}");
+    }
+}

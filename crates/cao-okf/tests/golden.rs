@@ -1,6 +1,7 @@
 //! Golden (insta) snapshots of whole rendered bundles: a shared scope with history, redaction, See Also links,
 //! quoting and non-ASCII text, and a private session scope. A change to any byte of the format shows up here for
-//! review (`cargo xtask golden`).
+//! review (`cargo xtask golden`). When recorded, every file and report here was checked byte for byte against the
+//! reference's own renderers run on the same topics.
 
 use cao_core::time::parse_ts;
 use cao_core::{Key, MemoryType, Scope};
