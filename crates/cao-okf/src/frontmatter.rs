@@ -497,8 +497,10 @@ pub enum Timestamp {
     Invalid,
 }
 
-/// Read a frontmatter `timestamp` value: the YAML 1.1 timestamp forms that carry a time (see [`TIMESTAMP`]
-/// shape: `2025-01-02T03:04:05Z`, `2025-01-02 03:04:05.5 +02:00`, ...), fractions kept to the nanosecond.
+/// Read a frontmatter `timestamp` value: the YAML 1.1 timestamp forms that carry a time (date, `T`/`t` or
+/// spaces, time, optional fraction, optional `Z` or `+hh[:mm]` offset: `2025-01-02T03:04:05Z`,
+/// `2025-01-02 03:04:05.5 +02:00`, ...), converted to UTC, fractions kept to the nanosecond. A date alone is
+/// [`Timestamp::Absent`] (PyYAML makes it a `date`, which the reference ignores).
 pub fn parse_timestamp(text: &str) -> Timestamp {
     let Some(re) = TIMESTAMP.as_ref().ok() else {
         return Timestamp::Absent;
