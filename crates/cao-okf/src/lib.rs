@@ -20,9 +20,10 @@
 //! - Rendering is deterministic: the same input gives the same bytes (no clock, no map iteration order).
 //! - Everything in a bundle is untrusted on import: nothing here panics on any input, the YAML reader has hard
 //!   budgets (size, nesting, aliases), and a rejection reason never contains file content.
-//! - A bundle rendered here imports back (through [`import::plan_import`]) to the same key, type, tags, body
-//!   and, for a new key, timestamps (property-tested), except for content lines that look like entry headings
-//!   or header comments, which the importer escapes as the reference does.
+//! - A bundle rendered here imports back (through [`import::plan_import`], new keys) to the same key, type, tags,
+//!   entry time and body (stripped, line boundaries as `\n`), property-tested; content lines that look like
+//!   entry headings, header comments or a See Also heading are the exception: the importer escapes or drops
+//!   them, as the reference does.
 //! - Bytes, orders, quoting, escaping and report fields follow the reference exactly (conformance
 //!   `okf_export.json`, `okf_import.json`); the few deliberate differences are listed in docs/conformance.md.
 
