@@ -5,7 +5,8 @@
 //! whether their introducer is 7-bit (`ESC [`) or 8-bit. Of the remaining text, printable characters are kept, and
 //! so are newline and tab; every other C0/C1 control character, DEL, and the bidirectional embedding, override and
 //! isolate characters (U+202A..=U+202E, U+2066..=U+2069, which can make text display differently from what it
-//! is) are dropped. Invalid UTF-8 becomes U+FFFD.
+//! is) are dropped. A carriage return not followed by a newline starts its line over (the text a spinner or a
+//! progress line redrew is dropped, as a terminal would show it). Invalid UTF-8 becomes U+FFFD.
 
 /// Clean `raw` and cut it to at most `max_bytes` bytes.
 ///
@@ -43,9 +44,13 @@ pub fn one_line_excerpt(raw: &[u8], max_bytes: usize) -> String {
 /// `raw` without escape sequences and control characters (newline and tab kept).
 fn strip_terminal_noise(raw: &[u8]) -> String {
     let mut parser = vte::Parser::new();
-    let mut out = Keep(String::with_capacity(raw.len()));
-    parser.advance(&mut out, &c1_as_escapes(raw));
-    out.0
+    let mut keep = Keep {
+        out: String::with_capacity(raw.len()),
+        line_start: 0,
+        carriage_return: false,
+    };
+    parser.advance(&mut keep, &c1_as_escapes(raw));
+    keep.out
 }
 
 /// Rewrite each UTF-8 encoded C1 control (U+0080..=U+009F, bytes `C2 80..=9F`) as its 7-bit equivalent
@@ -71,19 +76,43 @@ fn c1_as_escapes(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     std::borrow::Cow::Owned(out)
 }
 
-/// The `vte` performer that keeps text and drops everything else.
-struct Keep(String);
+/// The `vte` performer that keeps text and drops everything else. A carriage return that is not followed by a
+/// newline starts the current line over, as a terminal shows a spinner or progress line that redraws itself.
+struct Keep {
+    out: String,
+    /// Byte offset where the current line starts in `out`.
+    line_start: usize,
+    /// A carriage return was seen on this line and no text since.
+    carriage_return: bool,
+}
+
+impl Keep {
+    fn push(&mut self, c: char) {
+        if self.carriage_return {
+            self.out.truncate(self.line_start);
+            self.carriage_return = false;
+        }
+        self.out.push(c);
+    }
+}
 
 impl vte::Perform for Keep {
     fn print(&mut self, c: char) {
         if !dropped(c) {
-            self.0.push(c);
+            self.push(c);
         }
     }
 
     fn execute(&mut self, byte: u8) {
-        if byte == b'\n' || byte == b'\t' {
-            self.0.push(char::from(byte));
+        match byte {
+            b'\n' => {
+                self.carriage_return = false;
+                self.out.push('\n');
+                self.line_start = self.out.len();
+            }
+            b'\t' => self.push('\t'),
+            b'\r' => self.carriage_return = true,
+            _ => {}
         }
     }
 }
@@ -111,6 +140,8 @@ mod tests {
         assert_eq!(text, "alink b", "8-bit OSC hyperlink");
         let (text, _) = clean_answer(b"raw \x9b31mbyte", 100);
         assert!(!text.contains('\u{9b}'), "{text:?}");
+        let (text, _) = clean_answer(b"50%\r 75%\r100%\nline two\r\nend\r", 100);
+        assert_eq!(text, "100%\nline two\nend", "redrawn lines keep their last state");
         let (text, _) = clean_answer(b"bad \xff utf8", 100);
         assert_eq!(text, "bad \u{FFFD} utf8");
     }
