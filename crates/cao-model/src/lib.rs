@@ -27,9 +27,9 @@
 //! - **Errors say whether to retry.** [`ModelError::is_passing`] is true for failures that may pass by themselves
 //!   (timeout, 429, 5xx, an unreachable endpoint, a failing command); false for permanent ones (configuration,
 //!   4xx, a malformed or oversized answer, a program that cannot be started) and for [`ModelError::NoModel`].
-//! - **Deadlines hold.** A call never runs past [`Limits::deadline`] nor past the provider's request timeout
-//!   (`memory.model.timeout_ms`), retries and their waits included (give or take one polling interval of
-//!   50 ms for a command); a command still running then is killed with its whole process group.
+//! - **Deadlines hold.** A call returns by [`Limits::deadline`], retries and their waits included, and each
+//!   request or command run also ends within the provider's timeout (`memory.model.timeout_ms`); a command still
+//!   running then is killed with its whole process group and reaped before the call returns.
 //! - **Nothing panics on input.** Prompts, answers, headers and settings of any shape give a typed error.
 
 mod answer;
