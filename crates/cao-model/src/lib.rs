@@ -12,6 +12,26 @@
 //! - `command` ([`CommandModel`]): a command-line program (`claude -p`, `codex exec`) that reads the prompt on
 //!   stdin and answers on stdout; never run through a shell; killed with its process group at the timeout.
 //!
+//! A caller takes the model's answer when there is one and its own path otherwise:
+//!
+//! ```
+//! use cao_model::{Limits, Model, ModelError, NoModel, Prompt, extractive};
+//! use std::time::Duration;
+//!
+//! let model: Box<dyn Model> = Box::new(NoModel::new()); // cao_model::from_settings(&settings)? in real use
+//! let entry = "# deploy\nUse blue/green; the old pool drains in 5 minutes.";
+//! let limits = Limits::new(128, extractive::SUMMARY_LINE_MAX_BYTES, Duration::from_secs(30));
+//! let line = match model.complete(&Prompt::with_system("Summarise in one line.", entry), &limits) {
+//!     Ok(answer) => Some((answer.text, answer.model.to_string())),
+//!     Err(ModelError::NoModel) => {
+//!         Some((extractive::extract_entry(entry, extractive::SUMMARY_LINE_MAX_BYTES).text, "verbatim".into()))
+//!     }
+//!     Err(e) if e.is_passing() => None, // try again later (the journal waits 10 s)
+//!     Err(_) => None,                   // permanent: pause until the configuration changes
+//! };
+//! assert_eq!(line, Some((entry.to_owned(), "verbatim".to_owned())));
+//! ```
+//!
 //! Why synchronous: see docs/decisions/0005-cao-model-synchronous-trait.md. The services calling a model are
 //! synchronous and run on tokio's blocking pool in the servers; a layer-1 crate does not touch tokio.
 //!
