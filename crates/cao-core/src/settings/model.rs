@@ -140,7 +140,10 @@ impl Settings {
         let value = |key: &'static SettingKey| -> Result<Option<Value>, CoreError> {
             let eff = self.effective_with(key, env);
             match eff.warning {
-                Some(w) => Err(CoreError::InvalidSettings(w)),
+                // The registry's warning says the default applies; here the call fails instead.
+                Some(w) => Err(CoreError::InvalidSettings(
+                    w.trim_end_matches("; using the default").to_owned(),
+                )),
                 None => Ok(eff.value),
             }
         };
@@ -438,6 +441,7 @@ mod tests {
                 .expect_err("invalid");
             assert!(matches!(err, CoreError::InvalidSettings(_)), "{err:?}");
             assert!(err.to_string().contains(needle), "{file} {env:?}: {err}");
+            assert!(!err.to_string().contains("using the default"), "{err}");
         }
     }
 
