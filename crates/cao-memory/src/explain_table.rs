@@ -7,7 +7,7 @@
 //! operator or stored by agents (the query, scope ids) are escaped so no control character reaches the terminal
 //! and a row is always one line.
 
-use crate::relevance::{ExplainCandidate, ExplainReport, Injection};
+use crate::explain::{ExplainCandidate, ExplainReport, Injection};
 use crate::types::SearchMode;
 use std::fmt::Write as _;
 
@@ -187,7 +187,7 @@ fn search_mode_name(m: SearchMode) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::relevance::{EXPLAIN_SCHEMA, PoolCounts, RecencyConstants};
+    use crate::explain::{EXPLAIN_SCHEMA, PoolCounts, RecencyConstants};
     use cao_core::{MemoryType, Scope};
 
     fn candidate(key: &str, rel: Option<usize>, def: Option<usize>) -> ExplainCandidate {

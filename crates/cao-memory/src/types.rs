@@ -1,7 +1,9 @@
 //! Request and result shapes of the service. Requests carry raw strings so that every argument is validated in
 //! one place, before any I/O; results serialise to the payloads of spec/reference-facts.md "MCP payloads".
 
+use crate::error::MemoryError;
 use cao_core::{MemoryType, Scope};
+use cao_index::MemoryRow;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -185,6 +187,34 @@ pub struct Memory {
     /// to files or rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifecycle_status: Option<LifecycleStatus>,
+}
+
+/// The operator view of an index row (not related, no lifecycle label).
+pub(crate) fn row_to_memory(r: &MemoryRow) -> Memory {
+    Memory {
+        id: r.id.clone(),
+        key: r.key.to_string(),
+        content: r.content.clone(),
+        memory_type: r.memory_type,
+        scope: r.scope,
+        scope_id: r.scope_id.clone(),
+        tags: r.tags.clone(),
+        file_path: r.file_path.clone(),
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        access_count: r.access_count,
+        entry_count: r.entry_count,
+        is_related: false,
+        lifecycle_status: None,
+    }
+}
+
+/// A scope argument: `default` when absent. Errors: [`MemoryError::Invalid`] naming the valid scopes.
+pub(crate) fn parse_scope(s: Option<&str>, default: Scope) -> Result<Scope, MemoryError> {
+    match s {
+        None => Ok(default),
+        Some(v) => Ok(v.parse::<Scope>()?),
+    }
 }
 
 /// A transient lifecycle label of a recalled or listed memory (spec 000 "Supersedes lifecycle (opt-in)").

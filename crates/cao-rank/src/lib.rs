@@ -13,6 +13,7 @@
 //! Source: spec/reference-facts.md "Ranking"; spec 000 "sort_by".
 
 mod order;
+mod pool;
 mod relevance;
 mod score;
 
@@ -20,6 +21,7 @@ pub use order::{
     Candidate, Rankable, Ranked, apply_order, demote_superseded, input_order, scope_precedence_pass, score_all,
     sort_recency, sort_score, sort_usage,
 };
+pub use pool::pool_size;
 pub use relevance::{
     RELEVANCE_AGE_FLOOR, RELEVANCE_AGE_HALF_DAYS, RELEVANCE_AGE_WEIGHT, RelevanceCandidate, RelevanceOrder,
     RelevanceRanked, Tier, relevance_age_factor, relevance_recency_factor, sort_relevance,
