@@ -3,6 +3,7 @@
 //! What lives here:
 //! - [`Scope`] (where a memory lives) and [`MemoryType`] (a label that never moves it), their string forms,
 //!   scope precedence and the write-authorisation rule ([`scope::scope_write_allowed`]);
+//! - the recall options [`SearchMode`] and [`SortBy`];
 //! - [`Key`] (a validated `^[a-z0-9-]{1,60}$` slug) with the reference's auto-key and sanitising rules, and
 //!   [`key::sanitize_scope_id`] / [`key::normalize_tags`];
 //! - [`TerminalContext`] (who is calling: terminal id, session, agent profile, provider, cwd) and
@@ -23,6 +24,7 @@ pub mod error;
 pub mod home;
 pub mod identity;
 pub mod key;
+pub mod recall;
 pub mod scope;
 pub mod secret;
 pub mod settings;
@@ -34,5 +36,6 @@ pub use context::TerminalContext;
 pub use error::CoreError;
 pub use home::CaoHome;
 pub use key::Key;
+pub use recall::{SearchMode, SortBy};
 pub use scope::{MemoryType, Scope};
 pub use settings::Settings;

@@ -10,24 +10,13 @@ use crate::error::MemoryError;
 use crate::recall::{check_query_len, recency_top};
 use crate::relevance::{self, RankedPool};
 use crate::store::Store;
-use crate::supersedes::{self, Identity, Snapshot, demote, row_identity};
+use crate::supersedes::{self, Identity, Snapshot, row_identity};
 use crate::types::SearchMode;
 use crate::visibility;
 use cao_core::{MemoryType, Scope, Settings, TerminalContext};
 use cao_index::{MemoryRow, matches_all_terms};
 use cao_lifecycle::eligibility::{SUPERSEDED_REASON, SUPERSEDES_SOURCE};
-use cao_rank::{Tier, pool_size};
-use serde::Serialize;
-use std::collections::{HashMap, HashSet};
-
-/// Schema id of the explain report.
-pub const EXPLAIN_SCHEMA: &str = "cao.memory.explain/1";
-
-/// Default `--limit` of explain (spec 000: 10).
-pub const DEFAULT_EXPLAIN_LIMIT: usize = 10;
-
-/// Largest explain `--limit` (spec 000: 1-100).
-pub const MAX_EXPLAIN_LIMIT: usize = 100;
+use cao_rank::{DefaultRow, ExplainInput, ExplainReport, Injection, MAX_EXPLAIN_LIMIT, Tier, explain_report};
 
 /// Validate an explain request (no I/O) and return its trimmed query.
 ///
@@ -85,11 +74,13 @@ pub(crate) fn explain(
     // Default recall with lifecycle on moves superseded rows last (membership unchanged).
     let mut default_top = default_top;
     if lifecycle {
-        demote(&mut default_top, |r| snapshot.superseded(&row_identity(r)));
+        cao_rank::demote_by(&mut default_top, |r| snapshot.superseded(&row_identity(r)));
     }
     Ok(report(store, query, req, lifecycle, ranked, default_top, &snapshot))
 }
 
+/// The report of one call: the pure part is [`cao_rank::explain_report`]; this adds the rows' views, the
+/// all-term check of default-only rows (their content) and the lifecycle verdicts from `snapshot`.
 fn report(
     store: &Store,
     query: &str,
@@ -99,128 +90,55 @@ fn report(
     default_top: Vec<MemoryRow>,
     snapshot: &Snapshot,
 ) -> ExplainReport {
-    let limit = req.limit;
     let RankedPool { rows, order } = ranked;
-    let all_term = rows.iter().filter(|p| p.tier == Tier::AllTerm).count();
-    let rel_rank: HashMap<Identity, usize> = order
-        .order
+    let pool = relevance::candidates(&rows, snapshot);
+    let defaults: Vec<DefaultRow<'_>> = default_top
         .iter()
-        .enumerate()
-        .map(|(i, r)| (row_identity(&rows[r.index].row), i + 1))
+        .map(|r| DefaultRow {
+            key: r.key.as_str(),
+            scope: r.scope,
+            scope_id: r.scope_id.as_deref(),
+            source_kind: r.source_kind.as_str(),
+            updated_at: r.updated_at,
+            superseded: snapshot.superseded(&row_identity(r)),
+        })
         .collect();
-    let rec_rank: HashMap<Identity, usize> = default_top
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (row_identity(r), i + 1))
-        .collect();
-    let rel_top: Vec<Identity> = order
-        .order
-        .iter()
-        .take(limit)
-        .map(|r| row_identity(&rows[r.index].row))
-        .collect();
-    let intersection = rel_top.iter().filter(|id| rec_rank.contains_key(*id)).count();
-    let larger = rel_top.len().max(default_top.len());
-    let overlap = (larger > 0).then(|| round4(intersection as f64 / larger as f64));
-    let verdict = |id: &Identity| -> (Injection, Vec<String>) {
-        if !lifecycle {
-            return (Injection::Eligible, Vec::new());
-        }
-        if snapshot.failed_for(id) {
-            (Injection::Unknown, Vec::new())
-        } else if snapshot.superseded(id) {
-            (Injection::Excluded, vec![SUPERSEDED_REASON.to_owned()])
-        } else {
-            (Injection::Eligible, Vec::new())
-        }
-    };
-    let candidate = |row: &MemoryRow, tier: Tier, lexical: f64, recency_factor: f64, relevance: f64| {
-        let id = row_identity(row);
-        let (injection, exclusion_reasons) = verdict(&id);
-        let relevance_rank = rel_rank.get(&id).copied();
-        let recency_rank = rec_rank.get(&id).copied();
-        ExplainCandidate {
-            key: row.key.to_string(),
-            scope: row.scope,
-            scope_id: row.scope_id.clone(),
-            source_kind: row.source_kind.clone(),
-            tier: tier.as_str(),
-            lexical: round4(lexical),
-            recency_factor: round4(recency_factor),
-            relevance: round4(relevance),
-            relevance_rank,
-            recency_rank,
-            recovered: relevance_rank.is_some_and(|r| r <= limit) && recency_rank.is_none(),
-            superseded: snapshot.superseded(&id),
-            injection,
-            exclusion_reasons,
-        }
-    };
-    let mut candidates: Vec<ExplainCandidate> = order
-        .order
-        .iter()
-        .take(limit)
-        .map(|r| candidate(&rows[r.index].row, r.tier, r.lexical, r.recency_factor, r.relevance))
-        .collect();
-    let rel_top_set: HashSet<&Identity> = rel_top.iter().collect();
-    for row in &default_top {
-        let id = row_identity(row);
-        if rel_top_set.contains(&id) {
-            continue;
-        }
-        // A default-only row: its pool values when it is in the relevance pool, zeros otherwise.
-        candidates.push(match rel_rank.get(&id) {
-            Some(rank) => {
-                let r = &order.order[rank - 1];
-                candidate(row, r.tier, r.lexical, r.recency_factor, r.relevance)
-            }
-            None => {
-                let tier = if matches_all_terms(query, row) {
-                    Tier::AllTerm
-                } else {
-                    Tier::Partial
-                };
-                let days = cao_core::time::days_old(store.now(), row.updated_at);
-                let factor = cao_rank::relevance_recency_factor(row.scope, &row.source_kind, days);
-                candidate(row, tier, 0.0, factor, 0.0)
-            }
-        });
-    }
     let mut eligibility_errors = Vec::new();
     if !snapshot.failed.is_empty() {
         eligibility_errors.push(SUPERSEDES_SOURCE.to_owned());
     }
-    ExplainReport {
-        schema: EXPLAIN_SCHEMA,
-        query: query.to_owned(),
-        limit,
+    let input = ExplainInput {
+        query,
+        limit: req.limit,
         scope: req.scope,
         memory_type: req.memory_type,
         all: req.all,
         search_mode: SearchMode::Hybrid,
         lifecycle_enabled: lifecycle,
-        pool: PoolCounts {
-            size: rows.len(),
-            all_term,
-            partial: rows.len() - all_term,
-            per_source: pool_size(limit),
-        },
-        recency: RecencyConstants {
-            floor: cao_rank::RELEVANCE_AGE_FLOOR,
-            weight: cao_rank::RELEVANCE_AGE_WEIGHT,
-            half_life_days: cao_rank::RELEVANCE_AGE_HALF_DAYS,
-            applies_to: "native project memories",
-        },
-        overlap,
-        lexical_degenerate: order.lexical_degenerate,
+        now: store.now(),
+        pool: &pool,
+        order: &order,
+        default_top: &defaults,
         eligibility_errors,
-        candidates,
-    }
-}
-
-/// Round to four decimal places (the explain report's precision).
-fn round4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
+    };
+    let default_tier = |i: usize| match default_top.get(i) {
+        Some(row) if matches_all_terms(query, row) => Tier::AllTerm,
+        _ => Tier::Partial,
+    };
+    let verdict = |scope: Scope, scope_id: Option<&str>, key: &str| -> (Injection, Vec<String>) {
+        if !lifecycle {
+            return (Injection::Eligible, Vec::new());
+        }
+        let id: Identity = (scope, scope_id.map(str::to_owned), key.to_owned());
+        if snapshot.failed_for(&id) {
+            (Injection::Unknown, Vec::new())
+        } else if snapshot.superseded(&id) {
+            (Injection::Excluded, vec![SUPERSEDED_REASON.to_owned()])
+        } else {
+            (Injection::Eligible, Vec::new())
+        }
+    };
+    explain_report(input, default_tier, verdict)
 }
 
 /// Arguments of [`MemoryService::explain`](crate::MemoryService::explain).
@@ -234,110 +152,6 @@ pub struct ExplainRequest {
     pub memory_type: Option<MemoryType>,
     /// Every project, session and agent (`--all`).
     pub all: bool,
-    /// Size of each top set, 1..=100 (default [`DEFAULT_EXPLAIN_LIMIT`]).
+    /// Size of each top set, 1..=100 (default [`DEFAULT_EXPLAIN_LIMIT`](cao_rank::DEFAULT_EXPLAIN_LIMIT)).
     pub limit: usize,
-}
-
-/// Injection verdict of the lifecycle eligibility seam for one candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Injection {
-    /// No enabled source excludes it.
-    Eligible,
-    /// An enabled source excludes it (see `exclusion_reasons`).
-    Excluded,
-    /// The source's read failed for its scope group (fail open: it would be injected).
-    Unknown,
-}
-
-/// Pool counts of an explain report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PoolCounts {
-    /// Rows in the relevance pool.
-    pub size: usize,
-    /// All-term matches among them.
-    pub all_term: usize,
-    /// Partial matches among them (they only fill slots below the limit).
-    pub partial: usize,
-    /// Rows each source considers: `max(limit, min(200, max(50, 3 * limit)))`.
-    pub per_source: usize,
-}
-
-/// The fixed constants of the relevance age factor `floor + weight / (1 + days_old / half_life_days)`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RecencyConstants {
-    /// 0.85.
-    pub floor: f64,
-    /// 0.15.
-    pub weight: f64,
-    /// 30.0 days.
-    pub half_life_days: f64,
-    /// Which rows the factor applies to (every other row is time-neutral).
-    pub applies_to: &'static str,
-}
-
-/// One candidate of an explain report (no content, tags, paths, timestamps, access counts or raw BM25).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExplainCandidate {
-    /// Memory key.
-    pub key: String,
-    /// Scope.
-    pub scope: Scope,
-    /// Scope id (`null` for global and federated).
-    pub scope_id: Option<String>,
-    /// Backend (`native`).
-    pub source_kind: String,
-    /// `all_term` (every query term is a substring of the memory) or `partial`.
-    pub tier: &'static str,
-    /// Normalised BM25 in `[0, 1]`, 4 decimals (0 outside the relevance pool).
-    pub lexical: f64,
-    /// Age factor (1.0 when time-neutral), 4 decimals.
-    pub recency_factor: f64,
-    /// `lexical * recency_factor`, 4 decimals (0 outside the relevance pool).
-    pub relevance: f64,
-    /// 1-based rank in the whole relevance order; `null` outside the pool.
-    pub relevance_rank: Option<usize>,
-    /// 1-based rank in the default top set; `null` outside it.
-    pub recency_rank: Option<usize>,
-    /// Relevance selected it and the default top set omitted it.
-    pub recovered: bool,
-    /// Target of an active same-scope supersedes edge in this call's snapshot.
-    pub superseded: bool,
-    /// Lifecycle injection verdict.
-    pub injection: Injection,
-    /// Ordered reason tokens of the exclusion (empty unless excluded).
-    pub exclusion_reasons: Vec<String>,
-}
-
-/// The `cao.memory.explain/1` report (schema: `docs/schemas/cao.memory.explain-1.json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExplainReport {
-    /// Always [`EXPLAIN_SCHEMA`].
-    pub schema: &'static str,
-    /// The operator's query, trimmed.
-    pub query: String,
-    /// Size of each top set.
-    pub limit: usize,
-    /// The scope filter, if any.
-    pub scope: Option<Scope>,
-    /// The type filter, if any.
-    pub memory_type: Option<MemoryType>,
-    /// Whether every project, session and agent was visible.
-    pub all: bool,
-    /// Search mode of both recalls (`hybrid`).
-    pub search_mode: SearchMode,
-    /// `memory.lifecycle.enabled` at the time of the call.
-    pub lifecycle_enabled: bool,
-    /// Pool counts.
-    pub pool: PoolCounts,
-    /// The age-factor constants.
-    pub recency: RecencyConstants,
-    /// |relevance top ∩ default top| / the larger top set's size, 4 decimals; `null` when both are empty.
-    pub overlap: Option<f64>,
-    /// A nonempty pool whose lexical values are all zero (ranking falls back to identity order).
-    pub lexical_degenerate: bool,
-    /// Eligibility sources that failed open in this call.
-    pub eligibility_errors: Vec<String>,
-    /// Relevance top set in rank order, then default-only rows in default order (at most 2 x limit).
-    pub candidates: Vec<ExplainCandidate>,
 }

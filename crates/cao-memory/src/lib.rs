@@ -55,11 +55,13 @@ mod visibility;
 mod write;
 
 pub use audit::{AuditEvent, AuditLog};
-pub use error::MemoryError;
-pub use explain::{
-    DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, ExplainRequest, Injection,
-    MAX_EXPLAIN_LIMIT, PoolCounts, RecencyConstants,
+pub use cao_rank::{
+    DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, Injection, MAX_EXPLAIN_LIMIT, PoolCounts,
+    RecencyConstants,
 };
+pub use error::MemoryError;
+pub use explain::ExplainRequest;
+pub use explain_table::render_explain_table;
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
     MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, render_block, scope_char_cap,

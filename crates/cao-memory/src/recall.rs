@@ -15,13 +15,16 @@ use crate::eligibility::{self, row_candidate};
 use crate::error::MemoryError;
 use crate::relevance::{self, RankedPool};
 use crate::store::Store;
-use crate::supersedes::{self, Identity, Snapshot, demote, memory_identity, row_identity};
+use crate::supersedes::{self, Identity, Snapshot, memory_identity, row_identity};
 use crate::types::*;
 use crate::visibility::{ScopeGroup, union};
 use cao_core::{Key, MemoryType, Scope, Settings, TerminalContext};
 use cao_index::MemoryRow;
 use cao_lifecycle::eligibility::{EligibilityCheck, MAX_RELATED_BATCH, PRIMARY_CHUNK, Purpose};
-use cao_rank::pool_size;
+use cao_rank::{
+    Candidate, apply_order, demote_by, demote_superseded, pool_size, scope_precedence_pass, sort_score, sort_score_in,
+    sort_usage,
+};
 use std::cell::RefCell;
 
 use std::collections::HashSet;
@@ -143,7 +146,7 @@ pub(crate) fn recall(
         // Recency keeps its membership; superseded primaries move last.
         let ids = snapshot_ids(&rows, plan.snapshot_related);
         let snap = supersedes::snapshot(store, ids.iter(), "recall_ordering");
-        demote(&mut rows, |r| snap.superseded(&row_identity(r)));
+        demote_by(&mut rows, |r| snap.row_superseded(r));
         snapshot = Some(snap);
     }
     if req.record_access {
@@ -247,14 +250,23 @@ pub(crate) fn recency_top(
     in_order(store, groups, &plan, &lc)
 }
 
-/// Stably move active supersedes targets after the other rows (one snapshot read; fails open).
-fn demote_superseded(store: &Store, rows: &mut [MemoryRow], purpose: &str, related: bool) -> Snapshot {
+/// One supersedes snapshot over `rows` (and, with `related`, the targets their `related_keys` name); fails open.
+fn rows_snapshot(store: &Store, rows: &[MemoryRow], purpose: &str, related: bool) -> Snapshot {
     let ids = snapshot_ids(rows.iter(), related);
-    let snap = supersedes::snapshot(store, ids.iter(), purpose);
-    if !snap.targets.is_empty() {
-        demote(rows, |r| snap.superseded(&row_identity(r)));
+    supersedes::snapshot(store, ids.iter(), purpose)
+}
+
+/// The ranking view of a candidate row (borrowed: no content is copied).
+fn view(row: &MemoryRow, bm25_raw: Option<f64>, superseded: bool) -> Candidate<'_> {
+    Candidate {
+        scope: row.scope,
+        scope_id: row.scope_id.as_deref(),
+        key: row.key.as_str(),
+        updated_at: row.updated_at,
+        access_count: row.access_count,
+        bm25_raw,
+        superseded,
     }
-    snap
 }
 
 /// The first rows of one ordered source for a group that still has `remaining` open slots: `fetch(n)` yields
@@ -276,7 +288,7 @@ fn fill(
         let enough = if demote_superseded {
             let ids: Vec<Identity> = rows.iter().map(row_identity).collect();
             let sup = supersedes::superseded(store, ids.iter(), "recall_ordering");
-            demote(&mut rows, |r| sup.contains(&row_identity(r)));
+            demote_by(&mut rows, |r| sup.contains(&row_identity(r)));
             rows.iter().filter(|r| !sup.contains(&row_identity(r))).count()
         } else {
             rows.len()
@@ -316,11 +328,15 @@ fn in_order(
                     Ok(index.usage_pool(&vis, plan.memory_type, n)?)
                 })?,
                 SortBy::Score => {
-                    // No query: BM25 contributes 0, so the composite is recency + usage over a widened pool.
+                    // No query: BM25 contributes 0, so the composite is recency + usage over a widened pool; active
+                    // supersedes targets are always demoted.
                     let pool = lc.retain(index.recency_pool(&vis, plan.memory_type, pool_size(plan.limit))?);
-                    let mut rows = by_score(store, pool.into_iter().map(|r| (r, None)).collect(), 0.0);
-                    let _ = demote_superseded(store, &mut rows, "relevance_demotion", false);
-                    rows
+                    let snap = rows_snapshot(store, &pool, "relevance_demotion", false);
+                    let views: Vec<Candidate<'_>> =
+                        pool.iter().map(|r| view(r, None, snap.row_superseded(r))).collect();
+                    let order = sort_score(&views, store.now());
+                    drop(views);
+                    apply_order(pool, &order)
                 }
             },
             (Some(q), SearchMode::Metadata) => fill(store, remaining, lc, false, |n| {
@@ -396,57 +412,41 @@ fn reranked(
     };
     let scores: std::collections::HashMap<String, f64> = bm.iter().map(|(r, s)| (r.id.clone(), *s)).collect();
     let mut seen: HashSet<String> = meta.iter().map(|r| r.id.clone()).collect();
-    let mut cands = with_scores(meta, &scores);
+    let mut raws: Vec<Option<f64>> = meta.iter().map(|r| scores.get(&r.id).copied()).collect();
+    let mut rows = meta;
     if plan.mode != SearchMode::Metadata {
-        cands.extend(
-            bm.into_iter()
-                .filter(|(r, _)| seen.insert(r.id.clone()))
-                .map(|(r, s)| (r, Some(s))),
-        );
+        for (r, s) in bm {
+            if seen.insert(r.id.clone()) {
+                rows.push(r);
+                raws.push(Some(s));
+            }
+        }
     }
-    let mut rows = match plan.sort {
-        SortBy::Score => by_score(store, cands, bm25_max),
+    // Active supersedes targets are demoted before the scope pass: always for score, with lifecycle on for usage.
+    let snapshot = (plan.sort == SortBy::Score || lc.enabled)
+        .then(|| rows_snapshot(store, &rows, "relevance_demotion", plan.snapshot_related));
+    let superseded = |r: &MemoryRow| snapshot.as_ref().is_some_and(|s| s.row_superseded(r));
+    let views: Vec<Candidate<'_>> = rows
+        .iter()
+        .zip(&raws)
+        .map(|(r, raw)| view(r, *raw, superseded(r)))
+        .collect();
+    let mut order = match plan.sort {
+        SortBy::Score => sort_score_in(&views, store.now(), bm25_max),
         _ => {
-            let mut rows: Vec<MemoryRow> = cands.into_iter().map(|(r, _)| r).collect();
-            rows.sort_by(|a, b| {
-                b.access_count
-                    .cmp(&a.access_count)
-                    .then(b.updated_at.cmp(&a.updated_at))
-                    .then_with(|| a.key.cmp(&b.key))
-            });
-            rows
+            let mut order = sort_usage(&views);
+            if snapshot.is_some() {
+                demote_superseded(&views, &mut order);
+            }
+            order
         }
     };
-    let snapshot = (plan.sort == SortBy::Score || lc.enabled)
-        .then(|| demote_superseded(store, &mut rows, "relevance_demotion", plan.snapshot_related));
     if plan.scope.is_none() {
-        rows.sort_by_key(|r| r.scope.precedence());
+        scope_precedence_pass(&views, &mut order);
     }
-    rows.truncate(plan.limit);
-    Ok((rows, snapshot))
-}
-
-/// Order by the composite score (cao-rank) with `bm25_max` as the normaliser; ties: newer, more used, key.
-fn by_score(store: &Store, cands: Vec<(MemoryRow, Option<f64>)>, bm25_max: f64) -> Vec<MemoryRow> {
-    let now = store.now();
-    let mut scored: Vec<(f64, MemoryRow)> = cands
-        .into_iter()
-        .map(|(r, raw)| {
-            let norm = match raw {
-                Some(s) if bm25_max > 0.0 => s / bm25_max,
-                _ => 0.0,
-            };
-            let days = cao_core::time::days_old(now, r.updated_at);
-            (cao_rank::composite(norm, days, r.access_count), r)
-        })
-        .collect();
-    scored.sort_by(|(sa, a), (sb, b)| {
-        sb.total_cmp(sa)
-            .then(b.updated_at.cmp(&a.updated_at))
-            .then(b.access_count.cmp(&a.access_count))
-            .then_with(|| a.key.cmp(&b.key))
-    });
-    scored.into_iter().map(|(_, r)| r).collect()
+    order.truncate(plan.limit);
+    drop(views);
+    Ok((apply_order(rows, &order), snapshot))
 }
 
 /// Append memories named by the primaries' `related_keys` (same scope and scope id; at most 3 per primary;
@@ -522,12 +522,49 @@ fn snapshot_ids<'a>(rows: impl IntoIterator<Item = &'a MemoryRow>, related: bool
     ids
 }
 
-/// Pair rows with their raw BM25 score when they are in `scores` (rows outside the BM25 pool have none).
-fn with_scores(rows: Vec<MemoryRow>, scores: &std::collections::HashMap<String, f64>) -> Vec<(MemoryRow, Option<f64>)> {
-    rows.into_iter()
-        .map(|r| {
-            let s = scores.get(&r.id).copied();
-            (r, s)
-        })
-        .collect()
+#[cfg(test)]
+mod tests {
+    use super::view;
+    use cao_core::{Key, MemoryType, Scope};
+    use cao_index::{Index, MemoryRow, Visibility};
+    use chrono::{Duration, TimeZone, Utc};
+
+    /// Recency and usage without a query take rows in the order the index reads them (its pools' `ORDER BY`):
+    /// that order must be cao-rank's, so ranking them again changes nothing. Timestamps and counts tie often.
+    #[test]
+    fn index_pools_come_in_cao_rank_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = Index::open(&dir.path().join("db.sqlite")).expect("open index");
+        let t0 = Utc
+            .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+            .single()
+            .expect("valid instant");
+        for i in 0..24u32 {
+            let key = Key::parse_strict(&format!("k{:02}", (i * 7) % 24)).expect("key");
+            let at = t0 + Duration::minutes(i64::from(i % 3));
+            let mut row = MemoryRow::new(
+                format!("id-{i}"),
+                key,
+                Scope::Global,
+                None,
+                MemoryType::Project,
+                format!("/m/k{i}.md"),
+                "",
+                "content",
+                at,
+            );
+            row.access_count = i64::from(i % 4);
+            index.upsert(&row).expect("upsert");
+        }
+        let vis = Visibility::none().allow(Scope::Global, None);
+        let identity = |order: Vec<cao_rank::Ranked>| order.iter().enumerate().all(|(i, r)| r.index == i);
+        let recency = index.recency_pool(&vis, None, 100).expect("recency pool");
+        assert_eq!(recency.len(), 24);
+        let views: Vec<_> = recency.iter().map(|r| view(r, None, false)).collect();
+        assert!(identity(cao_rank::sort_recency(&views)), "recency pool order");
+        let usage = index.usage_pool(&vis, None, 100).expect("usage pool");
+        assert_eq!(usage.len(), 24);
+        let views: Vec<_> = usage.iter().map(|r| view(r, None, false)).collect();
+        assert!(identity(cao_rank::sort_usage(&views)), "usage pool order");
+    }
 }

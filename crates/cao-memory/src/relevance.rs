@@ -16,7 +16,7 @@
 
 use crate::error::MemoryError;
 use crate::store::Store;
-use crate::supersedes::{Identity, Snapshot, row_identity};
+use crate::supersedes::Snapshot;
 use crate::types::SearchMode;
 use crate::visibility::ScopeGroup;
 use cao_core::MemoryType;
@@ -130,11 +130,14 @@ pub(crate) fn pool(
 
 /// Rank a relevance pool with `snapshot`'s demotion; `scope_pass` when the request named no scope.
 pub(crate) fn rank(store: &Store, rows: Vec<PoolRow>, snapshot: &Snapshot, scope_pass: bool) -> RankedPool {
-    let ids: Vec<Identity> = rows.iter().map(|p| row_identity(&p.row)).collect();
-    let cands: Vec<RelevanceCandidate<'_>> = rows
-        .iter()
-        .zip(&ids)
-        .map(|(p, id)| RelevanceCandidate {
+    let order = sort_relevance(&candidates(&rows, snapshot), store.now(), scope_pass);
+    RankedPool { rows, order }
+}
+
+/// The ranking view of each pool row (borrowed), superseded as `snapshot` says.
+pub(crate) fn candidates<'a>(rows: &'a [PoolRow], snapshot: &Snapshot) -> Vec<RelevanceCandidate<'a>> {
+    rows.iter()
+        .map(|p| RelevanceCandidate {
             key: p.row.key.as_str(),
             scope: p.row.scope,
             scope_id: p.row.scope_id.as_deref(),
@@ -142,10 +145,7 @@ pub(crate) fn rank(store: &Store, rows: Vec<PoolRow>, snapshot: &Snapshot, scope
             updated_at: p.row.updated_at,
             bm25_raw: p.raw,
             tier: p.tier,
-            superseded: snapshot.superseded(id),
+            superseded: snapshot.row_superseded(&p.row),
         })
-        .collect();
-    let order = sort_relevance(&cands, store.now(), scope_pass);
-    drop(cands);
-    RankedPool { rows, order }
+        .collect()
 }

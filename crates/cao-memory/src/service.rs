@@ -4,7 +4,7 @@
 //! [`Store`] (the rust-analyzer `ide` pattern). No logic lives here beyond that order of checks.
 
 use crate::error::MemoryError;
-use crate::explain::{ExplainReport, ExplainRequest};
+use crate::explain::ExplainRequest;
 use crate::inject::ContextRequest;
 use crate::retention::CleanupReport;
 use crate::store::Store;
@@ -14,6 +14,7 @@ use cao_core::{CaoHome, Clock, Key, Scope, Settings, SystemClock, TerminalContex
 use cao_index::Index;
 use cao_lifecycle::RelationshipService;
 use cao_lifecycle::eligibility::{EligibilityRegistry, SupersedesLookup};
+use cao_rank::ExplainReport;
 use cao_wiki::WikiLayout;
 use std::sync::Arc;
 

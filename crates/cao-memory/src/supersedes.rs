@@ -48,6 +48,11 @@ impl Snapshot {
         self.targets.contains(id)
     }
 
+    /// Whether the row is an active supersedes target in this snapshot (no identity is built when there is none).
+    pub(crate) fn row_superseded(&self, r: &MemoryRow) -> bool {
+        !self.targets.is_empty() && self.targets.contains(&row_identity(r))
+    }
+
     /// Whether the read of `id`'s scope group failed.
     pub(crate) fn failed_for(&self, id: &Identity) -> bool {
         self.failed.contains(&(id.0, id.1.clone()))
@@ -114,22 +119,5 @@ pub(crate) fn label(store: &Store, memories: &mut [Memory]) {
         if sup.contains(&memory_identity(m)) {
             m.lifecycle_status = Some(LifecycleStatus::Superseded);
         }
-    }
-}
-
-/// Stable partition: items for which `superseded` is false keep their order first, the others follow in order.
-pub(crate) fn demote<T>(items: &mut [T], superseded: impl Fn(&T) -> bool) {
-    items.sort_by_key(|t| superseded(t));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::demote;
-
-    #[test]
-    fn demotion_is_a_stable_partition() {
-        let mut v = vec![1, 2, 3, 4, 5, 6];
-        demote(&mut v, |x| x % 2 == 0);
-        assert_eq!(v, [1, 3, 5, 2, 4, 6]);
     }
 }

@@ -36,61 +36,7 @@ pub struct StoreRequest {
     pub caller_scope: Option<String>,
 }
 
-/// How recall finds candidates (spec 000 "memory_recall").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SearchMode {
-    /// All query terms as case-insensitive substrings of key, tags or content.
-    Metadata,
-    /// BM25 keyword search (any shared token).
-    Bm25,
-    /// Metadata hits first, BM25 hits fill the remaining slots. The default.
-    Hybrid,
-}
-
-impl SearchMode {
-    /// Parse the wire name; errors name the valid values.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "metadata" => Ok(Self::Metadata),
-            "bm25" => Ok(Self::Bm25),
-            "hybrid" => Ok(Self::Hybrid),
-            other => Err(format!(
-                "invalid search_mode {other:?}: expected one of metadata, bm25, hybrid"
-            )),
-        }
-    }
-}
-
-/// How recall orders results (spec 000 "memory_recall").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SortBy {
-    /// Newest first (metadata hits), search order for BM25 hits. The default.
-    Recency,
-    /// Composite 0.5 BM25 + 0.3 recency + 0.2 usage.
-    Score,
-    /// Most accessed first.
-    Usage,
-    /// Opt-in lexical relevance: all-term matches first, then normalised BM25 x an age factor for native project
-    /// memories (spec 000 relevance paragraphs). Without a query it is exactly `recency`.
-    Relevance,
-}
-
-impl SortBy {
-    /// Parse the wire name; errors name the valid values.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "recency" => Ok(Self::Recency),
-            "score" => Ok(Self::Score),
-            "usage" => Ok(Self::Usage),
-            "relevance" => Ok(Self::Relevance),
-            other => Err(format!(
-                "invalid sort_by {other:?}: expected one of recency, score, usage, relevance"
-            )),
-        }
-    }
-}
+pub use cao_core::{SearchMode, SortBy};
 
 /// `memory_recall` arguments (spec 000 "memory_recall").
 #[derive(Debug, Clone, Default)]

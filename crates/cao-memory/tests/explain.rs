@@ -178,7 +178,7 @@ fn json(report: &ExplainReport) -> String {
 /// The JSON and table goldens of one report (`explain_<name>_json`, `explain_<name>_table`).
 fn goldens(name: &str, report: &ExplainReport) {
     insta::assert_snapshot!(format!("explain_{name}_json"), json(report));
-    let table = report.render_table();
+    let table = cao_memory::render_explain_table(report);
     assert!(
         table.contains(&format!("lexical_degenerate: {}", report.lexical_degenerate)),
         "the footer states lexical_degenerate:\n{table}"
