@@ -242,9 +242,9 @@ pub(crate) fn record(
     store: &Store,
     event: AuditEvent,
     actor: &str,
-    key: &str,
     scope: Scope,
     scope_id: Option<&str>,
+    key: &str,
     outcome: &str,
 ) {
     log_of(store).record(&AuditRecord {

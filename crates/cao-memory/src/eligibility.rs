@@ -9,28 +9,50 @@
 
 use crate::store::Store;
 use crate::types::Memory;
-use cao_core::{Settings, TerminalContext};
+use cao_core::{Key, MemoryRef, Settings, TerminalContext};
 use cao_index::MemoryRow;
-use cao_lifecycle::eligibility::{CURATOR_PROFILE, Candidate, EligibilityRegistry};
+use cao_lifecycle::eligibility::{CURATOR_PROFILE, Candidate, EligibilityCheck, EligibilityRegistry};
 
-/// The eligibility identity of a returned memory.
-pub(crate) fn memory_candidate(m: &Memory) -> Candidate {
-    Candidate {
-        key: m.key.clone(),
-        scope: m.scope,
-        scope_id: m.scope_id.clone(),
-        source_kind: "native".to_owned(),
-    }
+/// The eligibility identity of a returned memory (`None` only if its key is not a valid key, which a memory read
+/// from the index never has; such a memory is left eligible).
+pub(crate) fn memory_candidate(m: &Memory) -> Option<Candidate> {
+    let key = Key::parse_strict(&m.key).ok()?;
+    Some(Candidate::native(MemoryRef::new(m.scope, m.scope_id.clone(), key)))
 }
 
 /// The eligibility identity of an index row.
-pub(crate) fn row_candidate(r: &MemoryRow) -> Candidate {
-    Candidate {
-        key: r.key.to_string(),
-        scope: r.scope,
-        scope_id: r.scope_id.clone(),
-        source_kind: r.source_kind.clone(),
-    }
+pub(crate) fn row_candidate(r: &MemoryRow) -> Option<Candidate> {
+    Some(Candidate {
+        memory: r.memory_ref(),
+        source_kind: r.source_kind,
+    })
+}
+
+/// The items of `items` that `check` does not exclude, in order, judged as one batch; `id` gives each item's
+/// identity (an item without one is kept: fail open).
+pub(crate) fn retain_eligible<T: Clone>(
+    check: &mut EligibilityCheck<'_>,
+    items: &[T],
+    id: impl Fn(&T) -> Option<Candidate>,
+) -> Vec<T> {
+    let mut batch = Vec::with_capacity(items.len());
+    let judged: Vec<bool> = items
+        .iter()
+        .map(|t| match id(t) {
+            Some(c) => {
+                batch.push(c);
+                true
+            }
+            None => false,
+        })
+        .collect();
+    let mut verdicts = check.excluded(&batch).into_iter();
+    items
+        .iter()
+        .zip(judged)
+        .filter(|(_, judged)| !*judged || !verdicts.next().unwrap_or(false))
+        .map(|(t, _)| t.clone())
+        .collect()
 }
 
 /// Whether `ctx` is the curator, whose recall is an injection path.

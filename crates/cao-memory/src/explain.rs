@@ -10,13 +10,15 @@ use crate::error::MemoryError;
 use crate::recall::{check_query_len, recency_top};
 use crate::relevance::{self, RankedPool};
 use crate::store::Store;
-use crate::supersedes::{self, Identity, Snapshot, row_identity};
+use crate::supersedes::{self, Snapshot};
 use crate::types::SearchMode;
 use crate::visibility;
-use cao_core::{MemoryType, Scope, Settings, TerminalContext};
+use cao_core::{MemoryRef, MemoryType, Scope, Settings, TerminalContext};
 use cao_index::{MemoryRow, matches_all_terms};
 use cao_lifecycle::eligibility::{SUPERSEDED_REASON, SUPERSEDES_SOURCE};
-use cao_rank::{DefaultRow, ExplainInput, ExplainReport, Injection, MAX_EXPLAIN_LIMIT, Tier, explain_report};
+use cao_rank::{
+    DefaultRow, ExplainInput, ExplainReport, ExplainSubject, Injection, MAX_EXPLAIN_LIMIT, Tier, explain_report,
+};
 
 /// Validate an explain request (no I/O) and return its trimmed query.
 ///
@@ -64,17 +66,17 @@ pub(crate) fn explain(
         &|rows| rows,
     )?;
     let purpose = if lifecycle { "injection" } else { "relevance_demotion" };
-    let ids: Vec<Identity> = pool
+    let ids: Vec<MemoryRef> = pool
         .iter()
-        .map(|p| row_identity(&p.row))
-        .chain(default_top.iter().map(row_identity))
+        .map(|p| p.row.memory_ref())
+        .chain(default_top.iter().map(MemoryRow::memory_ref))
         .collect();
     let snapshot = supersedes::snapshot(store, ids.iter(), purpose);
     let ranked = relevance::rank(store, pool, &snapshot, req.scope.is_none());
     // Default recall with lifecycle on moves superseded rows last (membership unchanged).
     let mut default_top = default_top;
     if lifecycle {
-        cao_rank::demote_by(&mut default_top, |r| snapshot.superseded(&row_identity(r)));
+        cao_rank::demote_by(&mut default_top, |r| snapshot.row_superseded(r));
     }
     Ok(report(store, query, req, lifecycle, ranked, default_top, &snapshot))
 }
@@ -98,9 +100,9 @@ fn report(
             key: r.key.as_str(),
             scope: r.scope,
             scope_id: r.scope_id.as_deref(),
-            source_kind: r.source_kind.as_str(),
+            source_kind: r.source_kind,
             updated_at: r.updated_at,
-            superseded: snapshot.superseded(&row_identity(r)),
+            superseded: snapshot.row_superseded(r),
         })
         .collect();
     let mut eligibility_errors = Vec::new();
@@ -125,14 +127,13 @@ fn report(
         Some(row) if matches_all_terms(query, row) => Tier::AllTerm,
         _ => Tier::Partial,
     };
-    let verdict = |scope: Scope, scope_id: Option<&str>, key: &str| -> (Injection, Vec<String>) {
+    let verdict = |s: &ExplainSubject<'_>| -> (Injection, Vec<String>) {
         if !lifecycle {
             return (Injection::Eligible, Vec::new());
         }
-        let id: Identity = (scope, scope_id.map(str::to_owned), key.to_owned());
-        if snapshot.failed_for(&id) {
+        if snapshot.failed_for(s.scope, s.scope_id) {
             (Injection::Unknown, Vec::new())
-        } else if snapshot.superseded(&id) {
+        } else if s.superseded {
             (Injection::Excluded, vec![SUPERSEDED_REASON.to_owned()])
         } else {
             (Injection::Eligible, Vec::new())

@@ -186,7 +186,7 @@ mod tests {
             key: key.to_owned(),
             scope: Scope::Project,
             scope_id: Some("test-proj".to_owned()),
-            source_kind: "native".to_owned(),
+            source_kind: cao_core::SourceKind::Native,
             tier: "all_term",
             lexical: 1.0,
             recency_factor: 0.95,

@@ -27,13 +27,13 @@
 //!
 //! Not done here (yet): the reference's vault sources.
 
-use crate::eligibility::memory_candidate;
+use crate::eligibility::{memory_candidate, retain_eligible};
 use crate::error::MemoryError;
 use crate::store::Store;
 use crate::types::{Memory, row_to_memory};
 use crate::visibility;
 use cao_core::{Scope, Settings, TerminalContext};
-use cao_lifecycle::eligibility::{Candidate, EligibilityCheck, EligibilityRegistry, PRIMARY_CHUNK, Purpose};
+use cao_lifecycle::eligibility::{EligibilityCheck, EligibilityRegistry, PRIMARY_CHUNK, Purpose};
 use std::cell::RefCell;
 
 /// At most this many memories per injected scope (reference `constants.py` `MEMORY_MAX_PER_SCOPE = 10`;
@@ -114,9 +114,7 @@ impl EligibilityFilter for RegistryFilter<'_> {
         let mut check = self.check.borrow_mut();
         let mut kept = Vec::new();
         for chunk in candidates.chunks(PRIMARY_CHUNK) {
-            let ids: Vec<Candidate> = chunk.iter().map(memory_candidate).collect();
-            let excluded = check.excluded(&ids);
-            kept.extend(chunk.iter().zip(excluded).filter(|(_, x)| !x).map(|(m, _)| m.clone()));
+            kept.extend(retain_eligible(&mut check, chunk, memory_candidate));
             if kept.len() >= PRIMARY_CHUNK {
                 break;
             }

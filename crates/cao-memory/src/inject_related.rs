@@ -96,7 +96,7 @@ fn related_candidates(store: &Store, scope: Scope, primaries: &[Memory]) -> Resu
         }
     }
     for (sid, key) in wanted {
-        if let Some(row) = store.index().get(&key, scope, sid)? {
+        if let Some(row) = store.index().get(scope, sid, &key)? {
             let mut m = row_to_memory(&row);
             m.is_related = true;
             out.push(m);

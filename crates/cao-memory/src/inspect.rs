@@ -29,7 +29,7 @@ pub(crate) fn list(
     }
     let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
     if settings.lifecycle_enabled() {
-        supersedes::label(store, &mut memories);
+        supersedes::label(store, &rows, &mut memories);
     }
     Ok(memories)
 }
@@ -68,7 +68,7 @@ pub(crate) fn show_exact(
     record_access: bool,
 ) -> Result<Option<Memory>, MemoryError> {
     let scope_id = scope_id.filter(|_| scope.needs_scope_id());
-    let found = store.index().get(key, scope, scope_id)?;
+    let found = store.index().get(scope, scope_id, key)?;
     Ok(inspected(store, settings, found, record_access))
 }
 
@@ -80,7 +80,7 @@ fn inspected(store: &Store, settings: &Settings, row: Option<MemoryRow>, record_
     }
     let mut found = [row_to_memory(&row)];
     if settings.lifecycle_enabled() {
-        supersedes::label(store, &mut found);
+        supersedes::label(store, std::slice::from_ref(&row), &mut found);
     }
     let [memory] = found;
     Some(memory)

@@ -11,14 +11,14 @@
 //! [`pool_size`] rows per source so the re-ranking sees more than it returns. A later `relevance` sort and its
 //! explain report consume the same pools.
 
-use crate::eligibility::{self, row_candidate};
+use crate::eligibility::{self, retain_eligible, row_candidate};
 use crate::error::MemoryError;
 use crate::relevance::{self, RankedPool};
 use crate::store::Store;
-use crate::supersedes::{self, Identity, Snapshot, memory_identity, row_identity};
+use crate::supersedes::{self, Snapshot};
 use crate::types::*;
 use crate::visibility::{ScopeGroup, union};
-use cao_core::{Key, MemoryType, Scope, Settings, TerminalContext};
+use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
 use cao_index::MemoryRow;
 use cao_lifecycle::eligibility::{EligibilityCheck, MAX_RELATED_BATCH, PRIMARY_CHUNK, Purpose};
 use cao_rank::{
@@ -57,9 +57,7 @@ impl Lifecycle<'_> {
         let mut check = check.borrow_mut();
         let mut kept = Vec::with_capacity(rows.len());
         for chunk in rows.chunks(PRIMARY_CHUNK) {
-            let ids: Vec<_> = chunk.iter().map(row_candidate).collect();
-            let excluded = check.excluded(&ids);
-            kept.extend(chunk.iter().zip(excluded).filter(|(_, x)| !x).map(|(r, _)| r.clone()));
+            kept.extend(retain_eligible(&mut check, chunk, row_candidate));
         }
         kept
     }
@@ -152,34 +150,40 @@ pub(crate) fn recall(
     if req.record_access {
         store.record_access(&rows);
     }
+    let related = if req.include_related {
+        expand_related(store, &rows, &lc)?
+    } else {
+        Vec::new()
+    };
     let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
-    let primaries = memories.len();
-    if req.include_related {
-        expand_related(store, &rows, &mut memories, &lc)?;
-    }
+    let mut extras: Vec<Memory> = related
+        .iter()
+        .map(|r| {
+            let mut m = row_to_memory(r);
+            m.is_related = true;
+            m
+        })
+        .collect();
     if lc.enabled {
         match snapshot {
             // The ordering snapshot labels the primaries; only related extras need a read of their own.
             Some(snap) => {
-                let (head, extras) = memories.split_at_mut(primaries);
-                for m in head.iter_mut() {
-                    if snap.superseded(&memory_identity(m)) {
-                        m.lifecycle_status = Some(LifecycleStatus::Superseded);
-                    }
-                }
-                if extras.iter().all(|m| snap.covers(&memory_identity(m))) {
-                    for m in extras.iter_mut() {
-                        if snap.superseded(&memory_identity(m)) {
-                            m.lifecycle_status = Some(LifecycleStatus::Superseded);
-                        }
-                    }
+                snap.label(&rows, &mut memories);
+                if related.iter().all(|r| snap.covers(r)) {
+                    snap.label(&related, &mut extras);
                 } else {
-                    supersedes::label(store, extras);
+                    supersedes::label(store, &related, &mut extras);
                 }
             }
-            None => supersedes::label(store, &mut memories),
+            None => {
+                // One read for primaries and extras together.
+                let all: Vec<MemoryRow> = rows.into_iter().chain(related).collect();
+                memories.append(&mut extras);
+                supersedes::label(store, &all, &mut memories);
+            }
         }
     }
+    memories.append(&mut extras);
     Ok(RecallResult {
         success: true,
         memories: memories.iter().map(RecalledMemory::from).collect(),
@@ -286,10 +290,10 @@ fn fill(
         let exhausted = raw.len() < want;
         let mut rows = lc.retain(raw);
         let enough = if demote_superseded {
-            let ids: Vec<Identity> = rows.iter().map(row_identity).collect();
-            let sup = supersedes::superseded(store, ids.iter(), "recall_ordering");
-            demote_by(&mut rows, |r| sup.contains(&row_identity(r)));
-            rows.iter().filter(|r| !sup.contains(&row_identity(r))).count()
+            let sup = supersedes::superseded(store, &rows, "recall_ordering");
+            let superseded = |r: &MemoryRow| !sup.is_empty() && sup.contains(&r.memory_ref());
+            demote_by(&mut rows, superseded);
+            rows.iter().filter(|r| !superseded(r)).count()
         } else {
             rows.len()
         };
@@ -452,17 +456,9 @@ fn reranked(
 /// Append memories named by the primaries' `related_keys` (same scope and scope id; at most 3 per primary;
 /// one level; no duplicates; not access-counted). Curator recall judges the targets in their own batches of at
 /// most [`MAX_RELATED_BATCH`] and drops ineligible ones.
-fn expand_related(
-    store: &Store,
-    primaries: &[MemoryRow],
-    out: &mut Vec<Memory>,
-    lc: &Lifecycle<'_>,
-) -> Result<(), MemoryError> {
+fn expand_related(store: &Store, primaries: &[MemoryRow], lc: &Lifecycle<'_>) -> Result<Vec<MemoryRow>, MemoryError> {
     let mut related: Vec<MemoryRow> = Vec::new();
-    let mut seen: HashSet<(Scope, Option<String>, String)> = primaries
-        .iter()
-        .map(|r| (r.scope, r.scope_id.clone(), r.key.to_string()))
-        .collect();
+    let mut seen: HashSet<MemoryRef> = primaries.iter().map(MemoryRow::memory_ref).collect();
     for p in primaries {
         let Some(csv) = &p.related_keys else { continue };
         let mut taken = 0;
@@ -471,53 +467,36 @@ fn expand_related(
                 break;
             }
             let Ok(k) = Key::sanitize(raw.trim()) else { continue };
-            let k_str = k.as_str().to_owned();
-            let id = (p.scope, p.scope_id.clone(), k_str);
-            if !seen.insert(id) {
+            if !seen.insert(MemoryRef::new(p.scope, p.scope_id.clone(), k.clone())) {
                 continue;
             }
-            if let Some(row) = store.index().get(&k, p.scope, p.scope_id.as_deref())? {
+            if let Some(row) = store.index().get(p.scope, p.scope_id.as_deref(), &k)? {
                 related.push(row);
                 taken += 1;
             }
         }
     }
+    let Some(check) = &lc.check else { return Ok(related) };
+    let mut kept = Vec::with_capacity(related.len());
     for batch in related.chunks(MAX_RELATED_BATCH) {
-        let kept = match &lc.check {
-            None => batch.to_vec(),
-            Some(check) => {
-                let ids: Vec<_> = batch.iter().map(row_candidate).collect();
-                let excluded = check.borrow_mut().excluded(&ids);
-                batch
-                    .iter()
-                    .zip(excluded)
-                    .filter(|(_, x)| !x)
-                    .map(|(r, _)| r.clone())
-                    .collect()
-            }
-        };
-        out.extend(kept.iter().map(|r| {
-            let mut m = row_to_memory(r);
-            m.is_related = true;
-            m
-        }));
+        kept.extend(retain_eligible(&mut check.borrow_mut(), batch, row_candidate));
     }
-    Ok(())
+    Ok(kept)
 }
 
 /// Identities a supersedes snapshot reads for `rows`: each row, and with `related` the targets its legacy
 /// `related_keys` name (same scope and scope id; every valid key of the csv, which is under 1 KiB, so whichever
 /// targets expansion ends up taking are covered).
-fn snapshot_ids<'a>(rows: impl IntoIterator<Item = &'a MemoryRow>, related: bool) -> Vec<Identity> {
+fn snapshot_ids<'a>(rows: impl IntoIterator<Item = &'a MemoryRow>, related: bool) -> Vec<MemoryRef> {
     let mut ids = Vec::new();
     for r in rows {
-        ids.push(row_identity(r));
+        ids.push(r.memory_ref());
         if !related {
             continue;
         }
         let Some(csv) = &r.related_keys else { continue };
         let targets = csv.split(',').filter_map(|k| Key::sanitize(k.trim()).ok());
-        ids.extend(targets.map(|k| (r.scope, r.scope_id.clone(), k.as_str().to_owned())));
+        ids.extend(targets.map(|k| MemoryRef::new(r.scope, r.scope_id.clone(), k)));
     }
     ids
 }
@@ -544,9 +523,9 @@ mod tests {
             let at = t0 + Duration::minutes(i64::from(i % 3));
             let mut row = MemoryRow::new(
                 format!("id-{i}"),
-                key,
                 Scope::Global,
                 None,
+                key,
                 MemoryType::Project,
                 format!("/m/k{i}.md"),
                 "",

@@ -141,7 +141,7 @@ pub(crate) fn candidates<'a>(rows: &'a [PoolRow], snapshot: &Snapshot) -> Vec<Re
             key: p.row.key.as_str(),
             scope: p.row.scope,
             scope_id: p.row.scope_id.as_deref(),
-            source_kind: p.row.source_kind.as_str(),
+            source_kind: p.row.source_kind,
             updated_at: p.row.updated_at,
             bm25_raw: p.raw,
             tier: p.tier,

@@ -24,6 +24,7 @@
 use crate::audit::{self, AuditEvent};
 use crate::error::MemoryError;
 use crate::store::Store;
+use cao_core::memory_ref::label;
 use cao_core::{MemoryType, Scope};
 use cao_index::{ListFilter, MemoryRow, Visibility};
 use chrono::{DateTime, Utc};
@@ -125,13 +126,6 @@ impl std::fmt::Display for CleanupReport {
     }
 }
 
-fn label(scope: Scope, scope_id: Option<&str>, key: &str) -> String {
-    match scope_id {
-        Some(id) => format!("{scope}/{id}/{key}"),
-        None => format!("{scope}/{key}"),
-    }
-}
-
 /// Remove every expired memory (see the module documentation for the table and the day rule); with `dry_run`
 /// only report what would be removed: no file, row, `index.md` mark or audit line is written.
 ///
@@ -180,11 +174,8 @@ pub(crate) fn cleanup(store: &Store, dry_run: bool) -> Result<CleanupReport, Mem
             Ok(true) => report.removed.push(entry),
             Ok(false) => {}
             Err(e) => {
-                tracing::warn!(memory = %label(row.scope, row.scope_id.as_deref(), row.key.as_str()), error = %e, "retention could not remove an expired memory");
-                report.failed.push(format!(
-                    "{}: {e}",
-                    label(row.scope, row.scope_id.as_deref(), row.key.as_str())
-                ));
+                tracing::warn!(memory = %row.memory_ref(), error = %e, "retention could not remove an expired memory");
+                report.failed.push(format!("{}: {e}", row.memory_ref()));
             }
         }
     }
@@ -195,18 +186,18 @@ pub(crate) fn cleanup(store: &Store, dry_run: bool) -> Result<CleanupReport, Mem
 /// removed.
 fn remove_expired(store: &Store, row: &MemoryRow, now: DateTime<Utc>) -> Result<bool, MemoryError> {
     let scope_id = row.scope_id.as_deref();
-    match store.index().get(&row.key, row.scope, scope_id)? {
+    match store.index().get(row.scope, scope_id, &row.key)? {
         Some(current) if is_expired(current.scope, current.memory_type, current.updated_at, now) => {}
         _ => return Ok(false),
     }
-    crate::write::remove(store, RETENTION_ACTOR, row.scope, scope_id, &row.key)?;
+    crate::write::remove(store, RETENTION_ACTOR, &row.memory_ref())?;
     audit::record(
         store,
         AuditEvent::RetentionRemoval,
         RETENTION_ACTOR,
-        row.key.as_str(),
         row.scope,
         scope_id,
+        row.key.as_str(),
         "expired",
     );
     Ok(true)

@@ -347,7 +347,7 @@ mod tests {
             )
             .expect("recall");
             svc.index()
-                .get(&key, Scope::Project, Some("p"))
+                .get(Scope::Project, Some("p"), &key)
                 .expect("get")
                 .expect("row")
                 .access_count

@@ -26,7 +26,8 @@
 
 use crate::error::MemoryError;
 use crate::types::RepairReport;
-use cao_core::{CaoHome, Clock, Key, MemoryType, Scope, Settings};
+use cao_core::memory_ref::label;
+use cao_core::{CaoHome, Clock, MemoryRef, MemoryType, Settings, SourceKind};
 use cao_index::{Index, MemoryRow};
 use cao_lifecycle::eligibility::SupersedesLookup;
 use cao_wiki::{Topic, TopicLock, WikiLayout};
@@ -71,12 +72,8 @@ impl std::fmt::Debug for Store {
 /// wrote it. Every field has been validated by the caller.
 #[derive(Debug)]
 pub(crate) struct NewEntry<'a> {
-    /// Scope of the memory.
-    pub(crate) scope: Scope,
-    /// Resolved scope id (`None` for global and federated).
-    pub(crate) scope_id: Option<String>,
-    /// The key.
-    pub(crate) key: Key,
+    /// The memory (its scope id resolved: `None` for global and federated).
+    pub(crate) memory: MemoryRef,
     /// Type label (replaces the header's).
     pub(crate) memory_type: MemoryType,
     /// Normalised tags (replace the header's).
@@ -223,9 +220,7 @@ impl Store {
     pub(crate) fn write(&self, entry: NewEntry<'_>) -> Result<Written, MemoryError> {
         self.ensure_index_current()?;
         let NewEntry {
-            scope,
-            scope_id,
-            key,
+            memory: MemoryRef { scope, scope_id, key },
             memory_type,
             tags,
             content,
@@ -235,7 +230,7 @@ impl Store {
         // The lock is held until the index transaction has committed, so file and row change together.
         let locked = self.layout.lock_topic(scope, scope_id.as_deref(), &key)?;
         // Read the existing row before touching the file, so an unreadable index fails the call with nothing written.
-        let prior = self.index.get(&key, scope, scope_id.as_deref())?;
+        let prior = self.index.get(scope, scope_id.as_deref(), &key)?;
         let now = self.now();
         let write = locked.upsert(memory_type, &tags, now, content).map_err(|e| match e {
             cao_wiki::WikiError::Corrupt { reason } => MemoryError::Corrupt {
@@ -253,7 +248,7 @@ impl Store {
             memory_type,
             scope,
             scope_id,
-            source_kind: "native".to_owned(),
+            source_kind: SourceKind::Native,
             file_path: write.path.to_string_lossy().into_owned(),
             tags,
             source_provider: provider,
@@ -287,19 +282,21 @@ impl Store {
     /// [`Store::ensure_index_current`] first.
     ///
     /// Errors: invalid scope id ([`MemoryError::Wiki`]), I/O and index errors.
-    pub(crate) fn remove(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<Removed, MemoryError> {
+    pub(crate) fn remove(&self, memory: &MemoryRef) -> Result<Removed, MemoryError> {
         self.ensure_index_current()?;
+        let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
         let path = self.layout.topic_path(scope, scope_id, key)?;
         let existed = if path.parent().is_some_and(Path::exists) {
             let locked = self.layout.lock_topic(scope, scope_id, key)?;
             let existed = locked.remove()?;
-            self.index.delete(key, scope, scope_id)?;
+            self.index.delete(scope, scope_id, key)?;
             self.index.mark_dirty(locked.container())?;
             existed
         } else {
             // No directory, so no file: still drop a stale row.
-            if self.index.delete(key, scope, scope_id)? {
-                self.index.mark_dirty(&self.layout.container_name(scope, scope_id)?)?;
+            if self.index.delete(scope, scope_id, key)? {
+                self.index
+                    .mark_dirty(self.layout.container_name(scope, scope_id)?.as_str())?;
             }
             false
         };
@@ -387,8 +384,9 @@ impl Store {
         let mut containers = std::collections::BTreeSet::new();
         for t in &scan.topics {
             report.scanned += 1;
-            let label = label(t.scope, t.scope_id.as_deref(), t.key.as_str());
-            seen.insert((t.scope, t.scope_id.clone(), t.key.as_str().to_owned()));
+            let memory = MemoryRef::new(t.scope, t.scope_id.clone(), t.key.clone());
+            let label = memory.to_string();
+            seen.insert(memory);
             containers.insert(t.container.clone());
             let _lock = TopicLock::acquire(&t.path).map_err(|e| io_err(format!("locking {}", t.path.display()), e))?;
             let stored = match cao_wiki::read_topic_file(&t.path) {
@@ -399,7 +397,7 @@ impl Store {
                     continue;
                 }
             };
-            let prior = index.get(&t.key, t.scope, t.scope_id.as_deref())?;
+            let prior = index.get(t.scope, t.scope_id.as_deref(), &t.key)?;
             let desired = row_from_topic(&stored.topic, t, prior.as_ref());
             match &prior {
                 None => {
@@ -414,7 +412,7 @@ impl Store {
             }
         }
         for row in index.all_rows()? {
-            if row.source_kind != "native" || seen.contains(&(row.scope, row.scope_id.clone(), row.key.to_string())) {
+            if row.source_kind != SourceKind::Native || seen.contains(&row.memory_ref()) {
                 continue;
             }
             // The file may have been created after the scan started: only remove when it is really gone.
@@ -425,11 +423,11 @@ impl Store {
             if path.exists() {
                 continue;
             }
-            index.delete(&key, row.scope, row.scope_id.as_deref())?;
-            containers.insert(layout.container_name(row.scope, row.scope_id.as_deref())?);
+            index.delete(row.scope, row.scope_id.as_deref(), &key)?;
+            containers.insert(layout.container_name(row.scope, row.scope_id.as_deref())?.into_string());
             report
                 .removed
-                .push(label(row.scope, row.scope_id.as_deref(), row.key.as_str()));
+                .push(label(row.scope, row.scope_id.as_deref(), row.key.as_str()).to_string());
         }
         for c in &containers {
             index.mark_dirty(c)?;
@@ -453,13 +451,6 @@ fn access_may_be_due(last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
     }
 }
 
-fn label(scope: Scope, scope_id: Option<&str>, key: &str) -> String {
-    match scope_id {
-        Some(id) => format!("{scope}/{id}/{key}"),
-        None => format!("{scope}/{key}"),
-    }
-}
-
 fn row_from_topic(topic: &Topic, t: &cao_wiki::ScannedTopic, prior: Option<&MemoryRow>) -> MemoryRow {
     let content = topic.current_content().to_owned();
     // Keep the index's sub-second times when they fall in the same second as the file's headings.
@@ -480,7 +471,7 @@ fn row_from_topic(topic: &Topic, t: &cao_wiki::ScannedTopic, prior: Option<&Memo
         memory_type: topic.header().memory_type,
         scope: t.scope,
         scope_id: t.scope_id.clone(),
-        source_kind: "native".to_owned(),
+        source_kind: SourceKind::Native,
         file_path: t.path.to_string_lossy().into_owned(),
         tags: topic.header().tags.clone(),
         source_provider: prior.and_then(|p| p.source_provider.clone()),

@@ -11,7 +11,7 @@ use crate::types::{ForgetRequest, ForgetResult, MAX_TAGS_BYTES, StoreRequest, St
 use crate::visibility;
 use cao_core::key::normalize_tags;
 use cao_core::scope::scope_write_allowed;
-use cao_core::{Key, MemoryType, Scope, Settings, TerminalContext};
+use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
 
 /// Store (upsert) a memory; see `MemoryService::store` for the rules. Memory must be enabled (the caller checks).
 ///
@@ -61,9 +61,7 @@ pub(crate) fn store(
     }
     let scope_id = visibility::target_scope_id(store, ctx, scope, settings)?;
     let written = store.write(NewEntry {
-        scope,
-        scope_id,
-        key,
+        memory: MemoryRef::new(scope, scope_id, key),
         memory_type,
         tags,
         content: &req.content,
@@ -76,9 +74,9 @@ pub(crate) fn store(
         store,
         AuditEvent::Store,
         actor_of(ctx),
-        row.key.as_str(),
         scope,
         row.scope_id.as_deref(),
+        row.key.as_str(),
         action,
     );
     Ok(StoreResult {
@@ -135,14 +133,15 @@ fn removed_by(
     key: &Key,
 ) -> Result<ForgetResult, MemoryError> {
     let scope_id = visibility::target_scope_id(store, ctx, scope, settings)?;
-    let result = remove(store, actor_of(ctx), scope, scope_id.as_deref(), key)?;
+    let memory = MemoryRef::new(scope, scope_id, key.clone());
+    let result = remove(store, actor_of(ctx), &memory)?;
     audit::record(
         store,
         event,
         actor_of(ctx),
-        &result.key,
         scope,
-        scope_id.as_deref(),
+        memory.scope_id(),
+        &result.key,
         result.action,
     );
     Ok(result)
@@ -161,14 +160,14 @@ pub(crate) fn clear(
     let rows = visibility::visible_rows(store, ctx, settings, Some(scope), None, false, usize::MAX)?;
     let mut n = 0;
     for row in rows {
-        let result = remove(store, actor_of(ctx), row.scope, row.scope_id.as_deref(), &row.key)?;
+        let result = remove(store, actor_of(ctx), &row.memory_ref())?;
         audit::record(
             store,
             AuditEvent::Clear,
             actor_of(ctx),
-            &result.key,
             row.scope,
             row.scope_id.as_deref(),
+            &result.key,
             result.action,
         );
         if result.deleted {
@@ -183,22 +182,16 @@ pub(crate) fn clear(
 /// later memory with the same key must not inherit them.
 ///
 /// Errors: I/O and index errors.
-pub(crate) fn remove(
-    store: &Store,
-    actor: &str,
-    scope: Scope,
-    scope_id: Option<&str>,
-    key: &Key,
-) -> Result<ForgetResult, MemoryError> {
-    let removed = store.remove(scope, scope_id, key)?;
+pub(crate) fn remove(store: &Store, actor: &str, memory: &MemoryRef) -> Result<ForgetResult, MemoryError> {
+    let removed = store.remove(memory)?;
     crate::audit_relationships::relationships(store, actor)
-        .purge_memory(scope, scope_id, key)
+        .purge_memory(memory.scope, memory.scope_id(), &memory.key)
         .map_err(crate::audit_relationships::lifecycle_error)?;
     Ok(ForgetResult {
         success: true,
         deleted: removed.existed,
-        key: key.as_str().to_owned(),
-        scope,
+        key: memory.key.as_str().to_owned(),
+        scope: memory.scope,
         action: if removed.existed { "deleted" } else { "absent" },
         path: removed.path.to_string_lossy().into_owned(),
     })

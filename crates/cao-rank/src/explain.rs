@@ -21,7 +21,7 @@ use crate::relevance::{
     relevance_recency_factor,
 };
 use cao_core::time::days_old;
-use cao_core::{MemoryType, Scope, SearchMode};
+use cao_core::{MemoryType, Scope, SearchMode, SourceKind};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -83,7 +83,7 @@ pub struct ExplainCandidate {
     /// Scope id (`null` for global and federated).
     pub scope_id: Option<String>,
     /// Backend (`native`).
-    pub source_kind: String,
+    pub source_kind: SourceKind,
     /// `all_term` (every query term is a substring of the memory) or `partial`.
     pub tier: &'static str,
     /// Normalised BM25 in `[0, 1]`, 4 decimals (0 outside the relevance pool).
@@ -148,8 +148,8 @@ pub struct DefaultRow<'a> {
     pub scope: Scope,
     /// Scope id (`None` for global and federated).
     pub scope_id: Option<&'a str>,
-    /// Backend of the row (`native` for wiki memories).
-    pub source_kind: &'a str,
+    /// Backend of the row ([`SourceKind::Native`] for wiki memories).
+    pub source_kind: SourceKind,
     /// Time of the newest entry, UTC (only read for a row outside the relevance pool: its age factor).
     pub updated_at: DateTime<Utc>,
     /// Target of an active same-scope `supersedes` edge in the call's snapshot.
@@ -185,6 +185,21 @@ pub struct ExplainInput<'a> {
     pub eligibility_errors: Vec<String>,
 }
 
+/// One candidate as the lifecycle verdict of [`explain_report`] is asked about it (borrowed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExplainSubject<'a> {
+    /// Scope.
+    pub scope: Scope,
+    /// Scope id (`None` for global and federated).
+    pub scope_id: Option<&'a str>,
+    /// Memory key.
+    pub key: &'a str,
+    /// Backend of the row.
+    pub source_kind: SourceKind,
+    /// Target of an active same-scope `supersedes` edge in the call's snapshot.
+    pub superseded: bool,
+}
+
 /// A candidate identity inside one report: `(scope, scope_id, key)`.
 type Id<'a> = (Scope, Option<&'a str>, &'a str);
 
@@ -195,13 +210,12 @@ fn id_of<'a>(c: &RelevanceCandidate<'a>) -> Id<'a> {
 /// Build the report (see the module documentation).
 ///
 /// `default_tier(i)` is the tier of `input.default_top[i]` (whether every query term is a substring of it); it is
-/// asked only for default rows outside the pool. `verdict(scope, scope_id, key)` is the lifecycle seam's injection
-/// verdict and ordered reason tokens for one candidate. Never panics: an order entry pointing outside the pool is
-/// skipped.
+/// asked only for default rows outside the pool. `verdict(subject)` is the lifecycle seam's injection verdict and
+/// ordered reason tokens for one candidate. Never panics: an order entry pointing outside the pool is skipped.
 pub fn explain_report(
     input: ExplainInput<'_>,
     default_tier: impl Fn(usize) -> Tier,
-    verdict: impl Fn(Scope, Option<&str>, &str) -> (Injection, Vec<String>),
+    verdict: impl Fn(&ExplainSubject<'_>) -> (Injection, Vec<String>),
 ) -> ExplainReport {
     let ExplainInput {
         query,
@@ -233,16 +247,22 @@ pub fn explain_report(
     let intersection = rel_top.iter().filter(|id| rec_rank.contains_key(*id)).count();
     let larger = rel_top.len().max(default_top.len());
     let overlap = (larger > 0).then(|| round4(intersection as f64 / larger as f64));
-    let candidate = |id: Id<'_>, source_kind: &str, superseded: bool, v: (Tier, f64, f64, f64)| {
+    let candidate = |id: Id<'_>, source_kind: SourceKind, superseded: bool, v: (Tier, f64, f64, f64)| {
         let (tier, lexical, recency_factor, relevance) = v;
-        let (injection, exclusion_reasons) = verdict(id.0, id.1, id.2);
+        let (injection, exclusion_reasons) = verdict(&ExplainSubject {
+            scope: id.0,
+            scope_id: id.1,
+            key: id.2,
+            source_kind,
+            superseded,
+        });
         let relevance_rank = rel_rank.get(&id).copied();
         let recency_rank = rec_rank.get(&id).copied();
         ExplainCandidate {
             key: id.2.to_owned(),
             scope: id.0,
             scope_id: id.1.map(str::to_owned),
-            source_kind: source_kind.to_owned(),
+            source_kind,
             tier: tier.as_str(),
             lexical: round4(lexical),
             recency_factor: round4(recency_factor),
@@ -331,7 +351,7 @@ mod tests {
             key,
             scope: Scope::Project,
             scope_id: Some("p"),
-            source_kind: "native",
+            source_kind: SourceKind::Native,
             updated_at: now(),
             bm25_raw: Some(raw),
             tier,
@@ -344,7 +364,7 @@ mod tests {
             key,
             scope: Scope::Project,
             scope_id: Some("p"),
-            source_kind: "native",
+            source_kind: SourceKind::Native,
             updated_at: now() - chrono::Duration::days(days),
             superseded: false,
         }
@@ -385,7 +405,7 @@ mod tests {
         let r = explain_report(
             input(&pool, &order, &default_top, 2),
             |_| Tier::Partial,
-            |_, _, _| (Injection::Eligible, Vec::new()),
+            |_| (Injection::Eligible, Vec::new()),
         );
         let keys: Vec<&str> = r.candidates.iter().map(|c| c.key.as_str()).collect();
         assert_eq!(keys, ["a", "b", "c", "d"], "relevance top set, then default-only rows");
@@ -423,7 +443,7 @@ mod tests {
         let r = explain_report(
             input(&pool, &order, &[], 10),
             |_| Tier::AllTerm,
-            |_, _, key| (Injection::Excluded, vec![format!("x-{key}")]),
+            |s| (Injection::Excluded, vec![format!("x-{}", s.key)]),
         );
         assert_eq!(r.candidates[0].injection, Injection::Excluded);
         assert_eq!(r.candidates[0].exclusion_reasons, ["x-a"]);
@@ -431,7 +451,7 @@ mod tests {
         let r = explain_report(
             input(&[], &empty, &[], 10),
             |_| Tier::AllTerm,
-            |_, _, _| (Injection::Eligible, Vec::new()),
+            |_| (Injection::Eligible, Vec::new()),
         );
         assert_eq!((r.overlap, r.candidates.len(), r.lexical_degenerate), (None, 0, false));
     }

@@ -24,8 +24,8 @@ mod relevance;
 mod score;
 
 pub use explain::{
-    DEFAULT_EXPLAIN_LIMIT, DefaultRow, EXPLAIN_SCHEMA, ExplainCandidate, ExplainInput, ExplainReport, Injection,
-    MAX_EXPLAIN_LIMIT, PoolCounts, RecencyConstants, explain_report, round4,
+    DEFAULT_EXPLAIN_LIMIT, DefaultRow, EXPLAIN_SCHEMA, ExplainCandidate, ExplainInput, ExplainReport, ExplainSubject,
+    Injection, MAX_EXPLAIN_LIMIT, PoolCounts, RecencyConstants, explain_report, round4,
 };
 pub use order::{
     Candidate, Rankable, Ranked, apply_order, demote_by, demote_superseded, input_order, scope_precedence_pass,
