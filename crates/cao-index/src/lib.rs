@@ -54,7 +54,7 @@ pub use edges::{EdgeIdentity, RelatedKeys};
 pub use error::{IndexError, Result};
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter,
-    RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange,
+    RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, SupersedesLookup,
 };
 pub use row::{
     ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,

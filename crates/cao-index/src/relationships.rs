@@ -23,6 +23,12 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use std::fmt;
 use std::str::FromStr;
 
+/// A replacement for [`Index::active_supersedes_targets`]: given memory identities, the ones that are targets of
+/// active same-scope `supersedes` edges, or a one-line reason it could not tell (callers fail open). Embedders that
+/// keep edges elsewhere, and tests that need a failing edge store, provide one.
+pub type SupersedesLookup =
+    dyn Fn(&[&MemoryRef]) -> std::result::Result<std::collections::HashSet<MemoryRef>, String> + Send + Sync;
+
 /// Maximum size of `attributes_json` in bytes (the reference's `ck_memory_rel_attributes_size` CHECK).
 pub const MAX_ATTRIBUTES_BYTES: usize = 2048;
 

@@ -216,8 +216,9 @@ fn brief(why: &str) -> String {
 }
 
 /// How [`SupersedesSource`] reads the edge store: the identities among its argument that are targets of active
-/// same-scope supersedes edges (an error is a one-line reason; the caller fails open).
-pub type SupersedesLookup = dyn Fn(&[&MemoryRef]) -> Result<HashSet<MemoryRef>, String> + Send + Sync;
+/// same-scope supersedes edges (an error is a one-line reason; the caller fails open). Defined by `cao-index` next
+/// to the edge table it replaces.
+pub use cao_index::SupersedesLookup;
 
 /// The built-in `lifecycle.supersedes` source: excludes targets of active same-scope supersedes edges, with reason
 /// [`SUPERSEDED_REASON`]. An edge-store read failure is returned as an error (so the registry fails open).

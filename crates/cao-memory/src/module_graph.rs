@@ -1,4 +1,5 @@
-//! The module graph of this crate, read from its sources: no cycles, and the store depends on no feature module.
+//! The module graph of this crate, read from its sources: no cycles, and the store depends on no feature module and
+//! no crate of its future layer (2) or above.
 //!
 //! An edge `a -> b` is any path `crate::b` (or `crate::{.., b, ..}`, or a root re-export `crate::Name` of an item
 //! of `b`) in the code of `src/a.rs`, comments excluded. `lib.rs` and `service.rs` (the facade) may use every
@@ -9,6 +10,9 @@ use std::path::Path;
 
 /// Modules the store may depend on: it must be able to move into a crate of its own below the features.
 const STORE_DEPS: [&str; 2] = ["error", "types"];
+
+/// Crates the store may not use: its own layer (2) and above.
+const STORE_FORBIDDEN_CRATES: [&str; 2] = ["cao_lifecycle", "cao_memory"];
 
 /// `src/<name>.rs` -> its code with comments removed (line comments and doc comments; this crate has no block
 /// comments).
@@ -216,4 +220,9 @@ fn the_store_depends_on_no_feature() {
         .filter(|d| !STORE_DEPS.contains(&d.as_str()))
         .collect();
     assert!(extra.is_empty(), "store.rs uses {extra:?}; allowed: {STORE_DEPS:?}");
+    // A store crate would sit on layer 2 beside cao-lifecycle, so it may use layers 0 and 1 only.
+    let code = &sources()["store"];
+    for upper in STORE_FORBIDDEN_CRATES {
+        assert!(!code.contains(upper), "store.rs uses {upper}");
+    }
 }
