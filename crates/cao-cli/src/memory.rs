@@ -274,7 +274,7 @@ fn run_explain(a: &ExplainArgs, home: CaoHome, out: &mut dyn Write) -> Result<()
     }
     let report = result.map_err(|e| explain_failure(&e))?;
     let text = match a.format {
-        ExplainFormat::Table => report.render_table(),
+        ExplainFormat::Table => cao_memory::render_explain_table(&report),
         ExplainFormat::Json => output::json(&report).map_err(CliError::failure)?,
     };
     emit(out, &text)

@@ -3,6 +3,9 @@
 //! What lives here:
 //! - [`Scope`] (where a memory lives) and [`MemoryType`] (a label that never moves it), their string forms,
 //!   scope precedence and the write-authorisation rule ([`scope::scope_write_allowed`]);
+//! - the recall options [`SearchMode`] and [`SortBy`];
+//! - identities: [`MemoryRef`] (`scope, scope_id, key`, text form `scope/scope_id/key`), [`SourceKind`] (`native`,
+//!   `vault`) and [`Container`] (the wiki container rule), used by every layer that names a memory;
 //! - [`Key`] (a validated `^[a-z0-9-]{1,60}$` slug) with the reference's auto-key and sanitising rules, and
 //!   [`key::sanitize_scope_id`] / [`key::normalize_tags`];
 //! - [`TerminalContext`] (who is calling: terminal id, session, agent profile, provider, cwd) and
@@ -19,12 +22,15 @@
 //!   [`fs`]); reads are limited to `settings.json`, env and `git config`.
 
 pub mod clock;
+pub mod container;
 pub mod context;
 pub mod error;
 pub mod fs;
 pub mod home;
 pub mod identity;
 pub mod key;
+pub mod memory_ref;
+pub mod recall;
 pub mod scope;
 pub mod secret;
 pub mod settings;
@@ -32,9 +38,12 @@ pub mod text;
 pub mod time;
 
 pub use clock::{Clock, FixedClock, SystemClock};
+pub use container::Container;
 pub use context::TerminalContext;
 pub use error::CoreError;
 pub use home::CaoHome;
 pub use key::Key;
+pub use memory_ref::{MemoryRef, SourceKind};
+pub use recall::{SearchMode, SortBy};
 pub use scope::{MemoryType, Scope};
 pub use settings::Settings;

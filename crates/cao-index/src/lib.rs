@@ -17,7 +17,8 @@
 //!   the dirty mark of the row's wiki container, so readers never see a row without its search entries or the
 //!   other way round.
 //! - A native row is indexed iff its `search_rowid` is not NULL; then `cao_memory_fts` holds exactly
-//!   `tokenize(key + " " + tags + " " + content)` joined by spaces and `cao_memory_trigram` holds
+//!   `search_terms(key + " " + tags + " " + content)` (`cao_core::text::search_terms`: the reference's tokens,
+//!   reduced to English Snowball stems) joined by single spaces, and `cao_memory_trigram` holds
 //!   `lowercase(key + " " + tags + " " + content)`, both under that rowid; `cao_search_stats` holds the number of
 //!   such rows and the sum of their token counts, and `cao_search_terms` the number of them containing each token
 //!   (equal to FTS5's own statistics). The rowid's partition is the row's `(scope, scope_id)` and memory type. Rows written only by the reference are not indexed (and have `content = ""`) until they are
@@ -53,11 +54,10 @@ pub use edges::{EdgeIdentity, RelatedKeys};
 pub use error::{IndexError, Result};
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter,
-    RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange,
+    RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, SupersedesLookup,
 };
 pub use row::{
-    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, NATIVE, container_of, format_db_ts, format_db_ts_secs, parse_db_ts,
-    token_estimate,
+    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
 };
 pub use schema::SCHEMA_VERSION;
 pub use search::{ListFilter, matches_all_terms, search_tokens};

@@ -1,8 +1,8 @@
 //! Writes: upsert, delete, access counting, search-index rebuild. Each is one `BEGIN IMMEDIATE` transaction.
 
-use crate::row::{MemoryRow, NATIVE, container_of, format_db_ts, format_db_ts_secs, opt_ts};
+use crate::row::{MemoryRow, format_db_ts, format_db_ts_secs, opt_ts};
 use crate::{Index, IndexError, Result, dirty, partition};
-use cao_core::{Key, MemoryType, Scope};
+use cao_core::{Container, Key, MemoryType, Scope, SourceKind};
 use chrono::{DateTime, TimeDelta, Utc};
 use rusqlite::{OptionalExtension, Transaction, params};
 
@@ -92,9 +92,9 @@ fn unindex_search(tx: &Transaction<'_>, search_rowid: i64) -> rusqlite::Result<(
 /// `(id, search_rowid)` of the native row with this identity.
 fn find_identity(
     tx: &Transaction<'_>,
-    key: &str,
     scope: Scope,
     scope_id: Option<&str>,
+    key: &str,
 ) -> rusqlite::Result<Option<(String, Option<i64>)>> {
     tx.prepare_cached(
         "SELECT id, search_rowid FROM memory_metadata
@@ -124,7 +124,7 @@ impl Index {
         }
         self.write(|tx| {
             let key = row.key.as_str();
-            let existing = find_identity(tx, key, row.scope, row.scope_id.as_deref())?;
+            let existing = find_identity(tx, row.scope, row.scope_id.as_deref(), key)?;
             let part = partition::ensure(tx, row.scope, row.scope_id.as_deref())?;
             let slot = partition::slot(part, row.memory_type);
             let outcome = match existing {
@@ -180,7 +180,7 @@ impl Index {
                         row.memory_type.as_str(),
                         row.scope.as_str(),
                         row.scope_id,
-                        NATIVE,
+                        SourceKind::Native.as_str(),
                         row.file_path,
                         row.tags,
                         row.source_provider,
@@ -200,20 +200,20 @@ impl Index {
                     UpsertOutcome { id: row.id.clone(), created: true }
                 }
             };
-            dirty::mark(tx, &row.container())?;
+            dirty::mark(tx, row.container().as_str())?;
             Ok(outcome)
         })
     }
 
-    /// Delete the native row `(key, scope, scope_id)` and its search entries; marks its container dirty.
+    /// Delete the native row `(scope, scope_id, key)` and its search entries; marks its container dirty.
     /// Returns whether a row existed. Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
-    pub fn delete(&self, key: &Key, scope: Scope, scope_id: Option<&str>) -> Result<bool> {
+    pub fn delete(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
         self.write(|tx| {
-            let Some((id, search_rowid)) = find_identity(tx, key.as_str(), scope, scope_id)? else {
+            let Some((id, search_rowid)) = find_identity(tx, scope, scope_id, key.as_str())? else {
                 return Ok(false);
             };
             delete_row(tx, &id, search_rowid)?;
-            dirty::mark(tx, &container_of(scope, scope_id))?;
+            dirty::mark(tx, Container::of(scope, scope_id).as_str())?;
             Ok(true)
         })
     }
@@ -234,7 +234,7 @@ impl Index {
                 delete_row(tx, id, *search_rowid)?;
             }
             if !victims.is_empty() {
-                dirty::mark(tx, &container_of(scope, scope_id))?;
+                dirty::mark(tx, Container::of(scope, scope_id).as_str())?;
             }
             Ok(victims.len())
         })

@@ -133,7 +133,7 @@ impl WikiLayout {
                     key: r.key.to_string(),
                     scope: r.scope,
                     scope_id: r.scope_id.clone(),
-                    row_container,
+                    row_container: row_container.into_string(),
                     container: container.to_owned(),
                 });
             }

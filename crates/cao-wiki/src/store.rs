@@ -55,7 +55,7 @@ impl WikiLayout {
     /// Errors: [`WikiError::InvalidScopeId`], [`WikiError::PathEscape`], [`WikiError::Io`].
     pub fn lock_topic(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<LockedTopic> {
         let path = self.topic_path(scope, scope_id, key)?;
-        let container = self.container_name(scope, scope_id)?;
+        let container = self.container_name(scope, scope_id)?.into_string();
         let rel_path = self.topic_rel_path(scope, scope_id, key)?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         self.prepare_dir(&dir)?;

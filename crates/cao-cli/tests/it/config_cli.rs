@@ -61,7 +61,13 @@ fn list_on_a_fresh_home_shows_defaults_and_writes_nothing() {
             "memory.project_id",
             "memory.lifecycle.enabled",
             "memory.non_accessing_inspection",
-            "memory.explain_enabled"
+            "memory.explain_enabled",
+            "memory.model.provider",
+            "memory.model.url",
+            "memory.model.name",
+            "memory.model.api_key_env",
+            "memory.model.command",
+            "memory.model.timeout_ms"
         ]
     );
     assert!(!settings_path(&home).exists(), "reading never creates settings.json");
@@ -256,4 +262,139 @@ fn config_works_while_memory_is_disabled() {
     assert_eq!(on.code, Some(0), "{}", on.transcript());
     let list = cao(&home, &["memory", "list"], &[("CAO_PROJECT_ID", "p")]);
     assert_eq!(list.code, Some(0), "{}", list.transcript());
+}
+
+#[test]
+fn model_settings_are_validated_typed_and_stored() {
+    let home = TempHome::new().expect("temp home");
+    for (key, value) in [
+        ("memory.model.provider", "openai"),
+        ("memory.model.url", "http://127.0.0.1:11434/v1"),
+        ("memory.model.name", "qwen2.5:7b"),
+        ("memory.model.api_key_env", "OPENAI_API_KEY"),
+        ("memory.model.command", "claude -p --model 'sonnet 4'"),
+        ("memory.model.timeout_ms", "1500"),
+    ] {
+        let out = cao(&home, &["config", "set", key, value], &[]);
+        assert_eq!(out.code, Some(0), "{}", out.transcript());
+    }
+    assert_eq!(
+        file_json(&home),
+        json!({"memory": {"model": {"provider": "openai", "url": "http://127.0.0.1:11434/v1", "name": "qwen2.5:7b",
+            "api_key_env": "OPENAI_API_KEY", "command": ["claude", "-p", "--model", "sonnet 4"], "timeout_ms": 1500}}})
+    );
+    let list_form = cao(
+        &home,
+        &[
+            "config",
+            "set",
+            "memory.model.command",
+            r#"["codex", "exec", "--json"]"#,
+        ],
+        &[],
+    );
+    let get = cao(&home, &["config", "get", "memory.model.command"], &[]);
+    let env_get = cao(
+        &home,
+        &["config", "get", "memory.model.timeout_ms", "--format", "json"],
+        &[("CAO_MEMORY_MODEL_TIMEOUT_MS", "250")],
+    );
+    filters(&home).bind(|| {
+        insta::assert_snapshot!("config_set_model_command_list", list_form.transcript());
+        insta::assert_snapshot!("config_get_model_command", get.transcript());
+    });
+    assert_eq!(
+        file_json(&home)["memory"]["model"]["command"],
+        json!(["codex", "exec", "--json"])
+    );
+    let v = common::json(&env_get);
+    assert_eq!(
+        (&v["value"], &v["source"], &v["type"]),
+        (&json!(250), &json!("env"), &json!("integer"))
+    );
+    // An invalid environment value is reported and the default applies.
+    let bad_env = cao(
+        &home,
+        &["config", "get", "memory.model.provider"],
+        &[("CAO_MEMORY_MODEL_PROVIDER", "gpt4")],
+    );
+    assert_eq!(bad_env.code, Some(0), "{}", bad_env.transcript());
+    assert!(
+        bad_env
+            .stdout
+            .starts_with("memory.model.provider = \"none\" (source: default)"),
+        "{}",
+        bad_env.stdout
+    );
+    assert!(
+        bad_env
+            .stderr
+            .contains("warning: CAO_MEMORY_MODEL_PROVIDER=\"gpt4\" is not one of none, openai, command"),
+        "{}",
+        bad_env.stderr
+    );
+}
+
+#[test]
+fn invalid_model_settings_are_usage_errors_that_write_nothing() {
+    let home = TempHome::new().expect("temp home");
+    let original = "{\"memory\": {\"model\": {\"provider\": \"none\"}}}";
+    std::fs::write(settings_path(&home), original).expect("write");
+    let cases: [(&str, &[&str]); 9] = [
+        (
+            "config_invalid_model_provider",
+            &["config", "set", "memory.model.provider", "gpt"],
+        ),
+        (
+            "config_invalid_model_timeout_zero",
+            &["config", "set", "memory.model.timeout_ms", "0"],
+        ),
+        (
+            "config_invalid_model_timeout_negative",
+            &["config", "set", "memory.model.timeout_ms", "-5"],
+        ),
+        (
+            "config_invalid_model_url",
+            &["config", "set", "memory.model.url", "localhost:11434"],
+        ),
+        (
+            "config_invalid_model_url_credentials",
+            &["config", "set", "memory.model.url", "https://me:pw@api.example.com/v1"],
+        ),
+        (
+            "config_invalid_model_command_quote",
+            &["config", "set", "memory.model.command", "claude 'p"],
+        ),
+        (
+            "config_invalid_model_command_list",
+            &["config", "set", "memory.model.command", "[1, 2]"],
+        ),
+        (
+            "config_invalid_model_command_empty",
+            &["config", "set", "memory.model.command", "[]"],
+        ),
+        (
+            "config_invalid_model_api_key_env",
+            &["config", "set", "memory.model.api_key_env", "sk-live-0123456789abcdef"],
+        ),
+    ];
+    for (name, args) in cases {
+        let out = cao(&home, args, &[]);
+        assert_eq!(out.code, Some(2), "{}", out.transcript());
+        assert!(out.stdout.is_empty(), "{}", out.transcript());
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.transcript());
+        filters(&home).bind(|| insta::assert_snapshot!(name, out.transcript()));
+        assert_eq!(
+            std::fs::read_to_string(settings_path(&home)).expect("read"),
+            original,
+            "{name}: nothing written"
+        );
+    }
+    let leaked = cao(
+        &home,
+        &["config", "set", "memory.model.api_key_env", "sk-live-0123456789abcdef"],
+        &[],
+    );
+    assert!(!leaked.stderr.contains("0123456789abcdef"), "{}", leaked.stderr);
+    assert!(leaked.stderr.contains("not the key itself"), "{}", leaked.stderr);
 }

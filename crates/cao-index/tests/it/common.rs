@@ -45,9 +45,9 @@ pub fn key(k: &str) -> Key {
 pub fn row(k: &str, scope: Scope, scope_id: Option<&str>, content: &str, secs: i64) -> MemoryRow {
     MemoryRow::new(
         format!("id-{}-{}-{k}", scope.as_str(), scope_id.unwrap_or("")),
-        key(k),
         scope,
         scope_id.map(str::to_owned),
+        key(k),
         MemoryType::Project,
         format!("/home/wiki/{k}.md"),
         "",

@@ -116,7 +116,7 @@ fn apply(ix: &Index, model: &mut Model, ops: &[Op]) {
             }
             Op::Delete { key, session } => {
                 let (scope, sid) = scope_of(*session);
-                let existed = ix.delete(&crate::common::key(KEYS[*key]), scope, sid).expect("delete");
+                let existed = ix.delete(scope, sid, &crate::common::key(KEYS[*key])).expect("delete");
                 assert_eq!(existed, model.remove(&(*key, *session)).is_some());
             }
             Op::ClearSession(s) => {

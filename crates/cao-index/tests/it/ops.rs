@@ -15,18 +15,18 @@ fn upsert_get_delete_round_trip() {
     assert!(out.created);
     assert_eq!(out.id, first.id);
     let got = ix
-        .get(&key("notes"), Scope::Project, Some("p1"))
+        .get(Scope::Project, Some("p1"), &key("notes"))
         .expect("get")
         .expect("present");
     assert_eq!(got, first, "every field round-trips");
     assert!(
-        ix.get(&key("notes"), Scope::Project, Some("p2"))
+        ix.get(Scope::Project, Some("p2"), &key("notes"))
             .expect("get")
             .is_none(),
         "scope id is identity"
     );
     assert!(
-        ix.get(&key("notes"), Scope::Global, None).expect("get").is_none(),
+        ix.get(Scope::Global, None, &key("notes")).expect("get").is_none(),
         "scope is identity"
     );
 
@@ -40,7 +40,7 @@ fn upsert_get_delete_round_trip() {
     assert!(!out.created);
     assert_eq!(out.id, first.id, "existing id kept");
     let got = ix
-        .get(&key("notes"), Scope::Project, Some("p1"))
+        .get(Scope::Project, Some("p1"), &key("notes"))
         .expect("get")
         .expect("present");
     assert_eq!(got.id, first.id);
@@ -55,13 +55,13 @@ fn upsert_get_delete_round_trip() {
     assert_eq!(got.source_provider, None, "provenance follows the latest store");
     assert_eq!(ix.count().expect("count"), 1);
 
-    assert!(ix.delete(&key("notes"), Scope::Project, Some("p1")).expect("delete"));
+    assert!(ix.delete(Scope::Project, Some("p1"), &key("notes")).expect("delete"));
     assert!(
-        !ix.delete(&key("notes"), Scope::Project, Some("p1"))
+        !ix.delete(Scope::Project, Some("p1"), &key("notes"))
             .expect("delete again")
     );
     assert!(
-        ix.get(&key("notes"), Scope::Project, Some("p1"))
+        ix.get(Scope::Project, Some("p1"), &key("notes"))
             .expect("get")
             .is_none()
     );
@@ -85,7 +85,7 @@ fn global_identities_without_scope_id_are_unique() {
     assert_eq!(db.index.count().expect("count"), 1);
     assert_eq!(
         db.index
-            .get(&key("same"), Scope::Global, None)
+            .get(Scope::Global, None, &key("same"))
             .expect("get")
             .expect("row")
             .content,
@@ -101,7 +101,7 @@ fn compile_time_and_related_keys_are_kept_unless_given() {
     r.related_keys = Some("x,y".into());
     db.index.upsert(&r).expect("insert");
     db.index.upsert(&global("k", "c2", 10)).expect("update with None");
-    let got = db.index.get(&key("k"), Scope::Global, None).expect("get").expect("row");
+    let got = db.index.get(Scope::Global, None, &key("k")).expect("get").expect("row");
     assert_eq!(got.last_compiled_at, Some(at(5)));
     assert_eq!(got.related_keys.as_deref(), Some("x,y"));
     let mut long = global("k", "c3", 11);
@@ -376,7 +376,7 @@ fn record_access_counts_at_most_once_per_minute() {
     let other = global("other", "c", 0);
     ix.upsert(&other).expect("upsert");
     let count = |k: &str| {
-        ix.get(&key(k), Scope::Global, None)
+        ix.get(Scope::Global, None, &key(k))
             .expect("get")
             .expect("row")
             .access_count
@@ -400,7 +400,7 @@ fn record_access_counts_at_most_once_per_minute() {
         "60 s: yes"
     );
     assert_eq!((count("k"), count("other")), (2, 1));
-    let got = ix.get(&key("k"), Scope::Global, None).expect("get").expect("row");
+    let got = ix.get(Scope::Global, None, &key("k")).expect("get").expect("row");
     assert_eq!(got.last_accessed_at, Some(at(160)));
     assert_eq!(ix.record_access(&[], at(1000), ACCESS_MIN_INTERVAL).expect("empty"), 0);
 }
@@ -459,7 +459,7 @@ fn writes_mark_their_container_dirty() {
     assert_eq!(ix.take_dirty().expect("take"), ["global", "p1"]);
     assert!(ix.take_dirty().expect("take").is_empty(), "taking clears");
 
-    ix.delete(&key("p"), Scope::Project, Some("p1")).expect("delete");
+    ix.delete(Scope::Project, Some("p1"), &key("p")).expect("delete");
     let marks = ix.dirty_containers().expect("marks");
     assert_eq!(marks.len(), 1);
     ix.mark_dirty("p1").expect("mark again while a flush is running");
@@ -467,7 +467,7 @@ fn writes_mark_their_container_dirty() {
     let fresh = ix.dirty_containers().expect("marks");
     assert!(ix.clear_dirty(&fresh[0]).expect("clear"));
     assert!(ix.dirty_containers().expect("marks").is_empty());
-    assert!(!ix.delete(&key("p"), Scope::Project, Some("p1")).expect("delete"));
+    assert!(!ix.delete(Scope::Project, Some("p1"), &key("p")).expect("delete"));
     assert!(
         ix.dirty_containers().expect("marks").is_empty(),
         "a no-op delete marks nothing"

@@ -167,7 +167,7 @@ fn a_reference_database_gains_our_columns_and_keeps_its_rows() {
     );
 
     let got = index
-        .get(&key("prefer-pytest"), Scope::Global, None)
+        .get(Scope::Global, None, &key("prefer-pytest"))
         .expect("get")
         .expect("row kept");
     assert_eq!(got.id, "7d6fc0e6-f215-4448-8a63-6a2bd14e392f");
@@ -189,7 +189,7 @@ fn a_reference_database_gains_our_columns_and_keeps_its_rows() {
     assert!(!out.created);
     assert_eq!(out.id, "7d6fc0e6-f215-4448-8a63-6a2bd14e392f");
     let adopted = index
-        .get(&key("prefer-pytest"), Scope::Global, None)
+        .get(Scope::Global, None, &key("prefer-pytest"))
         .expect("get")
         .expect("row");
     assert_eq!(

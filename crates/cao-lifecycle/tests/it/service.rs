@@ -27,9 +27,9 @@ struct Fixture {
 fn memory(k: &str, scope: Scope, scope_id: Option<&str>, at: DateTime<Utc>) -> MemoryRow {
     MemoryRow::new(
         format!("id-{}-{k}", scope.as_str()),
-        Key::parse_strict(k).expect("valid key"),
         scope,
         scope_id.map(str::to_owned),
+        Key::parse_strict(k).expect("valid key"),
         MemoryType::Project,
         format!("/w/{k}.md"),
         "",

@@ -159,7 +159,7 @@ fn json(report: &ExplainReport) -> String {
 /// The JSON and table goldens of one report (`explain_<name>_json`, `explain_<name>_table`).
 fn goldens(name: &str, report: &ExplainReport) {
     insta::assert_snapshot!(format!("explain_{name}_json"), json(report));
-    let table = report.render_table();
+    let table = cao_memory::render_explain_table(report);
     assert!(
         table.contains(&format!("lexical_degenerate: {}", report.lexical_degenerate)),
         "the footer states lexical_degenerate:\n{table}"
@@ -361,8 +361,8 @@ fn failed_eligibility_source_golden() {
     let index = f.svc.index().clone();
     assert!(
         f.svc
-            .set_supersedes_lookup(Arc::new(move |ids: &[(Scope, Option<&str>, &str)]| {
-                if ids.iter().any(|(s, _, _)| *s == Scope::Session) {
+            .set_supersedes_lookup(Arc::new(move |ids: &[&cao_core::MemoryRef]| {
+                if ids.iter().any(|m| m.scope == Scope::Session) {
                     return Err("database is locked".to_owned());
                 }
                 index.active_supersedes_targets(ids).map_err(|e| e.to_string())
@@ -496,7 +496,7 @@ fn one_supersedes_snapshot_per_call() {
     let (index, counter) = (f.svc.index().clone(), reads.clone());
     assert!(
         f.svc
-            .set_supersedes_lookup(Arc::new(move |ids: &[(Scope, Option<&str>, &str)]| {
+            .set_supersedes_lookup(Arc::new(move |ids: &[&cao_core::MemoryRef]| {
                 counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 index.active_supersedes_targets(ids).map_err(|e| e.to_string())
             }))
@@ -536,7 +536,7 @@ fn one_supersedes_snapshot_per_call() {
     let mut v2 = f
         .svc
         .index()
-        .get(&key, Scope::Project, Some("proj-a"))
+        .get(Scope::Project, Some("proj-a"), &key)
         .expect("get")
         .expect("row");
     v2.related_keys = Some("missing-key,deploy-v1".into());

@@ -40,7 +40,7 @@ impl Fixture {
     /// Set the legacy `related_keys` column of a memory (as the reference's writers do).
     fn set_related_keys(&self, scope: Scope, scope_id: Option<&str>, key: &str, csv: &str) {
         let key = Key::parse_strict(key).expect("key");
-        let mut row = self.svc.index().get(&key, scope, scope_id).expect("get").expect("row");
+        let mut row = self.svc.index().get(scope, scope_id, &key).expect("get").expect("row");
         row.related_keys = Some(csv.to_owned());
         self.svc.index().upsert(&row).expect("upsert");
     }

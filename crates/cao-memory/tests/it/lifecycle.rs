@@ -141,7 +141,7 @@ impl EligibilitySource for Counting {
         self.batches.lock().expect("test mutex").push(batch.len());
         let out = batch
             .iter()
-            .filter(|c| c.key.starts_with('x'))
+            .filter(|c| c.memory.key.as_str().starts_with('x'))
             .map(|c| (c.clone(), "test_reason".to_owned()))
             .collect();
         if self.fail {

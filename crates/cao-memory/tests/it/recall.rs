@@ -177,7 +177,7 @@ fn access_is_counted_once_per_minute_per_returned_row() {
     let count = |w: &World| {
         w.svc
             .index()
-            .get(&key, Scope::Global, None)
+            .get(Scope::Global, None, &key)
             .expect("get")
             .expect("row")
             .access_count
@@ -211,7 +211,7 @@ fn access_is_counted_once_per_minute_per_returned_row() {
     assert_eq!(
         w.svc
             .index()
-            .get(&b, Scope::Global, None)
+            .get(Scope::Global, None, &b)
             .expect("get")
             .expect("row")
             .access_count,

@@ -4,7 +4,7 @@
 //! A missing directory or file fails the test.
 
 use cao_core::Scope;
-use cao_rank::{Candidate, composite, normalize_bm25, sort_score};
+use cao_rank::{Candidate, composite, normalize_bm25, sort_score, sort_score_in};
 use cao_testkit::conformance_cases;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::Value;
@@ -74,6 +74,15 @@ fn score_cases_match_reference() {
         assert!(
             (got - want).abs() <= TOLERANCE,
             "sort_score for {case}: got {got}, want {want}"
+        );
+
+        // Recall's path: the case alone, normalised by the best raw score of its BM25 pool (the anchor's 1.0, or
+        // the case's own when larger), as `cao-memory` calls it.
+        let ranked = sort_score_in(&items[..1], now, bm25.max(1.0));
+        let got = ranked[0].score.expect("score mode reports a score");
+        assert!(
+            (got - want).abs() <= TOLERANCE,
+            "sort_score_in for {case}: got {got}, want {want}"
         );
     }
 }

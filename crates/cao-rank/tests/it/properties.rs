@@ -183,7 +183,7 @@ mod relevance {
                 key: KEYS[s.key],
                 scope: s.scope,
                 scope_id: IDS[*id],
-                source_kind: "native",
+                source_kind: cao_core::SourceKind::Native,
                 updated_at: base() + Duration::seconds(s.secs),
                 bm25_raw: s.bm25_raw,
                 tier: if *all { Tier::AllTerm } else { Tier::Partial },
