@@ -3,7 +3,9 @@
 //! Every file the workspace writes goes through here (`clippy.toml` bans `std::fs::write`, `std::fs::rename`,
 //! `std::fs::File::create`, `std::fs::copy`, `std::fs::create_dir` and `std::fs::create_dir_all` everywhere else):
 //! topic files and index.md (`cao-wiki`), `settings.json` ([`crate::settings::set`]), provider files
-//! (`cao-memory`), the database directory (`cao-index`).
+//! (`cao-memory`), the database directory (`cao-index`), the memory and audit directories (`cao-memory`). The one
+//! file not replaced here is the daily audit log, which `cao-memory` appends to in place (`O_APPEND|O_NOFOLLOW`, one
+//! `write` per record).
 //!
 //! Invariants:
 //! - [`atomic_write`] / [`atomic_write_with`]: a reader sees either the old or the new file, never a mix, and

@@ -166,7 +166,7 @@ impl AuditLog {
     /// Append one rendered line (ending with `\n`) to the file of `ts`'s UTC day, with the checks of
     /// [`AuditLog::append`].
     pub(crate) fn append_line(&self, ts: DateTime<Utc>, line: &str) -> io::Result<()> {
-        use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         match std::fs::symlink_metadata(&self.dir) {
             Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
                 return Err(io::Error::other(format!(
@@ -176,10 +176,7 @@ impl AuditLog {
             }
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&self.dir)?;
+                cao_core::fs::create_private_dir_all(&self.dir)?;
             }
             Err(e) => return Err(e),
         }

@@ -302,7 +302,8 @@ impl Store {
         Ok(Removed { existed, path })
     }
 
-    /// Record `alias` (a cwd hash) of `project_id`. Best effort: a failure is logged, never returned.
+    /// Record `alias` (a cwd hash) of `project_id`. Best effort: a failure is logged, never returned. Cheap on the
+    /// read path: [`Index::add_alias`] opens a write transaction only for a new or re-pointed alias.
     pub(crate) fn record_alias(&self, project_id: &str, alias: &str) {
         if let Err(e) = self.index.add_alias(project_id, alias, "cwd_hash", self.now()) {
             tracing::warn!(error = %e, "could not record project alias");
@@ -508,13 +509,9 @@ fn io_err(context: String, source: std::io::Error) -> MemoryError {
     MemoryError::Io { context, source }
 }
 
+/// `dir` and its missing parents with mode 0700 ([`cao_core::fs::create_private_dir_all`]).
 fn create_private_dir(dir: &Path) -> Result<(), MemoryError> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| io_err(format!("creating {}", dir.display()), e))
+    cao_core::fs::create_private_dir_all(dir).map_err(|e| io_err(format!("creating {}", dir.display()), e))
 }
 
 #[cfg(test)]
