@@ -1,1 +1,9 @@
-//! placeholder
+//! Integration tests of cao-journal (one binary): the view, zoom, summarizing and leases, purge, snapshots, the
+//! properties against a replay model, and several processes summarizing one journal.
+
+mod common;
+mod purge;
+mod snapshot;
+mod summarize;
+mod view;
+mod zoom;
