@@ -2,6 +2,7 @@
 //! properties against a replay model, and several processes summarizing one journal.
 
 mod common;
+mod props;
 mod purge;
 mod snapshot;
 mod summarize;
