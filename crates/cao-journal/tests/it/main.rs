@@ -2,6 +2,7 @@
 //! properties against a replay model, and several processes summarizing one journal.
 
 mod common;
+mod multi_process;
 mod props;
 mod purge;
 mod snapshot;
