@@ -13,7 +13,9 @@ pub enum JournalError {
     #[error(transparent)]
     Address(#[from] AddressError),
     /// A well-formed address beyond the journal's entries.
-    #[error("line {address} does not exist: the journal of {container:?} has {entries} entries (0 to {last})", last = entries.saturating_sub(1))]
+    #[error(
+        "line {address} does not exist: the journal of {container:?} has {entries} entries, and a line id+n needs id + n <= {entries}"
+    )]
     OutOfRange {
         /// The container.
         container: String,
@@ -25,8 +27,9 @@ pub enum JournalError {
     /// An argument that cannot be used (the message names it and the rule).
     #[error("invalid journal argument: {0}")]
     Invalid(String),
-    /// The stored journal state contradicts itself (a view line without its text, an unknown address); the
-    /// message names the container and the address. Clearing the container's journal rebuilds it.
+    /// The stored journal state contradicts itself (a view line without its text, an entry missing below N); the
+    /// message names the container and the address. This crate's transactions never leave such a state; it means
+    /// another program changed the journal tables.
     #[error("the journal state is inconsistent: {0}")]
     Corrupt(String),
 }

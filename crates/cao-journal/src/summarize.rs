@@ -237,6 +237,8 @@ pub fn claim_work(
                 };
                 if let Some((text, writer)) = input.without_model(extractive) {
                     if write_line(j, &mut tree, container, a, &text, writer, now)? {
+                        // A pause or a claim in flight (by a process with a model) has nothing left to do.
+                        j.lease_drop(container, a.id(), a.n())?;
                         batch.written.push(a);
                         progressed = true;
                     }

@@ -89,6 +89,15 @@ impl JournalTx<'_> {
         Ok(changed == 1)
     }
 
+    /// Delete the lease row of line `id+n`, whoever holds it (the line was just written without a model).
+    /// Errors: as above.
+    pub fn lease_drop(&self, container: &str, id: u64, n: u64) -> Result<()> {
+        self.conn
+            .prepare_cached("DELETE FROM cao_journal_leases WHERE container = ?1 AND id = ?2 AND n = ?3")?
+            .execute(params![container, to_sql(id)?, to_sql(n)?])?;
+        Ok(())
+    }
+
     /// Delete every lease of `container` on a line whose range reaches entry `from` or later (`id + n > from`).
     /// Errors: as above.
     pub fn leases_truncate(&self, container: &str, from: u64) -> Result<()> {
