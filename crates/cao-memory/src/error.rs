@@ -60,6 +60,14 @@ pub enum MemoryError {
         /// The index failure.
         reason: String,
     },
+    /// An import bundle was refused as a whole (unreadable, not a gzip tar archive, over a size or count limit);
+    /// nothing was planned or written. The message names the bundle and the reason, never file content.
+    #[error("bundle refused: {0}")]
+    Bundle(String),
+    /// An export of a private scope (session, agent) without the explicit opt-in (`--include-private`; never
+    /// over HTTP).
+    #[error("the {0} scope is private; exporting it needs --include-private (and is never served over HTTP)")]
+    PrivateScope(cao_core::Scope),
     /// A file-system operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -89,6 +97,8 @@ impl MemoryError {
             MemoryError::Unauthorized { .. } => "scope_not_allowed",
             MemoryError::Corrupt { .. } => "corrupt_topic_file",
             MemoryError::PartialWrite { .. } => "memory_metadata_partial_write",
+            MemoryError::Bundle(_) => "invalid_bundle",
+            MemoryError::PrivateScope(_) => "private_scope",
             MemoryError::Io { .. } => "io_error",
             MemoryError::Wiki(_) => "wiki_error",
             MemoryError::Index(_) => "index_error",
@@ -103,6 +113,8 @@ impl MemoryError {
                 | MemoryError::NotFound { .. }
                 | MemoryError::Secret { .. }
                 | MemoryError::Unauthorized { .. }
+                | MemoryError::Bundle(_)
+                | MemoryError::PrivateScope(_)
                 | MemoryError::Disabled
                 | MemoryError::ExplainDisabled
         )

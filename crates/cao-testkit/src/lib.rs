@@ -7,6 +7,7 @@
 //!   `CAO_HOME` and git isolation variables), no standard input, and a deadline, capturing exit code and output;
 //! - [`conformance_dir`] / [`conformance_cases`]: the reference's shared conformance cases, for every crate that
 //!   replays them;
+//! - [`locomo`]: the LoCoMo conversations of `../shared/data/locomo` (real input for benchmarks and tests);
 //! - `service` (feature `service`): an in-process `MemoryService` on a temp home with a fixed clock and a caller
 //!   context (`service::ServiceFixture`, `service::utc`).
 //!
@@ -23,6 +24,7 @@
 )]
 
 mod conformance;
+pub mod locomo;
 #[cfg(feature = "service")]
 pub mod service;
 

@@ -133,13 +133,21 @@ impl LockedTopic {
     /// [`WikiError::Io`].
     pub fn upsert(&self, memory_type: MemoryType, tags: &str, ts: DateTime<Utc>, content: &str) -> Result<TopicWrite> {
         let write = self.prepare_upsert(memory_type, tags, ts, content)?;
-        atomic_write(&self.path, write.text.as_bytes()).map_err(|e| WikiError::io("write", &self.path, e))?;
+        self.write_prepared(&write)?;
         Ok(write)
+    }
+
+    /// Write one prepared upsert of this topic ([`LockedTopic::prepare_upsert`]) with
+    /// [`cao_core::fs::atomic_write`] (fsync of the file and its directory).
+    ///
+    /// Errors: [`WikiError::Io`].
+    pub fn write_prepared(&self, write: &TopicWrite) -> Result<()> {
+        atomic_write(&self.path, write.text.as_bytes()).map_err(|e| WikiError::io("write", &self.path, e))
     }
 
     /// Everything [`LockedTopic::upsert`] does except the write: read the file, compute the new text and verify
     /// that it parses back to `content` with one more entry and the same id. Nothing is written; pass the result
-    /// to [`write_prepared`] while this lock is held.
+    /// to [`LockedTopic::write_prepared`] (or [`write_prepared`] for a batch) while this lock is held.
     ///
     /// Errors: as [`LockedTopic::upsert`], except write errors.
     pub fn prepare_upsert(
