@@ -41,6 +41,29 @@ pub const MAX_TOPIC_FILE_BYTES: u64 = 1024 * 1024;
 /// Largest archive extension header (GNU long name or link, PAX record set; 64 KiB).
 pub const MAX_EXTENSION_BYTES: u64 = 64 * 1024;
 
+/// The limits a bundle is read within (the constants above; tests use smaller ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// [`MAX_BUNDLE_ENTRIES`].
+    pub(crate) entries: usize,
+    /// [`MAX_BUNDLE_BYTES`].
+    pub(crate) total_bytes: u64,
+    /// [`MAX_TOPIC_FILE_BYTES`].
+    pub(crate) file_bytes: u64,
+    /// [`MAX_EXTENSION_BYTES`].
+    pub(crate) extension_bytes: u64,
+}
+
+impl Limits {
+    /// The limits every import uses.
+    pub(crate) const DEFAULT: Limits = Limits {
+        entries: MAX_BUNDLE_ENTRIES,
+        total_bytes: MAX_BUNDLE_BYTES,
+        file_bytes: MAX_TOPIC_FILE_BYTES,
+        extension_bytes: MAX_EXTENSION_BYTES,
+    };
+}
+
 /// One path of a bundle as read: owned counterpart of [`cao_okf::BundleEntry`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ReadEntry {
@@ -101,27 +124,37 @@ fn refuse(source: &Path, why: impl std::fmt::Display) -> MemoryError {
 /// Errors: [`MemoryError::Bundle`] when the source does not exist or cannot be read, is not a gzip tar archive,
 /// or is over a limit of the module documentation.
 pub(crate) fn read_bundle(source: &Path) -> Result<ReadBundle, MemoryError> {
+    read_bundle_within(source, Limits::DEFAULT)
+}
+
+/// [`read_bundle`] within `limits`.
+pub(crate) fn read_bundle_within(source: &Path, limits: Limits) -> Result<ReadBundle, MemoryError> {
     let meta = std::fs::metadata(source).map_err(|e| refuse(source, format!("cannot read the bundle: {e}")))?;
     if meta.is_dir() {
-        read_dir_bundle(source)
+        read_dir_bundle(source, limits)
     } else if meta.is_file() {
         let file = File::open(source).map_err(|e| refuse(source, format!("cannot open the archive: {e}")))?;
-        read_tar_gz(source, BufReader::new(file))
+        read_tar_gz(source, BufReader::new(file), limits)
     } else {
         Err(refuse(source, "not a directory or a .tar.gz file"))
     }
 }
 
 /// Walk a bundle directory without following symlinks (the root itself may be one).
-fn read_dir_bundle(root: &Path) -> Result<ReadBundle, MemoryError> {
+fn read_dir_bundle(root: &Path, limits: Limits) -> Result<ReadBundle, MemoryError> {
     let mut entries = Vec::new();
+    let mut walked = 0usize;
     let mut total: u64 = 0;
     for item in walkdir::WalkDir::new(root).follow_links(false).min_depth(1) {
         let item = item.map_err(|e| refuse(root, format!("cannot read the bundle directory: {e}")))?;
-        if entries.len() >= MAX_BUNDLE_ENTRIES {
+        walked += 1;
+        if walked > limits.entries {
             return Err(refuse(
                 root,
-                format!("the bundle has more than {MAX_BUNDLE_ENTRIES} paths; split it into several bundles"),
+                format!(
+                    "the bundle has more than {} paths; split it into several bundles",
+                    limits.entries
+                ),
             ));
         }
         let rel = item.path().strip_prefix(root).unwrap_or(item.path());
@@ -140,15 +173,15 @@ fn read_dir_bundle(root: &Path) -> Result<ReadBundle, MemoryError> {
                 .map_err(|e| refuse(root, format!("cannot read {}: {e}", rel.display())))?
                 .len();
             total = total.saturating_add(size);
-            if total > MAX_BUNDLE_BYTES {
-                return Err(refuse(root, over_total()));
+            if total > limits.total_bytes {
+                return Err(refuse(root, over_total(limits)));
             }
             if !wanted(&path) {
                 ReadKind::File(Vec::new())
-            } else if size > MAX_TOPIC_FILE_BYTES {
+            } else if size > limits.file_bytes {
                 ReadKind::TooLarge(size)
             } else {
-                read_regular_file(item.path())
+                read_regular_file(item.path(), limits.file_bytes)
                     .map_err(|e| refuse(root, format!("cannot read {}: {e}", rel.display())))?
             }
         } else {
@@ -162,16 +195,28 @@ fn read_dir_bundle(root: &Path) -> Result<ReadBundle, MemoryError> {
     })
 }
 
-fn over_total() -> String {
+fn over_total(limits: Limits) -> String {
     format!(
-        "the bundle holds more than {} MiB of file data; split it into several bundles",
-        MAX_BUNDLE_BYTES / (1024 * 1024)
+        "the bundle holds more than {} of file data; split it into several bundles",
+        human_bytes(limits.total_bytes)
     )
+}
+
+/// `n` bytes as `<n> MiB` / `<n> KiB` when exact, else `<n> bytes`.
+fn human_bytes(n: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if n >= MIB && n.is_multiple_of(MIB) {
+        format!("{} MiB", n / MIB)
+    } else if n >= 1024 && n.is_multiple_of(1024) {
+        format!("{} KiB", n / 1024)
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 /// Read one file of a directory bundle: opened without following a symlink and without blocking (a fifo swapped in
 /// after the walk is not waited on), checked to be a regular file, read up to the per-file cap.
-fn read_regular_file(path: &Path) -> io::Result<ReadKind> {
+fn read_regular_file(path: &Path, cap: u64) -> io::Result<ReadKind> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -187,8 +232,8 @@ fn read_regular_file(path: &Path) -> io::Result<ReadKind> {
         return Ok(ReadKind::NotRegular);
     }
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).min(1 << 16));
-    file.take(MAX_TOPIC_FILE_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_TOPIC_FILE_BYTES {
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
         return Ok(ReadKind::TooLarge(bytes.len() as u64));
     }
     Ok(ReadKind::File(bytes))
@@ -197,7 +242,7 @@ fn read_regular_file(path: &Path) -> io::Result<ReadKind> {
 /// Read a gzip-compressed tar archive from `reader` (see the module documentation). `source` names it in errors.
 ///
 /// Errors: [`MemoryError::Bundle`].
-pub(crate) fn read_tar_gz(source: &Path, reader: impl Read) -> Result<ReadBundle, MemoryError> {
+pub(crate) fn read_tar_gz(source: &Path, reader: impl Read, limits: Limits) -> Result<ReadBundle, MemoryError> {
     let corrupt = |e: io::Error| {
         let msg = e.to_string();
         if msg.contains("gzip") || msg.contains("deflate") || msg.contains("corrupt") {
@@ -214,27 +259,30 @@ pub(crate) fn read_tar_gz(source: &Path, reader: impl Read) -> Result<ReadBundle
     for item in archive.entries().map_err(corrupt)?.raw(true) {
         let mut entry = item.map_err(corrupt)?;
         headers += 1;
-        if headers > MAX_BUNDLE_ENTRIES {
+        if headers > limits.entries {
             return Err(refuse(
                 source,
-                format!("the archive has more than {MAX_BUNDLE_ENTRIES} entries; split it into several bundles"),
+                format!(
+                    "the archive has more than {} entries; split it into several bundles",
+                    limits.entries
+                ),
             ));
         }
         let header = entry.header().clone();
         let stored = header.entry_size().map_err(corrupt)?;
         total = total.saturating_add(stored);
-        if total > MAX_BUNDLE_BYTES {
-            return Err(refuse(source, over_total()));
+        if total > limits.total_bytes {
+            return Err(refuse(source, over_total(limits)));
         }
         let ty = header.entry_type();
         if ty.is_gnu_longname() || ty.is_gnu_longlink() || ty.is_pax_local_extensions() || ty.is_pax_global_extensions()
         {
-            if stored > MAX_EXTENSION_BYTES {
+            if stored > limits.extension_bytes {
                 return Err(refuse(
                     source,
                     format!(
-                        "an archive extension header is larger than {} KiB",
-                        MAX_EXTENSION_BYTES / 1024
+                        "an archive extension header (long name or PAX records) is larger than {}",
+                        human_bytes(limits.extension_bytes)
                     ),
                 ));
             }
@@ -266,7 +314,7 @@ pub(crate) fn read_tar_gz(source: &Path, reader: impl Read) -> Result<ReadBundle
         let kind = if ty.is_file() || ty.is_contiguous() {
             if !wanted(&path) {
                 ReadKind::File(Vec::new())
-            } else if stored > MAX_TOPIC_FILE_BYTES {
+            } else if stored > limits.file_bytes {
                 ReadKind::TooLarge(stored)
             } else {
                 let mut data = Vec::with_capacity(usize::try_from(stored).unwrap_or(0));
@@ -277,7 +325,7 @@ pub(crate) fn read_tar_gz(source: &Path, reader: impl Read) -> Result<ReadBundle
             // Never read: a sparse topic file is not something an exporter writes. Its logical size decides the
             // reason given.
             let real = header.as_gnu().and_then(|g| g.real_size().ok()).unwrap_or(stored);
-            if real > MAX_TOPIC_FILE_BYTES {
+            if real > limits.file_bytes {
                 ReadKind::TooLarge(real)
             } else {
                 ReadKind::NotRegular
@@ -360,7 +408,7 @@ mod tests {
         let one = pack_tar_gz(&files).expect("pack");
         let two = pack_tar_gz(&files).expect("pack");
         assert_eq!(one, two, "same files, same bytes");
-        let read = read_tar_gz(Path::new("b.tar.gz"), one.as_slice()).expect("read");
+        let read = read_tar_gz(Path::new("b.tar.gz"), one.as_slice(), Limits::DEFAULT).expect("read");
         assert!(read.archive);
         let got: Vec<(String, ReadKind)> = read
             .entries
@@ -395,19 +443,202 @@ mod tests {
     fn long_names_survive_packing() {
         let long = format!("{}/{}.md", "s".repeat(120), "k".repeat(60));
         let files = bundle(&[(&long, "x")]);
-        let read = read_tar_gz(Path::new("b"), pack_tar_gz(&files).expect("pack").as_slice()).expect("read");
+        let read = read_tar_gz(
+            Path::new("b"),
+            pack_tar_gz(&files).expect("pack").as_slice(),
+            Limits::DEFAULT,
+        )
+        .expect("read");
         assert_eq!(read.entries[0].path, long.as_bytes());
     }
 
     #[test]
     fn not_a_gzip_archive_is_refused_whole() {
         for junk in [&b"plain text, not gzip"[..], b"", b"\x1f\x8b\x08\x00garbage"] {
-            let err = read_tar_gz(Path::new("x.tar.gz"), junk);
+            let err = read_tar_gz(Path::new("x.tar.gz"), junk, Limits::DEFAULT);
             match err {
                 Err(MemoryError::Bundle(msg)) => assert!(msg.starts_with("x.tar.gz: "), "{msg}"),
                 Ok(b) if junk.is_empty() => panic!("an empty file read as {b:?}"),
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    use cao_testkit::tarball::{RawEntry, tar_gz};
+
+    fn read(entries: &[RawEntry], limits: Limits) -> Result<Vec<(String, ReadKind)>, String> {
+        read_tar_gz(Path::new("t.tar.gz"), tar_gz(entries).as_slice(), limits)
+            .map(|b| {
+                b.entries
+                    .into_iter()
+                    .map(|e| (String::from_utf8_lossy(&e.path).into_owned(), e.kind))
+                    .collect()
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    const TOPIC: &str = "---\ntype: project\n---\nx\n";
+
+    #[test]
+    fn archive_entries_are_named_typed_and_never_followed() {
+        let got = read(
+            &[
+                RawEntry::file("../evil.md", TOPIC),
+                RawEntry::file("/etc/evil.md", TOPIC),
+                RawEntry::symlink("link.md", "/etc/passwd"),
+                RawEntry::hardlink("hard.md", "/etc/shadow"),
+                RawEntry::char_device("dev.md"),
+                RawEntry::fifo("fifo.md"),
+                RawEntry::dir("dir.md/"),
+                RawEntry::dir("plain-dir/"),
+                RawEntry::file(format!("{}/{}.md", "d".repeat(90), "k".repeat(40)), TOPIC),
+                RawEntry::file("ok.md", TOPIC),
+            ],
+            Limits::DEFAULT,
+        )
+        .expect("read");
+        let long = format!("{}/{}.md", "d".repeat(90), "k".repeat(40));
+        assert_eq!(
+            got,
+            [
+                ("../evil.md".to_owned(), ReadKind::File(Vec::new())),
+                ("/etc/evil.md".to_owned(), ReadKind::File(Vec::new())),
+                ("link.md".to_owned(), ReadKind::Link),
+                ("hard.md".to_owned(), ReadKind::Link),
+                ("dev.md".to_owned(), ReadKind::NotRegular),
+                ("fifo.md".to_owned(), ReadKind::NotRegular),
+                ("dir.md".to_owned(), ReadKind::NotRegular),
+                (long, ReadKind::File(Vec::new())),
+                ("ok.md".to_owned(), ReadKind::File(TOPIC.as_bytes().to_vec())),
+            ],
+            "unsafe names are passed on unread for cao-okf to reject; plain directories are structure"
+        );
+    }
+
+    #[test]
+    fn a_one_gib_sparse_entry_costs_one_header() {
+        let got = read(
+            &[RawEntry::sparse("big.md", 1 << 30), RawEntry::file("ok.md", TOPIC)],
+            Limits::DEFAULT,
+        )
+        .expect("read");
+        assert_eq!(got[0], ("big.md".to_owned(), ReadKind::TooLarge(1 << 30)));
+        assert_eq!(got[1].0, "ok.md", "the entry after it is read normally");
+    }
+
+    #[test]
+    fn limits_refuse_the_whole_archive_naming_the_limit() {
+        let small = Limits {
+            entries: 3,
+            total_bytes: 1000,
+            file_bytes: 100,
+            extension_bytes: 200,
+        };
+        let four: Vec<RawEntry> = (0..4).map(|i| RawEntry::file(format!("k{i}.md"), TOPIC)).collect();
+        let err = read(&four, small).expect_err("over the entry limit");
+        assert!(err.contains("more than 3 entries"), "{err}");
+        // A header claiming more data than the limit is refused before anything is read or skipped.
+        let err = read(&[RawEntry::declared("bomb.md", 600 << 20)], Limits::DEFAULT).expect_err("too big");
+        assert!(err.contains("more than 512 MiB of file data"), "{err}");
+        let err = read(
+            &[
+                RawEntry::file("a.txt", "x".repeat(600)),
+                RawEntry::file("b.txt", "y".repeat(600)),
+            ],
+            small,
+        )
+        .expect_err("total");
+        assert!(err.contains("more than 1000 bytes"), "{err}");
+        let got = read(&[RawEntry::file("big.md", "z".repeat(150))], small).expect("read");
+        assert_eq!(
+            got,
+            [("big.md".to_owned(), ReadKind::TooLarge(150))],
+            "one file over the cap: not read"
+        );
+        let err = read(&[RawEntry::file(format!("{}.md", "n".repeat(300)), TOPIC)], small).expect_err("long name");
+        assert!(err.contains("extension header"), "{err}");
+    }
+
+    #[test]
+    fn pax_paths_are_used_and_pax_sizes_refused() {
+        let pax = |records: &str| {
+            let mut e = RawEntry::file("PaxHeader", records);
+            e.kind = b'x';
+            e
+        };
+        let got = read(
+            &[pax("25 path=renamed-topic.md\n"), RawEntry::file("short", TOPIC)],
+            Limits::DEFAULT,
+        )
+        .expect("read");
+        assert_eq!(
+            got,
+            [("renamed-topic.md".to_owned(), ReadKind::File(TOPIC.as_bytes().to_vec()))]
+        );
+        let err = read(&[pax("12 size=100\n"), RawEntry::file("a.md", TOPIC)], Limits::DEFAULT).expect_err("size");
+        assert!(err.contains("PAX size"), "{err}");
+        let mut dangling = RawEntry::file("L", "name.md\0");
+        dangling.kind = b'L';
+        let err = read(&[dangling], Limits::DEFAULT).expect_err("long name without entry");
+        assert!(err.contains("long name"), "{err}");
+    }
+
+    #[test]
+    fn a_truncated_archive_is_refused_whole() {
+        let mut bytes = cao_testkit::tarball::tar_bytes(&[RawEntry::file("a.md", TOPIC)]);
+        bytes.truncate(600);
+        let gz = cao_testkit::tarball::gzip(&bytes);
+        let err = read_tar_gz(Path::new("t"), gz.as_slice(), Limits::DEFAULT).expect_err("truncated");
+        assert!(matches!(err, MemoryError::Bundle(_)), "{err:?}");
+    }
+
+    #[test]
+    fn directories_are_walked_without_following_links_within_limits() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let root = d.path().join("bundle");
+        std::fs::create_dir_all(root.join("dir.md")).expect("mkdir");
+        std::fs::create_dir_all(root.join("sub")).expect("mkdir");
+        std::fs::write(root.join("ok.md"), TOPIC).expect("write");
+        std::fs::write(root.join("sub/nested.md"), TOPIC).expect("write");
+        std::fs::write(root.join("big.md"), "b".repeat(150)).expect("write");
+        std::fs::write(d.path().join("outside.md"), TOPIC).expect("write");
+        std::os::unix::fs::symlink(d.path().join("outside.md"), root.join("link.md")).expect("symlink");
+        std::os::unix::fs::symlink(d.path(), root.join("up")).expect("symlink");
+        rustix_free_fifo(&root.join("fifo.md"));
+        let limits = Limits {
+            file_bytes: 100,
+            ..Limits::DEFAULT
+        };
+        let mut got: Vec<(String, ReadKind)> = read_bundle_within(&root, limits)
+            .expect("read")
+            .entries
+            .into_iter()
+            .map(|e| (String::from_utf8_lossy(&e.path).into_owned(), e.kind))
+            .collect();
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut want = vec![
+            ("big.md".to_owned(), ReadKind::TooLarge(150)),
+            ("dir.md".to_owned(), ReadKind::NotRegular),
+            ("link.md".to_owned(), ReadKind::Link),
+            ("ok.md".to_owned(), ReadKind::File(TOPIC.as_bytes().to_vec())),
+            ("sub/nested.md".to_owned(), ReadKind::File(Vec::new())),
+            ("up".to_owned(), ReadKind::Link),
+        ];
+        if root.join("fifo.md").exists() {
+            want.push(("fifo.md".to_owned(), ReadKind::NotRegular));
+            want.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        assert_eq!(got, want);
+        let few = Limits {
+            entries: 2,
+            ..Limits::DEFAULT
+        };
+        let err = read_bundle_within(&root, few).expect_err("too many paths");
+        assert!(err.to_string().contains("more than 2 paths"), "{err}");
+    }
+
+    /// Make a fifo with `mkfifo` (no unsafe code here); skipped silently when the tool is missing.
+    fn rustix_free_fifo(path: &Path) {
+        let _ = std::process::Command::new("mkfifo").arg(path).status();
     }
 }
