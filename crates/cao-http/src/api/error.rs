@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorBody {
     /// Stable snake_case code: a `MemoryError::kind` (`invalid_argument`, `memory_disabled`, `not_found`,
-    /// `secret_detected`, `scope_not_allowed`, `index_error`, ...), a relationship code (`missing_memory`,
+    /// `secret_detected`, `scope_not_allowed`, `private_scope`, `index_error`, ...), a relationship code (`missing_memory`,
     /// `refused`), `invalid_key`, `bad_request` or `internal_error`.
     pub error: String,
     /// One actionable line naming the offending value.
@@ -70,11 +70,11 @@ impl ApiError {
     /// The status of a stable error code (shared by service errors and MCP tool payloads' `error_kind`).
     pub fn status_of(code: &str) -> StatusCode {
         match code {
-            "invalid_argument" | "invalid_key" | "secret_detected" | "missing_memory" => {
+            "invalid_argument" | "invalid_key" | "secret_detected" | "missing_memory" | "invalid_bundle" => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             "memory_disabled" | "not_found" => StatusCode::NOT_FOUND,
-            "scope_not_allowed" => StatusCode::FORBIDDEN,
+            "scope_not_allowed" | "private_scope" => StatusCode::FORBIDDEN,
             "refused" => StatusCode::CONFLICT,
             "bad_request" => StatusCode::BAD_REQUEST,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
