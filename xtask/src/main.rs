@@ -687,7 +687,11 @@ fn venv_with(venv: &Path, requirements: &Path, step: &str, ready: impl Fn() -> b
     if ready() {
         return true;
     }
-    println!("==> [{step}] installing {} into {}", requirements.display(), venv.display());
+    println!(
+        "==> [{step}] installing {} into {}",
+        requirements.display(),
+        venv.display()
+    );
     let made = Command::new(python())
         .args(["-m", "venv"])
         .arg(venv)
