@@ -24,6 +24,7 @@
 use axum::body::{Body, to_bytes};
 use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
+use cao_protocol::{Access, Tool};
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde_json::{Map, Value, json};
@@ -74,6 +75,17 @@ impl ApiScope {
             "cao:write" => Some(Self::Write),
             "cao:admin" => Some(Self::Admin),
             _ => None,
+        }
+    }
+}
+
+impl From<Access> for ApiScope {
+    /// The token scope a tool call of that access needs (`Tool::access`).
+    fn from(access: Access) -> Self {
+        match access {
+            Access::Read => Self::Read,
+            Access::Write => Self::Write,
+            Access::Admin => Self::Admin,
         }
     }
 }
@@ -655,8 +667,8 @@ fn too_large() -> Response {
 }
 
 /// The scope an MCP request body needs: the highest over its JSON-RPC messages (one object or a batch array).
-/// `tools/call` of `memory_recall` is read, of `memory_store` write, of anything else (`memory_forget`, unknown or
-/// missing names) admin; every other message is read. A body that is not JSON needs read (the MCP layer rejects
+/// `tools/call` of a tool needs its [`Tool::access`] (`memory_recall` read, `memory_store` write, `memory_forget`
+/// admin); of an unknown or missing name admin; every other message is read. A body that is not JSON needs read (the MCP layer rejects
 /// it). Duplicate JSON keys cannot smuggle a different tool past this check: `serde_json` keeps the last
 /// duplicate here while the MCP layer's typed parse refuses duplicate fields.
 pub fn mcp_required_scope(body: &[u8]) -> ApiScope {
@@ -667,11 +679,10 @@ pub fn mcp_required_scope(body: &[u8]) -> ApiScope {
         if msg.get("method").and_then(Value::as_str) != Some("tools/call") {
             return ApiScope::Read;
         }
-        match msg.pointer("/params/name").and_then(Value::as_str) {
-            Some(cao_mcp::RECALL) => ApiScope::Read,
-            Some(cao_mcp::STORE) => ApiScope::Write,
-            _ => ApiScope::Admin,
-        }
+        msg.pointer("/params/name")
+            .and_then(Value::as_str)
+            .and_then(Tool::from_name)
+            .map_or(ApiScope::Admin, |tool| ApiScope::from(tool.access()))
     };
     match &doc {
         Value::Array(msgs) => msgs.iter().map(one).max().unwrap_or(ApiScope::Read),

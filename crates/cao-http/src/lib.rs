@@ -11,8 +11,9 @@
 //! - anything else: `404 {"error": "not_found"}`; a known path with the wrong method:
 //!   `405 {"error": "method_not_allowed"}`.
 //!
-//! With `CAO_MEMORY_API_URL` set, the binary builds the router with a [`RemoteBackend`]
-//! ([`router_with_backend`]): the memory calls go to that owner's `/internal/memory/*` routes ([`remote`]).
+//! With `CAO_MEMORY_API_URL` set, the binary builds the router with the remote-owner client
+//! (`cao_client::RemoteBackend`, [`router_with_backend`]): the memory calls go to that owner's
+//! `/internal/memory/*` routes.
 //!
 //! Invariants:
 //! - The server never substitutes its own working directory for a caller's: without `X-CAO-Cwd` or
@@ -49,9 +50,6 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub mod api;
-pub mod remote;
-
-pub use remote::{RemoteBackend, RemoteConfig, RemoteError};
 
 /// Header carrying the caller's terminal id.
 pub const HEADER_TERMINAL_ID: &str = "x-cao-terminal-id";
@@ -144,7 +142,7 @@ pub fn router(svc: ServiceHandle, config: HttpConfig) -> Router {
 }
 
 /// [`router`] whose memory calls (the MCP tools, context blocks, provider-file blocks) are carried out by
-/// `backend`, for example a [`RemoteBackend`] when `CAO_MEMORY_API_URL` names a memory owner. The
+/// `backend`, for example `cao_client::RemoteBackend` when `CAO_MEMORY_API_URL` names a memory owner. The
 /// `memory.enabled` switch is still read from `svc`'s home before anything reaches `backend`.
 pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<dyn cao_mcp::MemoryBackend>) -> Router {
     let tools = MemoryTools::new(svc.clone(), Arc::new(HeaderContext), config.flush.clone()).with_backend(backend);

@@ -141,10 +141,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     // With CAO_MEMORY_API_URL set this server is a node of that memory owner: its memory calls go there (the local
     // memory.enabled switch is still checked first).
-    let app = match cao_http::RemoteConfig::from_env()? {
+    let app = match cao_client::RemoteConfig::from_env()? {
         Some(remote) => {
             tracing::info!(owner = %remote.url, "memory calls go to the remote owner");
-            let backend = cao_http::RemoteBackend::new(remote)?;
+            let backend = cao_client::RemoteBackend::new(remote)?;
             cao_http::router_with_backend(svc.clone(), config, std::sync::Arc::new(backend))
         }
         None => cao_http::router(svc.clone(), config),

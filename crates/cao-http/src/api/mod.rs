@@ -8,8 +8,12 @@
 //!
 //! Invariants:
 //! - With memory disabled, every route here answers `404 {"error": "memory_disabled"}` and touches nothing.
-//! - Errors are [`ErrorBody`] JSON with a stable code (see [`ApiError::status_of`] for the status of each code).
+//! - Errors are [`ErrorBody`] JSON with a stable code (`cao_protocol::ErrorCode`, whose table gives each code's
+//!   status).
 //! - Service calls are synchronous and run on tokio's blocking pool.
+//! - A request reads `settings.json` at most once: [`with_service`] reads it for the `memory.enabled` check and
+//!   hands the service those settings ([`MemoryService::with_settings`]); a later step of the same request (a tool
+//!   call, a context block) is given them too.
 
 pub mod error;
 pub mod internal;
@@ -164,7 +168,9 @@ pub(crate) fn context_for(scope: Scope, scope_id: Option<String>) -> ApiResult<T
 }
 
 /// Run `f` with the open service on the blocking pool, after the disabled check (404 `memory_disabled`, nothing
-/// opened or created).
+/// opened or created). The settings are read once, here; the service `f` gets uses them
+/// ([`MemoryService::with_settings`]), so nothing in `f` reads `settings.json` again, and `f` can hand them
+/// (`svc.settings()`, a copy) to a later step of the same request.
 pub(crate) async fn with_service<T, F>(state: &ApiState, f: F) -> ApiResult<T>
 where
     T: Send + 'static,
@@ -172,10 +178,11 @@ where
 {
     let handle = state.svc.clone();
     tokio::task::spawn_blocking(move || {
-        if !handle.enabled() {
+        let settings = handle.settings();
+        if !settings.memory_enabled() {
             return Err(ApiError::disabled());
         }
-        f(handle.get()?)
+        f(handle.get()?.with_settings(settings))
     })
     .await
     .map_err(|e| ApiError::internal(format!("the request task failed: {e}")))?

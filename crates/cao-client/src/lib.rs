@@ -1,11 +1,15 @@
-//! [`RemoteBackend`]: a node whose memory owner is another `cao-server` (spec 000 "Context Injection", last
-//! paragraph).
+//! `cao-client`: the HTTP client of a remote memory owner (layer 4; over `cao-protocol`), for a node whose memory
+//! owner is another `cao-server` (spec 000 "Context Injection", last paragraph).
 //!
 //! With `CAO_MEMORY_API_URL` set (for example `http://127.0.0.1:9889`), the MCP tools, context building and the
-//! provider-file writes of this node go to the owner's internal routes ([`crate::api::internal`]):
-//! `POST <url>/internal/memory/{store,recall,forget,context}` with the MCP tool arguments plus a `context` object
-//! (the caller's terminal context). `CAO_MEMORY_API_TOKEN`, when set, is sent as `Authorization: Bearer <token>`;
-//! `CAO_MEMORY_API_TIMEOUT_SECS` (default 5) bounds both connecting and the whole request.
+//! provider-file writes of this node go to the owner's internal routes (`cao_http::api::internal`):
+//! `POST <url><Tool::internal_path>` (`/internal/memory/{store,recall,forget}`) with the MCP tool arguments plus a
+//! `context` object (the caller's terminal context), and `POST <url>/internal/memory/context` for a block.
+//! `CAO_MEMORY_API_TOKEN`, when set, is sent as `Authorization: Bearer <token>`; `CAO_MEMORY_API_TIMEOUT_SECS`
+//! (default 5) bounds both connecting and the whole request.
+//!
+//! This crate is what the `cao` and `cao-mcp-server` binaries link for that: reqwest with rustls, no HTTP server
+//! code (no axum, utoipa or jsonwebtoken).
 //!
 //! Invariants:
 //! - The local `memory.enabled` switch is checked by the callers before any method here runs, so with it off
@@ -14,11 +18,12 @@
 //!   is not the API's JSON is [`ToolError::RemoteUnavailable`] (`error_kind` `remote_unavailable`, naming the URL);
 //!   any other 4xx carrying the API's error JSON is the owner refusing the call, relayed with the owner's code
 //!   ([`ToolError::Remote`]), so an agent can correct its arguments.
+//! - Tool arguments are forwarded as the agent sent them (the owner validates them), so the wire is the same
+//!   whichever version either side runs.
 
-use cao_core::TerminalContext;
-use cao_mcp::{BackendFuture, FORGET, MemoryBackend, RECALL, STORE, ToolError};
+use cao_core::{Settings, TerminalContext};
+use cao_protocol::{Arguments, BackendFuture, MemoryBackend, Tool, ToolError};
 use reqwest::StatusCode;
-use rmcp::model::JsonObject;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -30,6 +35,8 @@ pub const ENV_TOKEN: &str = "CAO_MEMORY_API_TOKEN";
 pub const ENV_TIMEOUT: &str = "CAO_MEMORY_API_TIMEOUT_SECS";
 /// Connect and request timeout when [`ENV_TIMEOUT`] is unset: 5 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The owner's route building a `<cao-memory>` block, relative to its base URL.
+pub const CONTEXT_PATH: &str = "/internal/memory/context";
 
 /// A remote owner configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -155,13 +162,42 @@ impl RemoteBackend {
         }
     }
 
-    /// POST `body` to `<url>/internal/memory/<route>` and return the 2xx JSON body.
-    async fn post(&self, route: &str, body: Value) -> Result<Value, ToolError> {
+    /// Run `tool` with the agent's `args` as `ctx` on the owner: its success payload.
+    ///
+    /// Errors: [`ToolError::Remote`] when the owner refused the call, [`ToolError::RemoteUnavailable`] otherwise
+    /// (see the crate docs).
+    pub async fn call_tool(&self, tool: Tool, args: Arguments, ctx: &TerminalContext) -> Result<Value, ToolError> {
+        let mut body = args;
+        body.insert("context".to_owned(), context_json(ctx));
+        self.post(tool.internal_path(), Value::Object(body)).await
+    }
+
+    /// The owner's `<cao-memory>` block for `ctx` within `budget` characters (owner default 3000); `None` when
+    /// there is nothing to inject.
+    ///
+    /// Errors: as [`RemoteBackend::call_tool`]; an answer without a `block` string is
+    /// [`ToolError::RemoteUnavailable`].
+    pub async fn context_block(
+        &self,
+        ctx: &TerminalContext,
+        budget: Option<usize>,
+    ) -> Result<Option<String>, ToolError> {
+        let body = json!({"budget": budget, "context": context_json(ctx)});
+        let answer = self.post(CONTEXT_PATH, body).await?;
+        match &answer["block"] {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s.clone())),
+            _ => Err(self.unavailable("answered a context without a `block` string")),
+        }
+    }
+
+    /// POST `body` to `<url><path>` and return the 2xx JSON body.
+    async fn post(&self, path: &str, body: Value) -> Result<Value, ToolError> {
         let bytes =
             serde_json::to_vec(&body).map_err(|e| self.unavailable(format!("cannot encode the request: {e}")))?;
         let response = self
             .client
-            .post(format!("{}/internal/memory/{route}", self.config.url))
+            .post(format!("{}{path}", self.config.url))
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(bytes)
             .send()
@@ -213,44 +249,25 @@ fn context_json(ctx: &TerminalContext) -> Value {
 }
 
 impl MemoryBackend for RemoteBackend {
+    /// [`RemoteBackend::call_tool`]; `settings` (this machine's) are not needed: the owner reads its own.
     fn call(
         &self,
-        tool: &'static str,
-        args: JsonObject,
+        tool: Tool,
+        args: Arguments,
         ctx: TerminalContext,
+        _settings: Option<Settings>,
     ) -> BackendFuture<'_, Result<Value, ToolError>> {
-        Box::pin(async move {
-            let route = match tool {
-                STORE => "store",
-                RECALL => "recall",
-                FORGET => "forget",
-                _ => {
-                    return Err(ToolError::Arguments {
-                        tool,
-                        reason: "unknown tool".to_owned(),
-                    });
-                }
-            };
-            let mut body = args;
-            body.insert("context".to_owned(), context_json(&ctx));
-            self.post(route, Value::Object(body)).await
-        })
+        Box::pin(async move { self.call_tool(tool, args, &ctx).await })
     }
 
+    /// [`RemoteBackend::context_block`]; `settings` are not needed.
     fn context(
         &self,
         ctx: TerminalContext,
         budget: Option<usize>,
+        _settings: Option<Settings>,
     ) -> BackendFuture<'_, Result<Option<String>, ToolError>> {
-        Box::pin(async move {
-            let body = json!({"budget": budget, "context": context_json(&ctx)});
-            let answer = self.post("context", body).await?;
-            match &answer["block"] {
-                Value::Null => Ok(None),
-                Value::String(s) => Ok(Some(s.clone())),
-                _ => Err(self.unavailable("answered a context without a `block` string")),
-            }
-        })
+        Box::pin(async move { self.context_block(&ctx, budget).await })
     }
 }
 
@@ -302,10 +319,10 @@ mod tests {
         }
     }
 
-    fn args(v: Value) -> JsonObject {
+    fn args(v: Value) -> Arguments {
         match v {
             Value::Object(m) => m,
-            _ => JsonObject::new(),
+            _ => Arguments::new(),
         }
     }
 
@@ -320,12 +337,17 @@ mod tests {
         config.token = Some("s3cret".into());
         let remote = RemoteBackend::new(config).expect("client");
         let payload = remote
-            .call(STORE, args(json!({"content": "use tabs", "key": "k"})), ctx())
+            .call(
+                Tool::Store,
+                args(json!({"content": "use tabs", "key": "k"})),
+                ctx(),
+                None,
+            )
             .await
             .expect("stored");
         assert_eq!(payload["key"], "k");
         assert_eq!(payload["success"], true);
-        let block = remote.context(ctx(), Some(500)).await.expect("context");
+        let block = remote.context(ctx(), Some(500), None).await.expect("context");
         assert_eq!(block.as_deref(), Some("<cao-memory>x</cao-memory>"));
 
         let seen = seen.lock().expect("lock").clone();
@@ -361,18 +383,18 @@ mod tests {
         let remote = RemoteBackend::new(RemoteConfig::new(&url).expect("url")).expect("client");
 
         let e = remote
-            .call(STORE, args(json!({"content": "x"})), ctx())
+            .call(Tool::Store, args(json!({"content": "x"})), ctx(), None)
             .await
             .expect_err("refused");
-        let p = e.payload(STORE);
+        let p = e.payload(Tool::Store);
         assert_eq!(p["error_kind"], "secret_detected");
         assert_eq!(p["error"], "content looks like a secret");
 
         let p = remote
-            .call(RECALL, JsonObject::new(), ctx())
+            .call(Tool::Recall, Arguments::new(), ctx(), None)
             .await
             .expect_err("disabled")
-            .payload(RECALL);
+            .payload(Tool::Recall);
         assert_eq!(
             p["disabled"], true,
             "the owner's disabled answer is the disabled payload: {p}"
@@ -381,12 +403,12 @@ mod tests {
 
         for e in [
             remote
-                .call(FORGET, args(json!({"key": "k"})), ctx())
+                .call(Tool::Forget, args(json!({"key": "k"})), ctx(), None)
                 .await
                 .expect_err("401"),
-            remote.context(ctx(), None).await.expect_err("502"),
+            remote.context(ctx(), None, None).await.expect_err("502"),
         ] {
-            let p = e.payload(FORGET);
+            let p = e.payload(Tool::Forget);
             assert_eq!(p["success"], false);
             assert_eq!(p["error_kind"], "remote_unavailable", "{p}");
             assert!(
@@ -406,10 +428,10 @@ mod tests {
         let remote = RemoteBackend::new(config).expect("client");
         let started = std::time::Instant::now();
         let p = remote
-            .call(RECALL, JsonObject::new(), ctx())
+            .call(Tool::Recall, Arguments::new(), ctx(), None)
             .await
             .expect_err("down")
-            .payload(RECALL);
+            .payload(Tool::Recall);
         assert!(started.elapsed() < Duration::from_secs(3));
         assert_eq!(p["error_kind"], "remote_unavailable");
         assert!(
@@ -435,7 +457,7 @@ mod tests {
         config.timeout = Duration::from_secs(1);
         let remote = RemoteBackend::new(config).expect("client");
         let started = std::time::Instant::now();
-        let e = remote.context(ctx(), None).await.expect_err("timeout");
+        let e = remote.context(ctx(), None, None).await.expect_err("timeout");
         assert!(started.elapsed() < Duration::from_secs(3));
         assert_eq!(e.kind(), "remote_unavailable");
         assert!(e.to_string().contains("timeout"), "{e}");
