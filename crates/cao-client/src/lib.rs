@@ -22,7 +22,7 @@
 //!   whichever version either side runs.
 
 use cao_core::{Settings, TerminalContext};
-use cao_protocol::{Arguments, BackendFuture, MemoryBackend, Tool, ToolError};
+use cao_protocol::{Arguments, BackendFuture, CONTEXT_PATH, MemoryBackend, Tool, ToolError};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -35,8 +35,6 @@ pub const ENV_TOKEN: &str = "CAO_MEMORY_API_TOKEN";
 pub const ENV_TIMEOUT: &str = "CAO_MEMORY_API_TIMEOUT_SECS";
 /// Connect and request timeout when [`ENV_TIMEOUT`] is unset: 5 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
-/// The owner's route building a `<cao-memory>` block, relative to its base URL.
-pub const CONTEXT_PATH: &str = "/internal/memory/context";
 
 /// A remote owner configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]

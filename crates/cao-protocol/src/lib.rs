@@ -25,4 +25,4 @@ mod tool;
 pub use backend::{Arguments, BackendFuture, MemoryBackend};
 pub use code::{ErrorCode, ErrorSpec};
 pub use error::ToolError;
-pub use tool::{Access, Tool, ToolSpec};
+pub use tool::{Access, CONTEXT_PATH, Tool, ToolSpec};

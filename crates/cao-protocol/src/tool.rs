@@ -15,6 +15,9 @@ pub enum Access {
     Admin,
 }
 
+/// The owner's internal route that builds a `<cao-memory>` block for a remote node, relative to its base URL.
+pub const CONTEXT_PATH: &str = "/internal/memory/context";
+
 /// What every layer needs to know about one tool: one row of [`Tool::spec`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ToolSpec {

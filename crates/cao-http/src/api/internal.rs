@@ -2,8 +2,8 @@
 //! tool arguments plus a `context` object (the remote terminal's context); successful responses are exactly the
 //! MCP tools' payloads (the same code path: [`cao_mcp::MemoryTools::execute`]). A failed call answers the status of
 //! its code with [`ErrorBody`] (`error` = the payload's `error_kind`, `message` = its `error`), from which the
-//! remote node rebuilds the tool's failure payload. The paths are those of [`Tool::internal_path`] (and
-//! `cao_client::CONTEXT_PATH`); the client builds its URLs from the same table.
+//! remote node rebuilds the tool's failure payload. The paths are those of [`Tool::internal_path`] and
+//! [`cao_protocol::CONTEXT_PATH`]; the client builds its URLs from the same table.
 
 use super::terminals::{ContextBlock, check_budget, resolve_terminal};
 use super::{ApiError, ApiResult, ApiState, ErrorBody, MemoryTypeParam, ScopeParam, nonempty, with_service};

@@ -190,3 +190,36 @@ where
     .await
     .map_err(|e| ApiError::internal(format!("the request task failed: {e}")))?
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cao_protocol::{Access, CONTEXT_PATH, Tool};
+
+    fn paths(group: OpenApiRouter<ApiState>) -> Vec<String> {
+        let (_, doc) = group.split_for_parts();
+        doc.paths.paths.keys().cloned().collect()
+    }
+
+    #[test]
+    fn every_tool_has_an_internal_route_in_the_group_of_its_access() {
+        let (read, write, admin) = (paths(read_routes()), paths(write_routes()), paths(admin_routes()));
+        for tool in Tool::ALL {
+            let group = match tool.access() {
+                Access::Read => &read,
+                Access::Write => &write,
+                Access::Admin => &admin,
+            };
+            let path = tool.internal_path().to_owned();
+            assert!(
+                group.contains(&path),
+                "{tool}: {path} is served in its {:?} group",
+                tool.access()
+            );
+        }
+        assert!(
+            read.contains(&CONTEXT_PATH.to_owned()),
+            "{CONTEXT_PATH} is a read route"
+        );
+    }
+}
