@@ -75,7 +75,7 @@ pub struct HttpConfig {
     pub shutdown: CancellationToken,
     /// Raised after every successful store or forget; drives the `index.md` flusher.
     pub flush: FlushSignal,
-    /// Bearer-token authentication; `None` (the default) serves every route without it. See [`auth`](crate::auth)
+    /// Bearer-token authentication; `None` (the default) serves every route without it. See [`auth`]
     /// for the token rules and [`require_scope`] for guarding route groups.
     pub auth: Option<Authenticator>,
 }

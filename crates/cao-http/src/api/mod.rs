@@ -11,7 +11,7 @@
 //! - Errors are [`ErrorBody`] JSON with a stable code (`cao_protocol::ErrorCode`, whose table gives each code's
 //!   status).
 //! - Service calls are synchronous and run on tokio's blocking pool.
-//! - A request reads `settings.json` at most once: [`with_service`] reads it for the `memory.enabled` check and
+//! - A request reads `settings.json` at most once: `with_service` reads it for the `memory.enabled` check and
 //!   hands the service those settings ([`MemoryService::with_settings`]); a later step of the same request (a tool
 //!   call, a context block) is given them too.
 
