@@ -1,8 +1,13 @@
 //! Project automation, run as `cargo xtask <command>` (alias in `.cargo/config.toml`).
 //!
-//! - `test`: the full gate CI runs — fmt, clippy, Rust tests, doctests, then the Python end-to-end tests in
-//!   `tests/e2e` against freshly built debug binaries, then `fuzz-api` with its defaults (skipped when schemathesis
-//!   cannot be installed). Stops at the first failing step and names it.
+//! - `test`: the full gate CI runs — tidy, `cargo deny check` (skipped with the reason when cargo-deny is not
+//!   installed; its advisories check skipped when the advisory database cannot be fetched), fmt, clippy, Rust tests,
+//!   doctests, then the Python end-to-end tests in `tests/e2e` against freshly built debug binaries, then
+//!   `fuzz-api` with its defaults (skipped when schemathesis cannot be installed). Stops at the first failing step
+//!   and names it.
+//! - `tidy`: the workspace's structural rules from `cargo metadata` (layering of `[workspace.metadata.layers]`,
+//!   anyhow and edge-only dependencies, `//!` crate docs, the crate maps of ARCHITECTURE.md and crates/README.md);
+//!   see `tidy.rs`.
 //! - `golden`: the snapshot (insta) tests in check-only mode, plus a report of pending snapshot files.
 //! - `bench` / `retrieval`: forward to the `cao-bench` crate's binaries in release mode.
 //! - `fuzz-api`: schemathesis (pinned in `tests/fuzz/requirements.txt`, installed on demand into a virtualenv in the
@@ -28,6 +33,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+mod tidy;
+
 /// Project automation for the cao workspace.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask")]
@@ -38,8 +45,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// fmt check, clippy, Rust tests (nextest when installed), doctests, Python end-to-end tests, fuzz-api.
+    /// tidy, cargo deny, fmt check, clippy, Rust tests (nextest when installed), doctests, Python end-to-end tests,
+    /// fuzz-api.
     Test,
+    /// Layering, dependency and crate-doc rules from `cargo metadata` (see ARCHITECTURE.md "Crate map").
+    Tidy,
     /// Snapshot tests with INSTA_UPDATE=no; reports pending `.snap.new` / `.pending-snap` files.
     Golden,
     /// `cargo run --release -p cao-bench --bin bench -- <ARGS>`.
@@ -86,6 +96,7 @@ fn main() -> ExitCode {
     let result = match workspace_root() {
         Ok(root) => match cli.command {
             Cmd::Test => test(&root),
+            Cmd::Tidy => tidy::run(&root).map(|()| ExitCode::SUCCESS),
             Cmd::Golden => golden(&root),
             Cmd::Bench(fwd) => bench(&root, "bench", fwd.args),
             Cmd::Retrieval(fwd) => bench(&root, "retrieval", fwd.args),
@@ -118,8 +129,8 @@ fn cargo(root: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// The target directory cargo uses for this workspace (honours `CARGO_TARGET_DIR` and cargo config).
-fn target_dir(root: &Path) -> Result<PathBuf> {
+/// `cargo metadata --format-version 1 --no-deps` of the workspace, parsed.
+fn cargo_metadata(root: &Path) -> Result<serde_json::Value> {
     let out = cargo(root, &["metadata", "--format-version", "1", "--no-deps"])
         .output()
         .context("could not run `cargo metadata`")?;
@@ -130,8 +141,12 @@ fn target_dir(root: &Path) -> Result<PathBuf> {
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    let meta: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("`cargo metadata` printed something that is not JSON")?;
+    serde_json::from_slice(&out.stdout).context("`cargo metadata` printed something that is not JSON")
+}
+
+/// The target directory cargo uses for this workspace (honours `CARGO_TARGET_DIR` and cargo config).
+fn target_dir(root: &Path) -> Result<PathBuf> {
+    let meta = cargo_metadata(root)?;
     let dir = meta
         .get("target_directory")
         .and_then(serde_json::Value::as_str)
@@ -204,6 +219,18 @@ impl Gate {
         self.fail(step, &failure)
     }
 
+    /// Runs one in-process step (no child command); on failure prints the failure summary and returns its error.
+    fn run_fn(&mut self, step: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
+        println!("\n==> [{step}]");
+        match f() {
+            Ok(()) => {
+                self.passed.push(step.to_owned());
+                Ok(())
+            }
+            Err(e) => self.fail(step, &format!("{e:#}")),
+        }
+    }
+
     fn skip(&mut self, step: &str, why: &str) {
         println!("\n==> [{step}] skipped: {why}");
         self.skipped.push(format!("{step} ({why})"));
@@ -243,6 +270,8 @@ fn list_or_none(items: &[String]) -> String {
 fn test(root: &Path) -> Result<ExitCode> {
     let mut gate = Gate::new();
 
+    gate.run_fn("tidy", || tidy::run(root))?;
+    deny(root, &mut gate)?;
     gate.run("fmt", cargo(root, &["fmt", "--all", "--", "--check"]))?;
     gate.run(
         "clippy",
@@ -333,6 +362,41 @@ fn test(root: &Path) -> Result<ExitCode> {
 
     gate.summary();
     Ok(ExitCode::SUCCESS)
+}
+
+/// `cargo deny check` (deny.toml): bans, licences and sources always when cargo-deny is installed; advisories when
+/// the advisory database can be fetched (it lives on the network). Skipped with the reason otherwise; `.ci/run`
+/// installs cargo-deny.
+fn deny(root: &Path, gate: &mut Gate) -> Result<()> {
+    let installed = cargo(root, &["deny", "--version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !installed {
+        gate.skip(
+            "deny",
+            "cargo-deny is not installed (`cargo install cargo-deny --locked`; .ci/run installs it)",
+        );
+        return Ok(());
+    }
+    let fetched = cargo(root, &["deny", "fetch", "db"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if fetched {
+        gate.run("deny", cargo(root, &["deny", "--locked", "check"]))
+    } else {
+        gate.skip(
+            "deny advisories",
+            "the RustSec advisory database could not be fetched (offline); bans, licences and sources still run",
+        );
+        gate.run(
+            "deny",
+            cargo(root, &["deny", "--locked", "check", "bans", "licenses", "sources"]),
+        )
+    }
 }
 
 /// Whether the Python interpreter can import what the end-to-end tests need.
@@ -632,6 +696,10 @@ fn run_fuzz(root: &Path, st: &Path, args: &FuzzArgs) -> Result<()> {
     let work = target.join("fuzz-api");
     let home = work.join(format!("home-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a throw-away home in the target directory; the server under test creates what it needs"
+    )]
     std::fs::create_dir_all(&home).with_context(|| format!("cannot create {}", home.display()))?;
     let result = fuzz_against(&target.join("debug").join("cao-server"), &home, &work, st, args);
     let _ = std::fs::remove_dir_all(&home);

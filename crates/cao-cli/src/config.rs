@@ -5,13 +5,14 @@
 //!   (`<home>/settings.json`) or `default`. A file or env value that is ignored or questionable is reported as a
 //!   `warning:` line on stderr; stdout carries only the result.
 //! - `set` validates the value for the key's type before any I/O (booleans are `true` / `false`; the project id
-//!   must match `^[a-zA-Z0-9._-]{1,128}$`), then rewrites the file atomically with mode 0600, keeping every other
-//!   key. `unset` removes a key from the file so its default applies again (an empty value is not a way to unset).
+//!   must match `^[a-zA-Z0-9._-]{1,128}$`; the `memory.model.*` keys as `cao_core::settings::SettingKind` says),
+//!   then rewrites the file atomically with mode 0600, keeping every other key. `unset` removes a key from the file so its default applies again (an empty value is not a way to unset).
 //! - Unknown keys and invalid values are usage errors (exit 2) naming the known keys or the expected type; an
 //!   unreadable or unparsable `settings.json` is never overwritten (exit 1, naming the file).
 //! - These commands work whether or not memory is enabled (`cao config set memory.enabled true` must always work).
 
 use crate::error::CliError;
+use crate::output::emit;
 use crate::output::one_line;
 use cao_core::settings::{self, EffectiveValue, SettingKey, SettingSource};
 use cao_core::{CaoHome, CoreError, Settings};
@@ -47,7 +48,8 @@ pub struct GetArgs {
 pub struct SetArgs {
     /// The setting, e.g. memory.lifecycle.enabled (`cao config list` shows every key).
     pub key: String,
-    /// The new value: `true` or `false` for switches; a project id for memory.project_id.
+    /// The new value: `true` or `false` for switches; a project id for memory.project_id; for
+    /// memory.model.command a JSON list (`'["claude","-p"]'`) or words (`"claude -p"`), never run by a shell.
     #[arg(allow_hyphen_values = true)]
     pub value: String,
 }
@@ -275,17 +277,6 @@ fn warnings<'a>(warn: &mut dyn Write, lines: impl Iterator<Item = &'a String>) {
     }
 }
 
-/// Write `text` to `out`. A closed pipe is not an error: the reader wanted no more.
-///
-/// Errors: any other write failure.
-fn emit(out: &mut dyn Write, text: &str) -> Result<(), CliError> {
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::failure(format!("cannot write the output: {e}"))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,6 +287,8 @@ mod tests {
     fn default_text(k: &SettingKey) -> String {
         match k.default {
             SettingDefault::Bool(b) => b.to_string(),
+            SettingDefault::Text(t) => format!("{t:?}"),
+            SettingDefault::Int(n) => n.to_string(),
             SettingDefault::Unset => "(unset)".to_owned(),
         }
     }

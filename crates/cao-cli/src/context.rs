@@ -17,6 +17,7 @@
 //! `CAO_MEMORY_API_URL` set (and memory enabled locally) the block comes from that memory owner ([`crate::remote`]).
 
 use crate::error::CliError;
+use crate::output::emit;
 use cao_core::{CaoHome, Settings, TerminalContext};
 use cao_memory::{ContextRequest, MemoryService};
 use clap::{Args, Subcommand};
@@ -212,17 +213,6 @@ fn claude_code(event_arg: Option<&str>, input: &mut dyn Read, home: CaoHome) -> 
         })
         .to_string()
     }))
-}
-
-/// Write `text` to `out`; a closed pipe is not an error (the reader wanted no more).
-///
-/// Errors: any other write failure.
-fn emit(out: &mut dyn Write, text: &str) -> Result<(), CliError> {
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::failure(format!("cannot write the output: {e}"))),
-    }
 }
 
 /// The block for `ctx`, or `None` when memory is disabled or nothing is stored yet (the store is not created).

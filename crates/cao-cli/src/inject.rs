@@ -16,6 +16,7 @@
 use crate::cli::TextFormat;
 use crate::error::CliError;
 use crate::output;
+use crate::output::emit;
 use cao_core::{CaoHome, Settings, TerminalContext};
 use cao_memory::{
     ContextRequest, MemoryService, Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file_with,
@@ -136,11 +137,7 @@ pub fn run(args: InjectArgs, out: &mut dyn Write) -> Result<(), CliError> {
         TextFormat::Json => output::json(&outcome).map_err(CliError::failure)?,
     };
     if !text.is_empty() {
-        match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-            Err(e) => return Err(CliError::failure(format!("cannot write the output: {e}"))),
-        }
+        emit(out, &text)?;
     }
     match outcome {
         ProviderWrite::Refused { .. } => Err(CliError::failure_with_hint(outcome.to_string(), unchanged_hint)),

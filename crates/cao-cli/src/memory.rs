@@ -18,6 +18,7 @@ use crate::cli::{
 use crate::confirm::{Prompter, confirm};
 use crate::error::CliError;
 use crate::output;
+use crate::output::emit;
 use crate::relationships::RelPlan;
 use cao_core::{CaoHome, Key, Scope, Settings, TerminalContext};
 use cao_memory::{ExplainRequest, ListRequest, MemoryError, MemoryService};
@@ -273,7 +274,7 @@ fn run_explain(a: &ExplainArgs, home: CaoHome, out: &mut dyn Write) -> Result<()
     }
     let report = result.map_err(|e| explain_failure(&e))?;
     let text = match a.format {
-        ExplainFormat::Table => report.render_table(),
+        ExplainFormat::Table => cao_memory::render_explain_table(&report),
         ExplainFormat::Json => output::json(&report).map_err(CliError::failure)?,
     };
     emit(out, &text)
@@ -330,17 +331,6 @@ fn explain_hint(kind: &str) -> &'static str {
 /// Strict key check of operator input (`^[a-z0-9-]{1,60}$`); a bad key is a usage error.
 fn parse_key(raw: &str) -> Result<Key, CliError> {
     Key::parse_strict(raw).map_err(|e| CliError::Usage(e.to_string()))
-}
-
-/// Write `text` to `out`. A closed pipe (`cao memory list | head`) is not an error: the reader wanted no more.
-///
-/// Errors: any other write failure (e.g. disk full when redirected to a file).
-fn emit(out: &mut dyn Write, text: &str) -> Result<(), CliError> {
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::failure(format!("cannot write the output: {e}"))),
-    }
 }
 
 #[cfg(test)]

@@ -1,12 +1,27 @@
-//! Text renderings of service results. Pure functions (no I/O) so the formats are unit-tested byte for byte.
+//! Text renderings of service results. Pure functions (no I/O) so the formats are unit-tested byte for byte; the
+//! one writer of what they render is [`emit`].
 //!
 //! Formats follow the reference CLI (notes "h. CLI"): the list table's columns are left-aligned to 30/10/12/20
 //! characters and never truncated; times are UTC, `%Y-%m-%d %H:%M` in the table and `%Y-%m-%d %H:%M:%S` in `show`.
 //! Fields that end up inside one table row or one `Key:`-style line have control characters escaped, so a stored
 //! value can never break the layout or smuggle terminal escape sequences into a listing.
 
+use crate::error::CliError;
 use cao_memory::Memory;
 use std::fmt::Write as _;
+use std::io::Write;
+
+/// Write `text` to `out` and flush. A closed pipe (`cao memory list | head`) is not an error: the reader wanted no
+/// more.
+///
+/// Errors: any other write failure (e.g. disk full when redirected to a file), as a [`CliError::failure`].
+pub fn emit(out: &mut dyn Write, text: &str) -> Result<(), CliError> {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::failure(format!("cannot write the output: {e}"))),
+    }
+}
 
 /// The table header line (83 characters).
 pub fn list_header() -> String {

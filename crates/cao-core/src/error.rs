@@ -13,6 +13,13 @@ pub enum CoreError {
     /// A key sanitised to nothing, or (strict form) does not match `^[a-z0-9-]{1,60}$`.
     #[error("invalid key {0:?}: {1}")]
     InvalidKey(String, &'static str),
+    /// A memory identity's text form is not `scope/key` or `scope/scope_id/key` (see
+    /// [`crate::memory_ref::MemoryRef`]).
+    #[error("invalid memory reference {0:?}: {1}")]
+    InvalidMemoryRef(String, &'static str),
+    /// A `source_kind` that is not `native` or `vault`.
+    #[error("invalid source_kind {0:?}: expected native or vault")]
+    InvalidSourceKind(String),
     /// A project id override does not match `^[a-zA-Z0-9._-]{1,128}$`.
     #[error(
         "invalid project id {0:?}: must match ^[a-zA-Z0-9._-]{{1,128}}$ and not be global, federated, . or .. (from CAO_PROJECT_ID or memory.project_id)"

@@ -7,15 +7,50 @@
 //!
 //! When 1 or 2 wins, the cwd hash is kept as an alias so that memories stored before the override or remote
 //! existed are still found.
+//!
+//! [`resolve_project`] looks a cwd up once per process: its hash and git remote are reused for [`IDENTITY_TTL`]
+//! (a new cwd is looked up at once), so a server answering many calls from one terminal spawns `git` at most once
+//! per cwd and TTL, and never when an override is given. [`git_spawns_on_this_thread`] counts the spawns.
 
 use crate::error::CoreError;
 use sha2::{Digest, Sha256};
+use std::cell::Cell;
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{LazyLock, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Upper bound on the `git config` lookup.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long [`resolve_project`] reuses what it found for a cwd (its hash and git remote) before looking again: a
+/// remote added or changed is seen within this time by a long-running server (a CLI process is shorter anyway).
+pub const IDENTITY_TTL: Duration = Duration::from_secs(5);
+
+/// Most cwds remembered at once; past it, expired entries are dropped, then all.
+const CACHE_CAP: usize = 256;
+
+/// What one lookup of a cwd found.
+#[derive(Debug, Clone)]
+struct CwdFacts {
+    at: Instant,
+    hash: String,
+    /// `None`: the remote was not looked up (an override won); `Some(None)`: no remote.
+    remote: Option<Option<String>>,
+}
+
+static CACHE: LazyLock<Mutex<HashMap<PathBuf, CwdFacts>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+thread_local! {
+    static GIT_SPAWNS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many `git` processes [`git_remote_url`] has started on the calling thread (lookups run on the caller's
+/// thread). For tests and diagnostics: a warm [`resolve_project`] adds nothing.
+pub fn git_spawns_on_this_thread() -> u64 {
+    GIT_SPAWNS.with(Cell::get)
+}
 
 /// Where a project id came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +181,7 @@ pub fn normalize_git_remote(url: &str) -> String {
 
 /// `git config --get remote.origin.url` in `cwd`, or `None` (no git, not a repo, no remote, timeout).
 pub fn git_remote_url(cwd: &Path) -> Option<String> {
+    GIT_SPAWNS.with(|n| n.set(n.get() + 1));
     let mut child = Command::new("git")
         .args(["config", "--get", "remote.origin.url"])
         .current_dir(cwd)
@@ -176,13 +212,23 @@ pub fn git_remote_url(cwd: &Path) -> Option<String> {
     }
 }
 
-/// Resolve the identity of `cwd` given an optional override (already chosen by env > settings).
+/// Resolve the identity of `cwd` given an optional override (already chosen by env > settings). The cwd's hash and
+/// remote come from the per-process cache when looked up less than [`IDENTITY_TTL`] ago; with an override the
+/// remote is never looked up.
 ///
 /// Errors: [`CoreError::InvalidProjectId`] when the override is malformed (never silently ignored).
 pub fn resolve_project(cwd: &Path, override_id: Option<&str>) -> Result<ProjectIdentity, CoreError> {
-    let hash = cwd_hash(cwd);
+    resolve_project_at(cwd, override_id, Instant::now())
+}
+
+/// [`resolve_project`] as of `now` (tests move time forward past [`IDENTITY_TTL`]).
+fn resolve_project_at(cwd: &Path, override_id: Option<&str>, now: Instant) -> Result<ProjectIdentity, CoreError> {
     if let Some(o) = override_id {
+        // Validated before any lookup: a malformed override costs nothing and caches nothing.
         validate_project_id(o)?;
+    }
+    let (hash, remote) = cwd_facts(cwd, override_id.is_none(), now);
+    if let Some(o) = override_id {
         let alias = (o != hash).then(|| hash.clone());
         return Ok(ProjectIdentity {
             project_id: o.to_owned(),
@@ -190,7 +236,7 @@ pub fn resolve_project(cwd: &Path, override_id: Option<&str>) -> Result<ProjectI
             alias,
         });
     }
-    if let Some(url) = git_remote_url(cwd) {
+    if let Some(url) = remote {
         let id = normalize_git_remote(&url);
         if id != "unknown" && !RESERVED_PROJECT_IDS.contains(&id.as_str()) {
             let alias = (id != hash).then(|| hash.clone());
@@ -206,6 +252,36 @@ pub fn resolve_project(cwd: &Path, override_id: Option<&str>) -> Result<ProjectI
         source: ProjectIdSource::CwdHash,
         alias: None,
     })
+}
+
+/// The cwd's hash and (when `want_remote`) its git remote URL: from the cache when fresh, else looked up and
+/// remembered. The lock is not held while `git` runs, so two first calls for one cwd may both look it up.
+fn cwd_facts(cwd: &Path, want_remote: bool, now: Instant) -> (String, Option<String>) {
+    let fresh =
+        |f: &CwdFacts| now.saturating_duration_since(f.at) < IDENTITY_TTL && (!want_remote || f.remote.is_some());
+    if let Some(f) = CACHE.lock().unwrap_or_else(PoisonError::into_inner).get(cwd)
+        && fresh(f)
+    {
+        return (f.hash.clone(), f.remote.clone().flatten());
+    }
+    let hash = cwd_hash(cwd);
+    let remote = want_remote.then(|| git_remote_url(cwd));
+    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    if cache.len() >= CACHE_CAP {
+        cache.retain(|_, f| now.saturating_duration_since(f.at) < IDENTITY_TTL);
+        if cache.len() >= CACHE_CAP {
+            cache.clear();
+        }
+    }
+    cache.insert(
+        cwd.to_path_buf(),
+        CwdFacts {
+            at: now,
+            hash: hash.clone(),
+            remote: remote.clone(),
+        },
+    );
+    (hash, remote.flatten())
 }
 
 #[cfg(test)]
@@ -237,6 +313,57 @@ mod tests {
         assert_eq!(id.source, ProjectIdSource::CwdHash);
         assert_eq!(id.project_id, cwd_hash(dir.path()));
         assert_eq!(id.alias, None);
+    }
+
+    /// A temp dir that is a git repository with `origin` at `url`.
+    fn repo_with_remote(url: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for args in [&["init", "-q"][..], &["remote", "add", "origin", url][..]] {
+            let st = Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .stdout(Stdio::null())
+                .status()
+                .expect("git must be installed to run this test");
+            assert!(st.success(), "git {args:?} failed");
+        }
+        dir
+    }
+
+    #[test]
+    fn a_cwd_is_looked_up_once_per_ttl_and_never_with_an_override() {
+        let repo = repo_with_remote("git@github.com:Acme/Widgets.git");
+        let t = Instant::now();
+        let before = git_spawns_on_this_thread();
+        let id = resolve_project_at(repo.path(), None, t).expect("resolves");
+        assert_eq!(
+            (id.project_id.as_str(), id.source),
+            ("github-com-acme-widgets", ProjectIdSource::GitRemote)
+        );
+        assert_eq!(id.alias, Some(cwd_hash(repo.path())));
+        assert_eq!(git_spawns_on_this_thread(), before + 1);
+        // Warm: the same answer, no process.
+        let again = resolve_project_at(repo.path(), None, t + IDENTITY_TTL / 2).expect("resolves");
+        assert_eq!(again, id);
+        assert_eq!(git_spawns_on_this_thread(), before + 1, "a warm lookup spawns nothing");
+        // An override never looks the remote up, cached or not.
+        let other = tempfile::tempdir().expect("tempdir");
+        let o = resolve_project_at(other.path(), Some("acme"), t).expect("resolves");
+        assert_eq!(o.alias, Some(cwd_hash(other.path())));
+        assert_eq!(git_spawns_on_this_thread(), before + 1, "an override spawns nothing");
+        // A malformed override is refused before any lookup.
+        assert!(resolve_project_at(other.path(), Some("a b"), t).is_err());
+        // Another cwd is looked up at once; past the TTL the first one is looked up again.
+        let id2 = resolve_project_at(other.path(), None, t).expect("resolves");
+        assert_eq!(id2.source, ProjectIdSource::CwdHash);
+        assert_eq!(git_spawns_on_this_thread(), before + 2);
+        resolve_project_at(repo.path(), None, t + IDENTITY_TTL).expect("resolves");
+        assert_eq!(
+            git_spawns_on_this_thread(),
+            before + 3,
+            "expired entries are looked up again"
+        );
     }
 
     #[test]

@@ -3,26 +3,34 @@
 //! What lives here:
 //! - [`Scope`] (where a memory lives) and [`MemoryType`] (a label that never moves it), their string forms,
 //!   scope precedence and the write-authorisation rule ([`scope::scope_write_allowed`]);
+//! - the recall options [`SearchMode`] and [`SortBy`];
+//! - identities: [`MemoryRef`] (`scope, scope_id, key`, text form `scope/scope_id/key`), [`SourceKind`] (`native`,
+//!   `vault`) and [`Container`] (the wiki container rule), used by every layer that names a memory;
 //! - [`Key`] (a validated `^[a-z0-9-]{1,60}$` slug) with the reference's auto-key and sanitising rules, and
 //!   [`key::sanitize_scope_id`] / [`key::normalize_tags`];
 //! - [`TerminalContext`] (who is calling: terminal id, session, agent profile, provider, cwd) and
 //!   [`identity`] (project identity chain: override -> git remote -> cwd hash, with the cwd hash as alias);
 //! - [`Settings`] (`settings.json` in the home dir; env > file > default) and [`CaoHome`] (the directory layout root);
 //! - [`secret`] (the ordered secret-pattern gate and redaction);
-//! - [`Clock`] (injectable time; all timestamps are UTC).
+//! - [`Clock`] (injectable time; all timestamps are UTC);
+//! - [`fs`] (the one home of file writes: atomic replacement, private directories, lock files).
 //!
 //! Invariants:
 //! - A [`Key`] value always matches `^[a-z0-9-]{1,60}$`, so `<dir>/<key>.md` never leaves `<dir>`.
 //! - A resolved scope id for session/agent only contains `[A-Za-z0-9_-]` and is never empty.
-//! - The only writes are [`settings::set`] / [`settings::unset`] (atomic, mode 0600); reads are limited to
-//!   `settings.json`, env and `git config`.
+//! - The only writes of this crate's own are [`settings::set`] / [`settings::unset`] (atomic, mode 0600, through
+//!   [`fs`]); reads are limited to `settings.json`, env and `git config`.
 
 pub mod clock;
+pub mod container;
 pub mod context;
 pub mod error;
+pub mod fs;
 pub mod home;
 pub mod identity;
 pub mod key;
+pub mod memory_ref;
+pub mod recall;
 pub mod scope;
 pub mod secret;
 pub mod settings;
@@ -30,9 +38,12 @@ pub mod text;
 pub mod time;
 
 pub use clock::{Clock, FixedClock, SystemClock};
+pub use container::Container;
 pub use context::TerminalContext;
 pub use error::CoreError;
 pub use home::CaoHome;
 pub use key::Key;
+pub use memory_ref::{MemoryRef, SourceKind};
+pub use recall::{SearchMode, SortBy};
 pub use scope::{MemoryType, Scope};
 pub use settings::Settings;

@@ -9,18 +9,25 @@
 //!
 //! [`KEYS`] lists every known setting (type, default, env variable); [`Settings::effective`] resolves one with
 //! its source, and [`set`] / [`unset`] edit the file (validated, atomic, mode 0600, other keys kept).
+//! [`Settings::model_settings`] gives the `memory.model.*` keys typed and validated ([`ModelSettings`]).
 
 use crate::home::CaoHome;
 use serde_json::{Map, Value};
 
 mod file;
 mod keys;
+mod model;
 
 pub use file::{SetOutcome, set, unset};
 pub use keys::{
-    EffectiveValue, KEYS, MEMORY_ENABLED, MEMORY_EXPLAIN_ENABLED, MEMORY_LIFECYCLE_ENABLED,
-    MEMORY_NON_ACCESSING_INSPECTION, MEMORY_PROJECT_ID, SettingDefault, SettingKey, SettingKind, SettingSource,
-    known_keys, lookup, parse_value,
+    EffectiveValue, HIDDEN_VALUE, KEYS, MEMORY_ENABLED, MEMORY_EXPLAIN_ENABLED, MEMORY_LIFECYCLE_ENABLED,
+    MEMORY_MODEL_API_KEY_ENV, MEMORY_MODEL_COMMAND, MEMORY_MODEL_NAME, MEMORY_MODEL_PROVIDER, MEMORY_MODEL_TIMEOUT_MS,
+    MEMORY_MODEL_URL, MEMORY_NON_ACCESSING_INSPECTION, MEMORY_PROJECT_ID, SettingDefault, SettingKey, SettingKind,
+    SettingSource, known_keys, lookup, parse_value,
+};
+pub use model::{
+    MODEL_COMMAND_MAX_ARG_BYTES, MODEL_COMMAND_MAX_ARGS, MODEL_NAME_MAX_BYTES, MODEL_TIMEOUT_MS_DEFAULT,
+    MODEL_TIMEOUT_MS_MAX, MODEL_URL_MAX_BYTES, ModelProvider, ModelSettings,
 };
 
 /// A snapshot of the settings that the memory engine reads. Cheap to clone; re-read with [`Settings::load`].
@@ -124,6 +131,7 @@ pub fn parse_env_bool(v: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "test setup writes fixture files directly")]
 mod tests {
     use super::*;
     use serde_json::json;

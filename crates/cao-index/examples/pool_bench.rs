@@ -98,9 +98,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let key = Key::parse_strict(&format!("memory-{i}"))?;
             let mut row = MemoryRow::new(
                 format!("id-{i}"),
-                key,
                 scope,
                 scope_id,
+                key,
                 MemoryType::Project,
                 format!("/wiki/memory-{i}.md"),
                 "tag",

@@ -9,7 +9,8 @@
 //! `cao_search_partitions` (search-rowid partitions per scope and scope id) and `cao_wiki_index_dirty` (the
 //! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
 //! (see [`RelationshipRow`]; created with the reference's DDL when absent), and `cao_terminals`: terminals registered
-//! with `cao-server` ([`TerminalRow`]).
+//! with `cao-server` ([`TerminalRow`]), and the journal's `cao_journal_*` tables (entries, summary lines, view state,
+//! leases, snapshots; see [`journal`]).
 //! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and how it departs from the reference's BM25.
 //!
 //! Invariants:
@@ -17,7 +18,8 @@
 //!   the dirty mark of the row's wiki container, so readers never see a row without its search entries or the
 //!   other way round.
 //! - A native row is indexed iff its `search_rowid` is not NULL; then `cao_memory_fts` holds exactly
-//!   `tokenize(key + " " + tags + " " + content)` joined by spaces and `cao_memory_trigram` holds
+//!   `search_terms(key + " " + tags + " " + content)` (`cao_core::text::search_terms`: the reference's tokens,
+//!   reduced to English Snowball stems) joined by single spaces, and `cao_memory_trigram` holds
 //!   `lowercase(key + " " + tags + " " + content)`, both under that rowid; `cao_search_stats` holds the number of
 //!   such rows and the sum of their token counts, and `cao_search_terms` the number of them containing each token
 //!   (equal to FTS5's own statistics). The rowid's partition is the row's `(scope, scope_id)` and memory type. Rows written only by the reference are not indexed (and have `content = ""`) until they are
@@ -38,6 +40,7 @@ mod aliases;
 mod dirty;
 mod edges;
 pub mod error;
+pub mod journal;
 mod partition;
 mod relationships;
 mod row;
@@ -47,17 +50,20 @@ mod terminals;
 mod visibility;
 mod write;
 
-pub use aliases::ProjectAlias;
+pub use aliases::{KNOWN_ALIAS_TTL, ProjectAlias};
 pub use dirty::DirtyMark;
 pub use edges::{EdgeIdentity, RelatedKeys};
 pub use error::{IndexError, Result};
+pub use journal::{
+    Checkpoint, EntryKind, EntryRow, JournalMeta, JournalNote, JournalTx, JournalWriter, LeaseRow, LineRow, NewEntry,
+    SnapshotRow, ViewItem, ViewRow,
+};
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter,
-    RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange,
+    RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, SupersedesLookup,
 };
 pub use row::{
-    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, NATIVE, container_of, format_db_ts, format_db_ts_secs, parse_db_ts,
-    token_estimate,
+    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
 };
 pub use schema::SCHEMA_VERSION;
 pub use search::{ListFilter, matches_all_terms, search_tokens};
@@ -69,6 +75,8 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, TransactionBehavior};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// File name of the database inside `<home>/db/` (shared with the reference implementation).
@@ -81,10 +89,15 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const POOL_MAX_SIZE: u32 = 8;
 
 /// A handle on the index database: a pool of up to [`POOL_MAX_SIZE`] connections. Cheap to clone; `Send + Sync`.
+/// Clones share the pool, the write counter and the cache of recorded project aliases.
 #[derive(Clone)]
 pub struct Index {
     pool: r2d2::Pool<SqliteConnectionManager>,
     path: PathBuf,
+    /// `BEGIN IMMEDIATE` transactions begun through this handle and its clones.
+    writes: Arc<AtomicU64>,
+    /// Project aliases known to be recorded (see `aliases.rs`).
+    known_aliases: Arc<aliases::KnownAliases>,
 }
 
 impl fmt::Debug for Index {
@@ -135,9 +148,11 @@ impl Index {
             reason,
         };
         if let Some(parent) = db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            create_private_dir(parent).map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
+            cao_core::fs::create_private_dir_all(parent)
+                .map_err(|e| open_err(format!("cannot create {}: {e}", parent.display())))?;
         }
-        create_private_file(db_path).map_err(|e| open_err(format!("cannot create the file: {e}")))?;
+        // SQLite gives the `-wal` and `-shm` files the mode of the database file, so they are owner-only too.
+        cao_core::fs::create_private_file(db_path).map_err(|e| open_err(format!("cannot create the file: {e}")))?;
         // SQLite reports some lock conflicts between connections that open a new file at the same moment (WAL
         // switch, WAL recovery) without calling the busy handler, so the whole step is retried until BUSY_TIMEOUT.
         let started = std::time::Instant::now();
@@ -161,6 +176,8 @@ impl Index {
         Ok(Index {
             pool,
             path: db_path.to_owned(),
+            writes: Arc::new(AtomicU64::new(0)),
+            known_aliases: Arc::default(),
         })
     }
 
@@ -169,9 +186,16 @@ impl Index {
         &self.path
     }
 
+    /// How many write transactions (`BEGIN IMMEDIATE`, which take SQLite's write lock) this handle and its clones
+    /// have begun since it was opened. For tests and diagnostics: read paths that need no write add nothing.
+    pub fn write_transactions(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
     /// Run `f` in one `BEGIN IMMEDIATE` transaction and commit it.
     fn write<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
+        self.writes.fetch_add(1, Ordering::Relaxed);
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
         tx.commit()?;
@@ -203,34 +227,6 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
     )
-}
-
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
-}
-
-/// Create an empty database file with mode 0600 when it is missing (an empty file is a valid empty database).
-/// SQLite gives the `-wal` and `-shm` files the mode of the database file, so they are owner-only too.
-fn create_private_file(db_path: &Path) -> std::io::Result<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    match opts.open(db_path) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]

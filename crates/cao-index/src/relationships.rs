@@ -16,12 +16,18 @@
 
 use crate::row::{format_db_ts, parse_db_ts};
 use crate::{Index, IndexError, Result};
-use cao_core::{Key, Scope};
+use cao_core::{Key, MemoryRef, Scope};
 use chrono::{DateTime, Utc};
 use rusqlite::types::{Value, ValueRef};
 use rusqlite::{OptionalExtension, Transaction, params};
 use std::fmt;
 use std::str::FromStr;
+
+/// A replacement for [`Index::active_supersedes_targets`]: given memory identities, the ones that are targets of
+/// active same-scope `supersedes` edges, or a one-line reason it could not tell (callers fail open). Embedders that
+/// keep edges elsewhere, and tests that need a failing edge store, provide one.
+pub type SupersedesLookup =
+    dyn Fn(&[&MemoryRef]) -> std::result::Result<std::collections::HashSet<MemoryRef>, String> + Send + Sync;
 
 /// Maximum size of `attributes_json` in bytes (the reference's `ck_memory_rel_attributes_size` CHECK).
 pub const MAX_ATTRIBUTES_BYTES: usize = 2048;
@@ -568,16 +574,13 @@ impl Index {
         })
     }
 
-    /// Which of `candidates` — memory identities `(scope, scope_id, key)`, `scope_id` `None` for global/federated —
-    /// are the target of an `active` `supersedes` edge of the same scope and scope id (any origin). Proposals,
-    /// rejected, deleted and superseded rows do not count. One read snapshot; at most one SQL statement per 300
-    /// candidates. Returns the matching identities with the logical scope id (`None` for global/federated).
+    /// Which of `candidates` are the target of an `active` `supersedes` edge of the same scope and scope id (any
+    /// origin). Proposals, rejected, deleted and superseded rows do not count. One read snapshot; at most one SQL
+    /// statement per 300 candidates. Returns the matching identities (an edge whose stored target is not a valid key
+    /// matches no candidate and is left out).
     ///
     /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
-    pub fn active_supersedes_targets(
-        &self,
-        candidates: &[(Scope, Option<&str>, &str)],
-    ) -> Result<std::collections::HashSet<(Scope, Option<String>, String)>> {
+    pub fn active_supersedes_targets(&self, candidates: &[&MemoryRef]) -> Result<std::collections::HashSet<MemoryRef>> {
         let mut out = std::collections::HashSet::new();
         if candidates.is_empty() {
             return Ok(out);
@@ -593,11 +596,11 @@ impl Index {
                 );
                 let params: Vec<Value> = chunk
                     .iter()
-                    .flat_map(|(scope, sid, k)| {
+                    .flat_map(|m| {
                         [
-                            Value::Text(scope.as_str().to_owned()),
-                            Value::Text(sid.unwrap_or(GLOBAL_SCOPE_ID).to_owned()),
-                            Value::Text((*k).to_owned()),
+                            Value::Text(m.scope.as_str().to_owned()),
+                            Value::Text(m.scope_id().unwrap_or(GLOBAL_SCOPE_ID).to_owned()),
+                            Value::Text(m.key.as_str().to_owned()),
                         ]
                     })
                     .collect();
@@ -607,9 +610,11 @@ impl Index {
                 })?;
                 for row in rows {
                     let (Some(scope), sid, Some(key)) = row? else { continue };
-                    let Ok(scope) = scope.parse::<Scope>() else { continue };
+                    let (Ok(scope), Ok(key)) = (scope.parse::<Scope>(), Key::parse_strict(&key)) else {
+                        continue;
+                    };
                     let sid = sid.filter(|s| s != GLOBAL_SCOPE_ID);
-                    out.insert((scope, sid, key));
+                    out.insert(MemoryRef::new(scope, sid, key));
                 }
             }
             Ok(())

@@ -1,11 +1,8 @@
 //! The `memory_metadata` row as this crate exposes it, and the datetime text format shared with the reference.
 
-use cao_core::{Key, MemoryType, Scope};
+use cao_core::{Container, Key, MemoryRef, MemoryType, Scope, SourceKind};
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use rusqlite::types::{Value, ValueRef};
-
-/// `source_kind` of every row this crate writes and reads (the reference's `native` backend).
-pub const NATIVE: &str = "native";
 
 /// One memory's metadata row (`memory_metadata`, shared with the reference implementation) plus our two extra
 /// columns `content` and `entry_count`.
@@ -23,8 +20,8 @@ pub struct MemoryRow {
     pub scope: Scope,
     /// Project id, session name or agent profile; `None` for global and federated.
     pub scope_id: Option<String>,
-    /// Backend discriminator; always [`NATIVE`] for rows this crate reads or writes.
-    pub source_kind: String,
+    /// Backend discriminator; always [`SourceKind::Native`] for rows this crate reads or writes.
+    pub source_kind: SourceKind,
     /// Absolute path of the wiki topic file (the reference stores it absolute).
     pub file_path: String,
     /// Normalised comma-separated tags (`""` when none).
@@ -61,9 +58,9 @@ impl MemoryRow {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: impl Into<String>,
-        key: Key,
         scope: Scope,
         scope_id: Option<String>,
+        key: Key,
         memory_type: MemoryType,
         file_path: impl Into<String>,
         tags: impl Into<String>,
@@ -77,7 +74,7 @@ impl MemoryRow {
             memory_type,
             scope,
             scope_id,
-            source_kind: NATIVE.to_owned(),
+            source_kind: SourceKind::Native,
             file_path: file_path.into(),
             tags: tags.into(),
             source_provider: None,
@@ -94,26 +91,20 @@ impl MemoryRow {
         }
     }
 
-    /// The wiki container this row's topic file lives in (see [`container_of`]).
-    pub fn container(&self) -> String {
-        container_of(self.scope, self.scope_id.as_deref())
+    /// The wiki container this row's topic file lives in ([`Container::of`]).
+    pub fn container(&self) -> Container {
+        Container::of(self.scope, self.scope_id.as_deref())
+    }
+
+    /// The row's memory identity `(scope, scope_id, key)` (cloned).
+    pub fn memory_ref(&self) -> MemoryRef {
+        MemoryRef::new(self.scope, self.scope_id.clone(), self.key.clone())
     }
 }
 
 /// `len(content) // 4`, the reference's `token_estimate` (Python `len` counts code points).
 pub fn token_estimate(content: &str) -> i64 {
     i64::try_from(content.chars().count() / 4).unwrap_or(i64::MAX)
-}
-
-/// Name of the wiki container (`memory/<container>/wiki`) of a scope: `global` for global, session and agent,
-/// `federated` for federated, the project id for project (`""` when it is missing). Mirrors the wiki layout
-/// (spec 000 "Storage Layout").
-pub fn container_of(scope: Scope, scope_id: Option<&str>) -> String {
-    match scope {
-        Scope::Global | Scope::Session | Scope::Agent => "global".to_owned(),
-        Scope::Federated => "federated".to_owned(),
-        Scope::Project => scope_id.unwrap_or_default().to_owned(),
-    }
 }
 
 /// Format a timestamp as the reference's SQLAlchemy `DateTime` text on SQLite: `YYYY-MM-DD HH:MM:SS.ffffff`
@@ -188,12 +179,20 @@ pub(crate) fn decode_row(row: &rusqlite::Row<'_>, base: usize) -> rusqlite::Resu
             "scope {scope_s:?} is not one of global, project, session, agent, federated"
         ));
     };
+    // A NULL column reads as the column default, `native`.
+    let source_kind = match text(5)? {
+        None => SourceKind::Native,
+        Some(k) => match k.parse::<SourceKind>() {
+            Ok(k) => k,
+            Err(_) => return bad(format!("source_kind {k:?} is not one of native, vault")),
+        },
+    };
     Ok(Ok(MemoryRow {
         key,
         memory_type,
         scope,
         scope_id: text(4)?,
-        source_kind: text(5)?.unwrap_or_else(|| NATIVE.to_owned()),
+        source_kind,
         file_path: text(6)?.unwrap_or_default(),
         tags: text(7)?.unwrap_or_default(),
         source_provider: text(8)?,
@@ -256,10 +255,26 @@ mod tests {
     }
 
     #[test]
-    fn containers_follow_the_wiki_layout() {
-        assert_eq!(container_of(Scope::Session, Some("s1")), "global");
-        assert_eq!(container_of(Scope::Agent, Some("rev")), "global");
-        assert_eq!(container_of(Scope::Project, Some("p1")), "p1");
-        assert_eq!(container_of(Scope::Federated, None), "federated");
+    fn rows_live_in_their_wiki_container() {
+        let at = parse_db_ts("2026-01-01 00:00:00").expect("timestamp");
+        let key = Key::parse_strict("k").expect("key");
+        let row = |scope, id: Option<&str>| {
+            MemoryRow::new(
+                "i",
+                scope,
+                id.map(str::to_owned),
+                key.clone(),
+                MemoryType::Project,
+                "/f",
+                "",
+                "c",
+                at,
+            )
+        };
+        assert_eq!(row(Scope::Session, Some("s1")).container(), "global");
+        assert_eq!(row(Scope::Agent, Some("rev")).container(), "global");
+        assert_eq!(row(Scope::Project, Some("p1")).container(), "p1");
+        assert_eq!(row(Scope::Federated, None).container(), "federated");
+        assert_eq!(row(Scope::Project, Some("p1")).memory_ref().to_string(), "project/p1/k");
     }
 }

@@ -4,7 +4,7 @@ use crate::row::{InvalidRow, MemoryRow, ROW_COLUMNS, decode_row};
 use crate::visibility::Visibility;
 use crate::write::trigram_body;
 use crate::{Index, Result, partition};
-use cao_core::{Key, MemoryType, Scope};
+use cao_core::{Key, MemoryType, Scope, SourceKind};
 use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, Transaction, params_from_iter};
 
@@ -117,7 +117,7 @@ fn fetch_by_search_rowid(tx: &Transaction<'_>, search_rowid: i64) -> rusqlite::R
 
 /// Re-check a row found through the search tables against the filters its search rowid encodes.
 fn visible(row: &MemoryRow, vis: &Visibility, memory_type: Option<MemoryType>) -> bool {
-    row.source_kind == crate::NATIVE
+    row.source_kind == SourceKind::Native
         && vis.allows(row.scope, row.scope_id.as_deref())
         && memory_type.is_none_or(|t| t == row.memory_type)
 }
@@ -455,9 +455,9 @@ impl Index {
         })
     }
 
-    /// The native row `(key, scope, scope_id)` (`scope_id` `None` = no scope id), if any.
+    /// The native row `(scope, scope_id, key)` (`scope_id` `None` = no scope id), if any.
     /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
-    pub fn get(&self, key: &Key, scope: Scope, scope_id: Option<&str>) -> Result<Option<MemoryRow>> {
+    pub fn get(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<Option<MemoryRow>> {
         self.read(|tx| {
             let sql = format!(
                 "SELECT {ROW_COLUMNS} FROM memory_metadata m

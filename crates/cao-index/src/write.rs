@@ -1,8 +1,8 @@
 //! Writes: upsert, delete, access counting, search-index rebuild. Each is one `BEGIN IMMEDIATE` transaction.
 
-use crate::row::{MemoryRow, NATIVE, container_of, format_db_ts, format_db_ts_secs, opt_ts};
+use crate::row::{MemoryRow, format_db_ts, format_db_ts_secs, opt_ts};
 use crate::{Index, IndexError, Result, dirty, partition};
-use cao_core::{Key, MemoryType, Scope};
+use cao_core::{Container, Key, MemoryType, Scope, SourceKind};
 use chrono::{DateTime, TimeDelta, Utc};
 use rusqlite::{OptionalExtension, Transaction, params};
 
@@ -92,9 +92,9 @@ fn unindex_search(tx: &Transaction<'_>, search_rowid: i64) -> rusqlite::Result<(
 /// `(id, search_rowid)` of the native row with this identity.
 fn find_identity(
     tx: &Transaction<'_>,
-    key: &str,
     scope: Scope,
     scope_id: Option<&str>,
+    key: &str,
 ) -> rusqlite::Result<Option<(String, Option<i64>)>> {
     tx.prepare_cached(
         "SELECT id, search_rowid FROM memory_metadata
@@ -102,6 +102,114 @@ fn find_identity(
     )?
     .query_row(params![key, scope.as_str(), scope_id], |r| Ok((r.get(0)?, r.get(1)?)))
     .optional()
+}
+
+/// Reject a row whose `related_keys` breaks the reference's CHECK (1024 bytes or longer).
+pub(crate) fn check_related_keys(row: &MemoryRow) -> Result<()> {
+    if row.related_keys.as_ref().is_some_and(|r| r.len() >= 1024) {
+        return Err(IndexError::Invalid(format!(
+            "related_keys of {:?} is {} bytes; the limit is 1023",
+            row.key.as_str(),
+            row.related_keys.as_ref().map_or(0, String::len)
+        )));
+    }
+    Ok(())
+}
+
+/// The body of [`Index::upsert`] inside an open write transaction (see there).
+pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertOutcome> {
+    let key = row.key.as_str();
+    let existing = find_identity(tx, row.scope, row.scope_id.as_deref(), key)?;
+    let part = partition::ensure(tx, row.scope, row.scope_id.as_deref())?;
+    let slot = partition::slot(part, row.memory_type);
+    let outcome = match existing {
+        Some((id, search_rowid)) => {
+            if let Some(s) = search_rowid {
+                unindex_search(tx, s)?;
+            }
+            let s = match search_rowid {
+                Some(s) if partition::slot_of(s) == slot => s,
+                _ => partition::allocate(tx, slot)?,
+            };
+            tx.prepare_cached(
+                "UPDATE memory_metadata SET memory_type = ?1, tags = ?2, file_path = ?3, source_provider = ?4,
+                         source_terminal_id = ?5, token_estimate = ?6, updated_at = ?7,
+                         last_compiled_at = coalesce(?8, last_compiled_at),
+                         related_keys = coalesce(?9, related_keys), content = ?10, entry_count = ?11,
+                         search_rowid = ?12
+                     WHERE id = ?13",
+            )?
+            .execute(params![
+                row.memory_type.as_str(),
+                row.tags,
+                row.file_path,
+                row.source_provider,
+                row.source_terminal_id,
+                row.token_estimate,
+                format_db_ts(row.updated_at),
+                opt_ts(row.last_compiled_at, format_db_ts),
+                row.related_keys,
+                row.content,
+                row.entry_count,
+                s,
+                id,
+            ])?;
+            index_search(tx, s, key, &row.tags, &row.content)?;
+            UpsertOutcome { id, created: false }
+        }
+        None => {
+            if row.id.is_empty() {
+                return Err(IndexError::Invalid(format!("empty row id for new memory {key:?}")));
+            }
+            let s = partition::allocate(tx, slot)?;
+            tx.prepare_cached(
+                "INSERT INTO memory_metadata (id, \"key\", memory_type, scope, scope_id, source_kind, file_path,
+                     tags, source_provider, source_terminal_id, token_estimate, created_at, updated_at,
+                     access_count, last_accessed_at, last_compiled_at, related_keys, content, entry_count,
+                     search_rowid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+            )?
+            .execute(params![
+                row.id,
+                key,
+                row.memory_type.as_str(),
+                row.scope.as_str(),
+                row.scope_id,
+                SourceKind::Native.as_str(),
+                row.file_path,
+                row.tags,
+                row.source_provider,
+                row.source_terminal_id,
+                row.token_estimate,
+                format_db_ts(row.created_at),
+                format_db_ts(row.updated_at),
+                row.access_count,
+                opt_ts(row.last_accessed_at, format_db_ts_secs),
+                opt_ts(row.last_compiled_at, format_db_ts),
+                row.related_keys,
+                row.content,
+                row.entry_count,
+                s,
+            ])?;
+            index_search(tx, s, key, &row.tags, &row.content)?;
+            UpsertOutcome {
+                id: row.id.clone(),
+                created: true,
+            }
+        }
+    };
+    dirty::mark(tx, row.container().as_str())?;
+    Ok(outcome)
+}
+
+/// The body of [`Index::delete`] inside an open write transaction: whether a row existed.
+pub(crate) fn delete_in(tx: &Transaction<'_>, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
+    let Some((id, search_rowid)) = find_identity(tx, scope, scope_id, key.as_str())? else {
+        return Ok(false);
+    };
+    delete_row(tx, &id, search_rowid)?;
+    dirty::mark(tx, Container::of(scope, scope_id).as_str())?;
+    Ok(true)
 }
 
 impl Index {
@@ -115,107 +223,14 @@ impl Index {
     /// Errors: [`IndexError::Invalid`] when a new row's `id` is empty or `related_keys` is 1024 bytes or longer
     /// (the reference's CHECK); [`IndexError::Sqlite`] / [`IndexError::Pool`] on database failure (nothing written).
     pub fn upsert(&self, row: &MemoryRow) -> Result<UpsertOutcome> {
-        if row.related_keys.as_ref().is_some_and(|r| r.len() >= 1024) {
-            return Err(IndexError::Invalid(format!(
-                "related_keys of {:?} is {} bytes; the limit is 1023",
-                row.key.as_str(),
-                row.related_keys.as_ref().map_or(0, String::len)
-            )));
-        }
-        self.write(|tx| {
-            let key = row.key.as_str();
-            let existing = find_identity(tx, key, row.scope, row.scope_id.as_deref())?;
-            let part = partition::ensure(tx, row.scope, row.scope_id.as_deref())?;
-            let slot = partition::slot(part, row.memory_type);
-            let outcome = match existing {
-                Some((id, search_rowid)) => {
-                    if let Some(s) = search_rowid {
-                        unindex_search(tx, s)?;
-                    }
-                    let s = match search_rowid {
-                        Some(s) if partition::slot_of(s) == slot => s,
-                        _ => partition::allocate(tx, slot)?,
-                    };
-                    tx.prepare_cached(
-                        "UPDATE memory_metadata SET memory_type = ?1, tags = ?2, file_path = ?3, source_provider = ?4,
-                             source_terminal_id = ?5, token_estimate = ?6, updated_at = ?7,
-                             last_compiled_at = coalesce(?8, last_compiled_at),
-                             related_keys = coalesce(?9, related_keys), content = ?10, entry_count = ?11,
-                             search_rowid = ?12
-                         WHERE id = ?13",
-                    )?
-                    .execute(params![
-                        row.memory_type.as_str(),
-                        row.tags,
-                        row.file_path,
-                        row.source_provider,
-                        row.source_terminal_id,
-                        row.token_estimate,
-                        format_db_ts(row.updated_at),
-                        opt_ts(row.last_compiled_at, format_db_ts),
-                        row.related_keys,
-                        row.content,
-                        row.entry_count,
-                        s,
-                        id,
-                    ])?;
-                    index_search(tx, s, key, &row.tags, &row.content)?;
-                    UpsertOutcome { id, created: false }
-                }
-                None => {
-                    if row.id.is_empty() {
-                        return Err(IndexError::Invalid(format!("empty row id for new memory {key:?}")));
-                    }
-                    let s = partition::allocate(tx, slot)?;
-                    tx.prepare_cached(
-                        "INSERT INTO memory_metadata (id, \"key\", memory_type, scope, scope_id, source_kind, file_path,
-                             tags, source_provider, source_terminal_id, token_estimate, created_at, updated_at,
-                             access_count, last_accessed_at, last_compiled_at, related_keys, content, entry_count,
-                             search_rowid)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
-                    )?
-                    .execute(params![
-                        row.id,
-                        key,
-                        row.memory_type.as_str(),
-                        row.scope.as_str(),
-                        row.scope_id,
-                        NATIVE,
-                        row.file_path,
-                        row.tags,
-                        row.source_provider,
-                        row.source_terminal_id,
-                        row.token_estimate,
-                        format_db_ts(row.created_at),
-                        format_db_ts(row.updated_at),
-                        row.access_count,
-                        opt_ts(row.last_accessed_at, format_db_ts_secs),
-                        opt_ts(row.last_compiled_at, format_db_ts),
-                        row.related_keys,
-                        row.content,
-                        row.entry_count,
-                        s,
-                    ])?;
-                    index_search(tx, s, key, &row.tags, &row.content)?;
-                    UpsertOutcome { id: row.id.clone(), created: true }
-                }
-            };
-            dirty::mark(tx, &row.container())?;
-            Ok(outcome)
-        })
+        check_related_keys(row)?;
+        self.write(|tx| upsert_in(tx, row))
     }
 
-    /// Delete the native row `(key, scope, scope_id)` and its search entries; marks its container dirty.
+    /// Delete the native row `(scope, scope_id, key)` and its search entries; marks its container dirty.
     /// Returns whether a row existed. Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
-    pub fn delete(&self, key: &Key, scope: Scope, scope_id: Option<&str>) -> Result<bool> {
-        self.write(|tx| {
-            let Some((id, search_rowid)) = find_identity(tx, key.as_str(), scope, scope_id)? else {
-                return Ok(false);
-            };
-            delete_row(tx, &id, search_rowid)?;
-            dirty::mark(tx, &container_of(scope, scope_id))?;
-            Ok(true)
-        })
+    pub fn delete(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
+        self.write(|tx| delete_in(tx, scope, scope_id, key))
     }
 
     /// Delete every native row of `scope` whose scope id equals `scope_id` (`None` = rows without a scope id), with
@@ -234,7 +249,7 @@ impl Index {
                 delete_row(tx, id, *search_rowid)?;
             }
             if !victims.is_empty() {
-                dirty::mark(tx, &container_of(scope, scope_id))?;
+                dirty::mark(tx, Container::of(scope, scope_id).as_str())?;
             }
             Ok(victims.len())
         })

@@ -2,7 +2,7 @@
 //! (spec 000 "Injection eligibility sources", "Supersedes lifecycle (opt-in)").
 //!
 //! Rules:
-//! - A source gives batch verdicts keyed by the identity `(key, scope, scope_id, source_kind)` ([`Candidate`]): the
+//! - A source gives batch verdicts keyed by the identity `(scope, scope_id, key)` + `source_kind` ([`Candidate`]): the
 //!   candidates it excludes, each with a reason token ([`valid_reason_token`]).
 //! - [`EligibilityRegistry::check`] starts one [`EligibilityCheck`] per injection build or curator recall. It
 //!   memoises verdicts for that call only (no cross-call cache): each enabled source is queried once per batch of
@@ -19,7 +19,7 @@
 //! `Settings::lifecycle_enabled()`: it excludes the targets of active same-scope `supersedes` edges (any origin);
 //! proposals, rejected and deleted edges do not exclude; in a cycle every member is a target, so all are excluded.
 
-use cao_core::{Scope, Settings};
+use cao_core::{MemoryRef, Settings, SourceKind};
 use cao_index::Index;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -40,17 +40,24 @@ pub const SUPERSEDED_REASON: &str = "superseded";
 /// The `agent_profile` of the curator: its recall is an injection path.
 pub const CURATOR_PROFILE: &str = "memory_manager";
 
-/// One candidate's identity, as sources see it. Content-free.
+/// One candidate's identity, as sources see it: the index's unique identity `(key, scope, scope_id, source_kind)`.
+/// Content-free.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Candidate {
-    /// Memory key.
-    pub key: String,
-    /// Scope.
-    pub scope: Scope,
-    /// Scope id (`None` for global and federated).
-    pub scope_id: Option<String>,
-    /// Where the row comes from (`native` for wiki memories).
-    pub source_kind: String,
+    /// The memory `(scope, scope_id, key)`.
+    pub memory: MemoryRef,
+    /// Where the row comes from ([`SourceKind::Native`] for wiki memories).
+    pub source_kind: SourceKind,
+}
+
+impl Candidate {
+    /// A native memory's candidate identity.
+    pub fn native(memory: MemoryRef) -> Candidate {
+        Candidate {
+            memory,
+            source_kind: SourceKind::Native,
+        }
+    }
 }
 
 /// Why a batch is being judged; reported in warnings.
@@ -209,9 +216,9 @@ fn brief(why: &str) -> String {
 }
 
 /// How [`SupersedesSource`] reads the edge store: the identities among its argument that are targets of active
-/// same-scope supersedes edges.
-pub type SupersedesLookup =
-    dyn Fn(&[(Scope, Option<&str>, &str)]) -> Result<HashSet<(Scope, Option<String>, String)>, String> + Send + Sync;
+/// same-scope supersedes edges (an error is a one-line reason; the caller fails open). Defined by `cao-index` next
+/// to the edge table it replaces.
+pub use cao_index::SupersedesLookup;
 
 /// The built-in `lifecycle.supersedes` source: excludes targets of active same-scope supersedes edges, with reason
 /// [`SUPERSEDED_REASON`]. An edge-store read failure is returned as an error (so the registry fails open).
@@ -245,14 +252,11 @@ impl EligibilitySource for SupersedesSource {
     }
 
     fn exclusions(&self, _purpose: Purpose, batch: &[Candidate]) -> Result<Vec<(Candidate, String)>, String> {
-        let ids: Vec<(Scope, Option<&str>, &str)> = batch
-            .iter()
-            .map(|c| (c.scope, c.scope_id.as_deref(), c.key.as_str()))
-            .collect();
+        let ids: Vec<&MemoryRef> = batch.iter().map(|c| &c.memory).collect();
         let targets = (self.lookup)(&ids)?;
         Ok(batch
             .iter()
-            .filter(|c| targets.contains(&(c.scope, c.scope_id.clone(), c.key.clone())))
+            .filter(|c| targets.contains(&c.memory))
             .map(|c| (c.clone(), SUPERSEDED_REASON.to_owned()))
             .collect())
     }
@@ -264,12 +268,8 @@ mod tests {
     use std::sync::Mutex;
 
     fn cand(key: &str) -> Candidate {
-        Candidate {
-            key: key.to_owned(),
-            scope: Scope::Global,
-            scope_id: None,
-            source_kind: "native".to_owned(),
-        }
+        let key = cao_core::Key::parse_strict(key).expect("valid key");
+        Candidate::native(MemoryRef::new(cao_core::Scope::Global, None, key))
     }
 
     /// Excludes keys starting with `x`; records every batch it sees.
@@ -288,13 +288,13 @@ mod tests {
             self.batches
                 .lock()
                 .expect("test mutex")
-                .push(batch.iter().map(|c| c.key.clone()).collect());
+                .push(batch.iter().map(|c| c.memory.key.to_string()).collect());
             if self.fail {
                 return Err("database is locked: secret-key".to_owned());
             }
             Ok(batch
                 .iter()
-                .filter(|c| c.key.starts_with('x'))
+                .filter(|c| c.memory.key.as_str().starts_with('x'))
                 .map(|c| (c.clone(), self.reason.to_owned()))
                 .collect())
         }

@@ -359,7 +359,7 @@ impl RelationshipService {
         }
         let source_updated_at = self
             .index
-            .get(&source_key, req.scope, scope_id.as_deref())?
+            .get(req.scope, scope_id.as_deref(), &source_key)?
             .map(|m| m.updated_at);
         let row = RelationshipRow {
             id: uuid::Uuid::new_v4().to_string(),
@@ -613,7 +613,7 @@ impl RelationshipService {
     }
 
     fn require_memory(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<()> {
-        if self.index.get(key, scope, scope_id)?.is_some() {
+        if self.index.get(scope, scope_id, key)?.is_some() {
             Ok(())
         } else {
             Err(LifecycleError::MissingMemory {

@@ -19,6 +19,7 @@
 //! - A day's file stops growing at [`DAY_CAP_BYTES`] (further events of that day are dropped with a warning).
 //! - Writing is best effort: a failure is logged as a warning on stderr and never fails the memory operation.
 
+use crate::store::Store;
 use cao_core::{Scope, TerminalContext};
 use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use serde::Serialize;
@@ -165,7 +166,7 @@ impl AuditLog {
     /// Append one rendered line (ending with `\n`) to the file of `ts`'s UTC day, with the checks of
     /// [`AuditLog::append`].
     pub(crate) fn append_line(&self, ts: DateTime<Utc>, line: &str) -> io::Result<()> {
-        use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         match std::fs::symlink_metadata(&self.dir) {
             Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
                 return Err(io::Error::other(format!(
@@ -175,10 +176,7 @@ impl AuditLog {
             }
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&self.dir)?;
+                cao_core::fs::create_private_dir_all(&self.dir)?;
             }
             Err(e) => return Err(e),
         }
@@ -231,32 +229,30 @@ impl AuditLog {
     }
 }
 
-impl crate::MemoryService {
-    /// The audit log of this home (`<home>/memory/logs/`).
-    pub fn audit_log(&self) -> AuditLog {
-        AuditLog::new(&self.inner.home.memory_dir())
-    }
+/// The audit log of `store`'s home (`<home>/memory/logs/`). No I/O.
+pub(crate) fn log_of(store: &Store) -> AuditLog {
+    AuditLog::new(&store.home().memory_dir())
+}
 
-    /// Record one event at the service clock's time (best effort; see [`AuditLog::record`]).
-    pub(crate) fn audit(
-        &self,
-        event: AuditEvent,
-        actor: &str,
-        key: &str,
-        scope: Scope,
-        scope_id: Option<&str>,
-        outcome: &str,
-    ) {
-        self.audit_log().record(&AuditRecord {
-            ts: self.now(),
-            event,
-            key,
-            scope,
-            scope_id,
-            actor,
-            outcome,
-        });
-    }
+/// Record one event at `store`'s clock time (best effort; see [`AuditLog::record`]).
+pub(crate) fn record(
+    store: &Store,
+    event: AuditEvent,
+    actor: &str,
+    scope: Scope,
+    scope_id: Option<&str>,
+    key: &str,
+    outcome: &str,
+) {
+    log_of(store).record(&AuditRecord {
+        ts: store.now(),
+        event,
+        key,
+        scope,
+        scope_id,
+        actor,
+        outcome,
+    });
 }
 
 #[cfg(test)]

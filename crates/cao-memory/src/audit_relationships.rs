@@ -1,6 +1,6 @@
 //! Relationship changes in the daily audit log: the memory service's implementation of
-//! [`cao_lifecycle::RelationshipAudit`] and [`MemoryService::relationships`], the relationship service every caller
-//! (CLI, HTTP API, forget/delete/clear/retention purges) writes edges through.
+//! [`cao_lifecycle::RelationshipAudit`] and [`relationships`] (behind `MemoryService::relationships`), the
+//! relationship service every caller (CLI, HTTP API, forget/delete/clear/retention purges) writes edges through.
 //!
 //! Why here: the audit writer ([`crate::audit::AuditLog`]) belongs to the memory home, which this layer owns;
 //! `cao-lifecycle` (layer 2) only defines the sink trait and reports each committed change, so no layer depends
@@ -13,7 +13,8 @@
 
 use crate::audit::{AuditLog, bounded};
 use crate::error::MemoryError;
-use crate::service::MemoryService;
+use crate::store::Store;
+use cao_core::Clock;
 use cao_lifecycle::{LifecycleError, RelationshipAudit, RelationshipChange, RelationshipService};
 use chrono::SecondsFormat;
 use serde::Serialize;
@@ -53,9 +54,9 @@ pub(crate) fn change_line(ts: chrono::DateTime<chrono::Utc>, actor: &str, c: &Re
     s
 }
 
-/// The sink: writes each change to the home's audit log as `actor`, stamped by the service clock.
+/// The sink: writes each change to the home's audit log as `actor`, stamped by the store's clock.
 struct AuditSink {
-    svc: MemoryService,
+    clock: Arc<dyn Clock>,
     log: AuditLog,
     actor: String,
 }
@@ -71,7 +72,7 @@ impl std::fmt::Debug for AuditSink {
 
 impl RelationshipAudit for AuditSink {
     fn record(&self, change: &RelationshipChange<'_>) {
-        let ts = self.svc.now();
+        let ts = self.clock.now();
         if let Err(e) = self.log.append_line(ts, &change_line(ts, &self.actor, change)) {
             tracing::warn!(
                 error = %e,
@@ -82,18 +83,16 @@ impl RelationshipAudit for AuditSink {
     }
 }
 
-impl MemoryService {
-    /// The relationship service over this store's index and clock, recording every change it makes (create,
-    /// recompute, promote, reject, soft delete, purge) in the audit log as `actor` (a terminal id, an agent
-    /// profile, or `operator`; see [`crate::audit::actor_of`]).
-    pub fn relationships(&self, actor: &str) -> RelationshipService {
-        let sink = AuditSink {
-            svc: self.clone(),
-            log: self.audit_log(),
-            actor: actor.to_owned(),
-        };
-        RelationshipService::new(self.index().clone(), self.inner.clock.clone()).with_audit(Arc::new(sink))
-    }
+/// The relationship service over `store`'s index and clock, recording every change it makes (create, recompute,
+/// promote, reject, soft delete, purge) in the audit log as `actor` (a terminal id, an agent profile, or
+/// `operator`; see [`crate::audit::actor_of`]).
+pub(crate) fn relationships(store: &Store, actor: &str) -> RelationshipService {
+    let sink = AuditSink {
+        clock: Arc::clone(store.clock()),
+        log: crate::audit::log_of(store),
+        actor: actor.to_owned(),
+    };
+    RelationshipService::new(store.index().clone(), Arc::clone(store.clock())).with_audit(Arc::new(sink))
 }
 
 /// A relationship failure inside a memory operation: index failures keep their kind; anything else (not expected

@@ -1,5 +1,6 @@
-//! The table rendering of the `cao.memory.explain/1` report (`cao memory list --query Q --explain`, the default
-//! `--format table`; spec 000 "On-demand relevance explain").
+//! Presentation: the table rendering of the `cao.memory.explain/1` report (`cao memory list --query Q --explain`,
+//! the default `--format table`; spec 000 "On-demand relevance explain"). The report itself is built by
+//! `cao_rank::explain_report`; this module only formats it.
 //!
 //! Invariants: the table carries the same data as the JSON report (every candidate field except `source_kind`,
 //! abbreviated where noted) and nothing the JSON omits: no content, tags, paths, absolute timestamps, access
@@ -7,8 +8,7 @@
 //! operator or stored by agents (the query, scope ids) are escaped so no control character reaches the terminal
 //! and a row is always one line.
 
-use crate::relevance::{ExplainCandidate, ExplainReport, Injection};
-use crate::types::SearchMode;
+use cao_rank::{ExplainCandidate, ExplainReport, Injection};
 use std::fmt::Write as _;
 
 /// Column headers of the candidate table, in order.
@@ -26,86 +26,86 @@ const COLUMNS: [&str; 11] = [
     "INJECTION",
 ];
 
-impl ExplainReport {
-    /// The human-readable table of this report (newline-terminated).
-    ///
-    /// Layout:
-    /// 1. a header line echoing the schema, the query (quoted, control characters escaped), the limit, the scope
-    ///    and type filters (`any` when absent), `all` and the search mode;
-    /// 2. the candidates in report order (relevance top set, then default-only rows) under the columns `REL#`
-    ///    (relevance rank) and `DEF#` (rank in the default recency top set; `-` when the JSON has `null`), `KEY`,
-    ///    `SCOPE`, `SCOPE_ID` (`-` for `null`), `TIER` (`all_term`/`partial`), `LEXICAL` (normalised BM25),
-    ///    `AGE` (the recency factor), `RELEVANCE` (all three with four decimals), `FLAGS` (`recovered`,
-    ///    `superseded`, comma-separated, `-` when neither) and `INJECTION` (the verdict, followed by the exclusion
-    ///    reasons in brackets when there are any), under a dash line as long as the header row; or the line
-    ///    `no candidates` when the report has none (an empty pool is a successful diagnostic);
-    /// 3. a footer: pool size with all-term/partial counts and the per-source size, `overlap@<limit>` (four
-    ///    decimals, `n/a` when the JSON has `null`), `lexical_degenerate: true|false`, `lifecycle_enabled`,
-    ///    `eligibility_errors` (`none` or the comma-separated source names) and the fixed recency constants.
-    ///
-    /// Every column is padded to its widest cell; nothing is truncated. The last column carries no trailing
-    /// padding. Pure: no I/O.
-    pub fn render_table(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "{}  query: {}  limit: {}  scope: {}  type: {}  all: {}  search_mode: {}",
-            self.schema,
-            quoted(&self.query),
-            self.limit,
-            self.scope.map_or("any", |s| s.as_str()),
-            self.memory_type.map_or("any", |t| t.as_str()),
-            self.all,
-            search_mode_name(self.search_mode),
-        );
-        if self.candidates.is_empty() {
-            out.push_str("no candidates\n");
-        } else {
-            let rows: Vec<[String; 11]> = self.candidates.iter().map(cells).collect();
-            let mut widths = COLUMNS.map(|h| h.chars().count());
-            for row in &rows {
-                for (w, cell) in widths.iter_mut().zip(row) {
-                    *w = (*w).max(cell.chars().count());
-                }
-            }
-            let header = line(&COLUMNS.map(str::to_owned), &widths);
-            out.push_str(&header);
-            out.push('\n');
-            out.push_str(&"-".repeat(header.chars().count()));
-            out.push('\n');
-            for row in &rows {
-                out.push_str(&line(row, &widths));
-                out.push('\n');
+/// The human-readable table of `report` (newline-terminated): the default output of
+/// `cao memory list --query Q --explain`.
+///
+/// Layout:
+/// 1. a header line echoing the schema, the query (quoted, control characters escaped), the limit, the scope
+///    and type filters (`any` when absent), `all` and the search mode;
+/// 2. the candidates in report order (relevance top set, then default-only rows) under the columns `REL#`
+///    (relevance rank) and `DEF#` (rank in the default recency top set; `-` when the JSON has `null`), `KEY`,
+///    `SCOPE`, `SCOPE_ID` (`-` for `null`), `TIER` (`all_term`/`partial`), `LEXICAL` (normalised BM25),
+///    `AGE` (the recency factor), `RELEVANCE` (all three with four decimals), `FLAGS` (`recovered`,
+///    `superseded`, comma-separated, `-` when neither) and `INJECTION` (the verdict, followed by the exclusion
+///    reasons in brackets when there are any), under a dash line as long as the header row; or the line
+///    `no candidates` when the report has none (an empty pool is a successful diagnostic);
+/// 3. a footer: pool size with all-term/partial counts and the per-source size, `overlap@<limit>` (four
+///    decimals, `n/a` when the JSON has `null`), `lexical_degenerate: true|false`, `lifecycle_enabled`,
+///    `eligibility_errors` (`none` or the comma-separated source names) and the fixed recency constants.
+///
+/// Every column is padded to its widest cell; nothing is truncated. The last column carries no trailing
+/// padding. Pure: no I/O.
+pub fn render_explain_table(report: &ExplainReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}  query: {}  limit: {}  scope: {}  type: {}  all: {}  search_mode: {}",
+        report.schema,
+        quoted(&report.query),
+        report.limit,
+        report.scope.map_or("any", |s| s.as_str()),
+        report.memory_type.map_or("any", |t| t.as_str()),
+        report.all,
+        report.search_mode.as_str(),
+    );
+    if report.candidates.is_empty() {
+        out.push_str("no candidates\n");
+    } else {
+        let rows: Vec<[String; 11]> = report.candidates.iter().map(cells).collect();
+        let mut widths = COLUMNS.map(|h| h.chars().count());
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
             }
         }
-        let p = &self.pool;
-        let _ = writeln!(
-            out,
-            "pool: {} (all_term {}, partial {}); per source: {}",
-            p.size, p.all_term, p.partial, p.per_source
-        );
-        let overlap = self.overlap.map_or_else(|| "n/a".to_owned(), |o| format!("{o:.4}"));
-        let _ = writeln!(out, "overlap@{}: {overlap}", self.limit);
-        let _ = writeln!(out, "lexical_degenerate: {}", self.lexical_degenerate);
-        let _ = writeln!(out, "lifecycle_enabled: {}", self.lifecycle_enabled);
-        let errors = if self.eligibility_errors.is_empty() {
-            "none".to_owned()
-        } else {
-            self.eligibility_errors
-                .iter()
-                .map(|e| escaped(e))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let _ = writeln!(out, "eligibility_errors: {errors}");
-        let r = &self.recency;
-        let _ = writeln!(
-            out,
-            "recency: floor {} + weight {} / (1 + days_old / {}) for {}; every other row 1.0",
-            r.floor, r.weight, r.half_life_days, r.applies_to
-        );
-        out
+        let header = line(&COLUMNS.map(str::to_owned), &widths);
+        out.push_str(&header);
+        out.push('\n');
+        out.push_str(&"-".repeat(header.chars().count()));
+        out.push('\n');
+        for row in &rows {
+            out.push_str(&line(row, &widths));
+            out.push('\n');
+        }
     }
+    let p = &report.pool;
+    let _ = writeln!(
+        out,
+        "pool: {} (all_term {}, partial {}); per source: {}",
+        p.size, p.all_term, p.partial, p.per_source
+    );
+    let overlap = report.overlap.map_or_else(|| "n/a".to_owned(), |o| format!("{o:.4}"));
+    let _ = writeln!(out, "overlap@{}: {overlap}", report.limit);
+    let _ = writeln!(out, "lexical_degenerate: {}", report.lexical_degenerate);
+    let _ = writeln!(out, "lifecycle_enabled: {}", report.lifecycle_enabled);
+    let errors = if report.eligibility_errors.is_empty() {
+        "none".to_owned()
+    } else {
+        report
+            .eligibility_errors
+            .iter()
+            .map(|e| escaped(e))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(out, "eligibility_errors: {errors}");
+    let r = &report.recency;
+    let _ = writeln!(
+        out,
+        "recency: floor {} + weight {} / (1 + days_old / {}) for {}; every other row 1.0",
+        r.floor, r.weight, r.half_life_days, r.applies_to
+    );
+    out
 }
 
 /// The cells of one candidate row, in [`COLUMNS`] order.
@@ -175,27 +175,18 @@ fn quoted(s: &str) -> String {
     format!("{s:?}")
 }
 
-/// The wire name of a search mode (as in the JSON report).
-fn search_mode_name(m: SearchMode) -> &'static str {
-    match m {
-        SearchMode::Metadata => "metadata",
-        SearchMode::Bm25 => "bm25",
-        SearchMode::Hybrid => "hybrid",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::relevance::{EXPLAIN_SCHEMA, PoolCounts, RecencyConstants};
-    use cao_core::{MemoryType, Scope};
+    use cao_core::{MemoryType, Scope, SearchMode};
+    use cao_rank::{EXPLAIN_SCHEMA, PoolCounts, RecencyConstants};
 
     fn candidate(key: &str, rel: Option<usize>, def: Option<usize>) -> ExplainCandidate {
         ExplainCandidate {
             key: key.to_owned(),
             scope: Scope::Project,
             scope_id: Some("test-proj".to_owned()),
-            source_kind: "native".to_owned(),
+            source_kind: cao_core::SourceKind::Native,
             tier: "all_term",
             lexical: 1.0,
             recency_factor: 0.95,
@@ -248,7 +239,7 @@ mod tests {
         global.recency_factor = 1.0;
         global.relevance = 0.1235;
         let r = report(vec![candidate("kafka-setup", Some(1), None), global]);
-        let text = r.render_table();
+        let text = render_explain_table(&r);
         let expected = "\
 cao.memory.explain/1  query: \"kafka streams\"  limit: 10  scope: any  type: any  all: false  search_mode: hybrid
 REL#  DEF#  KEY          SCOPE    SCOPE_ID   TIER      LEXICAL  AGE     RELEVANCE  FLAGS      INJECTION
@@ -271,7 +262,7 @@ recency: floor 0.85 + weight 0.15 / (1 + days_old / 30) for native project memor
         r.scope = Some(Scope::Global);
         r.memory_type = Some(MemoryType::Feedback);
         r.all = true;
-        let text = r.render_table();
+        let text = render_explain_table(&r);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
@@ -300,7 +291,7 @@ recency: floor 0.85 + weight 0.15 / (1 + days_old / 30) for native project memor
         r.lexical_degenerate = true;
         r.lifecycle_enabled = true;
         r.eligibility_errors = vec!["lifecycle.supersedes".to_owned()];
-        let text = r.render_table();
+        let text = render_explain_table(&r);
         let row = text.lines().find(|l| l.contains("old-plan")).unwrap_or_default();
         assert!(row.contains(" recovered,superseded "), "{row}");
         assert!(row.ends_with(" excluded [superseded]"), "{row}");
@@ -321,7 +312,7 @@ recency: floor 0.85 + weight 0.15 / (1 + days_old / 30) for native project memor
         let mut c = candidate("k", Some(100), Some(100));
         c.scope_id = Some(long_id.clone());
         let r = report(vec![c, candidate("kafka-setup-with-a-long-key", Some(1), Some(1))]);
-        let text = r.render_table();
+        let text = render_explain_table(&r);
         assert!(text.contains(&long_id), "{text}");
         assert!(text.contains("kafka-setup-with-a-long-key"), "{text}");
         // Every column starts at the same offset in the header and in each row.
@@ -350,7 +341,7 @@ recency: floor 0.85 + weight 0.15 / (1 + days_old / 30) for native project memor
         let mut r = report(vec![candidate("k", Some(1), Some(1))]);
         r.query = "a\nb\u{1b}[31m \"q\"".to_owned();
         r.candidates[0].scope_id = Some("x\ty\r".to_owned());
-        let text = r.render_table();
+        let text = render_explain_table(&r);
         assert!(
             !text.contains('\u{1b}') && !text.contains('\t') && !text.contains('\r'),
             "{text:?}"
@@ -366,7 +357,7 @@ recency: floor 0.85 + weight 0.15 / (1 + days_old / 30) for native project memor
     #[test]
     fn table_omits_what_the_json_omits() {
         // The report type has no content, tags, paths or timestamps to leak; the table adds only fixed words.
-        let text = report(vec![candidate("k", Some(1), Some(1))]).render_table();
+        let text = render_explain_table(&report(vec![candidate("k", Some(1), Some(1))]));
         for absent in ["T00:", "2026-", "wiki", ".md", "access", "bm25"] {
             assert!(!text.contains(absent), "{absent:?} in\n{text}");
         }

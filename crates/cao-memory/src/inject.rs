@@ -27,10 +27,14 @@
 //!
 //! Not done here (yet): the reference's vault sources.
 
+use crate::eligibility::{memory_candidate, retain_eligible};
 use crate::error::MemoryError;
-use crate::service::{MemoryService, row_to_memory};
-use crate::types::Memory;
-use cao_core::{Scope, TerminalContext};
+use crate::store::Store;
+use crate::types::{Memory, row_to_memory};
+use crate::visibility;
+use cao_core::{Scope, Settings, TerminalContext};
+use cao_lifecycle::eligibility::{EligibilityCheck, EligibilityRegistry, PRIMARY_CHUNK, Purpose};
+use std::cell::RefCell;
 
 /// At most this many memories per injected scope (reference `constants.py` `MEMORY_MAX_PER_SCOPE = 10`;
 /// spec 000 "Context Injection").
@@ -50,7 +54,7 @@ pub const INJECTED_SCOPES: [Scope; 3] = [Scope::Session, Scope::Project, Scope::
 /// The heading line inside the block.
 pub const CONTEXT_HEADING: &str = "## Context from CAO Memory";
 
-/// Arguments of [`MemoryService::context_block`].
+/// Arguments of [`MemoryService::context_block`](crate::MemoryService::context_block).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ContextRequest {
     /// Total character budget; default [`DEFAULT_CONTEXT_BUDGET`]. Each scope gets [`scope_char_cap`] of it.
@@ -66,8 +70,8 @@ pub trait EligibilityFilter {
     /// Keep the injectable memories of `scope` among `candidates` (newest first).
     fn retain_eligible(&self, scope: Scope, candidates: Vec<Memory>) -> Vec<Memory>;
 
-    /// Rows of the first recency read per scope (default [`MEMORY_MAX_PER_SCOPE`]). A filter that may exclude
-    /// rows asks for a few more, so one exclusion does not cost a second read.
+    /// Rows of the first recency read per scope (default [`MEMORY_MAX_PER_SCOPE`]). A filter that may
+    /// exclude rows asks for a few more, so one exclusion does not cost a second read.
     fn first_read(&self) -> usize {
         MEMORY_MAX_PER_SCOPE
     }
@@ -83,74 +87,124 @@ impl EligibilityFilter for AllEligible {
     }
 }
 
+/// The registry of one injection build as an [`EligibilityFilter`]: candidates are judged lazily in chunks of
+/// [`PRIMARY_CHUNK`], stopping as soon as a scope has [`PRIMARY_CHUNK`] eligible ones, so a scope without exclusions
+/// costs one batch per source and an empty scope none.
+#[derive(Debug)]
+pub struct RegistryFilter<'a> {
+    check: RefCell<EligibilityCheck<'a>>,
+}
+
+impl<'a> RegistryFilter<'a> {
+    /// A filter over one call's check (start it with [`EligibilityRegistry::check`]).
+    pub fn new(check: EligibilityCheck<'a>) -> Self {
+        Self {
+            check: RefCell::new(check),
+        }
+    }
+
+    /// Names of the sources that failed open during this build.
+    pub fn errors(&self) -> Vec<String> {
+        self.check.borrow().errors().to_vec()
+    }
+}
+
+impl EligibilityFilter for RegistryFilter<'_> {
+    fn retain_eligible(&self, _scope: Scope, candidates: Vec<Memory>) -> Vec<Memory> {
+        let mut check = self.check.borrow_mut();
+        let mut kept = Vec::new();
+        for chunk in candidates.chunks(PRIMARY_CHUNK) {
+            kept.extend(retain_eligible(&mut check, chunk, memory_candidate));
+            if kept.len() >= PRIMARY_CHUNK {
+                break;
+            }
+        }
+        kept
+    }
+
+    /// Two chunks: a few exclusions among the newest rows cost no second recency read (chunks are still judged
+    /// lazily, one at a time).
+    fn first_read(&self) -> usize {
+        2 * PRIMARY_CHUNK
+    }
+}
+
 /// Characters one scope may spend for a total `budget`: `min(MEMORY_SCOPE_BUDGET_CHARS, budget / 3)` (integer
 /// division, as the reference's `budget_chars // 3`).
 pub fn scope_char_cap(budget: usize) -> usize {
     MEMORY_SCOPE_BUDGET_CHARS.min(budget / INJECTED_SCOPES.len())
 }
 
-impl MemoryService {
-    /// The `<cao-memory>` block for the caller `ctx`, or `None` when there is nothing to inject (memory disabled,
-    /// nothing visible, or no line fits the budget). See the module documentation for the rules. The eligibility
-    /// filter is the built-in registry for the current settings (with `memory.lifecycle.enabled`, targets of
-    /// active same-scope supersedes edges are left out).
-    ///
-    /// Errors: [`MemoryError::Index`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed
-    /// explicit project id.
-    pub fn context_block(&self, ctx: &TerminalContext, req: ContextRequest) -> Result<Option<String>, MemoryError> {
-        self.context_block_registry(ctx, req, &self.eligibility_registry())
+/// The block built with `registry` as the eligibility filter (no source: every memory is eligible and nothing is
+/// queried). `None` when memory is disabled in `settings` or nothing fits.
+///
+/// Errors: as [`context_block_with`].
+pub(crate) fn context_block_registry(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    req: ContextRequest,
+    registry: &EligibilityRegistry,
+) -> Result<Option<String>, MemoryError> {
+    if registry.is_empty() {
+        return context_block_with(store, settings, ctx, req, &AllEligible);
     }
+    let filter = RegistryFilter::new(registry.check(Purpose::Injection));
+    context_block_with(store, settings, ctx, req, &filter)
+}
 
-    /// [`MemoryService::context_block`] with an explicit [`EligibilityFilter`].
-    ///
-    /// Errors: as [`MemoryService::context_block`].
-    pub fn context_block_with(
-        &self,
-        ctx: &TerminalContext,
-        req: ContextRequest,
-        filter: &dyn EligibilityFilter,
-    ) -> Result<Option<String>, MemoryError> {
-        let settings = self.settings();
-        if !settings.memory_enabled() {
-            return Ok(None);
-        }
-        let mut groups = Vec::with_capacity(INJECTED_SCOPES.len());
-        for scope in INJECTED_SCOPES {
-            groups.push((scope, self.injection_candidates(ctx, &settings, scope, filter)?));
-        }
-        self.add_related(&mut groups, filter)?;
-        Ok(render_block(&groups, req.budget.unwrap_or(DEFAULT_CONTEXT_BUDGET)))
+/// The block for `ctx` with an explicit [`EligibilityFilter`] (see the module documentation). `None` when memory
+/// is disabled in `settings`, nothing is visible, or no line fits.
+///
+/// Errors: [`MemoryError::Index`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed explicit
+/// project id.
+pub(crate) fn context_block_with(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    req: ContextRequest,
+    filter: &dyn EligibilityFilter,
+) -> Result<Option<String>, MemoryError> {
+    if !settings.memory_enabled() {
+        return Ok(None);
     }
+    let mut groups = Vec::with_capacity(INJECTED_SCOPES.len());
+    for scope in INJECTED_SCOPES {
+        groups.push((scope, injection_candidates(store, settings, ctx, scope, filter)?));
+    }
+    crate::inject_related::add_related(store, &mut groups, &|scope, candidates| {
+        filter.retain_eligible(scope, candidates)
+    })?;
+    Ok(render_block(&groups, req.budget.unwrap_or(DEFAULT_CONTEXT_BUDGET)))
+}
 
-    /// The newest [`MEMORY_MAX_PER_SCOPE`] eligible memories of `scope` visible to `ctx`. The recency pool is
-    /// widened (x4 per round) only while the filter leaves fewer than the cap and older rows remain, so with
-    /// [`AllEligible`] it is one index query of [`MEMORY_MAX_PER_SCOPE`] rows.
-    fn injection_candidates(
-        &self,
-        ctx: &TerminalContext,
-        settings: &cao_core::Settings,
-        scope: Scope,
-        filter: &dyn EligibilityFilter,
-    ) -> Result<Vec<Memory>, MemoryError> {
-        let Some(group) = self
-            .visibility_groups(ctx, settings, Some(scope), false)?
-            .into_iter()
-            .next()
-        else {
-            return Ok(Vec::new());
-        };
-        let vis = group.visibility();
-        let mut want = filter.first_read().max(MEMORY_MAX_PER_SCOPE);
-        loop {
-            let rows = self.inner.index.recency_pool(&vis, None, want)?;
-            let exhausted = rows.len() < want;
-            let mut kept = filter.retain_eligible(scope, rows.iter().map(row_to_memory).collect());
-            if kept.len() >= MEMORY_MAX_PER_SCOPE || exhausted {
-                kept.truncate(MEMORY_MAX_PER_SCOPE);
-                return Ok(kept);
-            }
-            want = want.saturating_mul(4);
+/// The newest [`MEMORY_MAX_PER_SCOPE`] eligible memories of `scope` visible to `ctx`. The recency pool is widened
+/// (x4 per round) only while the filter leaves fewer than the cap and older rows remain, so with [`AllEligible`] it
+/// is one index query of [`MEMORY_MAX_PER_SCOPE`] rows.
+fn injection_candidates(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    scope: Scope,
+    filter: &dyn EligibilityFilter,
+) -> Result<Vec<Memory>, MemoryError> {
+    let Some(group) = visibility::groups(store, ctx, settings, Some(scope), false)?
+        .into_iter()
+        .next()
+    else {
+        return Ok(Vec::new());
+    };
+    let vis = group.visibility();
+    let mut want = filter.first_read().max(MEMORY_MAX_PER_SCOPE);
+    loop {
+        let rows = store.index().recency_pool(&vis, None, want)?;
+        let exhausted = rows.len() < want;
+        let mut kept = filter.retain_eligible(scope, rows.iter().map(row_to_memory).collect());
+        if kept.len() >= MEMORY_MAX_PER_SCOPE || exhausted {
+            kept.truncate(MEMORY_MAX_PER_SCOPE);
+            return Ok(kept);
         }
+        want = want.saturating_mul(4);
     }
 }
 

@@ -8,7 +8,7 @@
 //!   names per entry.
 //! - A related memory has the entry's scope and scope id and must exist; one level only (related memories' own
 //!   names are not followed); a key already in the scope (entry or earlier related) is not repeated.
-//! - The candidates of one scope pass the [`EligibilityFilter`] in their own batch, after the entries' batch.
+//! - The candidates of one scope pass the block's eligibility filter in their own batch, after the entries' batch.
 //! - At most [`RELATED_FANOUT_CAP`] related memories per block, across all scopes (the reference's
 //!   `RELATED_FANOUT_CAP`); the first scopes get them first.
 //! - Rendering (tag, budget) is [`crate::render_block`]'s.
@@ -16,9 +16,8 @@
 //! Cost: one index snapshot per scope and scope id for the names, plus one row read per named key.
 
 use crate::error::MemoryError;
-use crate::inject::EligibilityFilter;
-use crate::service::{MemoryService, row_to_memory};
-use crate::types::Memory;
+use crate::store::Store;
+use crate::types::{Memory, row_to_memory};
 use cao_core::{Key, Scope};
 use std::collections::HashSet;
 
@@ -28,81 +27,80 @@ pub const RELATED_FANOUT_CAP: usize = 5;
 /// Most related names followed per injected entry (the reference's related_keys parse keeps three).
 pub const MAX_RELATED_PER_PRIMARY: usize = cao_lifecycle::MAX_LEGACY_RELATED_KEYS;
 
-impl MemoryService {
-    /// Append each scope's related memories to `groups` (see the module documentation), marked `is_related`.
-    ///
-    /// Errors: [`MemoryError::Index`] when the index cannot be read.
-    pub(crate) fn add_related(
-        &self,
-        groups: &mut [(Scope, Vec<Memory>)],
-        filter: &dyn EligibilityFilter,
-    ) -> Result<(), MemoryError> {
-        let mut added = 0usize;
-        for (scope, memories) in groups.iter_mut() {
-            if added >= RELATED_FANOUT_CAP {
+/// Append each scope's related memories to `groups` (see the module documentation), marked `is_related`.
+/// `retain_eligible` is the block's eligibility filter (`EligibilityFilter::retain_eligible`).
+///
+/// Errors: [`MemoryError::Index`] when the index cannot be read.
+pub(crate) fn add_related(
+    store: &Store,
+    groups: &mut [(Scope, Vec<Memory>)],
+    retain_eligible: &dyn Fn(Scope, Vec<Memory>) -> Vec<Memory>,
+) -> Result<(), MemoryError> {
+    let mut added = 0usize;
+    for (scope, memories) in groups.iter_mut() {
+        if added >= RELATED_FANOUT_CAP {
+            break;
+        }
+        let candidates = related_candidates(store, *scope, memories)?;
+        if candidates.is_empty() {
+            continue;
+        }
+        let mut kept = retain_eligible(*scope, candidates);
+        kept.truncate(RELATED_FANOUT_CAP - added);
+        added += kept.len();
+        memories.extend(kept);
+    }
+    Ok(())
+}
+
+/// The existing memories named by `primaries` (all of `scope`), in primary order, deduplicated.
+fn related_candidates(store: &Store, scope: Scope, primaries: &[Memory]) -> Result<Vec<Memory>, MemoryError> {
+    let seen: HashSet<(Option<&str>, &str)> = primaries
+        .iter()
+        .map(|m| (m.scope_id.as_deref(), m.key.as_str()))
+        .collect();
+    let mut scope_ids: Vec<Option<&str>> = Vec::new();
+    for m in primaries {
+        if !scope_ids.contains(&m.scope_id.as_deref()) {
+            scope_ids.push(m.scope_id.as_deref());
+        }
+    }
+    let mut names = std::collections::HashMap::new();
+    for sid in &scope_ids {
+        let keys: Vec<&str> = primaries
+            .iter()
+            .filter(|m| m.scope_id.as_deref() == *sid)
+            .map(|m| m.key.as_str())
+            .collect();
+        names.insert(*sid, store.index().related_keys_of(scope, *sid, &keys)?);
+    }
+    let mut out = Vec::new();
+    let mut wanted: Vec<(Option<&str>, Key)> = Vec::new();
+    for p in primaries {
+        let sid = p.scope_id.as_deref();
+        let Some(rel) = names.get(&sid).and_then(|n| n.get(&p.key)) else {
+            continue;
+        };
+        let legacy = cao_lifecycle::parse_related_keys(rel.related_keys_csv.as_deref().unwrap_or(""));
+        let edges = rel.edge_targets.iter().filter_map(|t| Key::parse_strict(t).ok());
+        let mut taken = 0;
+        for key in legacy.into_iter().chain(edges) {
+            if taken == MAX_RELATED_PER_PRIMARY {
                 break;
             }
-            let candidates = self.related_candidates(*scope, memories)?;
-            if candidates.is_empty() {
+            if wanted.iter().any(|(s, k)| *s == sid && *k == key) || seen.contains(&(sid, key.as_str())) {
                 continue;
             }
-            let mut kept = filter.retain_eligible(*scope, candidates);
-            kept.truncate(RELATED_FANOUT_CAP - added);
-            added += kept.len();
-            memories.extend(kept);
+            wanted.push((sid, key));
+            taken += 1;
         }
-        Ok(())
     }
-
-    /// The existing memories named by `primaries` (all of `scope`), in primary order, deduplicated.
-    fn related_candidates(&self, scope: Scope, primaries: &[Memory]) -> Result<Vec<Memory>, MemoryError> {
-        let seen: HashSet<(Option<&str>, &str)> = primaries
-            .iter()
-            .map(|m| (m.scope_id.as_deref(), m.key.as_str()))
-            .collect();
-        let mut scope_ids: Vec<Option<&str>> = Vec::new();
-        for m in primaries {
-            if !scope_ids.contains(&m.scope_id.as_deref()) {
-                scope_ids.push(m.scope_id.as_deref());
-            }
+    for (sid, key) in wanted {
+        if let Some(row) = store.index().get(scope, sid, &key)? {
+            let mut m = row_to_memory(&row);
+            m.is_related = true;
+            out.push(m);
         }
-        let mut names = std::collections::HashMap::new();
-        for sid in &scope_ids {
-            let keys: Vec<&str> = primaries
-                .iter()
-                .filter(|m| m.scope_id.as_deref() == *sid)
-                .map(|m| m.key.as_str())
-                .collect();
-            names.insert(*sid, self.inner.index.related_keys_of(scope, *sid, &keys)?);
-        }
-        let mut out = Vec::new();
-        let mut wanted: Vec<(Option<&str>, Key)> = Vec::new();
-        for p in primaries {
-            let sid = p.scope_id.as_deref();
-            let Some(rel) = names.get(&sid).and_then(|n| n.get(&p.key)) else {
-                continue;
-            };
-            let legacy = cao_lifecycle::parse_related_keys(rel.related_keys_csv.as_deref().unwrap_or(""));
-            let edges = rel.edge_targets.iter().filter_map(|t| Key::parse_strict(t).ok());
-            let mut taken = 0;
-            for key in legacy.into_iter().chain(edges) {
-                if taken == MAX_RELATED_PER_PRIMARY {
-                    break;
-                }
-                if wanted.iter().any(|(s, k)| *s == sid && *k == key) || seen.contains(&(sid, key.as_str())) {
-                    continue;
-                }
-                wanted.push((sid, key));
-                taken += 1;
-            }
-        }
-        for (sid, key) in wanted {
-            if let Some(row) = self.inner.index.get(&key, scope, sid)? {
-                let mut m = row_to_memory(&row);
-                m.is_related = true;
-                out.push(m);
-            }
-        }
-        Ok(out)
     }
+    Ok(out)
 }

@@ -1,5 +1,22 @@
 //! `cao-memory`: the [`MemoryService`], the one entry point for storing, recalling and maintaining memories
-//! (layer 3; composes `cao-wiki`, `cao-index` and `cao-rank` over `cao-core`). It is the embedding API.
+//! (layer 3; composes `cao-wiki`, `cao-index`, `cao-rank` and `cao-lifecycle` over `cao-core`). It is the
+//! embedding API.
+//!
+//! Structure (the rust-analyzer `ide` pattern):
+//! - `store`: the crate-private `Store` (home, wiki layout, index, clock, settings, database identity, supersedes
+//!   lookup) and the write protocol: lock, atomic file write, one index transaction, remove, access counting,
+//!   `index.md` flush, repair, the "index current" check. It uses no feature module, so it can become a crate of
+//!   its own (below the features that need it).
+//! - Feature modules of free functions over `&Store`: `write` (store, forget, delete, clear), `recall`,
+//!   `relevance`, `explain`, `inspect` (list, show), `inject` and `inject_related` (the context block),
+//!   `retention`, `audit` and `audit_relationships`, with `visibility`, `supersedes` and `eligibility` as shared
+//!   read rules. Ranking rules are `cao-rank`'s; these modules only gather candidates and call it.
+//! - [`MemoryService`]: a thin facade. Each method resolves the call's settings, checks `memory.enabled` where the
+//!   call needs it (after argument validation for recall and explain) and delegates to one feature function.
+//!
+//! The module graph has no cycles and only the facade (and `provider_files`, which takes a service) reaches the
+//! facade; a unit test (`module_graph`) reads the sources and checks both, and that `store` uses only `error` and
+//! `types`.
 //!
 //! A write is: validate every argument (no I/O) -> take the per-topic file lock -> atomic replace of the topic
 //! file -> one SQLite transaction (row, FTS rows, index.md dirty mark) -> release. A failure after the file
@@ -12,35 +29,51 @@
 //! - `index.md` is a derived view: stores only mark its container dirty; [`MemoryService::flush_index_md`]
 //!   rewrites dirty ones, so store cost does not grow with the corpus.
 //! - Recall never reads topic files; it is served from the index (metadata + FTS5).
+//! - Only the store writes files or index rows (relationship edges are written by `cao-lifecycle`'s service, which
+//!   the features obtain through `audit_relationships`).
+
+#![cfg_attr(
+    test,
+    allow(clippy::disallowed_methods, reason = "unit-test setup writes fixture files directly")
+)]
 
 pub mod audit;
 mod audit_relationships;
+mod eligibility;
 mod error;
+mod explain;
 mod explain_table;
 mod inject;
 mod inject_related;
-mod lifecycle;
+mod inspect;
+#[cfg(test)]
+mod module_graph;
 pub mod provider_files;
 mod recall;
 mod relevance;
 pub mod retention;
 mod service;
+mod store;
+mod supersedes;
 mod types;
+mod visibility;
+mod write;
 
 pub use audit::{AuditEvent, AuditLog};
+pub use cao_rank::{
+    DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, Injection, MAX_EXPLAIN_LIMIT, PoolCounts,
+    RecencyConstants,
+};
 pub use error::MemoryError;
+pub use explain::ExplainRequest;
+pub use explain_table::render_explain_table;
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
-    MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, render_block, scope_char_cap,
+    MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, render_block, scope_char_cap,
 };
 pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
-pub use lifecycle::RegistryFilter;
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
-};
-pub use relevance::{
-    DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, ExplainRequest, Injection,
-    MAX_EXPLAIN_LIMIT, PoolCounts, RecencyConstants,
 };
 pub use retention::{CleanupReport, ExpiredMemory};
 pub use service::MemoryService;

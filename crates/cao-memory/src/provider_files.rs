@@ -9,7 +9,7 @@
 //!
 //! The delimited block is the reference's: a line [`BEGIN_MARKER`], the block's lines, a line [`END_MARKER`].
 //!
-//! Rules (each is tested in `tests/provider_files.rs`):
+//! Rules (each is tested in `tests/it/provider_files.rs`):
 //! - Markers count only as whole lines (surrounding spaces/tabs and a CR before the LF allowed), so a marker quoted
 //!   inside prose is user text. Each begin line pairs with the next end line; a begin line followed by another
 //!   begin line before any end line (or by none) is a stray marker and stays as user text.
@@ -41,12 +41,12 @@ use crate::error::MemoryError;
 use crate::inject::ContextRequest;
 use crate::service::MemoryService;
 use cao_core::TerminalContext;
+use cao_core::fs::{FileMode, WriteOptions, atomic_write_with};
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The line that opens the managed block in `CLAUDE.md` / `AGENTS.md` (reference plugins' `BEGIN_MARKER`).
@@ -59,7 +59,6 @@ pub const MAX_PROVIDER_FILE_BYTES: u64 = 4 * 1024 * 1024;
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// An agent CLI whose per-project config file receives the block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -468,7 +467,7 @@ fn resolve_target(provider: Provider, cwd: &Path) -> Result<PathBuf, Fail> {
         let next = dir.join(comp);
         match fs::symlink_metadata(&next) {
             Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => match fs::create_dir(&next) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match cao_core::fs::create_dir(&next) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(io_fail(format!("cannot create directory {}", next.display()), e)),
@@ -527,7 +526,7 @@ fn publish(provider: Provider, target: &Path, block: &str) -> Result<ProviderWri
             path: target.to_path_buf(),
         });
     }
-    atomic_replace(&dir_file, dir, target, &new, existing.map(|(_, mode)| mode))
+    atomic_replace(&dir_file, target, &new, existing.map(|(_, mode)| mode))
         .map_err(|e| io_fail(format!("cannot write {}", target.display()), e))?;
     Ok(ProviderWrite::Written {
         path: target.to_path_buf(),
@@ -594,37 +593,12 @@ fn read_existing(target: &Path) -> Result<Option<(Vec<u8>, u32)>, Fail> {
     Ok(Some((bytes, meta.permissions().mode() & 0o7777)))
 }
 
-/// Temp file beside `target` (`O_EXCL|O_NOFOLLOW`), `mode` applied, write, fsync, rename, fsync the directory.
-/// The temp file is removed on failure, so the old file and directory are as before.
-fn atomic_replace(dir_file: &File, dir: &Path, target: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
-    let name = target
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "target has no file name"))?;
-    let tmp = dir.join(format!(
-        ".{}.{}-{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&tmp)?;
-    let result = (|| {
-        if let Some(m) = mode {
-            file.set_permissions(fs::Permissions::from_mode(m))?;
-        }
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, target)?;
-        dir_file.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+/// [`cao_core::fs::atomic_write_with`]: temp file beside `target` (`O_EXCL|O_NOFOLLOW`), `mode` applied (a new
+/// file: `0666` less the umask), write, fsync, rename, fsync the directory through the locked handle. The temp
+/// file is removed on failure, so the old file and directory are as before.
+fn atomic_replace(dir_file: &File, target: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+    let mode = mode.map_or(FileMode::UmaskDefault, FileMode::Exact);
+    atomic_write_with(target, bytes, WriteOptions::with_mode(mode).sync_dir_through(dir_file))
 }
 
 #[cfg(test)]

@@ -11,50 +11,26 @@
 //! [`pool_size`] rows per source so the re-ranking sees more than it returns. A later `relevance` sort and its
 //! explain report consume the same pools.
 
+use crate::eligibility::{self, retain_eligible, row_candidate};
 use crate::error::MemoryError;
-use crate::lifecycle::{Identity, demote, memory_identity, row_candidate, row_identity};
-use crate::relevance::{RankedPool, Snapshot};
-use crate::service::{MemoryService, parse_scope, row_to_memory};
+use crate::relevance::{self, RankedPool};
+use crate::store::Store;
+use crate::supersedes::{self, Snapshot};
 use crate::types::*;
-use cao_core::{Key, MemoryType, Scope, Settings, TerminalContext};
-use cao_index::{MemoryRow, Visibility};
+use crate::visibility::{ScopeGroup, union};
+use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
+use cao_index::MemoryRow;
 use cao_lifecycle::eligibility::{EligibilityCheck, MAX_RELATED_BATCH, PRIMARY_CHUNK, Purpose};
+use cao_rank::{
+    Candidate, apply_order, demote_by, demote_superseded, pool_size, scope_precedence_pass, sort_score, sort_score_in,
+    sort_usage,
+};
 use std::cell::RefCell;
 
-/// One scope's readable slice: every scope id (`None`) or the listed ones.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ScopeGroup {
-    pub(crate) scope: Scope,
-    pub(crate) ids: Option<Vec<String>>,
-}
-
-impl ScopeGroup {
-    pub(crate) fn add_to(&self, vis: Visibility) -> Visibility {
-        match (&self.ids, self.scope.needs_scope_id()) {
-            (None, true) => vis.allow_any(self.scope),
-            (None, false) => vis.allow(self.scope, None),
-            (Some(ids), _) => ids.iter().fold(vis, |v, id| v.allow(self.scope, Some(id))),
-        }
-    }
-
-    pub(crate) fn visibility(&self) -> Visibility {
-        self.add_to(Visibility::none())
-    }
-}
-
-fn union(groups: &[ScopeGroup]) -> Visibility {
-    groups.iter().fold(Visibility::none(), |v, g| g.add_to(v))
-}
 use std::collections::HashSet;
 
-/// Rows each source considers when re-ranking: `max(limit, min(200, max(50, 3 * limit)))` (spec 000,
-/// sort_by="relevance"; the reference uses the same widening for score and usage).
-pub fn pool_size(limit: usize) -> usize {
-    limit.max(200.min(50.max(3 * limit)))
-}
-
 /// Validated recall arguments.
-struct Plan {
+pub(crate) struct Plan {
     query: Option<String>,
     scope: Option<Scope>,
     memory_type: Option<MemoryType>,
@@ -81,15 +57,16 @@ impl Lifecycle<'_> {
         let mut check = check.borrow_mut();
         let mut kept = Vec::with_capacity(rows.len());
         for chunk in rows.chunks(PRIMARY_CHUNK) {
-            let ids: Vec<_> = chunk.iter().map(row_candidate).collect();
-            let excluded = check.excluded(&ids);
-            kept.extend(chunk.iter().zip(excluded).filter(|(_, x)| !x).map(|(r, _)| r.clone()));
+            kept.extend(retain_eligible(&mut check, chunk, row_candidate));
         }
         kept
     }
 }
 
-fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
+/// Validate `req` (no I/O): limit 1..=100, search_mode, sort_by, scope, memory_type, query length.
+///
+/// Errors: [`MemoryError::Invalid`] naming the bad argument.
+pub(crate) fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
     let limit = req.limit.unwrap_or(DEFAULT_RECALL_LIMIT);
     if !(1..=MAX_RECALL_LIMIT).contains(&limit) {
         return Err(MemoryError::Invalid(format!(
@@ -144,497 +121,429 @@ pub(crate) fn check_query_len(query: &str) -> Result<(), MemoryError> {
     Ok(())
 }
 
-impl MemoryService {
-    /// Ranked retrieval (the `memory_recall` tool). Every argument is validated before any I/O.
-    ///
-    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a bad limit (1..=100), search_mode,
-    /// sort_by, scope, memory_type or an over-long query; index errors.
-    pub fn recall(&self, ctx: &TerminalContext, req: RecallRequest) -> Result<RecallResult, MemoryError> {
-        let mut plan = plan(&req)?;
-        let settings = self.ensure_enabled()?;
-        plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
-        let groups = self.visibility_groups(ctx, &settings, plan.scope, req.scan_all)?;
-        let registry = self.curator_registry(ctx);
-        let lc = Lifecycle {
-            enabled: settings.lifecycle_enabled(),
-            check: registry.as_ref().map(|r| RefCell::new(r.check(Purpose::CuratedRecall))),
-        };
-        let (mut rows, mut snapshot) = self.ranked(&groups, &plan, &lc)?;
-        if lc.enabled && plan.sort == SortBy::Recency {
-            // Recency keeps its membership; superseded primaries move last.
-            let ids = snapshot_ids(&rows, plan.snapshot_related);
-            let snap = self.supersedes_snapshot(ids.iter(), "recall_ordering");
-            demote(&mut rows, |r| snap.superseded(&row_identity(r)));
-            snapshot = Some(snap);
-        }
-        if req.record_access {
-            self.record_access(&rows);
-        }
-        let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
-        let primaries = memories.len();
-        if req.include_related {
-            self.expand_related(&rows, &mut memories, &lc)?;
-        }
-        if lc.enabled {
-            match snapshot {
-                // The ordering snapshot labels the primaries; only related extras need a read of their own.
-                Some(snap) => {
-                    let (head, extras) = memories.split_at_mut(primaries);
-                    for m in head.iter_mut() {
-                        if snap.superseded(&memory_identity(m)) {
-                            m.lifecycle_status = Some(LifecycleStatus::Superseded);
-                        }
-                    }
-                    if extras.iter().all(|m| snap.covers(&memory_identity(m))) {
-                        for m in extras.iter_mut() {
-                            if snap.superseded(&memory_identity(m)) {
-                                m.lifecycle_status = Some(LifecycleStatus::Superseded);
-                            }
-                        }
-                    } else {
-                        self.label_superseded(extras);
-                    }
-                }
-                None => self.label_superseded(&mut memories),
-            }
-        }
-        Ok(RecallResult {
-            success: true,
-            memories: memories.iter().map(RecalledMemory::from).collect(),
+/// Ranked retrieval (the `memory_recall` tool) of a validated [`plan`] of `req`. Memory must be enabled in
+/// `settings` (the caller checks).
+///
+/// Errors: visibility and index errors.
+pub(crate) fn recall(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    mut plan: Plan,
+    req: &RecallRequest,
+) -> Result<RecallResult, MemoryError> {
+    plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
+    let groups = crate::visibility::groups(store, ctx, settings, plan.scope, req.scan_all)?;
+    let registry = eligibility::curator_registry(store, settings, ctx);
+    let lc = Lifecycle {
+        enabled: settings.lifecycle_enabled(),
+        check: registry.as_ref().map(|r| RefCell::new(r.check(Purpose::CuratedRecall))),
+    };
+    let (mut rows, mut snapshot) = ranked(store, &groups, &plan, &lc)?;
+    if lc.enabled && plan.sort == SortBy::Recency {
+        // Recency keeps its membership; superseded primaries move last.
+        let ids = snapshot_ids(&rows, plan.snapshot_related);
+        let snap = supersedes::snapshot(store, ids.iter(), "recall_ordering");
+        demote_by(&mut rows, |r| snap.row_superseded(r));
+        snapshot = Some(snap);
+    }
+    if req.record_access {
+        store.record_access(&rows);
+    }
+    let related = if req.include_related {
+        expand_related(store, &rows, &lc)?
+    } else {
+        Vec::new()
+    };
+    let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
+    let mut extras: Vec<Memory> = related
+        .iter()
+        .map(|r| {
+            let mut m = row_to_memory(r);
+            m.is_related = true;
+            m
         })
-    }
-
-    /// The primary rows in their final order, and the supersedes snapshot used to order them when one was read
-    /// for all of them (relevance).
-    fn ranked(
-        &self,
-        groups: &[ScopeGroup],
-        plan: &Plan,
-        lc: &Lifecycle<'_>,
-    ) -> Result<(Vec<MemoryRow>, Option<Snapshot>), MemoryError> {
-        match (&plan.query, plan.sort) {
-            (Some(q), SortBy::Score | SortBy::Usage) => self.reranked(groups, plan, q, lc),
-            (Some(q), SortBy::Relevance) => {
-                let (rows, snap) = self.relevance_ranked(groups, plan, q, lc)?;
-                Ok((rows, Some(snap)))
-            }
-            _ => Ok((self.in_order(groups, plan, lc)?, None)),
-        }
-    }
-
-    /// Relevance with a query: the relevance pool (curator recall drops ineligible rows from it), one supersedes
-    /// snapshot over it (always-on demotion), [`cao_rank::sort_relevance`], the cut to `limit`.
-    fn relevance_ranked(
-        &self,
-        groups: &[ScopeGroup],
-        plan: &Plan,
-        query: &str,
-        lc: &Lifecycle<'_>,
-    ) -> Result<(Vec<MemoryRow>, Snapshot), MemoryError> {
-        let pool = self.relevance_pool(groups, plan.mode, plan.memory_type, query, plan.limit, &|rows| {
-            lc.retain(rows)
-        })?;
-        let rows: Vec<&MemoryRow> = pool.iter().map(|p| &p.row).collect();
-        let ids = snapshot_ids(rows.iter().copied(), plan.snapshot_related);
-        let snap = self.supersedes_snapshot(ids.iter(), "relevance_demotion");
-        let RankedPool { rows, order } = self.rank_pool(pool, &snap, plan.scope.is_none());
-        let top: Vec<cao_rank::Ranked> = order.order.into_iter().take(plan.limit).map(Into::into).collect();
-        let rows: Vec<MemoryRow> = rows.into_iter().map(|p| p.row).collect();
-        Ok((cao_rank::apply_order(rows, &top), snap))
-    }
-
-    /// Default recall's primaries for `query` (hybrid search, recency order, no eligibility filter, no lifecycle
-    /// demotion): the explain report's default top set.
-    pub(crate) fn recency_top(
-        &self,
-        groups: &[ScopeGroup],
-        memory_type: Option<MemoryType>,
-        query: &str,
-        limit: usize,
-    ) -> Result<Vec<MemoryRow>, MemoryError> {
-        let plan = Plan {
-            query: Some(query.to_owned()),
-            scope: None,
-            memory_type,
-            limit,
-            mode: SearchMode::Hybrid,
-            sort: SortBy::Recency,
-            snapshot_related: false,
-        };
-        let lc = Lifecycle {
-            enabled: false,
-            check: None,
-        };
-        self.in_order(groups, &plan, &lc)
-    }
-
-    /// Stably move active supersedes targets after the other rows (one snapshot read; fails open).
-    fn demote_superseded(&self, rows: &mut [MemoryRow], purpose: &str, related: bool) -> Snapshot {
-        let ids = snapshot_ids(rows.iter(), related);
-        let snap = self.supersedes_snapshot(ids.iter(), purpose);
-        if !snap.targets.is_empty() {
-            demote(rows, |r| snap.superseded(&row_identity(r)));
-        }
-        snap
-    }
-
-    /// The first rows of one ordered source for a group that still has `remaining` open slots: `fetch(n)` yields
-    /// the source's first `n` rows. Curator recall drops ineligible rows and `demote` (usage with lifecycle on)
-    /// moves superseded rows after the others before the cut; either way the pool is widened (x4 per round) only
-    /// while too few rows remain and the source has more. Without both, this is one `fetch(remaining)`.
-    fn fill(
-        &self,
-        remaining: usize,
-        lc: &Lifecycle<'_>,
-        demote_superseded: bool,
-        mut fetch: impl FnMut(usize) -> Result<Vec<MemoryRow>, MemoryError>,
-    ) -> Result<Vec<MemoryRow>, MemoryError> {
-        let mut want = remaining;
-        loop {
-            let raw = fetch(want)?;
-            let exhausted = raw.len() < want;
-            let mut rows = lc.retain(raw);
-            let enough = if demote_superseded {
-                let ids: Vec<Identity> = rows.iter().map(row_identity).collect();
-                let sup = self.superseded(ids.iter(), "recall_ordering");
-                demote(&mut rows, |r| sup.contains(&row_identity(r)));
-                rows.iter().filter(|r| !sup.contains(&row_identity(r))).count()
-            } else {
-                rows.len()
-            };
-            if enough >= remaining || exhausted {
-                rows.truncate(remaining);
-                return Ok(rows);
-            }
-            want = want.saturating_mul(4);
-        }
-    }
-
-    /// Recency order (any mode), and score/usage without a query: each scope group, in precedence order, fills the
-    /// slots left by the groups before it. Within a group: metadata hits newest first, BM25 hits best first, hybrid
-    /// = metadata hits then BM25 hits for the remaining slots; without a query, newest (or most used) first.
-    fn in_order(&self, groups: &[ScopeGroup], plan: &Plan, lc: &Lifecycle<'_>) -> Result<Vec<MemoryRow>, MemoryError> {
-        let index = &self.inner.index;
-        let mut out: Vec<MemoryRow> = Vec::with_capacity(plan.limit);
-        for group in groups {
-            let remaining = plan.limit - out.len();
-            if remaining == 0 {
-                break;
-            }
-            let vis = group.visibility();
-            let rows = match (&plan.query, plan.mode) {
-                (None, SearchMode::Bm25) => Vec::new(),
-                (None, _) => match plan.sort {
-                    SortBy::Recency | SortBy::Relevance => self.fill(remaining, lc, false, |n| {
-                        Ok(index.recency_pool(&vis, plan.memory_type, n)?)
-                    })?,
-                    SortBy::Usage => self.fill(remaining, lc, lc.enabled, |n| {
-                        Ok(index.usage_pool(&vis, plan.memory_type, n)?)
-                    })?,
-                    SortBy::Score => {
-                        // No query: BM25 contributes 0, so the composite is recency + usage over a widened pool.
-                        let pool = lc.retain(index.recency_pool(&vis, plan.memory_type, pool_size(plan.limit))?);
-                        let mut rows = self.by_score(pool.into_iter().map(|r| (r, None)).collect(), 0.0);
-                        let _ = self.demote_superseded(&mut rows, "relevance_demotion", false);
-                        rows
-                    }
-                },
-                (Some(q), SearchMode::Metadata) => self.fill(remaining, lc, false, |n| {
-                    Ok(index.metadata_pool(&vis, plan.memory_type, q, n)?)
-                })?,
-                (Some(q), SearchMode::Bm25) => self.fill(remaining, lc, false, |n| {
-                    Ok(index
-                        .bm25_pool(&vis, plan.memory_type, q, n)?
-                        .into_iter()
-                        .map(|(r, _)| r)
-                        .collect())
-                })?,
-                (Some(q), SearchMode::Hybrid) => {
-                    let mut rows = self.fill(remaining, lc, false, |n| {
-                        Ok(index.metadata_pool(&vis, plan.memory_type, q, n)?)
-                    })?;
-                    if rows.len() < remaining {
-                        let seen: HashSet<String> = rows.iter().map(|r| r.id.clone()).collect();
-                        let open = remaining - rows.len();
-                        let fill = self.fill(open, lc, false, |n| {
-                            Ok(index
-                                .bm25_pool(&vis, plan.memory_type, q, n + seen.len())?
-                                .into_iter()
-                                .map(|(r, _)| r)
-                                .filter(|r| !seen.contains(&r.id))
-                                .collect())
-                        })?;
-                        rows.extend(fill.into_iter().take(open));
-                    }
-                    rows
+        .collect();
+    if lc.enabled {
+        match snapshot {
+            // The ordering snapshot labels the primaries; only related extras need a read of their own.
+            Some(snap) => {
+                snap.label(&rows, &mut memories);
+                if related.iter().all(|r| snap.covers(r)) {
+                    snap.label(&related, &mut extras);
+                } else {
+                    supersedes::label(store, &related, &mut extras);
                 }
-            };
-            out.extend(rows.into_iter().take(remaining));
+            }
+            None => {
+                // One read for primaries and extras together.
+                let all: Vec<MemoryRow> = rows.into_iter().chain(related).collect();
+                memories.append(&mut extras);
+                supersedes::label(store, &all, &mut memories);
+            }
         }
-        Ok(out)
     }
+    memories.append(&mut extras);
+    Ok(RecallResult {
+        success: true,
+        memories: memories.iter().map(RecalledMemory::from).collect(),
+    })
+}
 
-    /// Score and usage with a query: one candidate pool over everything visible, as the reference builds it —
-    /// up to [`pool_size`] metadata hits and up to [`pool_size`] BM25 hits (hybrid: metadata first, BM25 hits
-    /// appended) — ranked, then the stable scope-precedence pass (no scope filter), then the cut to `limit`.
-    /// BM25 is normalised by the best raw score visible (the first BM25 hit).
-    ///
-    /// Curator recall drops ineligible rows from both pools (the BM25 corpus itself is not filtered). Active
-    /// supersedes targets are stably demoted before the scope pass: always for score, with lifecycle on for usage.
-    fn reranked(
-        &self,
-        groups: &[ScopeGroup],
-        plan: &Plan,
-        query: &str,
-        lc: &Lifecycle<'_>,
-    ) -> Result<(Vec<MemoryRow>, Option<Snapshot>), MemoryError> {
-        let index = &self.inner.index;
-        let vis = union(groups);
-        let n = pool_size(plan.limit);
-        let meta = match plan.mode {
-            SearchMode::Bm25 => Vec::new(),
-            _ => lc.retain(index.metadata_pool(&vis, plan.memory_type, query, n)?),
-        };
-        let bm = match plan.mode {
-            SearchMode::Metadata if plan.sort == SortBy::Usage || meta.is_empty() => Vec::new(),
-            _ => index.bm25_pool(&vis, plan.memory_type, query, n)?,
-        };
-        let bm25_max = bm.first().map_or(0.0, |(_, s)| *s);
-        let bm = if lc.check.is_some() {
-            let eligible: HashSet<String> = lc
-                .retain(bm.iter().map(|(r, _)| r.clone()).collect())
-                .into_iter()
-                .map(|r| r.id)
-                .collect();
-            bm.into_iter().filter(|(r, _)| eligible.contains(&r.id)).collect()
-        } else {
-            bm
-        };
-        let scores: std::collections::HashMap<String, f64> = bm.iter().map(|(r, s)| (r.id.clone(), *s)).collect();
-        let mut seen: HashSet<String> = meta.iter().map(|r| r.id.clone()).collect();
-        let mut cands = with_scores(meta, &scores);
-        if plan.mode != SearchMode::Metadata {
-            cands.extend(
-                bm.into_iter()
-                    .filter(|(r, _)| seen.insert(r.id.clone()))
-                    .map(|(r, s)| (r, Some(s))),
-            );
+/// The primary rows in their final order, and the supersedes snapshot used to order them when one was read
+/// for all of them (relevance).
+fn ranked(
+    store: &Store,
+    groups: &[ScopeGroup],
+    plan: &Plan,
+    lc: &Lifecycle<'_>,
+) -> Result<(Vec<MemoryRow>, Option<Snapshot>), MemoryError> {
+    match (&plan.query, plan.sort) {
+        (Some(q), SortBy::Score | SortBy::Usage) => reranked(store, groups, plan, q, lc),
+        (Some(q), SortBy::Relevance) => {
+            let (rows, snap) = relevance_ranked(store, groups, plan, q, lc)?;
+            Ok((rows, Some(snap)))
         }
-        let mut rows = match plan.sort {
-            SortBy::Score => self.by_score(cands, bm25_max),
-            _ => {
-                let mut rows: Vec<MemoryRow> = cands.into_iter().map(|(r, _)| r).collect();
-                rows.sort_by(|a, b| {
-                    b.access_count
-                        .cmp(&a.access_count)
-                        .then(b.updated_at.cmp(&a.updated_at))
-                        .then_with(|| a.key.cmp(&b.key))
-                });
+        _ => Ok((in_order(store, groups, plan, lc)?, None)),
+    }
+}
+
+/// Relevance with a query: the relevance pool (curator recall drops ineligible rows from it), one supersedes
+/// snapshot over it (always-on demotion), [`cao_rank::sort_relevance`], the cut to `limit`.
+fn relevance_ranked(
+    store: &Store,
+    groups: &[ScopeGroup],
+    plan: &Plan,
+    query: &str,
+    lc: &Lifecycle<'_>,
+) -> Result<(Vec<MemoryRow>, Snapshot), MemoryError> {
+    let pool = relevance::pool(store, groups, plan.mode, plan.memory_type, query, plan.limit, &|rows| {
+        lc.retain(rows)
+    })?;
+    let rows: Vec<&MemoryRow> = pool.iter().map(|p| &p.row).collect();
+    let ids = snapshot_ids(rows.iter().copied(), plan.snapshot_related);
+    let snap = supersedes::snapshot(store, ids.iter(), "relevance_demotion");
+    let RankedPool { rows, order } = relevance::rank(store, pool, &snap, plan.scope.is_none());
+    let top: Vec<cao_rank::Ranked> = order.order.into_iter().take(plan.limit).map(Into::into).collect();
+    let rows: Vec<MemoryRow> = rows.into_iter().map(|p| p.row).collect();
+    Ok((cao_rank::apply_order(rows, &top), snap))
+}
+
+/// Default recall's primaries for `query` (hybrid search, recency order, no eligibility filter, no lifecycle
+/// demotion): the explain report's default top set.
+pub(crate) fn recency_top(
+    store: &Store,
+    groups: &[ScopeGroup],
+    memory_type: Option<MemoryType>,
+    query: &str,
+    limit: usize,
+) -> Result<Vec<MemoryRow>, MemoryError> {
+    let plan = Plan {
+        query: Some(query.to_owned()),
+        scope: None,
+        memory_type,
+        limit,
+        mode: SearchMode::Hybrid,
+        sort: SortBy::Recency,
+        snapshot_related: false,
+    };
+    let lc = Lifecycle {
+        enabled: false,
+        check: None,
+    };
+    in_order(store, groups, &plan, &lc)
+}
+
+/// One supersedes snapshot over `rows` (and, with `related`, the targets their `related_keys` name); fails open.
+fn rows_snapshot(store: &Store, rows: &[MemoryRow], purpose: &str, related: bool) -> Snapshot {
+    let ids = snapshot_ids(rows.iter(), related);
+    supersedes::snapshot(store, ids.iter(), purpose)
+}
+
+/// The ranking view of a candidate row (borrowed: no content is copied).
+fn view(row: &MemoryRow, bm25_raw: Option<f64>, superseded: bool) -> Candidate<'_> {
+    Candidate {
+        scope: row.scope,
+        scope_id: row.scope_id.as_deref(),
+        key: row.key.as_str(),
+        updated_at: row.updated_at,
+        access_count: row.access_count,
+        bm25_raw,
+        superseded,
+    }
+}
+
+/// The first rows of one ordered source for a group that still has `remaining` open slots: `fetch(n)` yields
+/// the source's first `n` rows. Curator recall drops ineligible rows and `demote` (usage with lifecycle on)
+/// moves superseded rows after the others before the cut; either way the pool is widened (x4 per round) only
+/// while too few rows remain and the source has more. Without both, this is one `fetch(remaining)`.
+fn fill(
+    store: &Store,
+    remaining: usize,
+    lc: &Lifecycle<'_>,
+    demote_superseded: bool,
+    mut fetch: impl FnMut(usize) -> Result<Vec<MemoryRow>, MemoryError>,
+) -> Result<Vec<MemoryRow>, MemoryError> {
+    let mut want = remaining;
+    loop {
+        let raw = fetch(want)?;
+        let exhausted = raw.len() < want;
+        let mut rows = lc.retain(raw);
+        let enough = if demote_superseded {
+            let sup = supersedes::superseded(store, &rows, "recall_ordering");
+            let superseded = |r: &MemoryRow| !sup.is_empty() && sup.contains(&r.memory_ref());
+            demote_by(&mut rows, superseded);
+            rows.iter().filter(|r| !superseded(r)).count()
+        } else {
+            rows.len()
+        };
+        if enough >= remaining || exhausted {
+            rows.truncate(remaining);
+            return Ok(rows);
+        }
+        want = want.saturating_mul(4);
+    }
+}
+
+/// Recency order (any mode), and score/usage without a query: each scope group, in precedence order, fills the
+/// slots left by the groups before it. Within a group: metadata hits newest first, BM25 hits best first, hybrid
+/// = metadata hits then BM25 hits for the remaining slots; without a query, newest (or most used) first.
+fn in_order(
+    store: &Store,
+    groups: &[ScopeGroup],
+    plan: &Plan,
+    lc: &Lifecycle<'_>,
+) -> Result<Vec<MemoryRow>, MemoryError> {
+    let index = store.index();
+    let mut out: Vec<MemoryRow> = Vec::with_capacity(plan.limit);
+    for group in groups {
+        let remaining = plan.limit - out.len();
+        if remaining == 0 {
+            break;
+        }
+        let vis = group.visibility();
+        let rows = match (&plan.query, plan.mode) {
+            (None, SearchMode::Bm25) => Vec::new(),
+            (None, _) => match plan.sort {
+                SortBy::Recency | SortBy::Relevance => fill(store, remaining, lc, false, |n| {
+                    Ok(index.recency_pool(&vis, plan.memory_type, n)?)
+                })?,
+                SortBy::Usage => fill(store, remaining, lc, lc.enabled, |n| {
+                    Ok(index.usage_pool(&vis, plan.memory_type, n)?)
+                })?,
+                SortBy::Score => {
+                    // No query: BM25 contributes 0, so the composite is recency + usage over a widened pool; active
+                    // supersedes targets are always demoted.
+                    let pool = lc.retain(index.recency_pool(&vis, plan.memory_type, pool_size(plan.limit))?);
+                    let snap = rows_snapshot(store, &pool, "relevance_demotion", false);
+                    let views: Vec<Candidate<'_>> =
+                        pool.iter().map(|r| view(r, None, snap.row_superseded(r))).collect();
+                    let order = sort_score(&views, store.now());
+                    drop(views);
+                    apply_order(pool, &order)
+                }
+            },
+            (Some(q), SearchMode::Metadata) => fill(store, remaining, lc, false, |n| {
+                Ok(index.metadata_pool(&vis, plan.memory_type, q, n)?)
+            })?,
+            (Some(q), SearchMode::Bm25) => fill(store, remaining, lc, false, |n| {
+                Ok(index
+                    .bm25_pool(&vis, plan.memory_type, q, n)?
+                    .into_iter()
+                    .map(|(r, _)| r)
+                    .collect())
+            })?,
+            (Some(q), SearchMode::Hybrid) => {
+                let mut rows = fill(store, remaining, lc, false, |n| {
+                    Ok(index.metadata_pool(&vis, plan.memory_type, q, n)?)
+                })?;
+                if rows.len() < remaining {
+                    let seen: HashSet<String> = rows.iter().map(|r| r.id.clone()).collect();
+                    let open = remaining - rows.len();
+                    let fill = fill(store, open, lc, false, |n| {
+                        Ok(index
+                            .bm25_pool(&vis, plan.memory_type, q, n + seen.len())?
+                            .into_iter()
+                            .map(|(r, _)| r)
+                            .filter(|r| !seen.contains(&r.id))
+                            .collect())
+                    })?;
+                    rows.extend(fill.into_iter().take(open));
+                }
                 rows
             }
         };
-        let snapshot = (plan.sort == SortBy::Score || lc.enabled)
-            .then(|| self.demote_superseded(&mut rows, "relevance_demotion", plan.snapshot_related));
-        if plan.scope.is_none() {
-            rows.sort_by_key(|r| r.scope.precedence());
-        }
-        rows.truncate(plan.limit);
-        Ok((rows, snapshot))
+        out.extend(rows.into_iter().take(remaining));
     }
+    Ok(out)
+}
 
-    /// Order by the composite score (cao-rank) with `bm25_max` as the normaliser; ties: newer, more used, key.
-    fn by_score(&self, cands: Vec<(MemoryRow, Option<f64>)>, bm25_max: f64) -> Vec<MemoryRow> {
-        let now = self.now();
-        let mut scored: Vec<(f64, MemoryRow)> = cands
+/// Score and usage with a query: one candidate pool over everything visible, as the reference builds it —
+/// up to [`pool_size`] metadata hits and up to [`pool_size`] BM25 hits (hybrid: metadata first, BM25 hits
+/// appended) — ranked, then the stable scope-precedence pass (no scope filter), then the cut to `limit`.
+/// BM25 is normalised by the best raw score visible (the first BM25 hit).
+///
+/// Curator recall drops ineligible rows from both pools (the BM25 corpus itself is not filtered). Active
+/// supersedes targets are stably demoted before the scope pass: always for score, with lifecycle on for usage.
+fn reranked(
+    store: &Store,
+    groups: &[ScopeGroup],
+    plan: &Plan,
+    query: &str,
+    lc: &Lifecycle<'_>,
+) -> Result<(Vec<MemoryRow>, Option<Snapshot>), MemoryError> {
+    let index = store.index();
+    let vis = union(groups);
+    let n = pool_size(plan.limit);
+    let meta = match plan.mode {
+        SearchMode::Bm25 => Vec::new(),
+        _ => lc.retain(index.metadata_pool(&vis, plan.memory_type, query, n)?),
+    };
+    let bm = match plan.mode {
+        SearchMode::Metadata if plan.sort == SortBy::Usage || meta.is_empty() => Vec::new(),
+        _ => index.bm25_pool(&vis, plan.memory_type, query, n)?,
+    };
+    let bm25_max = bm.first().map_or(0.0, |(_, s)| *s);
+    let bm = if lc.check.is_some() {
+        let eligible: HashSet<String> = lc
+            .retain(bm.iter().map(|(r, _)| r.clone()).collect())
             .into_iter()
-            .map(|(r, raw)| {
-                let norm = match raw {
-                    Some(s) if bm25_max > 0.0 => s / bm25_max,
-                    _ => 0.0,
-                };
-                let days = cao_core::time::days_old(now, r.updated_at);
-                (cao_rank::composite(norm, days, r.access_count), r)
-            })
+            .map(|r| r.id)
             .collect();
-        scored.sort_by(|(sa, a), (sb, b)| {
-            sb.total_cmp(sa)
-                .then(b.updated_at.cmp(&a.updated_at))
-                .then(b.access_count.cmp(&a.access_count))
-                .then_with(|| a.key.cmp(&b.key))
-        });
-        scored.into_iter().map(|(_, r)| r).collect()
-    }
-
-    /// Append memories named by the primaries' `related_keys` (same scope and scope id; at most 3 per primary;
-    /// one level; no duplicates; not access-counted). Curator recall judges the targets in their own batches of at
-    /// most [`MAX_RELATED_BATCH`] and drops ineligible ones.
-    fn expand_related(
-        &self,
-        primaries: &[MemoryRow],
-        out: &mut Vec<Memory>,
-        lc: &Lifecycle<'_>,
-    ) -> Result<(), MemoryError> {
-        let mut related: Vec<MemoryRow> = Vec::new();
-        let mut seen: HashSet<(Scope, Option<String>, String)> = primaries
-            .iter()
-            .map(|r| (r.scope, r.scope_id.clone(), r.key.to_string()))
-            .collect();
-        for p in primaries {
-            let Some(csv) = &p.related_keys else { continue };
-            let mut taken = 0;
-            for raw in csv.split(',') {
-                if taken == 3 {
-                    break;
-                }
-                let Ok(k) = Key::sanitize(raw.trim()) else { continue };
-                let k_str = k.as_str().to_owned();
-                let id = (p.scope, p.scope_id.clone(), k_str);
-                if !seen.insert(id) {
-                    continue;
-                }
-                if let Some(row) = self.inner.index.get(&k, p.scope, p.scope_id.as_deref())? {
-                    related.push(row);
-                    taken += 1;
-                }
+        bm.into_iter().filter(|(r, _)| eligible.contains(&r.id)).collect()
+    } else {
+        bm
+    };
+    let scores: std::collections::HashMap<String, f64> = bm.iter().map(|(r, s)| (r.id.clone(), *s)).collect();
+    let mut seen: HashSet<String> = meta.iter().map(|r| r.id.clone()).collect();
+    let mut raws: Vec<Option<f64>> = meta.iter().map(|r| scores.get(&r.id).copied()).collect();
+    let mut rows = meta;
+    if plan.mode != SearchMode::Metadata {
+        for (r, s) in bm {
+            if seen.insert(r.id.clone()) {
+                rows.push(r);
+                raws.push(Some(s));
             }
         }
-        for batch in related.chunks(MAX_RELATED_BATCH) {
-            let kept = match &lc.check {
-                None => batch.to_vec(),
-                Some(check) => {
-                    let ids: Vec<_> = batch.iter().map(row_candidate).collect();
-                    let excluded = check.borrow_mut().excluded(&ids);
-                    batch
-                        .iter()
-                        .zip(excluded)
-                        .filter(|(_, x)| !x)
-                        .map(|(r, _)| r.clone())
-                        .collect()
-                }
-            };
-            out.extend(kept.iter().map(|r| {
-                let mut m = row_to_memory(r);
-                m.is_related = true;
-                m
-            }));
-        }
-        Ok(())
     }
-
-    /// The scope groups a caller may read, in precedence order (only `scope` when given).
-    ///
-    /// - global, federated: always.
-    /// - project: the caller's project id plus its cwd-hash aliases (recorded ones included); every project with
-    ///   `scan_all`; none when no project can be resolved.
-    /// - session / agent: only the caller's own session name / agent profile; every one with `scan_all`.
-    pub(crate) fn visibility_groups(
-        &self,
-        ctx: &TerminalContext,
-        settings: &Settings,
-        scope: Option<Scope>,
-        scan_all: bool,
-    ) -> Result<Vec<ScopeGroup>, MemoryError> {
-        let mut groups = Vec::new();
-        for s in Scope::PRECEDENCE {
-            if scope.is_some_and(|f| f != s) {
-                continue;
+    // Active supersedes targets are demoted before the scope pass: always for score, with lifecycle on for usage.
+    let snapshot = (plan.sort == SortBy::Score || lc.enabled)
+        .then(|| rows_snapshot(store, &rows, "relevance_demotion", plan.snapshot_related));
+    let superseded = |r: &MemoryRow| snapshot.as_ref().is_some_and(|s| s.row_superseded(r));
+    let views: Vec<Candidate<'_>> = rows
+        .iter()
+        .zip(&raws)
+        .map(|(r, raw)| view(r, *raw, superseded(r)))
+        .collect();
+    let mut order = match plan.sort {
+        SortBy::Score => sort_score_in(&views, store.now(), bm25_max),
+        _ => {
+            let mut order = sort_usage(&views);
+            if snapshot.is_some() {
+                demote_superseded(&views, &mut order);
             }
-            let ids: Option<Vec<String>> = match s {
-                _ if scan_all => None,
-                Scope::Global | Scope::Federated => None,
-                Scope::Session => match ctx.session_id() {
-                    Some(id) => Some(vec![id]),
-                    None => continue,
-                },
-                Scope::Agent => match ctx.agent_id() {
-                    Some(id) => Some(vec![id]),
-                    None => continue,
-                },
-                Scope::Project => {
-                    let ident = match ctx.project(settings) {
-                        Ok(i) => i,
-                        Err(cao_core::CoreError::UnresolvableScopeId { .. }) => continue,
-                        Err(e) => return Err(e.into()),
-                    };
-                    let mut ids = vec![ident.project_id.clone()];
-                    if let Some(a) = &ident.alias {
-                        if let Err(e) = self.inner.index.add_alias(&ident.project_id, a, "cwd_hash", self.now()) {
-                            tracing::warn!(error = %e, "could not record project alias");
-                        }
-                        ids.push(a.clone());
-                    }
-                    for a in self.inner.index.aliases(&ident.project_id)? {
-                        if !ids.contains(&a.alias) {
-                            ids.push(a.alias);
-                        }
-                    }
-                    Some(ids)
-                }
-            };
-            groups.push(ScopeGroup { scope: s, ids });
+            order
         }
-        Ok(groups)
+    };
+    if plan.scope.is_none() {
+        scope_precedence_pass(&views, &mut order);
     }
+    order.truncate(plan.limit);
+    drop(views);
+    Ok((apply_order(rows, &order), snapshot))
+}
 
-    /// Every visible row (recency order within each scope group, groups in precedence order), up to `limit`.
-    pub(crate) fn visible_rows(
-        &self,
-        ctx: &TerminalContext,
-        scope: Option<Scope>,
-        memory_type: Option<MemoryType>,
-        scan_all: bool,
-        limit: usize,
-    ) -> Result<Vec<MemoryRow>, MemoryError> {
-        let settings = self.settings();
-        let mut out = Vec::new();
-        for g in self.visibility_groups(ctx, &settings, scope, scan_all)? {
-            let remaining = limit.saturating_sub(out.len());
-            if remaining == 0 {
+/// Append memories named by the primaries' `related_keys` (same scope and scope id; at most 3 per primary;
+/// one level; no duplicates; not access-counted). Curator recall judges the targets in their own batches of at
+/// most [`MAX_RELATED_BATCH`] and drops ineligible ones.
+fn expand_related(store: &Store, primaries: &[MemoryRow], lc: &Lifecycle<'_>) -> Result<Vec<MemoryRow>, MemoryError> {
+    let mut related: Vec<MemoryRow> = Vec::new();
+    let mut seen: HashSet<MemoryRef> = primaries.iter().map(MemoryRow::memory_ref).collect();
+    for p in primaries {
+        let Some(csv) = &p.related_keys else { continue };
+        let mut taken = 0;
+        for raw in csv.split(',') {
+            if taken == 3 {
                 break;
             }
-            out.extend(self.inner.index.recency_pool(&g.visibility(), memory_type, remaining)?);
+            let Ok(k) = Key::sanitize(raw.trim()) else { continue };
+            if !seen.insert(MemoryRef::new(p.scope, p.scope_id.clone(), k.clone())) {
+                continue;
+            }
+            if let Some(row) = store.index().get(p.scope, p.scope_id.as_deref(), &k)? {
+                related.push(row);
+                taken += 1;
+            }
         }
-        Ok(out)
     }
+    let Some(check) = &lc.check else { return Ok(related) };
+    let mut kept = Vec::with_capacity(related.len());
+    for batch in related.chunks(MAX_RELATED_BATCH) {
+        kept.extend(retain_eligible(&mut check.borrow_mut(), batch, row_candidate));
+    }
+    Ok(kept)
 }
 
 /// Identities a supersedes snapshot reads for `rows`: each row, and with `related` the targets its legacy
 /// `related_keys` name (same scope and scope id; every valid key of the csv, which is under 1 KiB, so whichever
 /// targets expansion ends up taking are covered).
-fn snapshot_ids<'a>(rows: impl IntoIterator<Item = &'a MemoryRow>, related: bool) -> Vec<Identity> {
+fn snapshot_ids<'a>(rows: impl IntoIterator<Item = &'a MemoryRow>, related: bool) -> Vec<MemoryRef> {
     let mut ids = Vec::new();
     for r in rows {
-        ids.push(row_identity(r));
+        ids.push(r.memory_ref());
         if !related {
             continue;
         }
         let Some(csv) = &r.related_keys else { continue };
         let targets = csv.split(',').filter_map(|k| Key::sanitize(k.trim()).ok());
-        ids.extend(targets.map(|k| (r.scope, r.scope_id.clone(), k.as_str().to_owned())));
+        ids.extend(targets.map(|k| MemoryRef::new(r.scope, r.scope_id.clone(), k)));
     }
     ids
 }
 
-/// Pair rows with their raw BM25 score when they are in `scores` (rows outside the BM25 pool have none).
-fn with_scores(rows: Vec<MemoryRow>, scores: &std::collections::HashMap<String, f64>) -> Vec<(MemoryRow, Option<f64>)> {
-    rows.into_iter()
-        .map(|r| {
-            let s = scores.get(&r.id).copied();
-            (r, s)
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::pool_size;
+    use super::view;
+    use cao_core::{Key, MemoryType, Scope};
+    use cao_index::{Index, MemoryRow, Visibility};
+    use chrono::{Duration, TimeZone, Utc};
 
+    /// Recency and usage without a query take rows in the order the index reads them (its pools' `ORDER BY`):
+    /// that order must be cao-rank's, so ranking them again changes nothing. Timestamps and counts tie often.
     #[test]
-    fn pool_widening_matches_spec() {
-        assert_eq!(pool_size(1), 50);
-        assert_eq!(pool_size(10), 50);
-        assert_eq!(pool_size(20), 60);
-        assert_eq!(pool_size(70), 200);
-        assert_eq!(pool_size(100), 200);
+    fn index_pools_come_in_cao_rank_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = Index::open(&dir.path().join("db.sqlite")).expect("open index");
+        let t0 = Utc
+            .with_ymd_and_hms(2026, 1, 1, 0, 0, 0)
+            .single()
+            .expect("valid instant");
+        for i in 0..24u32 {
+            let key = Key::parse_strict(&format!("k{:02}", (i * 7) % 24)).expect("key");
+            let at = t0 + Duration::minutes(i64::from(i % 3));
+            let mut row = MemoryRow::new(
+                format!("id-{i}"),
+                Scope::Global,
+                None,
+                key,
+                MemoryType::Project,
+                format!("/m/k{i}.md"),
+                "",
+                "content",
+                at,
+            );
+            row.access_count = i64::from(i % 4);
+            index.upsert(&row).expect("upsert");
+        }
+        let vis = Visibility::none().allow(Scope::Global, None);
+        let identity = |order: Vec<cao_rank::Ranked>| order.iter().enumerate().all(|(i, r)| r.index == i);
+        let recency = index.recency_pool(&vis, None, 100).expect("recency pool");
+        assert_eq!(recency.len(), 24);
+        let views: Vec<_> = recency.iter().map(|r| view(r, None, false)).collect();
+        assert!(identity(cao_rank::sort_recency(&views)), "recency pool order");
+        let usage = index.usage_pool(&vis, None, 100).expect("usage pool");
+        assert_eq!(usage.len(), 24);
+        let views: Vec<_> = usage.iter().map(|r| view(r, None, false)).collect();
+        assert!(identity(cao_rank::sort_usage(&views)), "usage pool order");
     }
 }

@@ -1,5 +1,5 @@
-//! The opt-in relevance sort of recall and the `cao memory list --query Q --explain` report (spec 000
-//! "memory_recall" relevance paragraphs, "Non-accessing operator inspection", "On-demand relevance explain").
+//! The relevance pool and its order: the opt-in relevance sort of recall, and the relevance side of the explain
+//! report (spec 000 "memory_recall" relevance paragraphs, "On-demand relevance explain").
 //!
 //! - The relevance pool, built per scope group in precedence order (so one scope's volume never pushes another
 //!   scope's matches out, and scope precedence dominates): each source considers [`pool_size`] rows of the group
@@ -13,54 +13,16 @@
 //!   [`cao_rank::sort_relevance`] orders the pool.
 //! - Supersedes state is read once per call ([`Snapshot`]), per scope group: a failed group fails open alone.
 //!   Recall and explain use that one snapshot for ordering, labels and (explain) the built-in injection verdict.
-//! - Explain never counts an access, never expands related memories and reports no content, tags, paths, absolute
-//!   timestamps, access counts or raw BM25 scores.
 
 use crate::error::MemoryError;
-use crate::lifecycle::{Identity, demote, row_identity};
-use crate::recall::{ScopeGroup, pool_size};
-use crate::service::MemoryService;
+use crate::store::Store;
+use crate::supersedes::Snapshot;
 use crate::types::SearchMode;
-use cao_core::{MemoryType, Scope, TerminalContext};
+use crate::visibility::ScopeGroup;
+use cao_core::MemoryType;
 use cao_index::{MemoryRow, matches_all_terms};
-use cao_lifecycle::eligibility::{SUPERSEDED_REASON, SUPERSEDES_SOURCE};
-use cao_rank::{RelevanceCandidate, RelevanceOrder, Tier, sort_relevance};
-use serde::Serialize;
+use cao_rank::{RelevanceCandidate, RelevanceOrder, Tier, pool_size, sort_relevance};
 use std::collections::{HashMap, HashSet};
-
-/// Schema id of the explain report.
-pub const EXPLAIN_SCHEMA: &str = "cao.memory.explain/1";
-
-/// Default `--limit` of explain (spec 000: 10).
-pub const DEFAULT_EXPLAIN_LIMIT: usize = 10;
-
-/// Largest explain `--limit` (spec 000: 1-100).
-pub const MAX_EXPLAIN_LIMIT: usize = 100;
-
-/// Supersedes state of one call: the active targets among the identities asked about, and the scope groups
-/// `(scope, scope_id)` whose read failed (their rows count as not superseded: fail open).
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Snapshot {
-    pub(crate) targets: HashSet<Identity>,
-    pub(crate) failed: HashSet<(Scope, Option<String>)>,
-    /// Every identity the snapshot was read for (healthy or failed group).
-    pub(crate) asked: HashSet<Identity>,
-}
-
-impl Snapshot {
-    /// Whether this snapshot answers for `id` (it was asked about it), so no second read is needed.
-    pub(crate) fn covers(&self, id: &Identity) -> bool {
-        self.asked.contains(id)
-    }
-
-    pub(crate) fn superseded(&self, id: &Identity) -> bool {
-        self.targets.contains(id)
-    }
-
-    fn failed_for(&self, id: &Identity) -> bool {
-        self.failed.contains(&(id.0, id.1.clone()))
-    }
-}
 
 /// One relevance pool row with what ranking needs besides the row.
 pub(crate) struct PoolRow {
@@ -75,461 +37,115 @@ pub(crate) struct RankedPool {
     pub(crate) order: RelevanceOrder,
 }
 
-impl MemoryService {
-    /// Read the supersedes state of `ids` once, one read per scope group; a failed group is recorded and warned
-    /// about (content-free: source, purpose, count) and fails open.
-    pub(crate) fn supersedes_snapshot<'a>(&self, ids: impl Iterator<Item = &'a Identity>, purpose: &str) -> Snapshot {
-        let mut groups: HashMap<(Scope, Option<String>), Vec<&Identity>> = HashMap::new();
-        let mut snap = Snapshot::default();
-        for id in ids {
-            if snap.asked.insert(id.clone()) {
-                groups.entry((id.0, id.1.clone())).or_default().push(id);
-            }
+/// The relevance pool for `query` over `groups` (see the module doc). `keep` drops rows a curator recall may
+/// not see (explicit recall and explain keep everything).
+pub(crate) fn pool(
+    store: &Store,
+    groups: &[ScopeGroup],
+    mode: SearchMode,
+    memory_type: Option<MemoryType>,
+    query: &str,
+    limit: usize,
+    keep: &dyn Fn(Vec<MemoryRow>) -> Vec<MemoryRow>,
+) -> Result<Vec<PoolRow>, MemoryError> {
+    let index = store.index();
+    let n = pool_size(limit);
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut pool: Vec<PoolRow> = Vec::new();
+    let mut partials = Vec::new();
+    for group in groups {
+        // Scope precedence dominates the final order, so once earlier groups hold `limit` all-term matches no
+        // later row can reach the top set (and no partial is needed).
+        if pool.len() >= limit {
+            break;
         }
-        let mut keys: Vec<_> = groups.keys().cloned().collect();
-        keys.sort();
-        for group in keys {
-            let batch: Vec<(Scope, Option<&str>, &str)> = groups[&group]
-                .iter()
-                .map(|(s, sid, k)| (*s, sid.as_deref(), k.as_str()))
-                .collect();
-            let read = match self.inner.supersedes_lookup.0.get() {
-                Some(lookup) => lookup(&batch),
-                None => self
-                    .inner
-                    .index
-                    .active_supersedes_targets(&batch)
-                    .map_err(|e| e.to_string()),
-            };
-            match read {
-                Ok(set) => snap.targets.extend(set),
-                Err(_) => {
-                    // The injection registry's failed-open warning: source, purpose, count; never keys or content.
-                    tracing::warn!(
-                        source = SUPERSEDES_SOURCE,
-                        purpose,
-                        count = batch.len(),
-                        "eligibility source failed open for a batch of {} candidates",
-                        batch.len()
-                    );
-                    snap.failed.insert(group);
-                }
-            }
-        }
-        snap
-    }
-
-    /// The relevance pool for `query` over `groups` (see the module doc). `keep` drops rows a curator recall may
-    /// not see (explicit recall and explain keep everything).
-    pub(crate) fn relevance_pool(
-        &self,
-        groups: &[ScopeGroup],
-        mode: SearchMode,
-        memory_type: Option<MemoryType>,
-        query: &str,
-        limit: usize,
-        keep: &dyn Fn(Vec<MemoryRow>) -> Vec<MemoryRow>,
-    ) -> Result<Vec<PoolRow>, MemoryError> {
-        let index = &self.inner.index;
-        let n = pool_size(limit);
-        let mut seen: HashSet<String> = HashSet::new();
-        let mut pool: Vec<PoolRow> = Vec::new();
-        let mut partials = Vec::new();
-        for group in groups {
-            // Scope precedence dominates the final order, so once earlier groups hold `limit` all-term matches no
-            // later row can reach the top set (and no partial is needed).
-            if pool.len() >= limit {
-                break;
-            }
-            let vis = group.visibility();
-            let meta = match mode {
-                SearchMode::Bm25 => Vec::new(),
-                _ => keep(index.metadata_pool(&vis, memory_type, query, n)?),
-            };
-            // An untruncated metadata pool is a census of the group's all-term matches; BM25 can then add only
-            // partial matches, which are useless once the all-term matches so far plus the partial matches of
-            // earlier groups claim every slot (partials fill in precedence order).
-            let census =
-                mode == SearchMode::Hybrid && meta.len() < n && pool.len() + meta.len() + partials.len() >= limit;
-            let bm = match mode {
-                SearchMode::Metadata => Vec::new(),
-                _ if census => Vec::new(),
-                _ => {
-                    let hits = index.bm25_pool(&vis, memory_type, query, n)?;
-                    let (rows, scores): (Vec<MemoryRow>, Vec<f64>) = hits.into_iter().unzip();
-                    let by_id: HashMap<String, f64> = rows.iter().map(|r| r.id.clone()).zip(scores).collect();
-                    keep(rows)
-                        .into_iter()
-                        .map(|r| {
-                            let s = by_id.get(&r.id).copied();
-                            (r, s)
-                        })
-                        .collect::<Vec<_>>()
-                }
-            };
-            let first = pool.len();
-            for row in meta {
-                if seen.insert(row.id.clone()) {
-                    pool.push(PoolRow {
-                        row,
-                        raw: None,
-                        tier: Tier::AllTerm,
-                    });
-                }
-            }
-            for (row, raw) in bm {
-                if !seen.insert(row.id.clone()) {
-                    if let Some(p) = pool[first..].iter_mut().find(|p| p.row.id == row.id) {
-                        p.raw = raw;
-                    }
-                    continue;
-                }
-                let tier = if matches_all_terms(query, &row) {
-                    Tier::AllTerm
-                } else {
-                    Tier::Partial
-                };
-                let entry = PoolRow { row, raw, tier };
-                match tier {
-                    Tier::AllTerm => pool.push(entry),
-                    Tier::Partial => partials.push(entry),
-                }
-            }
-        }
-        // Partial matches fill only the slots all-term matches left below the limit, in BM25 order.
-        let open = limit.saturating_sub(pool.len());
-        pool.extend(partials.into_iter().take(open));
-        // Rows without a score from the BM25 cut (metadata hits outside it) are scored with the same statistics.
-        let missing: Vec<usize> = (0..pool.len()).filter(|&i| pool[i].raw.is_none()).collect();
-        if !missing.is_empty() {
-            let rows: Vec<&MemoryRow> = missing.iter().map(|&i| &pool[i].row).collect();
-            let scores = index.bm25_scores(query, &rows)?;
-            for (i, s) in missing.into_iter().zip(scores) {
-                pool[i].raw = s;
-            }
-        }
-        Ok(pool)
-    }
-
-    /// Rank a relevance pool with `snapshot`'s demotion; `scope_pass` when the request named no scope.
-    pub(crate) fn rank_pool(&self, rows: Vec<PoolRow>, snapshot: &Snapshot, scope_pass: bool) -> RankedPool {
-        let ids: Vec<Identity> = rows.iter().map(|p| row_identity(&p.row)).collect();
-        let cands: Vec<RelevanceCandidate<'_>> = rows
-            .iter()
-            .zip(&ids)
-            .map(|(p, id)| RelevanceCandidate {
-                key: p.row.key.as_str(),
-                scope: p.row.scope,
-                scope_id: p.row.scope_id.as_deref(),
-                source_kind: p.row.source_kind.as_str(),
-                updated_at: p.row.updated_at,
-                bm25_raw: p.raw,
-                tier: p.tier,
-                superseded: snapshot.superseded(id),
-            })
-            .collect();
-        let order = sort_relevance(&cands, self.now(), scope_pass);
-        drop(cands);
-        RankedPool { rows, order }
-    }
-
-    /// The relevance explain report (the `cao memory list --query Q --explain` diagnostic).
-    ///
-    /// Compares default recall (hybrid search, recency order, `limit`) with relevance recall over the same
-    /// visibility; never counts an access, never expands related memories. One supersedes snapshot covers both
-    /// pools and serves ordering, labels and the built-in injection verdict.
-    ///
-    /// Errors (checked in this order, before any index read): [`MemoryError::Invalid`] for a blank or over-long
-    /// query or a limit outside 1..=100; [`MemoryError::Disabled`] when memory is off;
-    /// [`MemoryError::ExplainDisabled`] when `memory.explain_enabled` is false; index errors.
-    pub fn explain(&self, ctx: &TerminalContext, req: ExplainRequest) -> Result<ExplainReport, MemoryError> {
-        let query = req.query.trim().to_owned();
-        if query.is_empty() {
-            return Err(MemoryError::Invalid("explain needs a non-empty --query".into()));
-        }
-        crate::recall::check_query_len(&query)?;
-        if !(1..=MAX_EXPLAIN_LIMIT).contains(&req.limit) {
-            return Err(MemoryError::Invalid(format!(
-                "limit must be between 1 and {MAX_EXPLAIN_LIMIT}; got {}",
-                req.limit
-            )));
-        }
-        let settings = self.ensure_enabled()?;
-        if !settings.explain_enabled() {
-            return Err(MemoryError::ExplainDisabled);
-        }
-        let lifecycle = settings.lifecycle_enabled();
-        let limit = req.limit;
-        let groups = self.visibility_groups(ctx, &settings, req.scope, req.all)?;
-        let default_top = self.recency_top(&groups, req.memory_type, &query, limit)?;
-        let pool = self.relevance_pool(&groups, SearchMode::Hybrid, req.memory_type, &query, limit, &|rows| {
-            rows
-        })?;
-        let purpose = if lifecycle { "injection" } else { "relevance_demotion" };
-        let ids: Vec<Identity> = pool
-            .iter()
-            .map(|p| row_identity(&p.row))
-            .chain(default_top.iter().map(row_identity))
-            .collect();
-        let snapshot = self.supersedes_snapshot(ids.iter(), purpose);
-        let ranked = self.rank_pool(pool, &snapshot, req.scope.is_none());
-        // Default recall with lifecycle on moves superseded rows last (membership unchanged).
-        let mut default_top = default_top;
-        if lifecycle {
-            demote(&mut default_top, |r| snapshot.superseded(&row_identity(r)));
-        }
-        Ok(self.report(&query, &req, lifecycle, ranked, default_top, &snapshot))
-    }
-
-    fn report(
-        &self,
-        query: &str,
-        req: &ExplainRequest,
-        lifecycle: bool,
-        ranked: RankedPool,
-        default_top: Vec<MemoryRow>,
-        snapshot: &Snapshot,
-    ) -> ExplainReport {
-        let limit = req.limit;
-        let RankedPool { rows, order } = ranked;
-        let all_term = rows.iter().filter(|p| p.tier == Tier::AllTerm).count();
-        let rel_rank: HashMap<Identity, usize> = order
-            .order
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (row_identity(&rows[r.index].row), i + 1))
-            .collect();
-        let rec_rank: HashMap<Identity, usize> = default_top
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (row_identity(r), i + 1))
-            .collect();
-        let rel_top: Vec<Identity> = order
-            .order
-            .iter()
-            .take(limit)
-            .map(|r| row_identity(&rows[r.index].row))
-            .collect();
-        let intersection = rel_top.iter().filter(|id| rec_rank.contains_key(*id)).count();
-        let larger = rel_top.len().max(default_top.len());
-        let overlap = (larger > 0).then(|| round4(intersection as f64 / larger as f64));
-        let verdict = |id: &Identity| -> (Injection, Vec<String>) {
-            if !lifecycle {
-                return (Injection::Eligible, Vec::new());
-            }
-            if snapshot.failed_for(id) {
-                (Injection::Unknown, Vec::new())
-            } else if snapshot.superseded(id) {
-                (Injection::Excluded, vec![SUPERSEDED_REASON.to_owned()])
-            } else {
-                (Injection::Eligible, Vec::new())
+        let vis = group.visibility();
+        let meta = match mode {
+            SearchMode::Bm25 => Vec::new(),
+            _ => keep(index.metadata_pool(&vis, memory_type, query, n)?),
+        };
+        // An untruncated metadata pool is a census of the group's all-term matches; BM25 can then add only
+        // partial matches, which are useless once the all-term matches so far plus the partial matches of
+        // earlier groups claim every slot (partials fill in precedence order).
+        let census = mode == SearchMode::Hybrid && meta.len() < n && pool.len() + meta.len() + partials.len() >= limit;
+        let bm = match mode {
+            SearchMode::Metadata => Vec::new(),
+            _ if census => Vec::new(),
+            _ => {
+                let hits = index.bm25_pool(&vis, memory_type, query, n)?;
+                let (rows, scores): (Vec<MemoryRow>, Vec<f64>) = hits.into_iter().unzip();
+                let by_id: HashMap<String, f64> = rows.iter().map(|r| r.id.clone()).zip(scores).collect();
+                keep(rows)
+                    .into_iter()
+                    .map(|r| {
+                        let s = by_id.get(&r.id).copied();
+                        (r, s)
+                    })
+                    .collect::<Vec<_>>()
             }
         };
-        let candidate = |row: &MemoryRow, tier: Tier, lexical: f64, recency_factor: f64, relevance: f64| {
-            let id = row_identity(row);
-            let (injection, exclusion_reasons) = verdict(&id);
-            let relevance_rank = rel_rank.get(&id).copied();
-            let recency_rank = rec_rank.get(&id).copied();
-            ExplainCandidate {
-                key: row.key.to_string(),
-                scope: row.scope,
-                scope_id: row.scope_id.clone(),
-                source_kind: row.source_kind.clone(),
-                tier: tier.as_str(),
-                lexical: round4(lexical),
-                recency_factor: round4(recency_factor),
-                relevance: round4(relevance),
-                relevance_rank,
-                recency_rank,
-                recovered: relevance_rank.is_some_and(|r| r <= limit) && recency_rank.is_none(),
-                superseded: snapshot.superseded(&id),
-                injection,
-                exclusion_reasons,
+        let first = pool.len();
+        for row in meta {
+            if seen.insert(row.id.clone()) {
+                pool.push(PoolRow {
+                    row,
+                    raw: None,
+                    tier: Tier::AllTerm,
+                });
             }
-        };
-        let mut candidates: Vec<ExplainCandidate> = order
-            .order
-            .iter()
-            .take(limit)
-            .map(|r| candidate(&rows[r.index].row, r.tier, r.lexical, r.recency_factor, r.relevance))
-            .collect();
-        let rel_top_set: HashSet<&Identity> = rel_top.iter().collect();
-        for row in &default_top {
-            let id = row_identity(row);
-            if rel_top_set.contains(&id) {
+        }
+        for (row, raw) in bm {
+            if !seen.insert(row.id.clone()) {
+                if let Some(p) = pool[first..].iter_mut().find(|p| p.row.id == row.id) {
+                    p.raw = raw;
+                }
                 continue;
             }
-            // A default-only row: its pool values when it is in the relevance pool, zeros otherwise.
-            candidates.push(match rel_rank.get(&id) {
-                Some(rank) => {
-                    let r = &order.order[rank - 1];
-                    candidate(row, r.tier, r.lexical, r.recency_factor, r.relevance)
-                }
-                None => {
-                    let tier = if matches_all_terms(query, row) {
-                        Tier::AllTerm
-                    } else {
-                        Tier::Partial
-                    };
-                    let days = cao_core::time::days_old(self.now(), row.updated_at);
-                    let factor = cao_rank::relevance_recency_factor(row.scope, &row.source_kind, days);
-                    candidate(row, tier, 0.0, factor, 0.0)
-                }
-            });
-        }
-        let mut eligibility_errors = Vec::new();
-        if !snapshot.failed.is_empty() {
-            eligibility_errors.push(SUPERSEDES_SOURCE.to_owned());
-        }
-        ExplainReport {
-            schema: EXPLAIN_SCHEMA,
-            query: query.to_owned(),
-            limit,
-            scope: req.scope,
-            memory_type: req.memory_type,
-            all: req.all,
-            search_mode: SearchMode::Hybrid,
-            lifecycle_enabled: lifecycle,
-            pool: PoolCounts {
-                size: rows.len(),
-                all_term,
-                partial: rows.len() - all_term,
-                per_source: pool_size(limit),
-            },
-            recency: RecencyConstants {
-                floor: cao_rank::RELEVANCE_AGE_FLOOR,
-                weight: cao_rank::RELEVANCE_AGE_WEIGHT,
-                half_life_days: cao_rank::RELEVANCE_AGE_HALF_DAYS,
-                applies_to: "native project memories",
-            },
-            overlap,
-            lexical_degenerate: order.lexical_degenerate,
-            eligibility_errors,
-            candidates,
+            let tier = if matches_all_terms(query, &row) {
+                Tier::AllTerm
+            } else {
+                Tier::Partial
+            };
+            let entry = PoolRow { row, raw, tier };
+            match tier {
+                Tier::AllTerm => pool.push(entry),
+                Tier::Partial => partials.push(entry),
+            }
         }
     }
+    // Partial matches fill only the slots all-term matches left below the limit, in BM25 order.
+    let open = limit.saturating_sub(pool.len());
+    pool.extend(partials.into_iter().take(open));
+    // Rows without a score from the BM25 cut (metadata hits outside it) are scored with the same statistics.
+    let missing: Vec<usize> = (0..pool.len()).filter(|&i| pool[i].raw.is_none()).collect();
+    if !missing.is_empty() {
+        let rows: Vec<&MemoryRow> = missing.iter().map(|&i| &pool[i].row).collect();
+        let scores = index.bm25_scores(query, &rows)?;
+        for (i, s) in missing.into_iter().zip(scores) {
+            pool[i].raw = s;
+        }
+    }
+    Ok(pool)
 }
 
-/// Round to four decimal places (the explain report's precision).
-fn round4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
+/// Rank a relevance pool with `snapshot`'s demotion; `scope_pass` when the request named no scope.
+pub(crate) fn rank(store: &Store, rows: Vec<PoolRow>, snapshot: &Snapshot, scope_pass: bool) -> RankedPool {
+    let order = sort_relevance(&candidates(&rows, snapshot), store.now(), scope_pass);
+    RankedPool { rows, order }
 }
 
-/// Arguments of [`MemoryService::explain`].
-#[derive(Debug, Clone)]
-pub struct ExplainRequest {
-    /// The operator's query (required, non-blank, at most 4096 bytes).
-    pub query: String,
-    /// Only this scope (otherwise every visible scope, precedence first).
-    pub scope: Option<Scope>,
-    /// Only this memory type.
-    pub memory_type: Option<MemoryType>,
-    /// Every project, session and agent (`--all`).
-    pub all: bool,
-    /// Size of each top set, 1..=100 (default [`DEFAULT_EXPLAIN_LIMIT`]).
-    pub limit: usize,
-}
-
-/// Injection verdict of the lifecycle eligibility seam for one candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Injection {
-    /// No enabled source excludes it.
-    Eligible,
-    /// An enabled source excludes it (see `exclusion_reasons`).
-    Excluded,
-    /// The source's read failed for its scope group (fail open: it would be injected).
-    Unknown,
-}
-
-/// Pool counts of an explain report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PoolCounts {
-    /// Rows in the relevance pool.
-    pub size: usize,
-    /// All-term matches among them.
-    pub all_term: usize,
-    /// Partial matches among them (they only fill slots below the limit).
-    pub partial: usize,
-    /// Rows each source considers: `max(limit, min(200, max(50, 3 * limit)))`.
-    pub per_source: usize,
-}
-
-/// The fixed constants of the relevance age factor `floor + weight / (1 + days_old / half_life_days)`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RecencyConstants {
-    /// 0.85.
-    pub floor: f64,
-    /// 0.15.
-    pub weight: f64,
-    /// 30.0 days.
-    pub half_life_days: f64,
-    /// Which rows the factor applies to (every other row is time-neutral).
-    pub applies_to: &'static str,
-}
-
-/// One candidate of an explain report (no content, tags, paths, timestamps, access counts or raw BM25).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExplainCandidate {
-    /// Memory key.
-    pub key: String,
-    /// Scope.
-    pub scope: Scope,
-    /// Scope id (`null` for global and federated).
-    pub scope_id: Option<String>,
-    /// Backend (`native`).
-    pub source_kind: String,
-    /// `all_term` (every query term is a substring of the memory) or `partial`.
-    pub tier: &'static str,
-    /// Normalised BM25 in `[0, 1]`, 4 decimals (0 outside the relevance pool).
-    pub lexical: f64,
-    /// Age factor (1.0 when time-neutral), 4 decimals.
-    pub recency_factor: f64,
-    /// `lexical * recency_factor`, 4 decimals (0 outside the relevance pool).
-    pub relevance: f64,
-    /// 1-based rank in the whole relevance order; `null` outside the pool.
-    pub relevance_rank: Option<usize>,
-    /// 1-based rank in the default top set; `null` outside it.
-    pub recency_rank: Option<usize>,
-    /// Relevance selected it and the default top set omitted it.
-    pub recovered: bool,
-    /// Target of an active same-scope supersedes edge in this call's snapshot.
-    pub superseded: bool,
-    /// Lifecycle injection verdict.
-    pub injection: Injection,
-    /// Ordered reason tokens of the exclusion (empty unless excluded).
-    pub exclusion_reasons: Vec<String>,
-}
-
-/// The `cao.memory.explain/1` report (schema: `docs/schemas/cao.memory.explain-1.json`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ExplainReport {
-    /// Always [`EXPLAIN_SCHEMA`].
-    pub schema: &'static str,
-    /// The operator's query, trimmed.
-    pub query: String,
-    /// Size of each top set.
-    pub limit: usize,
-    /// The scope filter, if any.
-    pub scope: Option<Scope>,
-    /// The type filter, if any.
-    pub memory_type: Option<MemoryType>,
-    /// Whether every project, session and agent was visible.
-    pub all: bool,
-    /// Search mode of both recalls (`hybrid`).
-    pub search_mode: SearchMode,
-    /// `memory.lifecycle.enabled` at the time of the call.
-    pub lifecycle_enabled: bool,
-    /// Pool counts.
-    pub pool: PoolCounts,
-    /// The age-factor constants.
-    pub recency: RecencyConstants,
-    /// |relevance top ∩ default top| / the larger top set's size, 4 decimals; `null` when both are empty.
-    pub overlap: Option<f64>,
-    /// A nonempty pool whose lexical values are all zero (ranking falls back to identity order).
-    pub lexical_degenerate: bool,
-    /// Eligibility sources that failed open in this call.
-    pub eligibility_errors: Vec<String>,
-    /// Relevance top set in rank order, then default-only rows in default order (at most 2 x limit).
-    pub candidates: Vec<ExplainCandidate>,
+/// The ranking view of each pool row (borrowed), superseded as `snapshot` says.
+pub(crate) fn candidates<'a>(rows: &'a [PoolRow], snapshot: &Snapshot) -> Vec<RelevanceCandidate<'a>> {
+    rows.iter()
+        .map(|p| RelevanceCandidate {
+            key: p.row.key.as_str(),
+            scope: p.row.scope,
+            scope_id: p.row.scope_id.as_deref(),
+            source_kind: p.row.source_kind,
+            updated_at: p.row.updated_at,
+            bm25_raw: p.raw,
+            tier: p.tier,
+            superseded: snapshot.row_superseded(&p.row),
+        })
+        .collect()
 }

@@ -1,4 +1,5 @@
-//! Retention: expired memories are removed by [`MemoryService::cleanup`] (spec 000 "Retention").
+//! Retention: expired memories are removed by [`MemoryService::cleanup`](crate::MemoryService::cleanup) (spec 000
+//! "Retention").
 //!
 //! | scope     | kept for                    |
 //! |-----------|-----------------------------|
@@ -20,9 +21,10 @@
 //! again and skipped when a store made it current in the meantime; a store that commits between that re-read and
 //! the removal's lock can still be removed (the window is one store's duration).
 
-use crate::MemoryService;
-use crate::audit::AuditEvent;
+use crate::audit::{self, AuditEvent};
 use crate::error::MemoryError;
+use crate::store::Store;
+use cao_core::memory_ref::label;
 use cao_core::{MemoryType, Scope};
 use cao_index::{ListFilter, MemoryRow, Visibility};
 use chrono::{DateTime, Utc};
@@ -124,94 +126,81 @@ impl std::fmt::Display for CleanupReport {
     }
 }
 
-fn label(scope: Scope, scope_id: Option<&str>, key: &str) -> String {
-    match scope_id {
-        Some(id) => format!("{scope}/{id}/{key}"),
-        None => format!("{scope}/{key}"),
+/// Remove every expired memory (see the module documentation for the table and the day rule); with `dry_run`
+/// only report what would be removed: no file, row, `index.md` mark or audit line is written.
+///
+/// A memory that cannot be removed is reported in [`CleanupReport::failed`] and the run continues.
+///
+/// Memory must be enabled (the caller checks). Errors: index errors while listing the candidates.
+pub(crate) fn cleanup(store: &Store, dry_run: bool) -> Result<CleanupReport, MemoryError> {
+    let now = store.now();
+    let mut report = CleanupReport {
+        dry_run,
+        ..CleanupReport::default()
+    };
+    let mut expired: Vec<MemoryRow> = Vec::new();
+    for scope in Scope::ALL.into_iter().filter(|s| retention_days(*s).is_some()) {
+        let rows = store.index().list(&ListFilter {
+            visibility: Visibility::none().allow_any(scope),
+            scope: Some(scope),
+            memory_type: None,
+            limit: None,
+        })?;
+        report.checked += rows.len();
+        expired.extend(
+            rows.into_iter()
+                .filter(|r| is_expired(r.scope, r.memory_type, r.updated_at, now)),
+        );
     }
+    expired.sort_by(|a, b| {
+        a.updated_at
+            .cmp(&b.updated_at)
+            .then_with(|| a.key.as_str().cmp(b.key.as_str()))
+    });
+    for row in expired {
+        let entry = ExpiredMemory {
+            key: row.key.to_string(),
+            scope: row.scope,
+            scope_id: row.scope_id.clone(),
+            memory_type: row.memory_type,
+            updated_at: row.updated_at,
+            age_days: age_days(row.updated_at, now),
+        };
+        if dry_run {
+            report.removed.push(entry);
+            continue;
+        }
+        match remove_expired(store, &row, now) {
+            Ok(true) => report.removed.push(entry),
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(memory = %row.memory_ref(), error = %e, "retention could not remove an expired memory");
+                report.failed.push(format!("{}: {e}", row.memory_ref()));
+            }
+        }
+    }
+    Ok(report)
 }
 
-impl MemoryService {
-    /// Remove every expired memory (see the module documentation for the table and the day rule); with `dry_run`
-    /// only report what would be removed: no file, row, `index.md` mark or audit line is written.
-    ///
-    /// A memory that cannot be removed is reported in [`CleanupReport::failed`] and the run continues.
-    ///
-    /// Errors: [`MemoryError::Disabled`] (memory switched off: nothing is touched); index errors while listing
-    /// the candidates.
-    pub fn cleanup(&self, dry_run: bool) -> Result<CleanupReport, MemoryError> {
-        self.ensure_enabled()?;
-        let now = self.now();
-        let mut report = CleanupReport {
-            dry_run,
-            ..CleanupReport::default()
-        };
-        let mut expired: Vec<MemoryRow> = Vec::new();
-        for scope in Scope::ALL.into_iter().filter(|s| retention_days(*s).is_some()) {
-            let rows = self.inner.index.list(&ListFilter {
-                visibility: Visibility::none().allow_any(scope),
-                scope: Some(scope),
-                memory_type: None,
-                limit: None,
-            })?;
-            report.checked += rows.len();
-            expired.extend(
-                rows.into_iter()
-                    .filter(|r| is_expired(r.scope, r.memory_type, r.updated_at, now)),
-            );
-        }
-        expired.sort_by(|a, b| {
-            a.updated_at
-                .cmp(&b.updated_at)
-                .then_with(|| a.key.as_str().cmp(b.key.as_str()))
-        });
-        for row in expired {
-            let entry = ExpiredMemory {
-                key: row.key.to_string(),
-                scope: row.scope,
-                scope_id: row.scope_id.clone(),
-                memory_type: row.memory_type,
-                updated_at: row.updated_at,
-                age_days: age_days(row.updated_at, now),
-            };
-            if dry_run {
-                report.removed.push(entry);
-                continue;
-            }
-            match self.remove_expired(&row, now) {
-                Ok(true) => report.removed.push(entry),
-                Ok(false) => {}
-                Err(e) => {
-                    tracing::warn!(memory = %label(row.scope, row.scope_id.as_deref(), row.key.as_str()), error = %e, "retention could not remove an expired memory");
-                    report.failed.push(format!(
-                        "{}: {e}",
-                        label(row.scope, row.scope_id.as_deref(), row.key.as_str())
-                    ));
-                }
-            }
-        }
-        Ok(report)
+/// Remove one expired memory unless a store made it current since it was listed. Returns whether it was
+/// removed.
+fn remove_expired(store: &Store, row: &MemoryRow, now: DateTime<Utc>) -> Result<bool, MemoryError> {
+    let scope_id = row.scope_id.as_deref();
+    match store.index().get(row.scope, scope_id, &row.key)? {
+        Some(current) if is_expired(current.scope, current.memory_type, current.updated_at, now) => {}
+        _ => return Ok(false),
     }
-
-    /// Remove one expired memory unless a store made it current since it was listed. Returns whether it was
-    /// removed.
-    fn remove_expired(&self, row: &MemoryRow, now: DateTime<Utc>) -> Result<bool, MemoryError> {
-        let scope_id = row.scope_id.as_deref();
-        match self.inner.index.get(&row.key, row.scope, scope_id)? {
-            Some(current) if is_expired(current.scope, current.memory_type, current.updated_at, now) => {}
-            _ => return Ok(false),
-        }
-        self.remove(RETENTION_ACTOR, row.scope, scope_id, &row.key)?;
-        self.audit(
-            AuditEvent::RetentionRemoval,
-            RETENTION_ACTOR,
-            row.key.as_str(),
-            row.scope,
-            scope_id,
-            "expired",
-        );
-        Ok(true)
-    }
+    crate::write::remove(store, RETENTION_ACTOR, &row.memory_ref())?;
+    audit::record(
+        store,
+        AuditEvent::RetentionRemoval,
+        RETENTION_ACTOR,
+        row.scope,
+        scope_id,
+        row.key.as_str(),
+        "expired",
+    );
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Request and result shapes of the service. Requests carry raw strings so that every argument is validated in
 //! one place, before any I/O; results serialise to the payloads of spec/reference-facts.md "MCP payloads".
 
+use crate::error::MemoryError;
 use cao_core::{MemoryType, Scope};
+use cao_index::MemoryRow;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -34,61 +36,7 @@ pub struct StoreRequest {
     pub caller_scope: Option<String>,
 }
 
-/// How recall finds candidates (spec 000 "memory_recall").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SearchMode {
-    /// All query terms as case-insensitive substrings of key, tags or content.
-    Metadata,
-    /// BM25 keyword search (any shared token).
-    Bm25,
-    /// Metadata hits first, BM25 hits fill the remaining slots. The default.
-    Hybrid,
-}
-
-impl SearchMode {
-    /// Parse the wire name; errors name the valid values.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "metadata" => Ok(Self::Metadata),
-            "bm25" => Ok(Self::Bm25),
-            "hybrid" => Ok(Self::Hybrid),
-            other => Err(format!(
-                "invalid search_mode {other:?}: expected one of metadata, bm25, hybrid"
-            )),
-        }
-    }
-}
-
-/// How recall orders results (spec 000 "memory_recall").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SortBy {
-    /// Newest first (metadata hits), search order for BM25 hits. The default.
-    Recency,
-    /// Composite 0.5 BM25 + 0.3 recency + 0.2 usage.
-    Score,
-    /// Most accessed first.
-    Usage,
-    /// Opt-in lexical relevance: all-term matches first, then normalised BM25 x an age factor for native project
-    /// memories (spec 000 relevance paragraphs). Without a query it is exactly `recency`.
-    Relevance,
-}
-
-impl SortBy {
-    /// Parse the wire name; errors name the valid values.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "recency" => Ok(Self::Recency),
-            "score" => Ok(Self::Score),
-            "usage" => Ok(Self::Usage),
-            "relevance" => Ok(Self::Relevance),
-            other => Err(format!(
-                "invalid sort_by {other:?}: expected one of recency, score, usage, relevance"
-            )),
-        }
-    }
-}
+pub use cao_core::{SearchMode, SortBy};
 
 /// `memory_recall` arguments (spec 000 "memory_recall").
 #[derive(Debug, Clone, Default)]
@@ -185,6 +133,34 @@ pub struct Memory {
     /// to files or rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifecycle_status: Option<LifecycleStatus>,
+}
+
+/// The operator view of an index row (not related, no lifecycle label).
+pub(crate) fn row_to_memory(r: &MemoryRow) -> Memory {
+    Memory {
+        id: r.id.clone(),
+        key: r.key.to_string(),
+        content: r.content.clone(),
+        memory_type: r.memory_type,
+        scope: r.scope,
+        scope_id: r.scope_id.clone(),
+        tags: r.tags.clone(),
+        file_path: r.file_path.clone(),
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        access_count: r.access_count,
+        entry_count: r.entry_count,
+        is_related: false,
+        lifecycle_status: None,
+    }
+}
+
+/// A scope argument: `default` when absent. Errors: [`MemoryError::Invalid`] naming the valid scopes.
+pub(crate) fn parse_scope(s: Option<&str>, default: Scope) -> Result<Scope, MemoryError> {
+    match s {
+        None => Ok(default),
+        Some(v) => Ok(v.parse::<Scope>()?),
+    }
 }
 
 /// A transient lifecycle label of a recalled or listed memory (spec 000 "Supersedes lifecycle (opt-in)").

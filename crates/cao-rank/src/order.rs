@@ -7,7 +7,7 @@
 //!
 //! Source: spec/reference-facts.md "Ranking"; spec 000 "sort_by" and "supersedes" demotion.
 
-use crate::score::{composite, normalize_bm25};
+use crate::score::{bm25_batch_max, composite, normalize_bm25_by};
 use cao_core::Scope;
 use cao_core::time::days_old;
 use chrono::{DateTime, Utc};
@@ -82,8 +82,7 @@ pub struct Candidate<'a> {
     pub access_count: i64,
     /// Raw BM25 score against the query (higher = better), `None` when the row has none.
     pub bm25_raw: Option<f64>,
-    /// Target of an active `supersedes` edge; reserved for the lifecycle demotion (always `false` until
-    /// lifecycle edges exist).
+    /// Target of an active same-scope `supersedes` edge in the caller's snapshot ([`demote_superseded`]).
     pub superseded: bool,
 }
 
@@ -180,20 +179,26 @@ pub fn sort_usage<T: Rankable>(items: &[T]) -> Vec<Ranked> {
 
 /// Composite scores of every candidate at `now`, in input order (entry `i` is candidate `i`).
 ///
-/// The BM25 batch is the candidates whose [`Rankable::bm25_raw`] is `Some`, normalised with
-/// [`normalize_bm25`] (batch max over exactly the candidates passed in); a candidate without a raw score gets
-/// `bm25_norm: None` and a lexical factor of 0. Age is [`cao_core::time::days_old`]`(now, updated_at)`
+/// The BM25 batch is the candidates whose [`Rankable::bm25_raw`] is `Some`, normalised by their maximum
+/// ([`crate::normalize_bm25`]; batch max over exactly the candidates passed in); a candidate without a raw score
+/// gets `bm25_norm: None` and a lexical factor of 0. Age is [`cao_core::time::days_old`]`(now, updated_at)`
 /// (future = 0). This is the value [`sort_score`] orders by, exposed for explain reports.
 /// Source: spec/reference-facts.md "Ranking"; the reference's `_bm25_relevance` ("scores are returned only for
 /// the identities present", a missing one counts as 0.0).
 pub fn score_all<T: Rankable>(items: &[T], now: DateTime<Utc>) -> Vec<Ranked> {
-    let raws: Vec<f64> = items.iter().filter_map(Rankable::bm25_raw).collect();
-    let mut norms = normalize_bm25(&raws).into_iter();
+    score_all_in(items, now, bm25_batch_max(items.iter().filter_map(Rankable::bm25_raw)))
+}
+
+/// [`score_all`] with the BM25 normaliser of a larger batch: `bm25_max` is the largest raw score of the batch the
+/// candidates' raw scores come from (recall's BM25 pool, of which only some rows may be candidates). Each raw score
+/// becomes [`normalize_bm25_by`]`(raw, bm25_max)`; with `bm25_max` the maximum over the candidates this is exactly
+/// [`score_all`].
+pub fn score_all_in<T: Rankable>(items: &[T], now: DateTime<Utc>, bm25_max: f64) -> Vec<Ranked> {
     items
         .iter()
         .enumerate()
         .map(|(index, c)| {
-            let bm25_norm = c.bm25_raw().and_then(|_| norms.next());
+            let bm25_norm = c.bm25_raw().map(|raw| normalize_bm25_by(raw, bm25_max));
             let score = composite(
                 bm25_norm.unwrap_or(0.0),
                 days_old(now, c.updated_at()),
@@ -215,7 +220,13 @@ pub fn score_all<T: Rankable>(items: &[T], now: DateTime<Utc>) -> Vec<Ranked> {
 /// Source: spec/reference-facts.md "Ranking" (ties); spec 000 ("Active supersedes targets are always demoted in
 /// score and relevance").
 pub fn sort_score<T: Rankable>(items: &[T], now: DateTime<Utc>) -> Vec<Ranked> {
-    let mut order = score_all(items, now);
+    sort_score_in(items, now, bm25_batch_max(items.iter().filter_map(Rankable::bm25_raw)))
+}
+
+/// [`sort_score`] with the BM25 normaliser `bm25_max` of a larger batch (see [`score_all_in`]). Recall's score sort
+/// calls this with the best raw score of its BM25 pool.
+pub fn sort_score_in<T: Rankable>(items: &[T], now: DateTime<Utc>, bm25_max: f64) -> Vec<Ranked> {
+    let mut order = score_all_in(items, now, bm25_max);
     order.sort_by(|x, y| {
         let (a, b) = (&items[x.index], &items[y.index]);
         let (sx, sy) = (x.score.unwrap_or(0.0), y.score.unwrap_or(0.0));
@@ -234,7 +245,16 @@ pub fn sort_score<T: Rankable>(items: &[T], now: DateTime<Utc>) -> Vec<Ranked> {
 /// [`sort_score`] applies it itself; call it for recency/usage only when lifecycle is enabled.
 /// Source: spec 000 lifecycle ("usage demotes them before the stable scope pass and slice").
 pub fn demote_superseded<T: Rankable>(items: &[T], order: &mut [Ranked]) {
-    order.sort_by_key(|r| items.get(r.index).is_some_and(Rankable::superseded));
+    demote_by(order, |r| items.get(r.index).is_some_and(Rankable::superseded));
+}
+
+/// The demotion of [`demote_superseded`] on any slice, in place: items for which `superseded` is true move after
+/// all others, each group keeping its order (a stable partition). For callers that hold their rows in final order
+/// already (recency and usage pools read in order from the index).
+/// Source: spec 000 lifecycle ("superseded primaries move last"; "usage demotes them before the stable scope pass
+/// and slice").
+pub fn demote_by<T>(items: &mut [T], superseded: impl Fn(&T) -> bool) {
+    items.sort_by_key(|t| superseded(t));
 }
 
 /// Stable sort by [`Scope::precedence`] (session, project, global, agent, federated), preserving the order within
@@ -341,6 +361,34 @@ mod tests {
         best.superseded = true;
         let items = [best, cand("other", Scope::Global, 1, 0, None)];
         assert_eq!(keys(&items, &sort_score(&items, now)), ["other", "best"]);
+    }
+
+    #[test]
+    fn demotion_is_a_stable_partition() {
+        let mut v = vec![1, 2, 3, 4, 5, 6];
+        demote_by(&mut v, |x| x % 2 == 0);
+        assert_eq!(v, [1, 3, 5, 2, 4, 6]);
+    }
+
+    #[test]
+    fn a_wider_batch_scales_every_lexical_factor() {
+        let now = at(1);
+        let items = [
+            cand("a", Scope::Global, 1, 0, Some(2.0)),
+            cand("b", Scope::Global, 1, 0, Some(1.0)),
+        ];
+        let own = sort_score(&items, now);
+        assert_eq!(
+            own,
+            sort_score_in(&items, now, 2.0),
+            "the candidates' own max is sort_score"
+        );
+        let wide = sort_score_in(&items, now, 4.0);
+        assert_eq!(keys(&items, &wide), ["a", "b"]);
+        assert_eq!(wide[0].bm25_norm, Some(0.5));
+        assert_eq!(wide[1].bm25_norm, Some(0.25));
+        let none = sort_score_in(&items, now, 0.0);
+        assert!(none.iter().all(|r| r.bm25_norm == Some(0.0)));
     }
 
     #[test]

@@ -9,8 +9,8 @@
 
 use crate::order::Ranked;
 use crate::score::{RECENCY_HALF_DAYS, normalize_bm25, recency};
-use cao_core::Scope;
 use cao_core::time::days_old;
+use cao_core::{Scope, SourceKind};
 use chrono::{DateTime, Utc};
 use std::cmp::Ordering;
 
@@ -42,8 +42,8 @@ pub fn relevance_age_factor(days_old: f64) -> f64 {
 /// project memories, 1.0 (time-neutral) for every other scope and for non-native (vault) rows.
 ///
 /// Source: spec 000 ("Only native project memories get 0.85 + 0.15 / (1 + days_old / 30)").
-pub fn relevance_recency_factor(scope: Scope, source_kind: &str, days_old: f64) -> f64 {
-    if scope == Scope::Project && source_kind == "native" {
+pub fn relevance_recency_factor(scope: Scope, source_kind: SourceKind, days_old: f64) -> f64 {
+    if scope == Scope::Project && source_kind == SourceKind::Native {
         relevance_age_factor(days_old)
     } else {
         1.0
@@ -78,8 +78,8 @@ pub struct RelevanceCandidate<'a> {
     pub scope: Scope,
     /// Scope id (`None` for global and federated).
     pub scope_id: Option<&'a str>,
-    /// Backend of the row (`native` for wiki memories).
-    pub source_kind: &'a str,
+    /// Backend of the row ([`SourceKind::Native`] for wiki memories).
+    pub source_kind: SourceKind,
     /// Time of the newest entry, UTC (naive stored times are UTC).
     pub updated_at: DateTime<Utc>,
     /// Raw BM25 score against the query (higher = better); `None` when the row shares no scored token.
@@ -97,7 +97,7 @@ impl RelevanceCandidate<'_> {
             .cmp(other.key)
             .then_with(|| self.scope.as_str().cmp(other.scope.as_str()))
             .then_with(|| self.scope_id.unwrap_or("").cmp(other.scope_id.unwrap_or("")))
-            .then_with(|| self.source_kind.cmp(other.source_kind))
+            .then_with(|| self.source_kind.as_str().cmp(other.source_kind.as_str()))
     }
 }
 
@@ -202,7 +202,7 @@ mod tests {
                 Scope::Global | Scope::Federated => None,
                 _ => Some("x"),
             },
-            source_kind: "native",
+            source_kind: SourceKind::Native,
             updated_at: now() - chrono::Duration::days(days),
             bm25_raw: raw,
             tier,

@@ -71,11 +71,23 @@ pub fn composite(bm25_norm: f64, days_old: f64, access_count: i64) -> f64 {
 /// the maximum and normalise to NaN.
 /// Source: spec/reference-facts.md "Ranking"; conformance `bm25_normalise.json`.
 pub fn normalize_bm25(raw: &[f64]) -> Vec<f64> {
-    let max = raw.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if max.is_nan() || max <= 0.0 {
-        return vec![0.0; raw.len()];
-    }
-    raw.iter().map(|v| v / max).collect()
+    let max = bm25_batch_max(raw.iter().copied());
+    raw.iter().map(|v| normalize_bm25_by(*v, max)).collect()
+}
+
+/// The normaliser of a BM25 batch: its largest raw score, ignoring NaN (`-inf` for an empty or all-NaN batch).
+pub fn bm25_batch_max(raw: impl IntoIterator<Item = f64>) -> f64 {
+    raw.into_iter().fold(f64::NEG_INFINITY, f64::max)
+}
+
+/// One raw BM25 score normalised by its batch maximum `max` (see [`bm25_batch_max`]): `raw / max`, or 0.0 when
+/// `max` is `<= 0` or NaN. This is the rule [`normalize_bm25`] applies to every value; callers whose batch holds
+/// rows that are not ranked together (a BM25 pool of which only some rows are candidates) apply it with the batch's
+/// own maximum.
+/// Source: spec/reference-facts.md "Ranking" ("divided by the batch maximum (all zeros when that maximum is
+/// <= 0)").
+pub fn normalize_bm25_by(raw: f64, max: f64) -> f64 {
+    if max.is_nan() || max <= 0.0 { 0.0 } else { raw / max }
 }
 
 #[cfg(test)]
@@ -108,5 +120,16 @@ mod tests {
         assert_eq!(normalize_bm25(&[0.0, 0.0]), vec![0.0, 0.0]);
         assert_eq!(normalize_bm25(&[-1.0, -2.0]), vec![0.0, 0.0]);
         assert_eq!(normalize_bm25(&[5.0, -1.0, 2.5]), vec![1.0, -0.2, 0.5]);
+    }
+
+    #[test]
+    fn one_value_follows_the_batch_rule() {
+        assert_eq!(normalize_bm25_by(2.5, 5.0), 0.5);
+        assert_eq!(normalize_bm25_by(-1.0, 5.0), -0.2);
+        assert_eq!(normalize_bm25_by(3.0, 0.0), 0.0);
+        assert_eq!(normalize_bm25_by(3.0, -1.0), 0.0);
+        assert_eq!(normalize_bm25_by(3.0, f64::NAN), 0.0);
+        assert_eq!(bm25_batch_max([1.0, f64::NAN, 4.0]), 4.0);
+        assert_eq!(bm25_batch_max([]), f64::NEG_INFINITY);
     }
 }

@@ -4,11 +4,29 @@
 //!   seeded from a fixture tree such as `fixtures/reference-home`;
 //! - [`copy_dir`] / [`fixture_path`] / [`workspace_root`]: fixture access that does not depend on the caller's cwd;
 //! - [`TempHome::command`] / [`run`]: run a workspace binary with a *clean* environment (only `PATH`, `HOME`,
-//!   `CAO_HOME` and git isolation variables), no standard input, and a deadline, capturing exit code and output.
+//!   `CAO_HOME` and git isolation variables), no standard input, and a deadline, capturing exit code and output;
+//! - [`conformance_dir`] / [`conformance_cases`]: the reference's shared conformance cases, for every crate that
+//!   replays them;
+//! - `service` (feature `service`): an in-process `MemoryService` on a temp home with a fixed clock and a caller
+//!   context (`service::ServiceFixture`, `service::utc`).
+//!
+//! Each crate's integration tests are one binary, `tests/it/main.rs` with a module per topic, depending on this
+//! crate for what more than one crate needs; helpers only one crate needs live in its `tests/it/common.rs`.
 //!
 //! Invariants: nothing here touches the developer's real home (`HOME` and `CAO_HOME` always point inside the temp
 //! dir); a child process never inherits `CAO_*` variables from the test runner, so results do not depend on the
 //! machine's environment; a child that outlives its deadline is killed and reported, never waited on forever.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test helpers build throw-away fixture trees directly; never shipped"
+)]
+
+mod conformance;
+#[cfg(feature = "service")]
+pub mod service;
+
+pub use conformance::{cases_at, conformance_cases, conformance_dir};
 
 use std::ffi::OsStr;
 use std::io::{self, Read};

@@ -1,23 +1,16 @@
-//! File-system primitives: private directories, advisory locks and atomic replacement.
+//! Advisory lock files of the wiki: per-topic and per-index locks, named as the reference names them.
 //!
-//! - Directories created here are mode 0700, files 0600 (before the umask; existing ones are left alone).
-//! - Locks are exclusive `flock`-style locks (std [`File::lock`]) on small lock files that stay on disk, named as
-//!   the reference names them, so the reference and this crate exclude each other: `.<key>.lock` beside a topic
-//!   file, `.index.lock` beside index.md. A lock is released when its guard is dropped.
-//! - [`atomic_write`] writes a temp file `.<name>.<pid>-<n>.tmp` in the target's directory, fsyncs it, renames
-//!   it over the target and fsyncs the directory, so readers see either the old or the new file, never a mix.
+//! - Locks are exclusive `flock`-style locks (std [`File::lock`], through [`cao_core::fs::lock_exclusive`]) on
+//!   small lock files that stay on disk, so the reference and this crate exclude each other: `.<key>.lock` beside a
+//!   topic file, `.index.lock` beside index.md. A lock is released when its guard is dropped.
+//! - Lock directories are created mode 0700, lock files 0600. File writes themselves go through
+//!   [`cao_core::fs::atomic_write`] (temp file, fsync, rename, directory fsync).
 
+use cao_core::fs::{create_private_dir_all, lock_exclusive};
 use std::ffi::OsString;
-use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Create `dir` and its missing parents with mode 0700.
-pub(crate) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
-    DirBuilder::new().recursive(true).mode(0o700).create(dir)
-}
 
 fn lock_path_beside(target: &Path, lock_name: OsString) -> io::Result<PathBuf> {
     let dir = target
@@ -31,15 +24,7 @@ fn lock_file(lock_path: &Path) -> io::Result<File> {
     if let Some(dir) = lock_path.parent().filter(|p| !p.as_os_str().is_empty()) {
         create_private_dir_all(dir)?;
     }
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(lock_path)?;
-    file.lock()?;
-    Ok(file)
+    lock_exclusive(lock_path)
 }
 
 /// Exclusive per-topic lock, held for a topic's read-modify-write cycle. Released on drop.
@@ -110,85 +95,14 @@ impl Drop for IndexLock {
     }
 }
 
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Replace `path` with `bytes` atomically: write `.<file name>.<pid>-<n>.tmp` (mode 0600, created exclusively)
-/// in the same directory, fsync it, rename it over `path`, fsync the directory. The temp file is removed on
-/// failure. The directory must exist. The new file has mode 0600.
-///
-/// Errors: the first I/O error (`InvalidInput` when `path` has no file name).
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "atomic_write: path has no file name"))?;
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp_name = OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(
-        ".{}-{}.tmp",
-        std::process::id(),
-        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let tmp = dir.join(tmp_name);
-    let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-    let result = (|| {
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)?;
-        sync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
-/// fsync a directory so a rename or unlink in it is durable.
-pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::{self, OpenOptions};
     use std::os::unix::fs::PermissionsExt;
     use std::sync::Arc;
-    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
-
-    #[test]
-    fn atomic_write_replaces_and_leaves_no_temp() {
-        let d = tempfile::tempdir().expect("tempdir");
-        let p = d.path().join("k.md");
-        atomic_write(&p, b"one").expect("first write");
-        atomic_write(&p, b"two").expect("second write");
-        assert_eq!(fs::read(&p).expect("read"), b"two");
-        let names: Vec<_> = fs::read_dir(d.path())
-            .expect("list")
-            .map(|e| e.expect("entry").file_name())
-            .collect();
-        assert_eq!(names, vec![OsString::from("k.md")]);
-        assert_eq!(fs::metadata(&p).expect("stat").permissions().mode() & 0o777, 0o600);
-    }
-
-    #[test]
-    fn atomic_write_failure_cleans_up() {
-        let d = tempfile::tempdir().expect("tempdir");
-        // Target is a non-empty directory: rename fails; no temp file may remain.
-        let p = d.path().join("k.md");
-        fs::create_dir(&p).expect("mkdir");
-        fs::write(p.join("x"), b"x").expect("write");
-        assert!(atomic_write(&p, b"data").is_err());
-        let names: Vec<_> = fs::read_dir(d.path())
-            .expect("list")
-            .map(|e| e.expect("entry").file_name())
-            .collect();
-        assert_eq!(names, vec![OsString::from("k.md")]);
-    }
 
     #[test]
     fn topic_lock_serialises_threads() {

@@ -22,8 +22,9 @@
 //! in tags are rendered as spaces so that one row stays one line.
 
 use crate::error::{Result, WikiError};
-use crate::fsio::{IndexLock, atomic_write};
+use crate::fsio::IndexLock;
 use crate::layout::WikiLayout;
+use cao_core::fs::atomic_write;
 use cao_core::time::format_ts;
 use cao_core::{Key, MemoryType, Scope};
 use chrono::{DateTime, Utc};
@@ -132,7 +133,7 @@ impl WikiLayout {
                     key: r.key.to_string(),
                     scope: r.scope,
                     scope_id: r.scope_id.clone(),
-                    row_container,
+                    row_container: row_container.into_string(),
                     container: container.to_owned(),
                 });
             }

@@ -22,9 +22,9 @@
 //! the reference; the scope directories inside never collide.
 
 use crate::error::{Result, WikiError};
-use crate::fsio::create_private_dir_all;
 use crate::topic::Topic;
-use cao_core::{Key, Scope};
+use cao_core::fs::create_private_dir_all;
+use cao_core::{Container, Key, Scope};
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -33,21 +33,7 @@ use std::path::{Component, Path, PathBuf};
 pub const INDEX_FILE: &str = "index.md";
 /// Name of the wiki directory inside every container.
 pub const WIKI_DIR: &str = "wiki";
-/// The container of global, session and agent memories.
-pub const GLOBAL_CONTAINER: &str = "global";
-/// The container of federated memories.
-pub const FEDERATED_CONTAINER: &str = "federated";
-
-/// Whether `s` is a safe single path segment: 1..=255 bytes of `[A-Za-z0-9._-]`, not `.` or `..`
-/// (the reference's `validate_path_component` rule, plus the usual file-name length limit).
-pub fn is_safe_segment(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 255
-        && s != "."
-        && s != ".."
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-}
+pub use cao_core::container::{FEDERATED_CONTAINER, GLOBAL_CONTAINER, is_safe_segment};
 
 /// Check the scope id for `scope`: required and a safe segment for project/session/agent, absent for
 /// global/federated. Returns the id when there is one.
@@ -164,17 +150,13 @@ impl WikiLayout {
         &self.memory_dir
     }
 
-    /// The container of a memory: `global` for global, session and agent; the project id for project;
-    /// `federated` for federated.
+    /// The container of a memory ([`Container::of`]: `global` for global, session and agent; the project id for
+    /// project; `federated` for federated), after checking its scope id.
     ///
     /// Errors: [`WikiError::InvalidScopeId`] (see [`validate_scope_id`]).
-    pub fn container_name(&self, scope: Scope, scope_id: Option<&str>) -> Result<String> {
+    pub fn container_name(&self, scope: Scope, scope_id: Option<&str>) -> Result<Container> {
         let id = validate_scope_id(scope, scope_id)?;
-        Ok(match (scope, id) {
-            (Scope::Project, Some(project_id)) => project_id.to_owned(),
-            (Scope::Federated, _) => FEDERATED_CONTAINER.to_owned(),
-            _ => GLOBAL_CONTAINER.to_owned(),
-        })
+        Ok(Container::of(scope, id))
     }
 
     /// `<memory_dir>/<container>/wiki`. Errors: [`WikiError::InvalidContainer`], [`WikiError::PathEscape`].
@@ -207,7 +189,7 @@ impl WikiLayout {
     pub fn topic_path(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<PathBuf> {
         let container = self.container_name(scope, scope_id)?;
         let rel = self.topic_rel_path(scope, scope_id, key)?;
-        let mut p = self.wiki_dir(&container)?;
+        let mut p = self.wiki_dir(container.as_str())?;
         for part in rel.split('/') {
             p.push(part);
         }

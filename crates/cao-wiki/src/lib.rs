@@ -8,7 +8,7 @@
 //!   recovered from a file and where this crate deliberately differs from the reference.
 //! - [`escape`]: line escaping of content so stored content never looks like file structure.
 //! - [`index`]: index.md ([`render_index`], [`WikiLayout::write_index`], [`words_token_estimate`]).
-//! - [`fsio`]: locks ([`TopicLock`], [`IndexLock`]) and [`atomic_write`].
+//! - [`fsio`]: locks ([`TopicLock`], [`IndexLock`]); writes go through [`cao_core::fs::atomic_write`].
 //! - [`store`]: the locked read-modify-write of one topic ([`WikiLayout::lock_topic`], [`LockedTopic`]).
 //!
 //! Invariants:
@@ -31,7 +31,7 @@ pub mod store;
 pub mod topic;
 
 pub use error::{Result, WikiError};
-pub use fsio::{IndexLock, TopicLock, atomic_write};
+pub use fsio::{IndexLock, TopicLock};
 pub use index::{INDEX_SECTION_ORDER, IndexRow, render_index, words_token_estimate};
 pub use layout::{
     FEDERATED_CONTAINER, GLOBAL_CONTAINER, INDEX_FILE, ScanReport, ScannedTopic, SkippedPath, StoredTopic, WIKI_DIR,

@@ -9,9 +9,10 @@
 //! and the same id ([`WikiError::WriteVerification`] otherwise; nothing written).
 
 use crate::error::{Result, WikiError};
-use crate::fsio::{TopicLock, atomic_write, sync_dir};
+use crate::fsio::TopicLock;
 use crate::layout::{StoredTopic, WikiLayout, read_topic_file};
 use crate::topic::{Topic, TopicHeader, upsert_text};
+use cao_core::fs::{atomic_write, sync_dir};
 use cao_core::{Key, MemoryType, Scope};
 use chrono::{DateTime, Utc};
 use std::fs;
@@ -54,7 +55,7 @@ impl WikiLayout {
     /// Errors: [`WikiError::InvalidScopeId`], [`WikiError::PathEscape`], [`WikiError::Io`].
     pub fn lock_topic(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<LockedTopic> {
         let path = self.topic_path(scope, scope_id, key)?;
-        let container = self.container_name(scope, scope_id)?;
+        let container = self.container_name(scope, scope_id)?.into_string();
         let rel_path = self.topic_rel_path(scope, scope_id, key)?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         self.prepare_dir(&dir)?;
@@ -123,7 +124,7 @@ impl LockedTopic {
     }
 
     /// Append `content` at `ts` (creating the file with a new UUID v4 id when absent), per
-    /// [`crate::topic::upsert_text`]; written with [`atomic_write`].
+    /// [`crate::topic::upsert_text`]; written with [`cao_core::fs::atomic_write`].
     ///
     /// `tags` must already be normalised ([`cao_core::key::normalize_tags`]); it is written as given.
     ///

@@ -79,6 +79,10 @@ fn session_time(date: &str) -> Result<DateTime<Utc>> {
 
 async fn run() -> Result<()> {
     let args = args()?;
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a report file the user named, streamed line by line; not memory data"
+    )]
     let mut dump = match &args.dump {
         Some(p) => Some(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,

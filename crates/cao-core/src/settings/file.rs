@@ -6,20 +6,22 @@
 //! - An unreadable or unparsable file (or one that is not a JSON object) is never overwritten: the call fails
 //!   naming the file and nothing is written. The same holds when a parent of the key holds a non-object value.
 //! - The update is a read-modify-write under an exclusive lock on `<home>/.settings.json.lock`, so concurrent
-//!   writers never lose each other's keys; the new file replaces the old atomically (temp file in the same
-//!   directory, fsync, rename, directory fsync) and has mode 0600. A missing home directory is created (0700).
+//!   writers never lose each other's keys; the new file replaces the old atomically ([`crate::fs::atomic_write`]:
+//!   temp file in the same directory, fsync, rename, directory fsync) and has mode 0600. A missing home directory
+//!   is created (0700).
 //! - The file is written as two-space indented JSON followed by a newline.
 
 use super::keys::{SettingKey, lookup, parse_value};
 use crate::error::CoreError;
+use crate::fs::{atomic_write, create_private_dir_all, lock_exclusive};
 use crate::home::CaoHome;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Number, Value};
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::fs;
+use std::io;
+use std::path::PathBuf;
 
 /// What [`set`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,7 +96,7 @@ fn update(
     } else if !home.root().is_dir() {
         return Ok(None);
     }
-    let _lock = lock(&home.root().join(".settings.json.lock")).map_err(write_err)?;
+    let _lock = lock_exclusive(&home.root().join(".settings.json.lock")).map_err(write_err)?;
 
     let mut root = match fs::read_to_string(&path) {
         Ok(text) => match serde_json::from_str::<Doc>(&text) {
@@ -152,65 +154,6 @@ fn parent_mut<'a>(
         };
     }
     Ok(Some(cur))
-}
-
-/// Create `dir` and its missing parents (mode 0700 for new directories on Unix).
-fn create_private_dir_all(dir: &Path) -> io::Result<()> {
-    let mut b = fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-    b.create(dir)
-}
-
-/// Block until the exclusive lock on `lock_path` (created 0600 when missing) is held; released on drop.
-fn lock(lock_path: &Path) -> io::Result<File> {
-    let mut o = OpenOptions::new();
-    o.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    let file = o.open(lock_path)?;
-    file.lock()?;
-    Ok(file)
-}
-
-/// Replace `path` with `bytes` atomically: exclusive temp file `.<name>.<pid>-<nanos>.tmp` beside it (mode
-/// 0600), write, fsync, rename over `path`, fsync the directory. The temp file is removed on failure.
-fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let tmp = dir.join(format!(
-        ".{}.{}-{nanos}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let mut o = OpenOptions::new();
-    o.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    let mut file = o.open(&tmp)?;
-    let result = (|| {
-        #[cfg(unix)]
-        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// A JSON object that keeps its keys in file order (a later duplicate key replaces the value in place, as
@@ -355,6 +298,7 @@ impl<'de> Visitor<'de> for DocVisitor {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "test setup writes fixture files directly")]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -7,7 +7,13 @@
 //!
 //! Boolean environment values: `1`, `true`, `yes` (any case) are true, everything else false (the reference's rule
 //! for `CAO_MEMORY_ENABLED`); a value that is not one of `1 true yes 0 false no` also carries a warning.
+//!
+//! The model keys (`memory.model.*`, validated by the functions of `model.rs`): an environment value is parsed as
+//! `cao config set` parses it; a file value must have the key's JSON type (a string, a number for `timeout_ms`, a
+//! list of strings or a command-line string for `command`; a blank string is unset). An invalid value from either
+//! source yields the default plus a warning, and [`Settings::model_settings`] turns that warning into an error.
 
+use super::model;
 use super::{Settings, parse_env_bool};
 use crate::error::CoreError;
 use crate::identity::validate_project_id;
@@ -21,6 +27,20 @@ pub enum SettingKind {
     /// A JSON string matching `^[a-zA-Z0-9._-]{1,128}$`, not `.`, `..` or a reserved container name
     /// ([`validate_project_id`]).
     ProjectId,
+    /// A model provider name: `none`, `openai` or `command` ([`super::ModelProvider`]).
+    Provider,
+    /// An absolute `http`/`https` URL with a host and no user name or password, at most 2048 bytes.
+    Url,
+    /// A non-empty string of at most 256 bytes without control characters.
+    Name,
+    /// The name of an environment variable (`^[A-Za-z_][A-Za-z0-9_]{0,127}$`). A value that does not match is
+    /// never echoed in messages: it may be a secret pasted in the wrong place.
+    EnvVarName,
+    /// A command line as a JSON list of strings (program first; at most 64 words of at most 4096 bytes, no NUL).
+    /// On the command line and in the environment it may also be written as words with shell-like quoting.
+    Argv,
+    /// A whole number of milliseconds, 1..=3600000.
+    Millis,
 }
 
 impl SettingKind {
@@ -28,7 +48,13 @@ impl SettingKind {
     pub fn as_str(self) -> &'static str {
         match self {
             SettingKind::Bool => "bool",
-            SettingKind::ProjectId => "string",
+            SettingKind::ProjectId
+            | SettingKind::Provider
+            | SettingKind::Url
+            | SettingKind::Name
+            | SettingKind::EnvVarName => "string",
+            SettingKind::Argv => "list",
+            SettingKind::Millis => "integer",
         }
     }
 
@@ -37,7 +63,19 @@ impl SettingKind {
         match self {
             SettingKind::Bool => "a boolean: true or false",
             SettingKind::ProjectId => "a string matching ^[a-zA-Z0-9._-]{1,128}$, not ., .., global or federated",
+            SettingKind::Provider => model::PROVIDER_EXPECTED,
+            SettingKind::Url => model::URL_EXPECTED,
+            SettingKind::Name => model::NAME_EXPECTED,
+            SettingKind::EnvVarName => model::ENV_NAME_EXPECTED,
+            SettingKind::Argv => model::ARGV_EXPECTED,
+            SettingKind::Millis => model::MILLIS_EXPECTED,
         }
+    }
+
+    /// Whether a rejected value may be shown in messages (not for [`SettingKind::EnvVarName`], whose wrong
+    /// values are often the secret itself).
+    pub fn echoes_invalid_values(self) -> bool {
+        self != SettingKind::EnvVarName
     }
 }
 
@@ -46,6 +84,10 @@ impl SettingKind {
 pub enum SettingDefault {
     /// A boolean default.
     Bool(bool),
+    /// A string default.
+    Text(&'static str),
+    /// A non-negative integer default.
+    Int(u64),
     /// No default value: the setting is unset unless the file or the environment provides one.
     Unset,
 }
@@ -55,6 +97,8 @@ impl SettingDefault {
     pub fn value(self) -> Option<Value> {
         match self {
             SettingDefault::Bool(b) => Some(Value::Bool(b)),
+            SettingDefault::Text(s) => Some(Value::String(s.to_owned())),
+            SettingDefault::Int(n) => Some(Value::from(n)),
             SettingDefault::Unset => None,
         }
     }
@@ -122,6 +166,60 @@ pub const MEMORY_EXPLAIN_ENABLED: SettingKey = SettingKey {
     doc: "Allow the on-demand relevance explain diagnostic.",
 };
 
+/// `memory.model.provider`: which language model the memory system may call (`cao-model`).
+pub const MEMORY_MODEL_PROVIDER: SettingKey = SettingKey {
+    name: "memory.model.provider",
+    kind: SettingKind::Provider,
+    default: SettingDefault::Text("none"),
+    env: "CAO_MEMORY_MODEL_PROVIDER",
+    doc: "Language model provider: none (offline, no model), openai (an OpenAI-compatible endpoint) or command.",
+};
+
+/// `memory.model.url`: base URL of the OpenAI-compatible endpoint.
+pub const MEMORY_MODEL_URL: SettingKey = SettingKey {
+    name: "memory.model.url",
+    kind: SettingKind::Url,
+    default: SettingDefault::Unset,
+    env: "CAO_MEMORY_MODEL_URL",
+    doc: "Base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 (provider openai).",
+};
+
+/// `memory.model.name`: the model name sent to the endpoint and recorded as the author of its answers.
+pub const MEMORY_MODEL_NAME: SettingKey = SettingKey {
+    name: "memory.model.name",
+    kind: SettingKind::Name,
+    default: SettingDefault::Unset,
+    env: "CAO_MEMORY_MODEL_NAME",
+    doc: "Model name sent to the endpoint (provider openai) and recorded as the author of each answer.",
+};
+
+/// `memory.model.api_key_env`: the name of the environment variable holding the API key.
+pub const MEMORY_MODEL_API_KEY_ENV: SettingKey = SettingKey {
+    name: "memory.model.api_key_env",
+    kind: SettingKind::EnvVarName,
+    default: SettingDefault::Unset,
+    env: "CAO_MEMORY_MODEL_API_KEY_ENV",
+    doc: "Name of the environment variable holding the API key sent as a Bearer token (never the key itself).",
+};
+
+/// `memory.model.command`: argv of a CLI that reads the prompt on stdin and answers on stdout.
+pub const MEMORY_MODEL_COMMAND: SettingKey = SettingKey {
+    name: "memory.model.command",
+    kind: SettingKind::Argv,
+    default: SettingDefault::Unset,
+    env: "CAO_MEMORY_MODEL_COMMAND",
+    doc: "Command reading the prompt on stdin, e.g. [\"claude\",\"-p\"] (provider command; never run by a shell).",
+};
+
+/// `memory.model.timeout_ms`: the per-request timeout of a model call.
+pub const MEMORY_MODEL_TIMEOUT_MS: SettingKey = SettingKey {
+    name: "memory.model.timeout_ms",
+    kind: SettingKind::Millis,
+    default: SettingDefault::Int(model::MODEL_TIMEOUT_MS_DEFAULT),
+    env: "CAO_MEMORY_MODEL_TIMEOUT_MS",
+    doc: "Timeout of one model request in milliseconds (1..3600000); a command is killed when it passes.",
+};
+
 /// Every known setting, in the order `cao config list` shows them.
 pub const KEYS: &[SettingKey] = &[
     MEMORY_ENABLED,
@@ -129,6 +227,12 @@ pub const KEYS: &[SettingKey] = &[
     MEMORY_LIFECYCLE_ENABLED,
     MEMORY_NON_ACCESSING_INSPECTION,
     MEMORY_EXPLAIN_ENABLED,
+    MEMORY_MODEL_PROVIDER,
+    MEMORY_MODEL_URL,
+    MEMORY_MODEL_NAME,
+    MEMORY_MODEL_API_KEY_ENV,
+    MEMORY_MODEL_COMMAND,
+    MEMORY_MODEL_TIMEOUT_MS,
 ];
 
 /// The known setting named `name` (exact, case-sensitive).
@@ -148,18 +252,35 @@ pub fn known_keys() -> String {
     KEYS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
 }
 
+/// What messages show instead of a value that must not be echoed ([`SettingKind::echoes_invalid_values`]).
+pub const HIDDEN_VALUE: &str = "<not shown>";
+
 /// Parse and validate a command-line value for `key` (no I/O).
 ///
-/// Bool: exactly `true` or `false`. ProjectId: [`validate_project_id`].
+/// Bool: exactly `true` or `false`. ProjectId: [`validate_project_id`]. Provider: `none`, `openai` or `command`.
+/// Url, Name, EnvVarName, Millis: see [`SettingKind`]. Argv: a JSON list of strings when the value starts with
+/// `[`, otherwise words split with shell-like quoting (`claude -p`, `tool "two words"`); stored as a JSON list.
 ///
-/// Errors: [`CoreError::InvalidSettingValue`] naming the key, the value and the expected type/pattern.
+/// Errors: [`CoreError::InvalidSettingValue`] naming the key, the value (except for [`SettingKind::EnvVarName`],
+/// see [`HIDDEN_VALUE`]) and the expected type/pattern.
 pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
     let invalid = || CoreError::InvalidSettingValue {
         key: key.name,
-        value: raw.chars().take(200).collect(),
+        value: if key.kind.echoes_invalid_values() {
+            raw.chars().take(200).collect()
+        } else {
+            HIDDEN_VALUE.to_owned()
+        },
         expected: key.kind.expected(),
     };
+    let checked = |r: Result<Value, &'static str>| r.map_err(|_| invalid());
     match key.kind {
+        SettingKind::Provider => checked(model::parse_provider(raw)),
+        SettingKind::Url => checked(model::parse_url(raw)),
+        SettingKind::Name => checked(model::parse_name(raw)),
+        SettingKind::EnvVarName => checked(model::parse_env_name(raw)),
+        SettingKind::Argv => checked(model::parse_argv(raw)),
+        SettingKind::Millis => checked(model::parse_millis(raw)),
         SettingKind::Bool => match raw {
             "true" => Ok(Value::Bool(true)),
             "false" => Ok(Value::Bool(false)),
@@ -240,6 +361,15 @@ impl Settings {
                     let warning = validate_project_id(&raw).err().map(|e| e.to_string());
                     done(Some(Value::String(raw)), SettingSource::Env, warning)
                 }
+                _ => match parse_value(key, &raw) {
+                    Ok(v) => done(Some(v), SettingSource::Env, None),
+                    Err(_) => fallback(Some(format!(
+                        "{}={} is not {}; using the default",
+                        key.env,
+                        shown(key, &Value::String(raw)),
+                        key.kind.expected()
+                    ))),
+                },
             };
         }
         if let Some(e) = &self.file_error {
@@ -286,7 +416,28 @@ impl Settings {
                 let warning = validate_project_id(s).err().map(|e| e.to_string());
                 done(Some(Value::String(s.to_owned())), SettingSource::File, warning)
             }
-            (_, Some(v)) => wrong_type(v),
+            (SettingKind::Bool | SettingKind::ProjectId, Some(v)) => wrong_type(v),
+            (kind, Some(v)) => {
+                let parsed = match (kind, v) {
+                    (_, Value::String(s)) if s.trim().is_empty() => return fallback(None),
+                    (SettingKind::Millis, Value::Number(n)) => match n.as_u64() {
+                        Some(n) => model::check_millis(n),
+                        None => Err(kind.expected()),
+                    },
+                    (SettingKind::Argv, Value::Array(_)) => model::check_argv_value(v),
+                    (SettingKind::Millis, _) => Err(kind.expected()),
+                    (_, Value::String(s)) => parse_value(key, s.trim()).map_err(|_| kind.expected()),
+                    _ => Err(kind.expected()),
+                };
+                match parsed {
+                    Ok(v) => done(Some(v), SettingSource::File, None),
+                    Err(expected) => fallback(Some(format!(
+                        "{} in settings.json is {}, expected {expected}; using the default",
+                        key.name,
+                        shown(key, v)
+                    ))),
+                }
+            }
         }
     }
 
@@ -315,6 +466,15 @@ impl Settings {
     /// `memory.explain_enabled` (env `CAO_MEMORY_EXPLAIN_ENABLED`), default true.
     pub fn explain_enabled(&self) -> bool {
         self.effective_bool(&MEMORY_EXPLAIN_ENABLED)
+    }
+}
+
+/// A rejected value for a message: [`brief`], or [`HIDDEN_VALUE`] for a kind that must not echo it.
+fn shown(key: &SettingKey, v: &Value) -> String {
+    if key.kind.echoes_invalid_values() {
+        brief(v)
+    } else {
+        HIDDEN_VALUE.to_owned()
     }
 }
 
@@ -353,7 +513,17 @@ mod tests {
             assert!(k.name.starts_with("memory.") && !k.name.ends_with('.'), "{}", k.name);
             assert!(k.env.starts_with("CAO_"), "{}", k.env);
             match (k.kind, k.default) {
-                (SettingKind::Bool, SettingDefault::Bool(_)) | (SettingKind::ProjectId, SettingDefault::Unset) => {}
+                (SettingKind::Bool, SettingDefault::Bool(_))
+                | (SettingKind::Provider, SettingDefault::Text(_))
+                | (SettingKind::Millis, SettingDefault::Int(_))
+                | (
+                    SettingKind::ProjectId
+                    | SettingKind::Url
+                    | SettingKind::Name
+                    | SettingKind::EnvVarName
+                    | SettingKind::Argv,
+                    SettingDefault::Unset,
+                ) => {}
                 other => panic!("{}: default does not fit the type: {other:?}", k.name),
             }
             assert_eq!(lookup(k.name).map(|f| f.name), Ok(k.name));
@@ -503,5 +673,82 @@ mod tests {
             let err = parse_value(key, bad).expect_err(bad);
             assert!(err.to_string().contains(key.kind.expected()), "{err}");
         }
+    }
+
+    #[test]
+    fn model_keys_resolve_env_then_file_then_default() {
+        let file = json!({"memory": {"model": {"provider": "openai", "timeout_ms": 2000, "command": "claude -p"}}});
+        let e = eff(file.clone(), &MEMORY_MODEL_PROVIDER, &[]);
+        assert_eq!(
+            (e.value, e.source, e.warning),
+            (Some(json!("openai")), SettingSource::File, None)
+        );
+        let e = eff(
+            file.clone(),
+            &MEMORY_MODEL_PROVIDER,
+            &[("CAO_MEMORY_MODEL_PROVIDER", "command")],
+        );
+        assert_eq!((e.value, e.source), (Some(json!("command")), SettingSource::Env));
+        let e = eff(file.clone(), &MEMORY_MODEL_TIMEOUT_MS, &[]);
+        assert_eq!((e.value, e.source), (Some(json!(2000)), SettingSource::File));
+        let e = eff(file.clone(), &MEMORY_MODEL_COMMAND, &[]);
+        assert_eq!(
+            (e.value, e.source),
+            (Some(json!(["claude", "-p"])), SettingSource::File)
+        );
+        let e = eff(json!({}), &MEMORY_MODEL_PROVIDER, &[]);
+        assert_eq!((e.value, e.source), (Some(json!("none")), SettingSource::Default));
+        let e = eff(json!({}), &MEMORY_MODEL_TIMEOUT_MS, &[]);
+        assert_eq!((e.value, e.source), (Some(json!(60000)), SettingSource::Default));
+        let e = eff(json!({}), &MEMORY_MODEL_URL, &[]);
+        assert_eq!((e.value, e.source, e.warning), (None, SettingSource::Default, None));
+        // Invalid env and file values fall back to the default with a warning naming the source.
+        let e = eff(file, &MEMORY_MODEL_TIMEOUT_MS, &[("CAO_MEMORY_MODEL_TIMEOUT_MS", "0")]);
+        assert_eq!((e.value, e.source), (Some(json!(60000)), SettingSource::Default));
+        assert!(
+            e.warning
+                .is_some_and(|w| w.starts_with("CAO_MEMORY_MODEL_TIMEOUT_MS=\"0\" is not"))
+        );
+        let e = eff(
+            json!({"memory": {"model": {"url": "localhost"}}}),
+            &MEMORY_MODEL_URL,
+            &[],
+        );
+        assert_eq!((e.value, e.source), (None, SettingSource::Default));
+        assert!(
+            e.warning
+                .is_some_and(|w| w.starts_with("memory.model.url in settings.json is \"localhost\""))
+        );
+        let e = eff(json!({"memory": {"model": {"name": "  "}}}), &MEMORY_MODEL_NAME, &[]);
+        assert_eq!((e.value, e.warning), (None, None), "a blank string is unset");
+    }
+
+    #[test]
+    fn parse_value_validates_model_keys_and_hides_bad_variable_names() {
+        assert_eq!(parse_value(&MEMORY_MODEL_PROVIDER, "command"), Ok(json!("command")));
+        assert_eq!(
+            parse_value(&MEMORY_MODEL_COMMAND, "claude -p"),
+            Ok(json!(["claude", "-p"]))
+        );
+        assert_eq!(parse_value(&MEMORY_MODEL_TIMEOUT_MS, "1500"), Ok(json!(1500)));
+        assert_eq!(
+            parse_value(&MEMORY_MODEL_API_KEY_ENV, "OPENAI_API_KEY"),
+            Ok(json!("OPENAI_API_KEY"))
+        );
+        for (key, bad) in [
+            (&MEMORY_MODEL_PROVIDER, "gpt"),
+            (&MEMORY_MODEL_URL, "127.0.0.1:11434"),
+            (&MEMORY_MODEL_NAME, ""),
+            (&MEMORY_MODEL_COMMAND, "[]"),
+            (&MEMORY_MODEL_TIMEOUT_MS, "0"),
+            (&MEMORY_MODEL_TIMEOUT_MS, "-1"),
+        ] {
+            let err = parse_value(key, bad).expect_err(bad);
+            assert!(err.to_string().contains(key.kind.expected()), "{err}");
+            assert!(err.to_string().contains(&format!("{bad:?}")), "{err}");
+        }
+        let err = parse_value(&MEMORY_MODEL_API_KEY_ENV, "sk-live-1234567890").expect_err("not a name");
+        assert!(!err.to_string().contains("1234567890"), "{err}");
+        assert!(err.to_string().contains(HIDDEN_VALUE), "{err}");
     }
 }

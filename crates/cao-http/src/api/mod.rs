@@ -21,9 +21,6 @@ pub mod memory;
 pub mod relationships;
 pub mod terminals;
 
-#[cfg(all(test, target_os = "linux"))]
-mod settings_reads;
-
 pub use error::{ApiError, ApiResult, ErrorBody};
 
 use cao_core::{MemoryType, Scope, TerminalContext};

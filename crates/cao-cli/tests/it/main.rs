@@ -1,0 +1,22 @@
+//! `cao` integration tests: golden transcripts of the real binary against temp homes seeded through the
+//! real service.
+//!
+//! One test binary per crate (modules below), so the workspace links few test executables.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test setup writes fixture files directly; the code under test writes through cao_core::fs"
+)]
+
+mod bad_input;
+mod cleanup_cli;
+mod common;
+mod config_cli;
+mod context_cli;
+mod context_terminal_cli;
+mod explain_cli;
+mod inject_cli;
+mod lifecycle_e2e;
+mod memory_cli;
+mod reference_home;
+mod relationships_cli;

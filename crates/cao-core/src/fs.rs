@@ -1,0 +1,349 @@
+//! The one home of file writes: atomic replacement, private directories and lock files.
+//!
+//! Every file the workspace writes goes through here (`clippy.toml` bans `std::fs::write`, `std::fs::rename`,
+//! `std::fs::File::create`, `std::fs::copy`, `std::fs::create_dir` and `std::fs::create_dir_all` everywhere else):
+//! topic files and index.md (`cao-wiki`), `settings.json` ([`crate::settings::set`]), provider files
+//! (`cao-memory`), the database directory (`cao-index`), the memory and audit directories (`cao-memory`). The one
+//! file not replaced here is the daily audit log, which `cao-memory` appends to in place (`O_APPEND|O_NOFOLLOW`, one
+//! `write` per record).
+//!
+//! Invariants:
+//! - [`atomic_write`] / [`atomic_write_with`]: a reader sees either the old or the new file, never a mix, and
+//!   after a crash the target is one or the other. The temp file `.<file name>.<pid>-<n>.tmp` (`n` a per-process
+//!   counter, so threads never collide) is created beside the target with `O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`
+//!   (a planted file or symlink at that name fails the write instead of being followed), written, fsynced,
+//!   renamed over the target, and the directory is fsynced. On any failure the temp file is removed and the
+//!   target is untouched.
+//! - [`create_private_dir_all`] creates missing directories with mode 0700 (existing ones are left alone);
+//!   [`create_private_file`] and [`lock_exclusive`] create missing files with mode 0600.
+//! - Nothing here follows a symlink at the temp name; the target itself is replaced by `rename`, which replaces a
+//!   symlink at the target rather than writing through it (callers that must keep a link resolve it first).
+
+use std::ffi::OsString;
+use std::fs::{DirBuilder, File, OpenOptions, Permissions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Mode of private files (owner read/write): topic files, index.md, settings.json, lock files, the database.
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Mode of private directories (owner only).
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+
+/// The permission bits an atomically written file gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileMode {
+    /// Exactly [`PRIVATE_FILE_MODE`] (0600), whatever the umask.
+    Private,
+    /// Exactly these bits (masked to `0o7777`), whatever the umask: e.g. the bits of the file being replaced.
+    Exact(u32),
+    /// `0666` less the process umask, as a newly created file of an ordinary editor gets (files in a user's
+    /// project tree).
+    UmaskDefault,
+}
+
+/// How [`atomic_write_with`] writes.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteOptions<'a> {
+    mode: FileMode,
+    dir: Option<&'a File>,
+}
+
+impl WriteOptions<'static> {
+    /// A private file (mode 0600); the directory is opened by path for its fsync.
+    pub fn private() -> Self {
+        WriteOptions {
+            mode: FileMode::Private,
+            dir: None,
+        }
+    }
+
+    /// A file with `mode`; the directory is opened by path for its fsync.
+    pub fn with_mode(mode: FileMode) -> Self {
+        WriteOptions { mode, dir: None }
+    }
+}
+
+impl<'a> WriteOptions<'a> {
+    /// Fsync the directory through `dir` (an open handle on the target's directory, e.g. one the caller holds a
+    /// lock on) instead of opening it by path.
+    pub fn sync_dir_through(self, dir: &'a File) -> WriteOptions<'a> {
+        WriteOptions { dir: Some(dir), ..self }
+    }
+}
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Replace `path` with `bytes` atomically as a private file (mode 0600): see the module invariants. The directory
+/// must exist.
+///
+/// Errors: the first I/O error; `InvalidInput` when `path` has no file name; `AlreadyExists` when the temp name is
+/// taken (never by this process).
+pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    atomic_write_with(path, bytes, WriteOptions::private())
+}
+
+/// Replace `path` with `bytes` atomically with the given options (mode, directory handle): see the module
+/// invariants. The directory must exist.
+///
+/// Errors: as [`atomic_write`].
+pub fn atomic_write_with(path: &Path, bytes: &[u8], opts: WriteOptions<'_>) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "atomic write: path has no file name"))?;
+    let dir = parent_dir(path);
+    let mut tmp_name = OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(
+        ".{}-{}.tmp",
+        std::process::id(),
+        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let tmp = dir.join(tmp_name);
+    let create_mode = match opts.mode {
+        FileMode::Private => PRIVATE_FILE_MODE,
+        FileMode::Exact(_) | FileMode::UmaskDefault => 0o666,
+    };
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(create_mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)?;
+    let result = (|| {
+        match opts.mode {
+            FileMode::Private => file.set_permissions(Permissions::from_mode(PRIVATE_FILE_MODE))?,
+            FileMode::Exact(m) => file.set_permissions(Permissions::from_mode(m & 0o7777))?,
+            FileMode::UmaskDefault => {}
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        #[allow(clippy::disallowed_methods, reason = "the one rename of the atomic writer")]
+        std::fs::rename(&tmp, path)?;
+        match opts.dir {
+            Some(handle) => handle.sync_all(),
+            None => sync_dir(dir),
+        }
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The directory a relative or absolute `path` lives in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Fsync a directory so a rename or unlink in it is durable.
+///
+/// Errors: the directory cannot be opened or synced.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Create `dir` and its missing parents with mode 0700 (before the umask); existing directories are left as
+/// they are.
+///
+/// Errors: the I/O error of the first directory that cannot be created (e.g. a parent is a file).
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(PRIVATE_DIR_MODE).create(dir)
+}
+
+/// Create the one directory `dir` with the umask's default mode (`0777` less the umask), as a user's own tools
+/// would (directories in a user's project tree). Its parent must exist.
+///
+/// Errors: as [`std::fs::create_dir`] (`AlreadyExists` when something is there).
+pub fn create_dir(dir: &Path) -> io::Result<()> {
+    DirBuilder::new().create(dir)
+}
+
+/// Create `path` as an empty file with mode 0600 when it is missing (`O_CREAT|O_EXCL|O_NOFOLLOW`); an existing
+/// file (or symlink) is left alone. Returns whether the file was created. An empty file is a valid empty SQLite
+/// database, so this gives the index its owner-only mode before SQLite opens it.
+///
+/// Errors: the I/O error of creating the file (other than `AlreadyExists`).
+pub fn create_private_file(path: &Path) -> io::Result<bool> {
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(PRIVATE_FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Block until the exclusive advisory lock (`flock`, std [`File::lock`]) on `lock_path` is held; the lock file is
+/// created with mode 0600 when missing (its directory must exist) and stays on disk. The lock is released when the
+/// returned file is closed (dropped).
+///
+/// Errors: the I/O error of opening or locking.
+pub fn lock_exclusive(lock_path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(PRIVATE_FILE_MODE)
+        .open(lock_path)?;
+    file.lock()?;
+    Ok(file)
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "test setup writes fixture files directly")]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    fn names(dir: &Path) -> Vec<OsString> {
+        let mut v: Vec<_> = fs::read_dir(dir)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn mode(p: &Path) -> u32 {
+        fs::metadata(p).expect("stat").permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("k.md");
+        atomic_write(&p, b"one").expect("first write");
+        atomic_write(&p, b"two").expect("second write");
+        assert_eq!(fs::read(&p).expect("read"), b"two");
+        assert_eq!(names(d.path()), vec![OsString::from("k.md")]);
+        assert_eq!(mode(&p), 0o600);
+    }
+
+    #[test]
+    fn atomic_write_failure_cleans_up() {
+        let d = tempfile::tempdir().expect("tempdir");
+        // Target is a non-empty directory: rename fails; no temp file may remain.
+        let p = d.path().join("k.md");
+        fs::create_dir(&p).expect("mkdir");
+        fs::write(p.join("x"), b"x").expect("write");
+        assert!(atomic_write(&p, b"data").is_err());
+        assert_eq!(names(d.path()), vec![OsString::from("k.md")]);
+    }
+
+    #[test]
+    fn private_mode_is_exact_whatever_the_old_mode() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("settings.json");
+        fs::write(&p, b"{}").expect("write");
+        fs::set_permissions(&p, Permissions::from_mode(0o644)).expect("chmod");
+        atomic_write(&p, b"{\"a\": 1}").expect("write");
+        assert_eq!(mode(&p), 0o600);
+    }
+
+    #[test]
+    fn exact_mode_is_applied_and_directory_handle_is_used() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("AGENTS.md");
+        let dir = File::open(d.path()).expect("open dir");
+        atomic_write_with(
+            &p,
+            b"x\n",
+            WriteOptions::with_mode(FileMode::Exact(0o640)).sync_dir_through(&dir),
+        )
+        .expect("write");
+        assert_eq!(mode(&p), 0o640);
+        atomic_write_with(&p, b"y\n", WriteOptions::with_mode(FileMode::UmaskDefault)).expect("write");
+        assert_eq!(fs::read(&p).expect("read"), b"y\n");
+        assert_eq!(mode(&p) & 0o600, 0o600, "owner can read and write");
+        assert_eq!(mode(&p) & 0o111, 0, "never executable");
+    }
+
+    #[test]
+    fn a_symlink_at_the_target_is_replaced_not_written_through() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let outside = d.path().join("outside.txt");
+        fs::write(&outside, b"keep").expect("write");
+        let p = d.path().join("k.md");
+        symlink(&outside, &p).expect("symlink");
+        atomic_write(&p, b"new").expect("write");
+        assert_eq!(fs::read(&outside).expect("read"), b"keep");
+        assert!(!fs::symlink_metadata(&p).expect("stat").file_type().is_symlink());
+        assert_eq!(fs::read(&p).expect("read"), b"new");
+    }
+
+    #[test]
+    fn concurrent_writers_in_one_process_never_collide_on_the_temp_name() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("k.md");
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    for j in 0..25 {
+                        atomic_write(&p, format!("{i}-{j}").as_bytes()).expect("write");
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("thread");
+        }
+        assert_eq!(names(d.path()), vec![OsString::from("k.md")]);
+    }
+
+    #[test]
+    fn private_dirs_and_lock_files_are_owner_only() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let dir = d.path().join("a").join("b");
+        create_private_dir_all(&dir).expect("mkdir");
+        assert_eq!(mode(&d.path().join("a")), 0o700);
+        assert_eq!(mode(&dir), 0o700);
+        create_private_dir_all(&dir).expect("existing is fine");
+        let lock = dir.join(".k.lock");
+        let held = lock_exclusive(&lock).expect("lock");
+        assert_eq!(mode(&lock), 0o600);
+        let probe = OpenOptions::new().write(true).open(&lock).expect("open");
+        assert!(
+            matches!(probe.try_lock(), Err(fs::TryLockError::WouldBlock)),
+            "lock must be exclusive"
+        );
+        drop(held);
+        probe.try_lock().expect("free after drop");
+    }
+
+    #[test]
+    fn private_file_is_created_once_and_owner_only() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("db.sqlite");
+        assert!(create_private_file(&p).expect("create"));
+        assert_eq!(mode(&p), 0o600);
+        fs::write(&p, b"kept").expect("write");
+        assert!(!create_private_file(&p).expect("exists"));
+        assert_eq!(fs::read(&p).expect("read"), b"kept");
+    }
+
+    #[test]
+    fn create_dir_makes_one_directory_and_reports_existing() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let dir = d.path().join(".kiro");
+        create_dir(&dir).expect("mkdir");
+        assert!(dir.is_dir());
+        assert_eq!(
+            create_dir(&dir).expect_err("exists").kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        assert!(create_dir(&d.path().join("x").join("y")).is_err(), "parent must exist");
+    }
+}

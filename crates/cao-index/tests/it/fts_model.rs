@@ -1,0 +1,519 @@
+//! Property: after any sequence of upserts (new and overwriting), deletes and scope clears, both FTS tables answer
+//! exactly as a naive in-memory model of the rows does.
+
+use crate::common::*;
+use cao_core::{MemoryType, Scope};
+use cao_index::{Index, Visibility};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+const WORDS: [&str; 8] = [
+    "Alpha", "beta", "GAMMA", "delta-x", "epsilon", "zeta_9", "eta", "Theta!",
+];
+const KEYS: [&str; 5] = ["k-one", "k-two", "k-three", "k-four", "k-five"];
+const SESSIONS: [&str; 2] = ["s1", "s2"];
+
+#[derive(Debug, Clone)]
+enum Op {
+    Upsert {
+        key: usize,
+        session: Option<usize>,
+        words: Vec<usize>,
+        ty: usize,
+    },
+    Delete {
+        key: usize,
+        session: Option<usize>,
+    },
+    ClearSession(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let session = proptest::option::of(0..SESSIONS.len());
+    prop_oneof![
+        4 => (0..KEYS.len(), session.clone(), proptest::collection::vec(0..WORDS.len(), 0..6), 0..2usize)
+            .prop_map(|(key, session, words, ty)| Op::Upsert { key, session, words, ty }),
+        2 => (0..KEYS.len(), session).prop_map(|(key, session)| Op::Delete { key, session }),
+        1 => (0..SESSIONS.len()).prop_map(Op::ClearSession),
+    ]
+}
+
+/// Identity -> (content, updated_at seconds, memory type).
+type Model = BTreeMap<(usize, Option<usize>), (String, i64, MemoryType)>;
+
+/// `(key, scope_id)` of a row.
+type Id = (String, Option<String>);
+
+fn model_id(k: usize, s: Option<usize>) -> Id {
+    (KEYS[k].to_owned(), s.map(|s| SESSIONS[s].to_owned()))
+}
+
+/// The model rows visible under `vis` (of type `ty` when given).
+fn visible(model: &Model, vis: &Visibility, ty: Option<MemoryType>) -> Model {
+    model
+        .iter()
+        .filter(|((_, s), (_, _, t))| {
+            let (scope, sid) = scope_of(*s);
+            vis.allows(scope, sid) && ty.is_none_or(|ty| ty == *t)
+        })
+        .map(|(k, v)| (*k, v.clone()))
+        .collect()
+}
+
+fn scope_of(session: Option<usize>) -> (Scope, Option<&'static str>) {
+    match session {
+        Some(s) => (Scope::Session, Some(SESSIONS[s])),
+        None => (Scope::Global, None),
+    }
+}
+
+fn tokens(text: &str) -> BTreeSet<String> {
+    cao_core::text::tokenize(text).collect()
+}
+
+/// The searchable text of a model row, as the index builds it (key, empty tags, content).
+fn doc(key: usize, content: &str) -> String {
+    format!("{}  {}", KEYS[key], content)
+}
+
+/// FTS5's `bm25()` (k1 = 1.2, b = 0.75, IDF clamped to 1e-6) of every model row containing `token`, computed from
+/// the model corpus: a drift of FTS5's row count or token totals shows up as a different score.
+fn model_bm25(model: &Model, token: &str) -> BTreeMap<Id, f64> {
+    let docs: Vec<(Id, Vec<String>)> = model
+        .iter()
+        .map(|((k, s), (c, _, _))| (model_id(*k, *s), cao_core::text::tokenize(&doc(*k, c)).collect()))
+        .collect();
+    let n = docs.len() as f64;
+    let avgdl = docs.iter().map(|(_, t)| t.len()).sum::<usize>() as f64 / n;
+    let df = docs.iter().filter(|(_, t)| t.iter().any(|x| x == token)).count() as f64;
+    let idf = ((n - df + 0.5) / (df + 0.5)).ln();
+    let idf = if idf <= 0.0 { 1e-6 } else { idf };
+    docs.into_iter()
+        .filter_map(|(id, t)| {
+            let tf = t.iter().filter(|x| *x == token).count() as f64;
+            let dl = t.len() as f64;
+            (tf > 0.0).then(|| (id, idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))))
+        })
+        .collect()
+}
+
+fn apply(ix: &Index, model: &mut Model, ops: &[Op]) {
+    for (i, op) in ops.iter().enumerate() {
+        let secs = i64::try_from(i).expect("small");
+        match op {
+            Op::Upsert {
+                key,
+                session,
+                words,
+                ty,
+            } => {
+                let content = words.iter().map(|w| WORDS[*w]).collect::<Vec<_>>().join(" ");
+                let (scope, sid) = scope_of(*session);
+                let mut r = row(KEYS[*key], scope, sid, &content, secs);
+                r.memory_type = MemoryType::ALL[*ty];
+                ix.upsert(&r).expect("upsert");
+                model.insert((*key, *session), (content, secs, r.memory_type));
+            }
+            Op::Delete { key, session } => {
+                let (scope, sid) = scope_of(*session);
+                let existed = ix.delete(scope, sid, &crate::common::key(KEYS[*key])).expect("delete");
+                assert_eq!(existed, model.remove(&(*key, *session)).is_some());
+            }
+            Op::ClearSession(s) => {
+                let n = ix.delete_scope(Scope::Session, Some(SESSIONS[*s])).expect("clear");
+                let before = model.len();
+                model.retain(|(_, sess), _| *sess != Some(*s));
+                assert_eq!(n, before - model.len());
+            }
+        }
+    }
+}
+
+fn id_set<'a>(it: impl Iterator<Item = &'a cao_index::MemoryRow>) -> BTreeSet<Id> {
+    it.map(|r| (r.key.to_string(), r.scope_id.clone())).collect()
+}
+
+/// Check every pool against the model for one visibility and type filter. BM25 statistics are corpus-wide, so
+/// expected scores come from the whole model while the hit sets come from the visible part.
+fn check(
+    ix: &Index,
+    model: &Model,
+    vis: &Visibility,
+    ty: Option<MemoryType>,
+    two_words: &str,
+) -> Result<(), TestCaseError> {
+    let seen = visible(model, vis, ty);
+    // BM25, one token at a time: the hit set is exactly the visible rows containing the token, with FTS5's score.
+    for t in WORDS
+        .iter()
+        .flat_map(|w| tokens(w))
+        .chain(KEYS.iter().flat_map(|k| tokens(k)))
+    {
+        let hits = ix.bm25_pool(vis, ty, &t, 1000).expect("bm25");
+        let all_scores = model_bm25(model, &t);
+        let want: BTreeSet<Id> = all_scores
+            .keys()
+            .filter(|id| seen.keys().any(|(k, s)| model_id(*k, *s) == **id))
+            .cloned()
+            .collect();
+        prop_assert_eq!(id_set(hits.iter().map(|(r, _)| r)), want, "token {}", t);
+        for (r, score) in &hits {
+            let expected = all_scores[&(r.key.to_string(), r.scope_id.clone())];
+            prop_assert!(
+                (score - expected).abs() <= 1e-9 * expected.abs().max(1.0),
+                "token {} row {}: {} vs {}",
+                t,
+                r.key,
+                score,
+                expected
+            );
+        }
+        let mut sorted = hits.iter().map(|(_, s)| *s).collect::<Vec<_>>();
+        sorted.sort_by(|a, b| b.total_cmp(a));
+        prop_assert_eq!(sorted, hits.iter().map(|(_, s)| *s).collect::<Vec<_>>(), "best first");
+    }
+
+    // BM25, two words: tokens in at least half the indexed rows are left out when another token remains, on corpora
+    // of at least 1 000 rows (never in this small model).
+    let qtoks = tokens(two_words);
+    let n = i64::try_from(model.len()).expect("small");
+    let df = |t: &String| {
+        i64::try_from(
+            model
+                .iter()
+                .filter(|((k, _), (c, _, _))| tokens(&doc(*k, c)).contains(t))
+                .count(),
+        )
+        .expect("small")
+    };
+    let present: Vec<&String> = qtoks.iter().filter(|t| df(t) > 0).collect();
+    let informative: Vec<&String> = if n >= 1000 {
+        present.iter().copied().filter(|t| 2 * df(t) < n).collect()
+    } else {
+        Vec::new()
+    };
+    let chosen = if informative.is_empty() { present } else { informative };
+    let want: BTreeSet<Id> = seen
+        .iter()
+        .filter(|((k, _), (c, _, _))| {
+            let d = tokens(&doc(*k, c));
+            chosen.iter().any(|t| d.contains(*t))
+        })
+        .map(|((k, s), _)| model_id(*k, *s))
+        .collect();
+    let hits = ix.bm25_pool(vis, ty, two_words, 1000).expect("bm25");
+    prop_assert_eq!(id_set(hits.iter().map(|(r, _)| r)), want.clone(), "query {}", two_words);
+    // The best two (the pruned path may answer these) carry the model's summed scores.
+    let per_token: Vec<BTreeMap<Id, f64>> = chosen.iter().map(|t| model_bm25(model, t)).collect();
+    let full = |id: &Id| per_token.iter().filter_map(|m| m.get(id)).sum::<f64>();
+    let mut best: Vec<f64> = want.iter().map(full).collect();
+    best.sort_by(|a, b| b.total_cmp(a));
+    best.truncate(2);
+    let top = ix.bm25_pool(vis, ty, two_words, 2).expect("bm25");
+    prop_assert_eq!(top.len(), best.len());
+    for ((r, score), expected) in top.iter().zip(&best) {
+        prop_assert!(
+            (score - expected).abs() <= 1e-9,
+            "query {} row {}: {} vs {}",
+            two_words,
+            r.key,
+            score,
+            expected
+        );
+        prop_assert!((score - full(&(r.key.to_string(), r.scope_id.clone()))).abs() <= 1e-9);
+    }
+
+    // Metadata: every term a substring (case-insensitive), newest first.
+    for q in [
+        "alp",
+        "ETA",
+        "a",
+        "ta",
+        "delta-x beta",
+        "k-t",
+        "zeta_9 ph",
+        "!",
+        "theta! gamma",
+    ] {
+        let terms: Vec<String> = q.to_lowercase().split_whitespace().map(str::to_owned).collect();
+        let mut want: Vec<(i64, String, Option<String>)> = seen
+            .iter()
+            .filter(|((k, _), (c, _, _))| {
+                let hay = doc(*k, c).to_lowercase();
+                terms.iter().all(|t| hay.contains(t.as_str()))
+            })
+            .map(|((k, s), (_, secs, _))| (-secs, KEYS[*k].to_owned(), s.map(|s| SESSIONS[s].to_owned())))
+            .collect();
+        want.sort();
+        let got: Vec<(i64, String, Option<String>)> = ix
+            .metadata_pool(vis, ty, q, 1000)
+            .expect("meta")
+            .into_iter()
+            .map(|r| (-(r.updated_at - t0()).num_seconds(), r.key.to_string(), r.scope_id))
+            .collect();
+        prop_assert_eq!(got, want, "metadata query {}", q);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fts_tables_match_a_naive_model(
+        ops in proptest::collection::vec(op(), 1..40),
+        q1 in 0..WORDS.len(),
+        q2 in 0..WORDS.len(),
+    ) {
+        let db = TestDb::new();
+        let ix = &db.index;
+        let mut model = Model::new();
+        apply(ix, &mut model, &ops);
+        prop_assert_eq!(ix.count().expect("count"), model.len());
+        prop_assert_eq!(ix.unindexed_count().expect("unindexed"), 0);
+        {
+            // Our statistics equal FTS5's: document frequencies and the token total.
+            let conn = rusqlite::Connection::open(db.path()).expect("raw");
+            let read = |sql: &str| -> Vec<(String, i64)> {
+                let mut stmt = conn.prepare(sql).expect("prepare");
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).expect("query").collect::<Result<_, _>>().expect("rows")
+            };
+            prop_assert_eq!(
+                read("SELECT term, df FROM cao_search_terms ORDER BY term"),
+                read("SELECT term, doc FROM cao_memory_fts_vocab ORDER BY term")
+            );
+            let total: i64 = model.iter().map(|((k, _), (c, _, _))| cao_core::text::tokenize(&doc(*k, c)).count() as i64).sum();
+            let stats = read("SELECT 'x', tokens FROM cao_search_stats");
+            prop_assert_eq!(stats[0].1, total);
+        }
+        let query = format!("{} {}", WORDS[q1], WORDS[q2]);
+        let mine = Visibility::none().allow(Scope::Global, None).allow(Scope::Session, Some("s1"));
+        let other = Visibility::none().allow(Scope::Session, Some("s2"));
+        for vis in [Visibility::all(), mine, other] {
+            for ty in [None, Some(MemoryType::User)] {
+                check(ix, &model, &vis, ty, &query)?;
+            }
+        }
+    }
+}
+
+#[test]
+fn rebuilding_the_search_tables_gives_the_same_answers() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    let mut model = Model::new();
+    let ops: Vec<Op> = (0..30)
+        .map(|i| match i % 4 {
+            3 => Op::Delete {
+                key: i % KEYS.len(),
+                session: None,
+            },
+            _ => Op::Upsert {
+                key: i % KEYS.len(),
+                session: (i % 3 == 0).then_some(0),
+                words: vec![i % 8, (i * 3) % 8],
+                ty: i % 2,
+            },
+        })
+        .collect();
+    apply(ix, &mut model, &ops);
+    let before: Vec<_> = WORDS
+        .iter()
+        .map(|w| ix.bm25_pool(&Visibility::all(), None, w, 100).expect("bm25"))
+        .collect();
+    assert_eq!(ix.rebuild_search_index().expect("rebuild"), model.len());
+    let after: Vec<_> = WORDS
+        .iter()
+        .map(|w| ix.bm25_pool(&Visibility::all(), None, w, 100).expect("bm25"))
+        .collect();
+    let strip = |v: &Vec<Vec<(cao_index::MemoryRow, f64)>>| -> Vec<Vec<String>> {
+        v.iter()
+            .map(|hits| {
+                hits.iter()
+                    .map(|(r, s)| format!("{}/{:?}/{s:.9}", r.key, r.scope_id))
+                    .collect()
+            })
+            .collect()
+    };
+    assert_eq!(strip(&before), strip(&after));
+}
+
+/// A corpus where the rare word alone proves the top results: the pruned path must return FTS5's exact scores.
+#[test]
+fn pruned_bm25_top_matches_the_full_formula() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    let mut model = Model::new();
+    let mut docs: Vec<(String, String)> = Vec::new();
+    for i in 0..300usize {
+        let mut words = vec!["filler"; 3 + i % 7];
+        if i % 25 == 0 {
+            words.push("rare");
+        }
+        if i % 3 == 0 {
+            words.push("mid");
+        }
+        if i % 50 == 0 {
+            words.push("mid");
+        }
+        let key = format!("doc-{i}");
+        let content = words.join(" ");
+        ix.upsert(&global(&key, &content, i64::try_from(i).expect("small")))
+            .expect("upsert");
+        docs.push((key, content));
+    }
+    model.clear();
+    // Model scores with the same formula as `model_bm25`, over these documents.
+    let toks: Vec<Vec<String>> = docs
+        .iter()
+        .map(|(k, c)| cao_core::text::tokenize(&format!("{k}  {c}")).collect())
+        .collect();
+    let n = toks.len() as f64;
+    let avgdl = toks.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    let term = |t: &str, d: &[String]| {
+        let df = toks.iter().filter(|x| x.iter().any(|y| y == t)).count() as f64;
+        let idf = ((n - df + 0.5) / (df + 0.5)).ln().max(1e-6);
+        let tf = d.iter().filter(|y| *y == t).count() as f64;
+        if tf == 0.0 {
+            0.0
+        } else {
+            idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / avgdl))
+        }
+    };
+    let mut expected: Vec<(f64, String)> = docs
+        .iter()
+        .zip(&toks)
+        .map(|((k, _), d)| (term("rare", d) + term("mid", d), k.clone()))
+        .filter(|(s, _)| *s > 0.0)
+        .collect();
+    expected.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for limit in [1usize, 5, 12] {
+        let got = ix.bm25_pool(&Visibility::all(), None, "rare mid", limit).expect("bm25");
+        assert_eq!(got.len(), limit);
+        for (i, (r, score)) in got.iter().enumerate() {
+            assert!(
+                (score - expected[i].0).abs() < 1e-9,
+                "rank {i}: {} {score} vs {:?}",
+                r.key,
+                expected[i]
+            );
+            let mine = expected.iter().find(|(_, k)| k == r.key.as_str()).expect("a hit").0;
+            assert!((score - mine).abs() < 1e-9, "{}: {score} vs {mine}", r.key);
+        }
+    }
+    let all = ix.bm25_pool(&Visibility::all(), None, "rare mid", 1000).expect("bm25");
+    assert_eq!(
+        all.len(),
+        expected.len(),
+        "with a large limit every row sharing a token is a hit"
+    );
+}
+
+/// A frequent token (document frequency above the candidate budget) does not make the pool score every row that
+/// has it: the candidates come from the rare token, and each returned score is still the full BM25 score over both
+/// tokens (the rare token proves the top here, so the answer is exact).
+#[test]
+fn frequent_tokens_do_not_widen_the_candidates() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    let mut docs: Vec<(String, String)> = Vec::new();
+    for i in 0..2400usize {
+        let mut words = vec!["filler"; 2 + i % 5];
+        if i % 24 < 11 {
+            words.push("common");
+        }
+        if i % 80 == 0 {
+            words.push("rare");
+        }
+        let key = format!("doc-{i}");
+        let content = words.join(" ");
+        ix.upsert(&global(&key, &content, i64::try_from(i).expect("small")))
+            .expect("upsert");
+        docs.push((key, content));
+    }
+    let toks: Vec<Vec<String>> = docs
+        .iter()
+        .map(|(k, c)| cao_core::text::search_terms(&format!("{k}  {c}")).collect())
+        .collect();
+    let n = toks.len() as f64;
+    let avgdl = toks.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    let term = |t: &str, d: &[String]| {
+        let df = toks.iter().filter(|x| x.iter().any(|y| y == t)).count() as f64;
+        let idf = ((n - df + 0.5) / (df + 0.5)).ln().max(1e-6);
+        let tf = d.iter().filter(|y| *y == t).count() as f64;
+        if tf == 0.0 {
+            0.0
+        } else {
+            idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / avgdl))
+        }
+    };
+    let mut expected: Vec<(f64, String)> = docs
+        .iter()
+        .zip(&toks)
+        .map(|((k, _), d)| (term("rare", d) + term("common", d), k.clone()))
+        .filter(|(s, _)| *s > 0.0)
+        .collect();
+    expected.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let got = ix.bm25_pool(&Visibility::all(), None, "rare common", 10).expect("bm25");
+    assert_eq!(got.len(), 10);
+    for (i, (r, score)) in got.iter().enumerate() {
+        assert!(r.content.contains("rare"), "rank {i} ({}) has the rare token", r.key);
+        assert!(
+            (score - expected[i].0).abs() < 1e-9,
+            "rank {i}: {} {score} vs {:?}",
+            r.key,
+            expected[i]
+        );
+    }
+}
+
+/// `bm25_scores` reports, for any row, exactly the score `bm25_pool` gives it (also for rows the pool's cut left
+/// out), and `None` for a row sharing no token with the query; `matches_all_terms` is the metadata predicate.
+#[test]
+fn bm25_scores_agree_with_the_pool_for_every_row() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    for i in 0..120usize {
+        let mut words = vec!["filler"; 2 + i % 5];
+        if i % 7 == 0 {
+            words.push("kafka");
+        }
+        if i % 4 == 0 {
+            words.push("streams");
+        }
+        ix.upsert(&global(
+            &format!("doc-{i}"),
+            &words.join(" "),
+            i64::try_from(i).expect("small"),
+        ))
+        .expect("upsert");
+    }
+    let query = "kafka streams";
+    let pool = ix.bm25_pool(&Visibility::all(), None, query, 1000).expect("bm25");
+    assert!(pool.len() > 20, "a pool to compare with");
+    let rows: Vec<&cao_index::MemoryRow> = pool.iter().map(|(r, _)| r).collect();
+    let scores = ix.bm25_scores(query, &rows).expect("scores");
+    for ((row, expected), got) in pool.iter().zip(&scores) {
+        let got = got.expect("every pool row has a score");
+        assert!((got - expected).abs() < 1e-9, "{}: {got} vs {expected}", row.key);
+    }
+    let top = ix.bm25_pool(&Visibility::all(), None, query, 3).expect("bm25");
+    let cut: Vec<&cao_index::MemoryRow> = pool[10..12].iter().map(|(r, _)| r).collect();
+    let beyond = ix.bm25_scores(query, &cut).expect("scores");
+    assert_eq!(beyond.len(), 2);
+    assert!(
+        beyond.iter().all(Option::is_some),
+        "rows below the pool's cut are scored too"
+    );
+    assert!(top[0].1 >= beyond[0].expect("score"));
+    let none = global("doc-1", "filler filler", 1);
+    let plain = ix.find_key(&Visibility::all(), &none.key).expect("find").expect("row");
+    assert_eq!(ix.bm25_scores(query, &[&plain]).expect("scores"), [None]);
+    for (row, _) in &pool {
+        let both = row.content.contains("kafka") && row.content.contains("streams");
+        assert_eq!(cao_index::matches_all_terms("KAFKA strea", row), both, "{}", row.key);
+        assert!(!cao_index::matches_all_terms("kafka zebra", row));
+    }
+    assert!(pool.iter().any(|(r, _)| cao_index::matches_all_terms(query, r)));
+    assert!(pool.iter().any(|(r, _)| !cao_index::matches_all_terms(query, r)));
+}

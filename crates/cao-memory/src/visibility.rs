@@ -1,0 +1,135 @@
+//! Who may read what: the scope groups a caller sees, in precedence order, and the scope id a write or forget
+//! targets (spec 000 "Memory Scopes"; spec/reference-facts.md "Project identity").
+//!
+//! - global, federated: always visible.
+//! - project: the caller's project id plus its cwd-hash aliases (recorded ones included); every project with
+//!   `scan_all`; nothing when no project can be resolved.
+//! - session / agent: only the caller's own session name / agent profile; every one with `scan_all`.
+//!
+//! Resolving a project identity whose winner is an override or a git remote records the cwd hash as an alias
+//! ([`Store::record_alias`]), so later recalls also search the alias container.
+
+use crate::error::MemoryError;
+use crate::store::Store;
+use cao_core::{MemoryType, Scope, Settings, TerminalContext};
+use cao_index::{MemoryRow, Visibility};
+
+/// One scope's readable slice: every scope id (`None`) or the listed ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScopeGroup {
+    pub(crate) scope: Scope,
+    pub(crate) ids: Option<Vec<String>>,
+}
+
+impl ScopeGroup {
+    /// `vis` widened by this group.
+    pub(crate) fn add_to(&self, vis: Visibility) -> Visibility {
+        match (&self.ids, self.scope.needs_scope_id()) {
+            (None, true) => vis.allow_any(self.scope),
+            (None, false) => vis.allow(self.scope, None),
+            (Some(ids), _) => ids.iter().fold(vis, |v, id| v.allow(self.scope, Some(id))),
+        }
+    }
+
+    /// The visibility of this group alone.
+    pub(crate) fn visibility(&self) -> Visibility {
+        self.add_to(Visibility::none())
+    }
+}
+
+/// The visibility of all `groups` together.
+pub(crate) fn union(groups: &[ScopeGroup]) -> Visibility {
+    groups.iter().fold(Visibility::none(), |v, g| g.add_to(v))
+}
+
+/// The scope groups `ctx` may read, in precedence order (only `scope` when given); see the module documentation.
+///
+/// Errors: [`MemoryError::Invalid`] for a malformed explicit project id; index errors reading aliases.
+pub(crate) fn groups(
+    store: &Store,
+    ctx: &TerminalContext,
+    settings: &Settings,
+    scope: Option<Scope>,
+    scan_all: bool,
+) -> Result<Vec<ScopeGroup>, MemoryError> {
+    let mut groups = Vec::new();
+    for s in Scope::PRECEDENCE {
+        if scope.is_some_and(|f| f != s) {
+            continue;
+        }
+        let ids: Option<Vec<String>> = match s {
+            _ if scan_all => None,
+            Scope::Global | Scope::Federated => None,
+            Scope::Session => match ctx.session_id() {
+                Some(id) => Some(vec![id]),
+                None => continue,
+            },
+            Scope::Agent => match ctx.agent_id() {
+                Some(id) => Some(vec![id]),
+                None => continue,
+            },
+            Scope::Project => {
+                let ident = match ctx.project(settings) {
+                    Ok(i) => i,
+                    Err(cao_core::CoreError::UnresolvableScopeId { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                let mut ids = vec![ident.project_id.clone()];
+                if let Some(a) = &ident.alias {
+                    store.record_alias(&ident.project_id, a);
+                    ids.push(a.clone());
+                }
+                for a in store.index().aliases(&ident.project_id)? {
+                    if !ids.contains(&a.alias) {
+                        ids.push(a.alias);
+                    }
+                }
+                Some(ids)
+            }
+        };
+        groups.push(ScopeGroup { scope: s, ids });
+    }
+    Ok(groups)
+}
+
+/// Every visible row (recency order within each scope group, groups in precedence order), up to `limit`.
+///
+/// Errors: as [`groups`]; index errors.
+pub(crate) fn visible_rows(
+    store: &Store,
+    ctx: &TerminalContext,
+    settings: &Settings,
+    scope: Option<Scope>,
+    memory_type: Option<MemoryType>,
+    scan_all: bool,
+    limit: usize,
+) -> Result<Vec<MemoryRow>, MemoryError> {
+    let mut out = Vec::new();
+    for g in groups(store, ctx, settings, scope, scan_all)? {
+        let remaining = limit.saturating_sub(out.len());
+        if remaining == 0 {
+            break;
+        }
+        out.extend(store.index().recency_pool(&g.visibility(), memory_type, remaining)?);
+    }
+    Ok(out)
+}
+
+/// The scope id a write or a forget by `ctx` targets in `scope`, recording the project alias when one applies.
+///
+/// Errors: [`MemoryError::Invalid`] when the id cannot be resolved (no session name, agent profile or project).
+pub(crate) fn target_scope_id(
+    store: &Store,
+    ctx: &TerminalContext,
+    scope: Scope,
+    settings: &Settings,
+) -> Result<Option<String>, MemoryError> {
+    if scope == Scope::Project {
+        let ident = ctx.project(settings)?;
+        if let Some(alias) = &ident.alias {
+            store.record_alias(&ident.project_id, alias);
+        }
+        return Ok(Some(ident.project_id));
+    }
+    Ok(ctx.scope_id_for(scope, settings)?)
+}

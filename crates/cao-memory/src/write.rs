@@ -1,0 +1,215 @@
+//! The writing calls: store (upsert), forget, delete and clear (spec 000 "memory_store", "memory_forget").
+//!
+//! Each call validates every argument before any I/O, resolves the target scope id, goes through the store's write
+//! protocol ([`Store::write`], [`Store::remove`]) and appends one audit line. Removing a memory also purges every
+//! relationship edge into or out of it ([`remove`]), audited as the acting caller.
+
+use crate::audit::{self, AuditEvent, actor_of};
+use crate::error::MemoryError;
+use crate::store::{NewEntry, Store};
+use crate::types::{ForgetRequest, ForgetResult, MAX_TAGS_BYTES, StoreRequest, StoreResult, parse_scope};
+use crate::visibility;
+use cao_core::key::normalize_tags;
+use cao_core::scope::scope_write_allowed;
+use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
+
+/// Store (upsert) a memory; see `MemoryService::store` for the rules. Memory must be enabled (the caller checks).
+///
+/// Errors: [`MemoryError::Invalid`], [`MemoryError::Secret`], [`MemoryError::Unauthorized`],
+/// [`MemoryError::Corrupt`], [`MemoryError::PartialWrite`], I/O and index errors.
+pub(crate) fn store(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    req: StoreRequest,
+) -> Result<StoreResult, MemoryError> {
+    let scope = parse_scope(req.scope.as_deref(), Scope::Project)?;
+    let memory_type = match req.memory_type.as_deref() {
+        None => MemoryType::Project,
+        Some(t) => t.parse::<MemoryType>()?,
+    };
+    validate_content(&req.content)?;
+    let tags = normalize_tags(req.tags.as_deref().unwrap_or(""));
+    if tags.len() > MAX_TAGS_BYTES {
+        return Err(MemoryError::Invalid(format!(
+            "tags are {} bytes; the maximum is {MAX_TAGS_BYTES}",
+            tags.len()
+        )));
+    }
+    cao_wiki::validate_tags(&tags).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+    let key = match req.key.as_deref() {
+        Some(k) => Key::sanitize(k)?,
+        None => Key::from_content(&req.content).ok_or_else(|| {
+            MemoryError::Invalid(
+                "cannot derive a key from content (its first six words have no [a-z0-9]); pass `key`".into(),
+            )
+        })?,
+    };
+    let caller = req.caller_scope.as_deref().unwrap_or("global");
+    if !scope_write_allowed(caller, scope.as_str()) {
+        return Err(MemoryError::Unauthorized {
+            caller: caller.to_owned(),
+            target: scope.to_string(),
+        });
+    }
+    if scope == Scope::Federated
+        && let Some(pattern) = [req.content.as_str(), tags.as_str(), req.key.as_deref().unwrap_or("")]
+            .into_iter()
+            .find_map(cao_core::secret::scan)
+    {
+        return Err(MemoryError::Secret { pattern });
+    }
+    let scope_id = visibility::target_scope_id(store, ctx, scope, settings)?;
+    let written = store.write(NewEntry {
+        memory: MemoryRef::new(scope, scope_id, key),
+        memory_type,
+        tags,
+        content: &req.content,
+        provider: ctx.provider.clone(),
+        terminal_id: ctx.terminal_id.clone(),
+    })?;
+    let action = if written.created { "created" } else { "updated" };
+    let row = written.row;
+    audit::record(
+        store,
+        AuditEvent::Store,
+        actor_of(ctx),
+        scope,
+        row.scope_id.as_deref(),
+        row.key.as_str(),
+        action,
+    );
+    Ok(StoreResult {
+        success: true,
+        key: row.key.as_str().to_owned(),
+        scope,
+        scope_id: row.scope_id,
+        file_path: row.file_path,
+        action,
+    })
+}
+
+/// Forget a memory by key (agent tool); see `MemoryService::forget`. Memory must be enabled.
+///
+/// Errors: [`MemoryError::Invalid`], I/O and index errors.
+pub(crate) fn forget(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    req: ForgetRequest,
+) -> Result<ForgetResult, MemoryError> {
+    let scope = parse_scope(req.scope.as_deref(), Scope::Project)?;
+    let key = Key::sanitize(&req.key)?;
+    removed_by(store, settings, ctx, AuditEvent::Forget, scope, &key)
+}
+
+/// Delete one memory (operator); see `MemoryService::delete`. Memory must be enabled.
+///
+/// Errors: [`MemoryError::Invalid`], I/O and index errors.
+pub(crate) fn delete(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    key: &Key,
+    scope: Option<Scope>,
+) -> Result<ForgetResult, MemoryError> {
+    removed_by(
+        store,
+        settings,
+        ctx,
+        AuditEvent::Delete,
+        scope.unwrap_or(Scope::Project),
+        key,
+    )
+}
+
+/// Remove `key` of `scope` for `ctx` (its own scope id) and audit it as `event`.
+fn removed_by(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    event: AuditEvent,
+    scope: Scope,
+    key: &Key,
+) -> Result<ForgetResult, MemoryError> {
+    let scope_id = visibility::target_scope_id(store, ctx, scope, settings)?;
+    let memory = MemoryRef::new(scope, scope_id, key.clone());
+    let result = remove(store, actor_of(ctx), &memory)?;
+    audit::record(
+        store,
+        event,
+        actor_of(ctx),
+        scope,
+        memory.scope_id(),
+        &result.key,
+        result.action,
+    );
+    Ok(result)
+}
+
+/// Delete every memory of `scope` visible to the caller; see `MemoryService::clear`. Returns how many were
+/// deleted. Memory must be enabled.
+///
+/// Errors: visibility, I/O and index errors (memories removed before the failure stay removed).
+pub(crate) fn clear(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    scope: Scope,
+) -> Result<usize, MemoryError> {
+    let rows = visibility::visible_rows(store, ctx, settings, Some(scope), None, false, usize::MAX)?;
+    let mut n = 0;
+    for row in rows {
+        let result = remove(store, actor_of(ctx), &row.memory_ref())?;
+        audit::record(
+            store,
+            AuditEvent::Clear,
+            actor_of(ctx),
+            row.scope,
+            row.scope_id.as_deref(),
+            &result.key,
+            result.action,
+        );
+        if result.deleted {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Remove one memory (topic file, index row) through [`Store::remove`], then every edge into or out of it, each
+/// purged edge audited with `actor`. Edges are purged whether or not the file existed, as the reference does: a
+/// later memory with the same key must not inherit them.
+///
+/// Errors: I/O and index errors.
+pub(crate) fn remove(store: &Store, actor: &str, memory: &MemoryRef) -> Result<ForgetResult, MemoryError> {
+    let removed = store.remove(memory)?;
+    crate::audit_relationships::relationships(store, actor)
+        .purge_memory(memory.scope, memory.scope_id(), &memory.key)
+        .map_err(crate::audit_relationships::lifecycle_error)?;
+    Ok(ForgetResult {
+        success: true,
+        deleted: removed.existed,
+        key: memory.key.as_str().to_owned(),
+        scope: memory.scope,
+        action: if removed.existed { "deleted" } else { "absent" },
+        path: removed.path.to_string_lossy().into_owned(),
+    })
+}
+
+fn validate_content(content: &str) -> Result<(), MemoryError> {
+    if content.trim().is_empty() {
+        return Err(MemoryError::Invalid("content must not be empty".into()));
+    }
+    if content.len() > cao_wiki::MAX_CONTENT_BYTES {
+        return Err(MemoryError::Invalid(format!(
+            "content is {} bytes; the maximum is {} (store a summary, or split it into several memories)",
+            content.len(),
+            cao_wiki::MAX_CONTENT_BYTES
+        )));
+    }
+    if content.contains('\0') {
+        return Err(MemoryError::Invalid("content must not contain NUL bytes".into()));
+    }
+    Ok(())
+}

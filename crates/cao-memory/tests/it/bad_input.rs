@@ -1,0 +1,334 @@
+//! Bad input gets a specific error and writes nothing.
+
+use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
+use cao_memory::{ForgetRequest, MemoryError, MemoryService, RecallRequest, StoreRequest};
+use cao_testkit::service::ServiceFixture;
+use std::path::Path;
+use std::sync::Arc;
+
+fn setup() -> (tempfile::TempDir, MemoryService, TerminalContext) {
+    let ServiceFixture { dir, svc, ctx, .. } = ServiceFixture::builder().project("p").open();
+    (dir, svc, ctx)
+}
+
+/// Every file under `dir` (relative paths), to prove a failed call wrote nothing.
+fn files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if !p.to_string_lossy().contains("/db/") {
+                out.push(p.strip_prefix(dir).expect("inside").to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn store(content: &str) -> StoreRequest {
+    StoreRequest {
+        content: content.into(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn invalid_store_arguments_write_nothing() {
+    let (dir, svc, ctx) = setup();
+    let before = files(dir.path());
+    let cases: Vec<(StoreRequest, &str)> = vec![
+        (
+            StoreRequest {
+                scope: Some("user".into()),
+                ..store("x")
+            },
+            "invalid scope",
+        ),
+        (
+            StoreRequest {
+                memory_type: Some("bogus".into()),
+                ..store("x")
+            },
+            "invalid memory_type",
+        ),
+        (
+            StoreRequest {
+                key: Some("---".into()),
+                ..store("x")
+            },
+            "invalid key",
+        ),
+        (
+            StoreRequest {
+                key: Some("\0\0".into()),
+                ..store("x")
+            },
+            "invalid key",
+        ),
+        (store(""), "must not be empty"),
+        (store("   \n\t"), "must not be empty"),
+        (
+            store(&"a".repeat(cao_memory::MAX_CONTENT_BYTES + 1)),
+            "the maximum is 65536",
+        ),
+        (store("nul \0 byte"), "NUL"),
+        (store("中文 内容"), "cannot derive a key"),
+        (
+            StoreRequest {
+                tags: Some("a\nb".into()),
+                ..store("x")
+            },
+            "tags",
+        ),
+        (
+            StoreRequest {
+                tags: Some("x -->".into()),
+                ..store("x")
+            },
+            "tags",
+        ),
+        (
+            StoreRequest {
+                scope: Some("session".into()),
+                ..store("x")
+            },
+            "session_name",
+        ),
+        (
+            StoreRequest {
+                scope: Some("agent".into()),
+                ..store("x")
+            },
+            "agent_profile",
+        ),
+        (
+            StoreRequest {
+                scope: Some("federated".into()),
+                ..store("key AKIAABCDEFGHIJKLMNOP")
+            },
+            "aws_access_key",
+        ),
+        (
+            StoreRequest {
+                scope: Some("global".into()),
+                caller_scope: Some("session".into()),
+                ..store("x")
+            },
+            "may not write",
+        ),
+    ];
+    for (req, want) in cases {
+        let err = svc.store(&ctx, req.clone()).expect_err(&format!("{req:?} must fail"));
+        assert!(
+            err.to_string().contains(want),
+            "{req:?}: error {err:?} should mention {want:?}"
+        );
+        assert!(err.is_client_error(), "{err:?} is the caller's fault");
+    }
+    assert_eq!(files(dir.path()), before, "failed stores wrote files");
+}
+
+#[test]
+fn hostile_keys_stay_inside_the_home() {
+    let (dir, svc, ctx) = setup();
+    for key in [
+        "../../etc/passwd",
+        "/abs/path",
+        "a/../../b",
+        &"k".repeat(10_000),
+        "..\\..\\x",
+    ] {
+        let r = svc
+            .store(
+                &ctx,
+                StoreRequest {
+                    key: Some(key.into()),
+                    scope: Some("global".into()),
+                    ..store("content")
+                },
+            )
+            .expect("sanitised keys are stored");
+        assert!(
+            Path::new(&r.file_path).starts_with(dir.path().join("home").join("memory")),
+            "{key:?} -> {}",
+            r.file_path
+        );
+        assert!(
+            r.key.len() <= 60
+                && r.key
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        );
+    }
+}
+
+#[test]
+fn invalid_recall_arguments_are_refused_before_io() {
+    let (_dir, svc, ctx) = setup();
+    let bad = [
+        RecallRequest {
+            limit: Some(0),
+            ..Default::default()
+        },
+        RecallRequest {
+            limit: Some(101),
+            ..Default::default()
+        },
+        RecallRequest {
+            search_mode: Some("semantic".into()),
+            ..Default::default()
+        },
+        RecallRequest {
+            sort_by: Some("random".into()),
+            ..Default::default()
+        },
+        RecallRequest {
+            scope: Some("everywhere".into()),
+            ..Default::default()
+        },
+        RecallRequest {
+            memory_type: Some("x".into()),
+            ..Default::default()
+        },
+        RecallRequest {
+            query: Some("q".repeat(5000)),
+            ..Default::default()
+        },
+    ];
+    for req in bad {
+        assert!(
+            matches!(svc.recall(&ctx, req.clone()), Err(MemoryError::Invalid(_))),
+            "{req:?}"
+        );
+    }
+    let err = svc
+        .forget(
+            &ctx,
+            ForgetRequest {
+                key: "///".into(),
+                scope: None,
+            },
+        )
+        .expect_err("empty key");
+    assert!(matches!(err, MemoryError::Invalid(_)));
+}
+
+#[test]
+fn corrupt_topic_file_is_reported_and_left_alone() {
+    let (_dir, svc, ctx) = setup();
+    let r = svc
+        .store(
+            &ctx,
+            StoreRequest {
+                key: Some("k".into()),
+                ..store("first")
+            },
+        )
+        .expect("store");
+    std::fs::write(&r.file_path, "garbage without any heading\n").expect("corrupt it");
+    let err = svc
+        .store(
+            &ctx,
+            StoreRequest {
+                key: Some("k".into()),
+                ..store("second")
+            },
+        )
+        .expect_err("corrupt");
+    assert!(matches!(err, MemoryError::Corrupt { .. }), "{err:?}");
+    assert!(err.to_string().contains("cao memory repair"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&r.file_path).expect("read"),
+        "garbage without any heading\n"
+    );
+    let report = svc.repair().expect("repair");
+    assert_eq!(report.unparsable.len(), 1, "{report}");
+}
+
+#[test]
+fn disabled_memory_refuses_every_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let settings = Settings::from_value(serde_json::json!({"memory": {"enabled": false}}));
+    let svc =
+        MemoryService::open_with(CaoHome::new(dir.path().join("home")), settings, Arc::new(SystemClock)).expect("open");
+    let ctx = TerminalContext::default();
+    assert!(matches!(svc.store(&ctx, store("x")), Err(MemoryError::Disabled)));
+    assert!(matches!(
+        svc.recall(&ctx, RecallRequest::default()),
+        Err(MemoryError::Disabled)
+    ));
+    assert!(matches!(
+        svc.forget(
+            &ctx,
+            ForgetRequest {
+                key: "x".into(),
+                scope: None
+            }
+        ),
+        Err(MemoryError::Disabled)
+    ));
+}
+
+#[test]
+fn federated_secrets_are_refused_in_tags_and_keys_too() {
+    let (dir, svc, ctx) = setup();
+    let before = files(dir.path());
+    for req in [
+        StoreRequest {
+            scope: Some("federated".into()),
+            tags: Some("AKIAABCDEFGHIJKLMNOP".into()),
+            ..store("fine")
+        },
+        StoreRequest {
+            scope: Some("federated".into()),
+            key: Some("ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into()),
+            ..store("fine")
+        },
+    ] {
+        assert!(matches!(svc.store(&ctx, req), Err(MemoryError::Secret { .. })));
+    }
+    assert_eq!(files(dir.path()), before);
+}
+
+#[test]
+fn a_missing_index_is_rebuilt_from_the_wiki_files_on_open() {
+    let (dir, svc, ctx) = setup();
+    for k in ["a", "b", "c"] {
+        svc.store(
+            &ctx,
+            StoreRequest {
+                key: Some(k.into()),
+                scope: Some("global".into()),
+                ..store(k)
+            },
+        )
+        .expect("store");
+    }
+    svc.flush_index_md().expect("flush");
+    let home = svc.home().clone();
+    drop(svc);
+    std::fs::remove_dir_all(home.root().join("db")).expect("delete the database");
+    let svc = MemoryService::open_with(home, Settings::default(), Arc::new(SystemClock)).expect("reopen");
+    let listed = svc.list(&ctx, cao_memory::ListRequest::default()).expect("list");
+    assert_eq!(listed.len(), 3, "rebuilt from the files");
+    let index_md = std::fs::read_to_string(dir.path().join("home/memory/global/wiki/index.md")).expect("index.md");
+    assert_eq!(
+        index_md.matches("- [").count(),
+        3,
+        "index.md still lists every memory:\n{index_md}"
+    );
+}
+
+#[test]
+fn writes_through_a_replaced_database_are_refused() {
+    let (_dir, svc, ctx) = setup();
+    svc.store(&ctx, store("before")).expect("store");
+    let db = svc.home().db_path();
+    std::fs::remove_file(&db).expect("delete the database under the running service");
+    let err = svc.store(&ctx, store("after")).expect_err("stale database");
+    assert!(err.to_string().contains("removed or replaced"), "{err}");
+}

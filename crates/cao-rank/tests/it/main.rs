@@ -1,0 +1,11 @@
+//! `cao-rank` integration tests: conformance cases and properties of the ranking functions.
+//!
+//! One test binary per crate (modules below), so the workspace links few test executables.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test setup writes fixture files directly; the code under test writes through cao_core::fs"
+)]
+
+mod conformance;
+mod properties;

@@ -1,0 +1,195 @@
+//! An in-process [`MemoryService`] on a throw-away home with a fixed clock and a caller context: the fixture the
+//! service-level tests share (feature `service`).
+//!
+//! ```ignore
+//! let fx = ServiceFixture::builder().at(utc(2026, 5, 6, 7, 8, 9)).project("proj-a").session("sess-1").open();
+//! fx.store("project", "build-commands", "cargo build");
+//! fx.clock.advance(chrono::Duration::minutes(1));
+//! ```
+//!
+//! Layout: `<tmp>/home` is the cao home, `<tmp>` itself the caller's cwd. Every call panics on failure (these are
+//! test fixtures: a failure is the test failing, with the key and error in the message).
+
+use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
+use cao_memory::{MemoryService, StoreRequest, StoreResult};
+use chrono::{DateTime, TimeZone, Utc};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The UTC instant `y-mo-d h:mi:s`. Panics on an invalid date (a typo in a test).
+pub fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(y, mo, d, h, mi, s)
+        .single()
+        .unwrap_or_else(|| panic!("{y}-{mo}-{d} {h}:{mi}:{s} is not a valid UTC instant"))
+}
+
+/// A fixed clock starting at `at`, shared between the fixture and the service.
+pub fn fixed_clock(at: DateTime<Utc>) -> Arc<FixedClock> {
+    Arc::new(FixedClock::new(at))
+}
+
+/// A service on a temp home: the temp dir, the home, the clock the service reads, the service and the default
+/// caller context (cwd = the temp dir).
+pub struct ServiceFixture {
+    /// The temp dir (removed on drop); parent of `home/` and the caller's cwd.
+    pub dir: tempfile::TempDir,
+    /// `<dir>/home`.
+    pub home: CaoHome,
+    /// The clock the service reads; advance it between calls.
+    pub clock: Arc<FixedClock>,
+    /// The service under test.
+    pub svc: MemoryService,
+    /// The caller: cwd = [`ServiceFixture::root`] plus the ids given to the builder.
+    pub ctx: TerminalContext,
+}
+
+/// Options of a [`ServiceFixture`]; [`ServiceFixtureBuilder::open`] makes it.
+#[derive(Debug, Clone)]
+pub struct ServiceFixtureBuilder {
+    at: DateTime<Utc>,
+    settings: Settings,
+    ctx: TerminalContext,
+}
+
+impl ServiceFixture {
+    /// Defaults: clock at 2026-01-01T00:00:00Z, default settings, a caller with only a cwd.
+    pub fn builder() -> ServiceFixtureBuilder {
+        ServiceFixtureBuilder {
+            at: utc(2026, 1, 1, 0, 0, 0),
+            settings: Settings::default(),
+            ctx: TerminalContext::default(),
+        }
+    }
+
+    /// The temp dir: the caller's cwd and the parent of the home.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Another service on the same home and clock, with `settings` (e.g. a flag on and off side by side).
+    pub fn reopen(&self, settings: Settings) -> MemoryService {
+        MemoryService::open_with(self.home.clone(), settings, self.clock.clone())
+            .unwrap_or_else(|e| panic!("reopening the service on {}: {e}", self.home.root().display()))
+    }
+
+    /// Store `content` under `key` in `scope` as the fixture's caller (the clock is not advanced).
+    pub fn store(&self, scope: &str, key: &str, content: &str) -> StoreResult {
+        self.store_as(&self.ctx, scope, key, content)
+    }
+
+    /// Store `content` under `key` in `scope` as `ctx` (the clock is not advanced).
+    pub fn store_as(&self, ctx: &TerminalContext, scope: &str, key: &str, content: &str) -> StoreResult {
+        self.svc
+            .store(
+                ctx,
+                StoreRequest {
+                    content: content.into(),
+                    scope: Some(scope.into()),
+                    key: Some(key.into()),
+                    ..Default::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("store {key}: {e}"))
+    }
+}
+
+impl ServiceFixtureBuilder {
+    /// The clock's start.
+    pub fn at(mut self, at: DateTime<Utc>) -> Self {
+        self.at = at;
+        self
+    }
+
+    /// The service's settings.
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The caller's explicit project id (`CAO_PROJECT_ID`).
+    pub fn project(mut self, id: &str) -> Self {
+        self.ctx.project_id = Some(id.to_owned());
+        self
+    }
+
+    /// The caller's session name.
+    pub fn session(mut self, name: &str) -> Self {
+        self.ctx.session_name = Some(name.to_owned());
+        self
+    }
+
+    /// The caller's agent profile.
+    pub fn agent(mut self, profile: &str) -> Self {
+        self.ctx.agent_profile = Some(profile.to_owned());
+        self
+    }
+
+    /// The caller's terminal id.
+    pub fn terminal(mut self, id: &str) -> Self {
+        self.ctx.terminal_id = Some(id.to_owned());
+        self
+    }
+
+    /// Create the temp dir and open the service. Panics when either fails.
+    pub fn open(self) -> ServiceFixture {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("creating a temp dir: {e}"));
+        let home = CaoHome::new(dir.path().join("home"));
+        let clock = fixed_clock(self.at);
+        let svc = MemoryService::open_with(home.clone(), self.settings, clock.clone())
+            .unwrap_or_else(|e| panic!("opening the service on {}: {e}", home.root().display()));
+        let ctx = TerminalContext {
+            cwd: Some(dir.path().to_path_buf()),
+            ..self.ctx
+        };
+        ServiceFixture {
+            dir,
+            home,
+            clock,
+            svc,
+            ctx,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cao_core::Scope;
+    use cao_memory::RecallRequest;
+
+    #[test]
+    fn builder_sets_the_caller_and_the_clock_and_reopen_shares_the_home() {
+        let fx = ServiceFixture::builder()
+            .at(utc(2026, 5, 6, 7, 8, 9))
+            .project("proj-a")
+            .session("sess-1")
+            .agent("reviewer")
+            .terminal("t-1")
+            .open();
+        assert_eq!(fx.ctx.cwd.as_deref(), Some(fx.root()));
+        assert_eq!(fx.ctx.project_id.as_deref(), Some("proj-a"));
+        assert_eq!(fx.ctx.session_name.as_deref(), Some("sess-1"));
+        assert_eq!(fx.ctx.agent_profile.as_deref(), Some("reviewer"));
+        assert_eq!(fx.ctx.terminal_id.as_deref(), Some("t-1"));
+        assert_eq!(fx.home.root(), fx.root().join("home"));
+        let stored = fx.store("project", "build-commands", "cargo build");
+        assert_eq!(stored.scope_id.as_deref(), Some("proj-a"));
+        assert!(stored.file_path.starts_with(fx.home.root().to_string_lossy().as_ref()));
+        let other = fx.reopen(Settings::default());
+        let got = other
+            .recall(
+                &fx.ctx,
+                RecallRequest {
+                    scope: Some(Scope::Project.as_str().into()),
+                    ..Default::default()
+                },
+            )
+            .expect("recall");
+        assert_eq!(got.memories.len(), 1);
+        assert_eq!(got.memories[0].key, "build-commands");
+        assert_eq!(
+            got.memories[0].updated_at, "2026-05-06T07:08:09Z",
+            "the fixture clock stamps the store"
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! `cao-wiki` integration tests: conformance cases, round trips and store I/O.
+//!
+//! One test binary per crate (modules below), so the workspace links few test executables.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test setup writes fixture files directly; the code under test writes through cao_core::fs"
+)]
+
+mod conformance;
+mod roundtrip;
+mod store_io;
