@@ -3,6 +3,7 @@
 //! The trait itself lives with the protocol (`cao-protocol`), so the remote-owner client (`cao-client`)
 //! implements it without depending on this crate.
 
+use crate::context::resolve_terminal;
 use crate::error::ToolError;
 use crate::handle::ServiceHandle;
 use crate::handlers::handler;
@@ -17,7 +18,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 ///
 /// Each tool call is one blocking step: take the request's settings (those the caller passed, else read once with
 /// [`ServiceHandle::settings`]), refuse with [`MemoryError::Disabled`] when `memory.enabled` is off (nothing opened
-/// or created), then run the tool's handler (arguments parsed, service called) with those same settings
+/// or created), complete a terminal id's context from its registration ([`resolve_terminal`]), then run the tool's
+/// handler (arguments parsed, service called) with those same settings
 /// ([`cao_memory::MemoryService::with_settings`]). A context block is one blocking step with one settings read too.
 ///
 /// Reads (`memory_recall` and context blocks) are pure CPU and SQLite page work: at most
@@ -86,7 +88,7 @@ impl MemoryBackend for LocalBackend {
             };
             blocking(tool.name(), move || {
                 let _slot = slot;
-                call_local(&handle, tool, args, &ctx, settings)
+                call_local(&handle, tool, args, ctx, settings)
             })
             .await
         })
@@ -105,6 +107,7 @@ impl MemoryBackend for LocalBackend {
                 let _slot = slot;
                 let settings = settings.unwrap_or_else(|| handle.settings());
                 let svc = handle.get()?.with_settings(settings);
+                let ctx = resolve_terminal(&svc, ctx)?;
                 Ok(svc.context_block(&ctx, ContextRequest { budget })?)
             })
             .await
@@ -116,13 +119,13 @@ impl MemoryBackend for LocalBackend {
     }
 }
 
-/// One local tool call, on the blocking pool: the settings (`settings`, else read once), the switch, then the
-/// tool's handler with those same settings.
+/// One local tool call, on the blocking pool: the settings (`settings`, else read once), the switch, the terminal
+/// id's registration ([`resolve_terminal`]), then the tool's handler with those same settings.
 fn call_local(
     handle: &ServiceHandle,
     tool: Tool,
     args: Arguments,
-    ctx: &TerminalContext,
+    ctx: TerminalContext,
     settings: Option<Settings>,
 ) -> Result<Value, ToolError> {
     let settings = settings.unwrap_or_else(|| handle.settings());
@@ -130,7 +133,8 @@ fn call_local(
         return Err(ToolError::from(MemoryError::Disabled));
     }
     let svc = handle.get()?.with_settings(settings);
-    handler(tool).run(&svc, ctx, args)
+    let ctx = resolve_terminal(&svc, ctx)?;
+    handler(tool).run(&svc, &ctx, args)
 }
 
 /// Run `f` on the blocking pool; a failed task becomes [`ToolError::Internal`].

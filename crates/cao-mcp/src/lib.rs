@@ -20,7 +20,10 @@
 //!   call ([`ServiceHandle`]).
 //! - Tool failures are never protocol errors: they are results whose JSON is `{success: false, error,
 //!   error_kind}` (error_kind = the [`ErrorCode`] of the failure), so agents can read and correct them. Only an
-//!   unknown tool name is a protocol error.
+//!   unknown tool name and `tools/call` params that are not `{name, arguments?}` are protocol errors (JSON-RPC
+//!   `-32602`, naming the field).
+//! - A call whose context names a terminal id gets the absent fields from that terminal's registration
+//!   ([`resolve_terminal`]), on every transport.
 //! - Results are the service's result structs serialised as JSON text content, with the same object as
 //!   structured content; field names are those of spec/reference-facts.md "MCP payloads".
 //! - Calls are carried out by a [`MemoryBackend`]: the local service ([`LocalBackend`], the default) or, on a node
@@ -42,7 +45,7 @@ pub mod process;
 
 pub use backend::{LocalBackend, default_read_concurrency};
 pub use cao_protocol::{Access, Arguments, BackendFuture, ErrorCode, MemoryBackend, Tool, ToolError};
-pub use context::{ContextSource, FixedContext};
+pub use context::{ContextSource, FixedContext, resolve_terminal};
 pub use error::disabled_payload;
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};
 pub use handle::ServiceHandle;

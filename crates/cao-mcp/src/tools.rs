@@ -1,7 +1,7 @@
 //! [`MemoryTools`]: the MCP server handler exposing `memory_store`, `memory_recall` and `memory_forget`.
 
 use crate::backend::LocalBackend;
-use crate::context::ContextSource;
+use crate::context::{ContextSource, resolve_terminal};
 use crate::error::ToolError;
 use crate::flush::FlushSignal;
 use crate::handle::ServiceHandle;
@@ -10,8 +10,8 @@ use cao_core::{Settings, TerminalContext};
 use cao_memory::MemoryError;
 use cao_protocol::{Arguments, MemoryBackend, Tool};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -33,11 +33,13 @@ Every tool returns JSON with `success`; on failure `error` says what to fix.";
 /// HTTP transport can build one per session.
 ///
 /// Every call: (1) if memory is disabled on this machine, returns the disabled payload and touches nothing (no
-/// remote owner is contacted); (2) hands the arguments to the [`MemoryBackend`]: the local one parses them, opens
+/// remote owner is contacted); (2) completes a terminal id's context from its registration on this machine
+/// ([`resolve_terminal`]); (3) hands the arguments to the [`MemoryBackend`]: the local one parses them, opens
 /// the service if this is its first use ([`ServiceHandle`]) and runs the synchronous service call on the blocking
-/// pool (steps 1 and 2 in one blocking step with one settings read), a remote one sends them to the owner;
-/// (3) returns the result, or `{success: false, error, error_kind}`, as JSON text content plus structured content.
-/// Only an unknown tool name is a protocol error.
+/// pool (steps 1 to 3 in one blocking step with one settings read), a remote one sends them to the owner;
+/// (4) returns the result, or `{success: false, error, error_kind}`, as JSON text content plus structured content.
+/// Only an unknown tool name and params that do not fit `tools/call` (`-32602`, naming the field) are protocol
+/// errors.
 #[derive(Clone)]
 pub struct MemoryTools {
     svc: ServiceHandle,
@@ -111,9 +113,9 @@ impl MemoryTools {
     }
 
     /// The common call path (see the type docs), typed: the success payload of `tool`, or the failure (which
-    /// [`ToolError::payload`] turns into the agent's JSON). The local switch first, then the backend; a backend
-    /// that reads the switch itself in the same step ([`MemoryBackend::checks_local_switch`], the local one) is
-    /// called directly. `settings`: this machine's settings if the caller already read them for this request
+    /// [`ToolError::payload`] turns into the agent's JSON). The local switch and the terminal id's registration
+    /// ([`resolve_terminal`]) first, then the backend; a backend that does both itself in the same step
+    /// ([`MemoryBackend::checks_local_switch`], the local one) is called directly. `settings`: this machine's settings if the caller already read them for this request
     /// (then nothing reads `settings.json` again), else `None`. A successful call of a writing tool raises the
     /// flush signal.
     ///
@@ -125,15 +127,13 @@ impl MemoryTools {
         ctx: TerminalContext,
         settings: Option<Settings>,
     ) -> Result<Value, ToolError> {
-        let allowed = self.backend.checks_local_switch()
-            || match &settings {
-                Some(s) => s.memory_enabled(),
-                None => local_enabled(&self.svc).await,
-            };
-        let outcome = if allowed {
+        let outcome = if self.backend.checks_local_switch() {
             self.backend.call(tool, args, ctx, settings).await
         } else {
-            Err(ToolError::from(MemoryError::Disabled))
+            match local_prelude(&self.svc, ctx, settings).await {
+                Ok((ctx, settings)) => self.backend.call(tool, args, ctx, Some(settings)).await,
+                Err(e) => Err(e),
+            }
         };
         match &outcome {
             Ok(_) => {
@@ -149,6 +149,36 @@ impl MemoryTools {
         }
         outcome
     }
+}
+
+/// What this machine does before a backend that does not read the local switch (a remote owner) gets a call, in
+/// one blocking step: the settings (`settings`, else read once), the switch ([`MemoryError::Disabled`]), and the
+/// terminal id's registration on this machine ([`resolve_terminal`]), looked up only when the local index exists
+/// (a node that never opened its store has no registrations, and the lookup must not create one).
+async fn local_prelude(
+    svc: &ServiceHandle,
+    ctx: TerminalContext,
+    settings: Option<Settings>,
+) -> Result<(TerminalContext, Settings), ToolError> {
+    let handle = svc.clone();
+    let step = tokio::task::spawn_blocking(move || {
+        let settings = settings.unwrap_or_else(|| handle.settings());
+        if !settings.memory_enabled() {
+            return Err(ToolError::from(MemoryError::Disabled));
+        }
+        let ctx = if ctx.terminal_id.is_some() && (handle.opened().is_some() || handle.home().db_path().is_file()) {
+            resolve_terminal(&handle.get()?.with_settings(settings.clone()), ctx)?
+        } else {
+            ctx
+        };
+        Ok((ctx, settings))
+    });
+    step.await.unwrap_or_else(|e| {
+        Err(ToolError::Internal {
+            tool: "context",
+            reason: e.to_string(),
+        })
+    })
 }
 
 /// Whether memory is enabled on this machine (`memory.enabled` / `CAO_MEMORY_ENABLED`), read on the blocking
@@ -188,6 +218,57 @@ impl ServerHandler for MemoryTools {
         let payload = self.call(&request.name, request.arguments, ctx).await?;
         Ok(CallToolResult::structured(payload).into())
     }
+
+    /// rmcp hands over every request it could not parse as one of the methods it knows, which includes a
+    /// `tools/call` or `tools/list` whose params do not fit that method: those get `-32602` (invalid params)
+    /// naming the field, any other method `-32601` (method not found).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(unparsed_request_error(&request.method, request.params.as_ref()))
+    }
+}
+
+/// The protocol error for a request rmcp could not parse (see [`MemoryTools::on_custom_request`]): for the
+/// methods this server answers, `-32602` with a message and `data.field` naming what is wrong with the params;
+/// otherwise `-32601` naming the method.
+fn unparsed_request_error(method: &str, params: Option<&Value>) -> ErrorData {
+    match method {
+        "tools/call" => invalid_params::<CallToolRequestParams>(
+            method,
+            params,
+            "{\"name\": <tool name>, \"arguments\": {...}}",
+        ),
+        "tools/list" => invalid_params::<PaginatedRequestParams>(method, params, "{\"cursor\": <string>}"),
+        _ => ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: {method:?}"),
+            None,
+        ),
+    }
+}
+
+/// `-32602` for `params` that do not deserialise as `T`, naming the first offending field (`params` itself when
+/// they are missing or not an object). `shape` shows what the params should look like.
+fn invalid_params<T: serde::de::DeserializeOwned>(method: &str, params: Option<&Value>, shape: &str) -> ErrorData {
+    let (field, reason) = match params {
+        None | Some(Value::Null) => ("params".to_owned(), "missing".to_owned()),
+        Some(v) => match serde_path_to_error::deserialize::<_, T>(v) {
+            Err(e) => {
+                let path = e.path().to_string();
+                let field = if path == "." { "params".to_owned() } else { format!("params.{path}") };
+                (field, e.into_inner().to_string())
+            }
+            // The params parse on their own: the request was refused for something around them.
+            Ok(_) => ("params".to_owned(), "not accepted with this request".to_owned()),
+        },
+    };
+    ErrorData::invalid_params(
+        format!("invalid params for {method}: {field}: {reason}; expected {shape}"),
+        Some(serde_json::json!({"method": method, "field": field})),
+    )
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! remote node rebuilds the tool's failure payload. The paths are those of [`Tool::internal_path`] and
 //! [`cao_protocol::CONTEXT_PATH`]; the client builds its URLs from the same table.
 
-use super::terminals::{ContextBlock, check_budget, resolve_terminal};
+use super::terminals::{ContextBlock, check_budget};
 use super::{ApiError, ApiResult, ApiState, ErrorBody, MemoryTypeParam, ScopeParam, nonempty, with_service};
 use axum::Json;
 use axum::extract::State;
@@ -187,20 +187,11 @@ fn split(body: Result<Json<Value>, JsonRejection>) -> ApiResult<(Map<String, Val
     Ok((args, ctx.into_terminal_context()?))
 }
 
-/// Run `tool` exactly as `/mcp` would, as the body's context, reading `settings.json` once.
+/// Run `tool` exactly as `/mcp` would, as the body's context (a terminal id completed from its registration by
+/// the same step, [`cao_mcp::resolve_terminal`]), reading `settings.json` once.
 async fn run_tool(state: &ApiState, tool: Tool, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
     let (args, ctx) = split(body)?;
-    // Only a terminal id has a registration to fill the context from. Without one there is nothing to look up, and
-    // the tool call below checks `memory.enabled` itself (same 404 `memory_disabled`), so no extra step is taken.
-    // With one, the lookup step reads the settings and the tool call reuses them.
-    let (ctx, settings) = if ctx.terminal_id.is_some() {
-        let (ctx, settings) =
-            with_service(state, move |svc| Ok((resolve_terminal(&svc, ctx)?, svc.settings()))).await?;
-        (ctx, Some(settings))
-    } else {
-        (ctx, None)
-    };
-    let payload = state.tools.execute(tool, args, ctx, settings).await?;
+    let payload = state.tools.execute(tool, args, ctx, None).await?;
     Ok(Json(payload))
 }
 
@@ -257,7 +248,7 @@ pub async fn context(
     let budget = check_budget(b.budget)?;
     let ctx = b.context.unwrap_or_default().into_terminal_context()?;
     with_service(&state, move |svc| {
-        let ctx = resolve_terminal(&svc, ctx)?;
+        let ctx = cao_mcp::resolve_terminal(&svc, ctx)?;
         let block = svc.context_block(&ctx, ContextRequest { budget })?;
         Ok(Json(ContextBlock { block }))
     })

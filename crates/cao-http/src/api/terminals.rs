@@ -17,7 +17,7 @@ use axum::http::StatusCode;
 use cao_core::time::format_ts;
 use cao_core::{Settings, TerminalContext};
 use cao_index::TerminalRow;
-use cao_memory::{MemoryService, Provider, ProviderWrite, SkipReason};
+use cao_memory::{Provider, ProviderWrite, SkipReason};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use utoipa::{IntoParams, ToSchema};
@@ -167,23 +167,6 @@ pub(crate) fn check_budget(budget: Option<i64>) -> ApiResult<Option<usize>> {
             .map(Some)
             .ok_or_else(|| ApiError::invalid(format!("budget {b} is outside 1..={MAX_BUDGET}"))),
     }
-}
-
-/// `ctx` with every absent field filled from the registration of its terminal id, when there is one.
-///
-/// Errors: index errors.
-pub(crate) fn resolve_terminal(svc: &MemoryService, mut ctx: TerminalContext) -> ApiResult<TerminalContext> {
-    let Some(id) = ctx.terminal_id.clone() else {
-        return Ok(ctx);
-    };
-    if let Some(row) = svc.index().terminal(&id)? {
-        let reg = row.context();
-        ctx.session_name = ctx.session_name.or(reg.session_name);
-        ctx.agent_profile = ctx.agent_profile.or(reg.agent_profile);
-        ctx.provider = ctx.provider.or(reg.provider);
-        ctx.cwd = ctx.cwd.or(reg.cwd);
-    }
-    Ok(ctx)
 }
 
 /// Register (or re-register) a terminal.
