@@ -16,7 +16,8 @@
 //!    `Sec-Fetch-Site: cross-site` or `same-site` is refused too. Otherwise `403 {"error": "cross_origin_refused"}`.
 //!    Command-line clients (no `Origin`, no `Sec-Fetch-Site`) pass.
 //! 3. **Body limit.** Request bodies are at most [`MAX_BODY_BYTES`] on every route; a larger `Content-Length`, or
-//!    a body that turns out larger while a route reads it, is answered `413 {"error": "payload_too_large"}`.
+//!    a body that turns out larger (while the route reads it, or while step 4 drains it), is answered
+//!    `413 {"error": "payload_too_large"}`, whatever the route would have answered.
 //! 4. **Draining.** A route that answers without reading the whole body (a 401, a 404, a refused content type)
 //!    has its answer held until the rest of the body has been read (bounded by [`MAX_BODY_BYTES`] in total and
 //!    [`DRAIN_TIMEOUT`]), so the connection stays usable for the client's next request. Otherwise hyper closes a
@@ -82,7 +83,9 @@ impl Default for AllowedHosts {
 
 /// A value given to [`AllowedHosts::allow`] that is not a host name, an IP literal or `*`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid allowed host {value:?}: give a host name or IP literal, optionally with :port (e.g. memory.internal, 10.0.0.5:9889, [::1]), or * for any host")]
+#[error(
+    "invalid allowed host {value:?}: give a host name or IP literal, optionally with :port (e.g. memory.internal, 10.0.0.5:9889, [::1]), or * for any host"
+)]
 pub struct InvalidAllowedHost {
     /// The value as given.
     pub value: String,
@@ -141,9 +144,12 @@ impl AllowedHosts {
             return Ok(());
         }
         let (host, port) = split_host_port(trimmed).ok_or_else(invalid)?;
-        let is_name = host
-            .split('.')
-            .all(|label| !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
+        let is_name = host.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
         let host = match host.parse::<IpAddr>() {
             Ok(ip) => ip.to_canonical().to_string(),
             Err(_) if is_name => host.to_ascii_lowercase(),
@@ -166,7 +172,10 @@ impl AllowedHosts {
                 return true;
             }
             let canonical = ip.to_string();
-            return self.names.iter().any(|p| p.host == canonical && port_matches(p.port, port));
+            return self
+                .names
+                .iter()
+                .any(|p| p.host == canonical && port_matches(p.port, port));
         }
         self.names.iter().any(|p| p.host == host && port_matches(p.port, port))
     }
@@ -196,7 +205,11 @@ impl fmt::Display for AllowedHosts {
 /// `name`, `name:port`, `[v6]`, `[v6]:port` or a bare IPv6 literal, as (host without brackets, port). `None`
 /// when the port is not a number in `0..=65535` or the shape is none of those.
 fn split_host_port(value: &str) -> Option<(&str, Option<u16>)> {
-    let parse_port = |p: &str| (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())).then(|| p.parse().ok()).flatten();
+    let parse_port = |p: &str| {
+        (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.parse().ok())
+            .flatten()
+    };
     if let Some(rest) = value.strip_prefix('[') {
         let (host, after) = rest.split_once(']')?;
         let port = match after {
@@ -234,7 +247,13 @@ fn request_authority(req: &Request<Body>) -> Result<Option<http::uri::Authority>
             .and_then(|v| v.parse::<http::uri::Authority>().ok())
             .filter(|a| !a.as_str().contains('@') && (a.port().is_none() || a.port_u16().is_some()))
             .map(Some)
-            .ok_or_else(|| refusal(StatusCode::BAD_REQUEST, "bad_request", "the Host header is not a valid host".into())),
+            .ok_or_else(|| {
+                refusal(
+                    StatusCode::BAD_REQUEST,
+                    "bad_request",
+                    "the Host header is not a valid host".into(),
+                )
+            }),
         None => Ok(req.uri().authority().cloned()),
     }
 }
@@ -279,7 +298,10 @@ fn check_origin(method: &Method, headers: &HeaderMap, host: Option<&http::uri::A
             ))
         };
     }
-    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let fetch_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     if fetch_site.eq_ignore_ascii_case("cross-site") || fetch_site.eq_ignore_ascii_case("same-site") {
         return Err(format!(
             "a {method} request sent by a browser from another site (Sec-Fetch-Site: {fetch_site}) is refused"
@@ -294,7 +316,10 @@ fn check_request(hosts: &AllowedHosts, req: &Request<Body>) -> Result<(), Respon
     if let Some(a) = &authority
         && !hosts.allows(a.host(), a.port_u16())
     {
-        tracing::warn!(host = a.as_str(), "refused a request with a foreign Host header (possible DNS rebinding)");
+        tracing::warn!(
+            host = a.as_str(),
+            "refused a request with a foreign Host header (possible DNS rebinding)"
+        );
         return Err(refusal(
             StatusCode::FORBIDDEN,
             HOST_NOT_ALLOWED,
@@ -328,7 +353,8 @@ pub fn payload_too_large() -> Response {
 /// `Connection: close` on an HTTP/1 answer (HTTP/2 has no such header; hyper ends those streams itself).
 fn close_connection(resp: &mut Response, version: Version) {
     if version <= Version::HTTP_11 {
-        resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
 }
 
@@ -384,7 +410,9 @@ where
                 .get(header::CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok());
-            declared.is_some_and(|n| n > MAX_BODY_BYTES as u64).then(payload_too_large)
+            declared
+                .is_some_and(|n| n > MAX_BODY_BYTES as u64)
+                .then(payload_too_large)
         });
         if let Some(mut resp) = refused {
             close_connection(&mut resp, version);
@@ -414,10 +442,20 @@ where
             let leftover = state.leftover.lock().unwrap_or_else(PoisonError::into_inner).take();
             if let Some(body) = leftover {
                 let budget = MAX_BODY_BYTES.saturating_sub(state.read.load(Ordering::Acquire));
-                let drained =
-                    !expects_continue && tokio::time::timeout(DRAIN_TIMEOUT, drain(body, budget)).await == Ok(true);
-                if !drained {
-                    close_connection(&mut resp, version);
+                let drained = if expects_continue {
+                    Drained::Failed
+                } else {
+                    tokio::time::timeout(DRAIN_TIMEOUT, drain(body, budget))
+                        .await
+                        .unwrap_or(Drained::Failed)
+                };
+                match drained {
+                    Drained::Complete => {}
+                    Drained::TooLarge => {
+                        resp = payload_too_large();
+                        close_connection(&mut resp, version);
+                    }
+                    Drained::Failed => close_connection(&mut resp, version),
                 }
             }
             Ok(resp)
@@ -492,7 +530,9 @@ impl HttpBody for Guarded {
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.body.as_ref().map_or_else(|| http_body::SizeHint::with_exact(0), HttpBody::size_hint)
+        self.body
+            .as_ref()
+            .map_or_else(|| http_body::SizeHint::with_exact(0), HttpBody::size_hint)
     }
 }
 
@@ -506,17 +546,27 @@ impl Drop for Guarded {
     }
 }
 
-/// Read `body` to its end, discarding it; `false` when it fails or holds more than `budget` bytes.
-async fn drain(mut body: Body, budget: usize) -> bool {
+/// How reading the unread rest of a body ended.
+enum Drained {
+    /// Read to its end within the limit: the connection can serve the next request.
+    Complete,
+    /// Over [`MAX_BODY_BYTES`] in total: the answer becomes 413, like any body over the limit.
+    TooLarge,
+    /// Failed, timed out, or not attempted (the client waits for `100 Continue`).
+    Failed,
+}
+
+/// Read `body` to its end, discarding it, allowing `budget` more bytes.
+async fn drain(mut body: Body, budget: usize) -> Drained {
     let mut left = budget;
     loop {
         match std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
-            None => return true,
-            Some(Err(_)) => return false,
+            None => return Drained::Complete,
+            Some(Err(_)) => return Drained::Failed,
             Some(Ok(frame)) => {
                 let len = frame.data_ref().map_or(0, Bytes::len);
                 if len > left {
-                    return false;
+                    return Drained::TooLarge;
                 }
                 left -= len;
             }
@@ -546,7 +596,13 @@ mod tests {
         ] {
             assert!(h.allows(host, port), "{host} {port:?}");
         }
-        for host in ["attacker.example", "localhost.attacker.example", "10.0.0.5", "[::]", "0.0.0.0"] {
+        for host in [
+            "attacker.example",
+            "localhost.attacker.example",
+            "10.0.0.5",
+            "[::]",
+            "0.0.0.0",
+        ] {
             assert!(!h.allows(host, Some(9889)), "{host}");
         }
     }
@@ -558,7 +614,10 @@ mod tests {
         assert!(!h.allows("10.0.0.6", Some(9889)) && !h.allows("memory.internal", None));
         let any_ip = AllowedHosts::for_bind("0.0.0.0".parse().expect("ip"));
         assert!(any_ip.allows("192.0.2.7", Some(9889)) && any_ip.allows("[2001:db8::1]", None));
-        assert!(!any_ip.allows("attacker.example", Some(9889)), "names still need configuring");
+        assert!(
+            !any_ip.allows("attacker.example", Some(9889)),
+            "names still need configuring"
+        );
     }
 
     #[test]
@@ -570,7 +629,9 @@ mod tests {
         assert!(h.allows("memory.internal", Some(9889)) && h.allows("MEMORY.internal", None));
         assert!(h.allows("proxy.example", Some(8443)) && !h.allows("proxy.example", Some(9889)));
         assert!(h.allows("[2001:db8::2]", Some(9889)) && !h.allows("[2001:db8::2]", None));
-        for bad in ["", " ", "http://x", "x/y", "user@x", "x:port", "x:99999", "x:", "[::1", "[x]", "a..b", "a b"] {
+        for bad in [
+            "", " ", "http://x", "x/y", "user@x", "x:port", "x:99999", "x:", "[::1", "[x]", "a..b", "a b",
+        ] {
             assert!(h.clone().allow(bad).is_err(), "{bad:?}");
         }
         h.allow("*").expect("any");
@@ -601,7 +662,10 @@ mod tests {
             assert!(!same_origin(other, &host), "{other}");
         }
         let proxied = authority("memory.example");
-        assert!(same_origin("https://memory.example", &proxied), "https behind a proxy, default ports");
+        assert!(
+            same_origin("https://memory.example", &proxied),
+            "https behind a proxy, default ports"
+        );
         assert!(same_origin("http://memory.example", &proxied));
         assert!(!same_origin("https://memory.example:8443", &proxied));
     }
@@ -617,16 +681,25 @@ mod tests {
             h
         };
         let evil = headers(&[("origin", "http://evil.example")]);
-        assert!(check_origin(&Method::GET, &evil, Some(&host)).is_ok(), "reads are left to CORS");
+        assert!(
+            check_origin(&Method::GET, &evil, Some(&host)).is_ok(),
+            "reads are left to CORS"
+        );
         for m in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
             assert!(check_origin(&m, &evil, Some(&host)).is_err(), "{m}");
         }
         let own = headers(&[("origin", "http://127.0.0.1:9889")]);
         assert!(check_origin(&Method::POST, &own, Some(&host)).is_ok());
-        assert!(check_origin(&Method::POST, &own, None).is_err(), "no host to compare with");
+        assert!(
+            check_origin(&Method::POST, &own, None).is_err(),
+            "no host to compare with"
+        );
         let two = headers(&[("origin", "http://127.0.0.1:9889"), ("origin", "http://evil.example")]);
         assert!(check_origin(&Method::POST, &two, Some(&host)).is_err());
-        assert!(check_origin(&Method::POST, &HeaderMap::new(), Some(&host)).is_ok(), "CLI clients");
+        assert!(
+            check_origin(&Method::POST, &HeaderMap::new(), Some(&host)).is_ok(),
+            "CLI clients"
+        );
         for site in ["cross-site", "same-site", "Cross-Site"] {
             let h = {
                 let mut h = HeaderMap::new();

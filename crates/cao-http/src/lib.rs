@@ -50,11 +50,11 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use cao_core::TerminalContext;
 use cao_mcp::{ContextSource, FlushSignal, MemoryTools, ServiceHandle};
-use serde_json::json;
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -209,9 +209,6 @@ fn api_router(state: api::ApiState, auth: Option<Authenticator>) -> (Router, uto
         .split_for_parts()
 }
 
-/// The implementation a server reports in `GET /health` (the Python reference serves the same routes).
-pub const IMPLEMENTATION: &str = "cao-rs";
-
 /// Body of `GET /health`.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct HealthBody {
@@ -219,7 +216,7 @@ pub struct HealthBody {
     pub status: String,
     /// Server version.
     pub version: String,
-    /// Always `cao-rs` (this implementation).
+    /// Always `cao-rs` ([`cao_core::IMPLEMENTATION`]), which tells this server from the Python reference's.
     pub implementation: String,
     /// Whether memory is enabled (fail-open reading of the settings).
     pub memory_enabled: bool,
@@ -267,10 +264,13 @@ async fn health(State(svc): State<ServiceHandle>) -> Response {
     .await;
     let (enabled, index) = match checked {
         Ok(v) => v,
-        Err(e) => (true, Some(Err(cao_memory::MemoryError::Io {
-            context: "the health check task failed".to_owned(),
-            source: std::io::Error::other(e.to_string()),
-        }))),
+        Err(e) => (
+            true,
+            Some(Err(cao_memory::MemoryError::Io {
+                context: "the health check task failed".to_owned(),
+                source: std::io::Error::other(e.to_string()),
+            })),
+        ),
     };
     let (status, index, message) = match index {
         None => (StatusCode::OK, "not_open", None),
@@ -283,7 +283,7 @@ async fn health(State(svc): State<ServiceHandle>) -> Response {
     let body = HealthBody {
         status: if status == StatusCode::OK { "ok" } else { "degraded" }.to_owned(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
-        implementation: IMPLEMENTATION.to_owned(),
+        implementation: cao_core::IMPLEMENTATION.to_owned(),
         memory_enabled: enabled,
         index: index.to_owned(),
         message,

@@ -29,7 +29,7 @@ const STDIN_GRACE: Duration = Duration::from_millis(200);
 #[derive(Debug, Parser)]
 #[command(
     name = "cao-mcp-server",
-    version,
+    version = cao_core::VERSION,
     about = "MCP server (stdio) exposing the memory_store, memory_recall and memory_forget tools",
     long_about = "MCP server (stdio) exposing the memory_store, memory_recall and memory_forget tools.\n\n\
 Launched by an agent's MCP client; speaks JSON-RPC on stdin/stdout and logs to stderr.\n\n\

@@ -220,8 +220,8 @@ impl ServerHandler for MemoryTools {
     }
 
     /// rmcp hands over every request it could not parse as one of the methods it knows, which includes a
-    /// `tools/call` or `tools/list` whose params do not fit that method: those get `-32602` (invalid params)
-    /// naming the field, any other method `-32601` (method not found).
+    /// `tools/call` whose params do not fit that method: it gets `-32602` (invalid params) naming the field, any
+    /// other method `-32601` (method not found).
     async fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -231,17 +231,14 @@ impl ServerHandler for MemoryTools {
     }
 }
 
-/// The protocol error for a request rmcp could not parse (see [`MemoryTools::on_custom_request`]): for the
-/// methods this server answers, `-32602` with a message and `data.field` naming what is wrong with the params;
-/// otherwise `-32601` naming the method.
+/// The protocol error for a request rmcp could not parse (see [`MemoryTools::on_custom_request`]): for
+/// `tools/call`, `-32602` with a message and `data.field` naming what is wrong with the params; otherwise `-32601`
+/// naming the method.
 fn unparsed_request_error(method: &str, params: Option<&Value>) -> ErrorData {
     match method {
-        "tools/call" => invalid_params::<CallToolRequestParams>(
-            method,
-            params,
-            "{\"name\": <tool name>, \"arguments\": {...}}",
-        ),
-        "tools/list" => invalid_params::<PaginatedRequestParams>(method, params, "{\"cursor\": <string>}"),
+        "tools/call" => {
+            invalid_params::<CallToolRequestParams>(method, params, "{\"name\": <tool name>, \"arguments\": {...}}")
+        }
         _ => ErrorData::new(
             rmcp::model::ErrorCode::METHOD_NOT_FOUND,
             format!("method not found: {method:?}"),
@@ -258,7 +255,11 @@ fn invalid_params<T: serde::de::DeserializeOwned>(method: &str, params: Option<&
         Some(v) => match serde_path_to_error::deserialize::<_, T>(v) {
             Err(e) => {
                 let path = e.path().to_string();
-                let field = if path == "." { "params".to_owned() } else { format!("params.{path}") };
+                let field = if path == "." {
+                    "params".to_owned()
+                } else {
+                    format!("params.{path}")
+                };
                 (field, e.into_inner().to_string())
             }
             // The params parse on their own: the request was refused for something around them.

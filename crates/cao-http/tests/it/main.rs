@@ -10,6 +10,8 @@
 
 mod api;
 mod auth;
+mod edge;
+mod keep_alive;
 mod router;
 #[cfg(target_os = "linux")]
 mod settings_reads;
