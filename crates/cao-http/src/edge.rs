@@ -239,7 +239,7 @@ fn normalize_host(host: &str) -> String {
 
 /// The authority a request names: its `Host` header, else the URI's authority (HTTP/2). `Ok(None)` when it names
 /// none.
-fn request_authority(req: &Request<Body>) -> Result<Option<http::uri::Authority>, Response> {
+fn request_authority(req: &Request<Body>) -> Result<Option<http::uri::Authority>, Refusal> {
     match req.headers().get(header::HOST) {
         Some(value) => value
             .to_str()
@@ -248,7 +248,7 @@ fn request_authority(req: &Request<Body>) -> Result<Option<http::uri::Authority>
             .filter(|a| !a.as_str().contains('@') && (a.port().is_none() || a.port_u16().is_some()))
             .map(Some)
             .ok_or_else(|| {
-                refusal(
+                Refusal::new(
                     StatusCode::BAD_REQUEST,
                     "bad_request",
                     "the Host header is not a valid host".into(),
@@ -311,7 +311,7 @@ fn check_origin(method: &Method, headers: &HeaderMap, host: Option<&http::uri::A
 }
 
 /// Steps 1 and 2 of the module docs: `Err` with the answer when the request is refused.
-fn check_request(hosts: &AllowedHosts, req: &Request<Body>) -> Result<(), Response> {
+fn check_request(hosts: &AllowedHosts, req: &Request<Body>) -> Result<(), Refusal> {
     let authority = request_authority(req)?;
     if let Some(a) = &authority
         && !hosts.allows(a.host(), a.port_u16())
@@ -320,7 +320,7 @@ fn check_request(hosts: &AllowedHosts, req: &Request<Body>) -> Result<(), Respon
             host = a.as_str(),
             "refused a request with a foreign Host header (possible DNS rebinding)"
         );
-        return Err(refusal(
+        return Err(Refusal::new(
             StatusCode::FORBIDDEN,
             HOST_NOT_ALLOWED,
             format!(
@@ -332,8 +332,28 @@ fn check_request(hosts: &AllowedHosts, req: &Request<Body>) -> Result<(), Respon
     }
     check_origin(req.method(), req.headers(), authority.as_ref()).map_err(|message| {
         tracing::warn!(method = %req.method(), path = req.uri().path(), "refused a cross-origin request");
-        refusal(StatusCode::FORBIDDEN, CROSS_ORIGIN_REFUSED, message)
+        Refusal::new(StatusCode::FORBIDDEN, CROSS_ORIGIN_REFUSED, message)
     })
+}
+
+/// A request the edge refuses: the status, code and message of its JSON answer.
+#[derive(Debug)]
+struct Refusal {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, code: &'static str, message: String) -> Self {
+        Self { status, code, message }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        refusal(self.status, self.code, self.message)
+    }
 }
 
 /// A JSON error answer.
@@ -404,16 +424,19 @@ where
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         let version = req.version();
-        let refused = check_request(&self.hosts, &req).err().or_else(|| {
-            let declared = req
-                .headers()
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok());
-            declared
-                .is_some_and(|n| n > MAX_BODY_BYTES as u64)
-                .then(payload_too_large)
-        });
+        let refused = check_request(&self.hosts, &req)
+            .err()
+            .map(IntoResponse::into_response)
+            .or_else(|| {
+                let declared = req
+                    .headers()
+                    .get(header::CONTENT_LENGTH)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok());
+                declared
+                    .is_some_and(|n| n > MAX_BODY_BYTES as u64)
+                    .then(payload_too_large)
+            });
         if let Some(mut resp) = refused {
             close_connection(&mut resp, version);
             return Box::pin(std::future::ready(Ok(resp)));

@@ -49,7 +49,9 @@ pub struct ApiState {
         title = "cao-server",
         description = "Memory, relationship, terminal and remote-node routes of cao-server. Errors are \
 {\"error\": <stable code>, \"message\": <one line>}. With memory disabled every memory route answers 404 \
-memory_disabled."
+memory_disabled. Every route answers 403 host_not_allowed to a Host header that does not name this server, 403 \
+cross_origin_refused to a state-changing request sent from another origin, and 413 payload_too_large to a body \
+over 4 MiB."
     ),
     paths(crate::health, crate::mcp_doc, crate::openapi_json),
     components(schemas(ErrorBody, crate::HealthBody))
