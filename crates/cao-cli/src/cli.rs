@@ -17,7 +17,7 @@ pub const MAX_QUERY_BYTES: usize = 4096;
 /// Works directly on the local store (`$CAO_HOME`, default `~/.aws/cli-agent-orchestrator`); no server needed.
 /// Logs go to stderr; set CAO_LOG_LEVEL (error, warn, info, debug, trace; default warn).
 #[derive(Debug, Parser)]
-#[command(name = "cao", version, propagate_version = true, arg_required_else_help = true)]
+#[command(name = "cao", version = cao_core::VERSION, propagate_version = true, arg_required_else_help = true)]
 pub struct Cli {
     /// The command to run.
     #[command(subcommand)]

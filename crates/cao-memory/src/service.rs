@@ -352,6 +352,18 @@ impl MemoryService {
     pub fn repair(&self) -> Result<RepairReport, MemoryError> {
         self.store.repair()
     }
+
+    /// Whether the index this service opened is still usable: the home's database file is the one it opened
+    /// (same device and inode; a file deleted or replaced under the running process is not), and it answers a
+    /// query. Reads only; for health reports.
+    ///
+    /// Errors: [`MemoryError::Io`] naming the database file and the remedy when it was removed or replaced;
+    /// [`MemoryError::Index`] when the query fails.
+    pub fn check_index(&self) -> Result<(), MemoryError> {
+        self.store.ensure_index_current()?;
+        self.store.index().has_rows()?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

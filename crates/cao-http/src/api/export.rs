@@ -69,7 +69,7 @@ pub async fn export_memories(
     if matches!(scope, Scope::Session | Scope::Agent) {
         let e = cao_memory::MemoryError::PrivateScope(scope);
         return Err(ApiError::from_code(
-            e.kind(),
+            e.code(),
             format!("the {scope} scope is private and is never exported over HTTP"),
         ));
     }
