@@ -49,6 +49,11 @@ impl CaoHome {
     pub fn settings_path(&self) -> PathBuf {
         self.root.join("settings.json")
     }
+    /// `<root>/agent-store`: the default directory of agent profiles (`agents.dirs` unset; spec 004 "The
+    /// retrospector agent").
+    pub fn agent_store_dir(&self) -> PathBuf {
+        self.root.join("agent-store")
+    }
 }
 
 fn home_dir() -> PathBuf {
@@ -57,7 +62,8 @@ fn home_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/"))
 }
 
-fn expand_tilde(v: &str) -> PathBuf {
+/// `v` with a leading `~` or `~/` replaced by `$HOME` (other values unchanged).
+pub(crate) fn expand_tilde(v: &str) -> PathBuf {
     if v == "~" {
         home_dir()
     } else if let Some(rest) = v.strip_prefix("~/") {

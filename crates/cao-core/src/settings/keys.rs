@@ -41,6 +41,10 @@ pub enum SettingKind {
     Argv,
     /// A whole number of milliseconds, 1..=3600000.
     Millis,
+    /// A list of directories: a JSON list of absolute paths (or `~/`-relative ones, expanded with `$HOME` when
+    /// read); on the command line and in the environment, paths separated by `:` (as `PATH`). At most
+    /// [`super::learning::MAX_AGENT_DIRS`] entries of at most 4096 bytes, no NUL.
+    Dirs,
 }
 
 impl SettingKind {
@@ -53,7 +57,7 @@ impl SettingKind {
             | SettingKind::Url
             | SettingKind::Name
             | SettingKind::EnvVarName => "string",
-            SettingKind::Argv => "list",
+            SettingKind::Argv | SettingKind::Dirs => "list",
             SettingKind::Millis => "integer",
         }
     }
@@ -69,6 +73,7 @@ impl SettingKind {
             SettingKind::EnvVarName => model::ENV_NAME_EXPECTED,
             SettingKind::Argv => model::ARGV_EXPECTED,
             SettingKind::Millis => model::MILLIS_EXPECTED,
+            SettingKind::Dirs => super::learning::DIRS_EXPECTED,
         }
     }
 
@@ -220,6 +225,35 @@ pub const MEMORY_MODEL_TIMEOUT_MS: SettingKey = SettingKey {
     doc: "Timeout of one model request in milliseconds (1..3600000); a command is killed when it passes.",
 };
 
+/// `memory.learning_enabled`: the opt-in self-learning loop's outcome capture and lessons (spec 004 "Feature flags").
+/// Nested under `memory.enabled`; fails closed.
+pub const MEMORY_LEARNING_ENABLED: SettingKey = SettingKey {
+    name: "memory.learning_enabled",
+    kind: SettingKind::Bool,
+    default: SettingDefault::Bool(false),
+    env: "CAO_MEMORY_LEARNING_ENABLED",
+    doc: "Self-learning loop: report_outcome, list_outcomes, /outcomes and store_lesson (needs memory.enabled).",
+};
+
+/// `memory.instruction_promotion_enabled`: `cao memory promote --apply` may edit agent profiles (spec 004 "Feature
+/// flags"). Nested under `memory.learning_enabled`; fails closed.
+pub const MEMORY_INSTRUCTION_PROMOTION_ENABLED: SettingKey = SettingKey {
+    name: "memory.instruction_promotion_enabled",
+    kind: SettingKind::Bool,
+    default: SettingDefault::Bool(false),
+    env: "CAO_MEMORY_INSTRUCTION_PROMOTION_ENABLED",
+    doc: "Allow `cao memory promote --apply` to write lessons into agent profiles (needs memory.learning_enabled).",
+};
+
+/// `agents.dirs`: the directories agent profiles are looked up in, in order (default `$CAO_HOME/agent-store`).
+pub const AGENTS_DIRS: SettingKey = SettingKey {
+    name: "agents.dirs",
+    kind: SettingKind::Dirs,
+    default: SettingDefault::Unset,
+    env: "CAO_AGENTS_DIRS",
+    doc: "Directories holding agent profiles (<name>.md), searched in order; default $CAO_HOME/agent-store.",
+};
+
 /// Every known setting, in the order `cao config list` shows them.
 pub const KEYS: &[SettingKey] = &[
     MEMORY_ENABLED,
@@ -233,6 +267,9 @@ pub const KEYS: &[SettingKey] = &[
     MEMORY_MODEL_API_KEY_ENV,
     MEMORY_MODEL_COMMAND,
     MEMORY_MODEL_TIMEOUT_MS,
+    MEMORY_LEARNING_ENABLED,
+    MEMORY_INSTRUCTION_PROMOTION_ENABLED,
+    AGENTS_DIRS,
 ];
 
 /// The known setting named `name` (exact, case-sensitive).
@@ -281,6 +318,7 @@ pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
         SettingKind::EnvVarName => checked(model::parse_env_name(raw)),
         SettingKind::Argv => checked(model::parse_argv(raw)),
         SettingKind::Millis => checked(model::parse_millis(raw)),
+        SettingKind::Dirs => checked(super::learning::parse_dirs(raw)),
         SettingKind::Bool => match raw {
             "true" => Ok(Value::Bool(true)),
             "false" => Ok(Value::Bool(false)),
@@ -425,6 +463,7 @@ impl Settings {
                         None => Err(kind.expected()),
                     },
                     (SettingKind::Argv, Value::Array(_)) => model::check_argv_value(v),
+                    (SettingKind::Dirs, Value::Array(_)) => super::learning::check_dirs_value(v),
                     (SettingKind::Millis, _) => Err(kind.expected()),
                     (_, Value::String(s)) => parse_value(key, s.trim()).map_err(|_| kind.expected()),
                     _ => Err(kind.expected()),
@@ -442,7 +481,7 @@ impl Settings {
     }
 
     /// A boolean setting's effective value; a warning (ignored file value, odd env spelling) is logged.
-    fn effective_bool(&self, key: &'static SettingKey) -> bool {
+    pub(super) fn effective_bool(&self, key: &'static SettingKey) -> bool {
         let eff = self.effective(key);
         if let Some(w) = &eff.warning {
             tracing::warn!(setting = key.name, "{w}");
@@ -510,7 +549,11 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), KEYS.len());
         for k in KEYS {
-            assert!(k.name.starts_with("memory.") && !k.name.ends_with('.'), "{}", k.name);
+            assert!(
+                ["memory.", "agents."].iter().any(|p| k.name.starts_with(p)) && !k.name.ends_with('.'),
+                "{}",
+                k.name
+            );
             assert!(k.env.starts_with("CAO_"), "{}", k.env);
             match (k.kind, k.default) {
                 (SettingKind::Bool, SettingDefault::Bool(_))
@@ -521,7 +564,8 @@ mod tests {
                     | SettingKind::Url
                     | SettingKind::Name
                     | SettingKind::EnvVarName
-                    | SettingKind::Argv,
+                    | SettingKind::Argv
+                    | SettingKind::Dirs,
                     SettingDefault::Unset,
                 ) => {}
                 other => panic!("{}: default does not fit the type: {other:?}", k.name),
