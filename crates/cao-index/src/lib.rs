@@ -10,7 +10,8 @@
 //! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
 //! (see [`RelationshipRow`]; created with the reference's DDL when absent), and `cao_terminals`: terminals registered
 //! with `cao-server` ([`TerminalRow`]), and the journal's `cao_journal_*` tables (entries, summary lines, view state,
-//! leases, snapshots; see [`journal`]).
+//! leases, snapshots; see [`journal`]), and the reference's `workflow_outcomes` table: outcomes reported through the
+//! self-learning loop ([`OutcomeRow`]).
 //! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and how it departs from the reference's BM25.
 //!
 //! Invariants:
@@ -41,6 +42,7 @@ mod dirty;
 mod edges;
 pub mod error;
 pub mod journal;
+mod outcomes;
 mod partition;
 mod relationships;
 mod row;
@@ -58,6 +60,7 @@ pub use journal::{
     Checkpoint, EntryKind, EntryRow, JournalMeta, JournalNote, JournalTx, JournalWriter, LeaseRow, LineRow, NewEntry,
     SnapshotRow, ViewItem, ViewRow,
 };
+pub use outcomes::{OutcomeFilter, OutcomeRow};
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter,
     RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, SupersedesLookup,

@@ -141,10 +141,34 @@ CREATE TABLE cao_journal_snapshots (container TEXT NOT NULL, session_id TEXT NOT
     taken_at_entry INTEGER NOT NULL, taken_at TEXT NOT NULL, view TEXT NOT NULL, UNIQUE (container, session_id));
 ",
     ),
+    (
+        6,
+        // The self-learning loop's outcomes (spec 004 "Phase 1 — outcome capture"; `crate::outcomes` documents every
+        // column). The table keeps the reference's name, so it is created only when absent (a reference-written
+        // database may already hold it), with the two indexes the listing uses: by session and by agent profile,
+        // newest first.
+        "
+CREATE TABLE IF NOT EXISTS workflow_outcomes (
+\tid VARCHAR NOT NULL, 
+\tsession_name VARCHAR NOT NULL, 
+\tworkflow_name VARCHAR, 
+\ttask_label VARCHAR NOT NULL, 
+\tagent_profile VARCHAR, 
+\tsource_terminal_id VARCHAR, 
+\tsuccess BOOLEAN NOT NULL, 
+\tscore INTEGER, 
+\tfriction_notes TEXT NOT NULL, 
+\tcreated_at DATETIME NOT NULL, 
+\tPRIMARY KEY (id)
+);
+CREATE INDEX IF NOT EXISTS ix_workflow_outcomes_session_created ON workflow_outcomes (session_name, created_at);
+CREATE INDEX IF NOT EXISTS ix_workflow_outcomes_agent_created ON workflow_outcomes (agent_profile, created_at);
+",
+    ),
 ];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
