@@ -147,7 +147,7 @@ mod tests {
             task_label: format!("label {id}"),
             agent_profile: agent.map(Into::into),
             source_terminal_id: None,
-            success: id.len() % 2 == 0,
+            success: id.len().is_multiple_of(2),
             score: Some(42),
             friction_notes: String::new(),
             created_at: None,
