@@ -108,6 +108,26 @@ pub fn atomic_write_with(path: &Path, bytes: &[u8], opts: WriteOptions<'_>) -> i
     result
 }
 
+/// Create `path` with `bytes` only if nothing is there: the bytes are written and fsynced to a temp file beside it
+/// (as [`atomic_write_with`] does), which is then hard-linked to `path` (`link` fails with `AlreadyExists` when
+/// anything, a symlink included, is at `path`, so an existing file is never replaced, even by a racing writer);
+/// the temp name is removed and the directory fsynced. A reader sees no file or the whole file. The directory must
+/// exist.
+///
+/// Errors: `AlreadyExists` when `path` exists; otherwise the first I/O error (the temp file is removed).
+pub fn create_new_with(path: &Path, bytes: &[u8], mode: FileMode) -> io::Result<()> {
+    let (tmp, mut file) = create_temp(path, mode)?;
+    let result = (|| {
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::hard_link(&tmp, path)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    result?;
+    sync_dir(parent_dir(path))
+}
+
 /// Create the temp file of an atomic write of `path` (`.<name>.<pid>-<n>.tmp` beside it, `O_CREAT|O_EXCL|
 /// O_NOFOLLOW|O_CLOEXEC`) with the permission bits of `mode`. Returns its path and the open file.
 fn create_temp(path: &Path, mode: FileMode) -> io::Result<(std::path::PathBuf, File)> {
@@ -317,6 +337,28 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         fs::metadata(p).expect("stat").permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn create_new_never_replaces_anything() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("agent.md");
+        create_new_with(&p, b"first", FileMode::Exact(0o640)).expect("create");
+        assert_eq!(fs::read(&p).expect("read"), b"first");
+        assert_eq!(mode(&p), 0o640);
+        let e = create_new_with(&p, b"second", FileMode::UmaskDefault).expect_err("exists");
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read(&p).expect("read"), b"first");
+        let link = d.path().join("link.md");
+        symlink(d.path().join("missing"), &link).expect("symlink");
+        let e = create_new_with(&link, b"x", FileMode::UmaskDefault).expect_err("a dangling link is something");
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        assert!(!d.path().join("missing").exists(), "the link was not followed");
+        assert_eq!(
+            names(d.path()),
+            [OsString::from("agent.md"), OsString::from("link.md")],
+            "no temp left"
+        );
     }
 
     #[test]
