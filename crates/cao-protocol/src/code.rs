@@ -59,11 +59,24 @@ pub enum ErrorCode {
     RemoteUnavailable,
     /// The remote memory owner refused the call (the owner's own code is relayed where one is shown).
     RemoteError,
+    /// The self-learning loop is switched off (`memory.learning_enabled` false / `CAO_MEMORY_LEARNING_ENABLED`).
+    LearningDisabled,
+    /// Writing agent profiles is switched off (`memory.instruction_promotion_enabled` false).
+    PromotionDisabled,
+    /// The caller's identity could not be resolved from its terminal (no terminal id, an unregistered terminal,
+    /// no agent profile or session), so a call that depends on it was refused.
+    CallerUnresolved,
+    /// The caller's agent profile lacks the capability the call needs (`store_lesson` for another agent's scope).
+    CapabilityRequired,
+    /// An agent profile cannot be a target: built-in profiles are never edited.
+    ProfileRefused,
+    /// An agent profile file cannot be read as one (too large, not UTF-8, invalid frontmatter).
+    InvalidProfile,
 }
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 26] = [
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidKey,
         ErrorCode::MemoryDisabled,
@@ -84,6 +97,12 @@ impl ErrorCode {
         ErrorCode::InternalError,
         ErrorCode::RemoteUnavailable,
         ErrorCode::RemoteError,
+        ErrorCode::LearningDisabled,
+        ErrorCode::PromotionDisabled,
+        ErrorCode::CallerUnresolved,
+        ErrorCode::CapabilityRequired,
+        ErrorCode::ProfileRefused,
+        ErrorCode::InvalidProfile,
     ];
 
     /// The facts about this code (the one table of them).
@@ -118,6 +137,12 @@ impl ErrorCode {
             ErrorCode::InternalError => row("internal_error", INTERNAL, false),
             ErrorCode::RemoteUnavailable => row("remote_unavailable", StatusCode::BAD_GATEWAY, false),
             ErrorCode::RemoteError => row("remote_error", INTERNAL, true),
+            ErrorCode::LearningDisabled => row("learning_disabled", StatusCode::NOT_FOUND, true),
+            ErrorCode::PromotionDisabled => row("promotion_disabled", StatusCode::FORBIDDEN, true),
+            ErrorCode::CallerUnresolved => row("caller_unresolved", StatusCode::FORBIDDEN, true),
+            ErrorCode::CapabilityRequired => row("capability_required", StatusCode::FORBIDDEN, true),
+            ErrorCode::ProfileRefused => row("profile_refused", StatusCode::CONFLICT, true),
+            ErrorCode::InvalidProfile => row("invalid_profile", UNPROCESSABLE, true),
         }
     }
 
@@ -184,6 +209,9 @@ mod tests {
             ("index_error", 500),
             ("internal_error", 500),
             ("remote_unavailable", 502),
+            ("learning_disabled", 404),
+            ("caller_unresolved", 403),
+            ("capability_required", 403),
         ] {
             assert_eq!(status(code), Some(want), "{code}");
         }

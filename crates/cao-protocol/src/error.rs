@@ -104,22 +104,26 @@ impl ToolError {
         }
     }
 
-    /// Whether memory is switched off where the call was to run (here, or on the remote owner).
+    /// Whether memory, or the self-learning loop, is switched off where the call was to run (here, or on the
+    /// remote owner): codes `memory_disabled` and `learning_disabled`.
     pub fn is_disabled(&self) -> bool {
-        self.error_kind() == ErrorCode::MemoryDisabled.as_str()
+        let kind = self.error_kind();
+        kind == ErrorCode::MemoryDisabled.as_str() || kind == ErrorCode::LearningDisabled.as_str()
     }
 
-    /// The payload the agent receives for this failure of `tool`. Memory switched off (here or on the owner) is
-    /// `{"success": false, "disabled": true, "error", "error_kind": "memory_disabled"}` plus the tool's empty list
-    /// (`"memories": []` for `memory_recall`, reference notes g); anything else is
-    /// `{"success": false, "error", "error_kind"}` with [`ToolError::error_kind`].
+    /// The payload the agent receives for this failure of `tool`. Memory or learning switched off (here or on the
+    /// owner, [`ToolError::is_disabled`]) is `{"success": false, "disabled": true, "error", "error_kind"}` (kind
+    /// `memory_disabled` or `learning_disabled`) plus the tool's empty list (`"memories": []` for `memory_recall`,
+    /// reference notes g), which an agent can surface and move on from (spec 004: `report_outcome` returns a
+    /// `disabled: true` payload); anything else is `{"success": false, "error", "error_kind"}` with
+    /// [`ToolError::error_kind`].
     pub fn payload(&self, tool: Tool) -> Value {
         if self.is_disabled() {
             let mut v = json!({
                 "success": false,
                 "disabled": true,
                 "error": self.to_string(),
-                "error_kind": ErrorCode::MemoryDisabled.as_str(),
+                "error_kind": self.error_kind(),
             });
             if let Some(list) = tool.spec().empty_list {
                 v[list] = json!([]);
@@ -180,6 +184,26 @@ mod tests {
                 assert!(p.get("memories").is_none(), "{p}");
             }
         }
+    }
+
+    #[test]
+    fn learning_switched_off_is_a_disabled_payload_with_its_own_kind() {
+        let e = ToolError::Service {
+            code: ErrorCode::LearningDisabled,
+            message: "learning is disabled".into(),
+        };
+        assert!(e.is_disabled());
+        let p = e.payload(Tool::ReportOutcome);
+        assert_eq!(
+            p,
+            json!({"success": false, "disabled": true, "error": "learning is disabled", "error_kind": "learning_disabled"})
+        );
+        let other = ToolError::Service {
+            code: ErrorCode::CapabilityRequired,
+            message: "m".into(),
+        };
+        assert!(!other.is_disabled());
+        assert!(other.payload(Tool::StoreLesson).get("disabled").is_none());
     }
 
     #[test]

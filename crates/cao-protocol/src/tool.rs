@@ -45,11 +45,27 @@ pub enum Tool {
     Recall,
     /// `memory_forget(key, scope)`: remove a memory (spec 000 "MCP Tools").
     Forget,
+    /// `report_outcome(task_label, success, score?, friction_notes?, workflow_name?, agent_profile?)`: record one
+    /// unit of agent work (spec 004 "Phase 1 — outcome capture").
+    ReportOutcome,
+    /// `list_outcomes(session_name?, agent_profile?, workflow_name?, limit?)`: a session's outcomes, newest first
+    /// (spec 004 "Phase 1 — outcome capture").
+    ListOutcomes,
+    /// `store_lesson(target_agent_profile, content, key?, tags?)`: store a lesson into an agent's scope (spec 004
+    /// "The retrospector agent").
+    StoreLesson,
 }
 
 impl Tool {
     /// Every tool, in the order `tools/list` shows them.
-    pub const ALL: [Tool; 3] = [Tool::Store, Tool::Recall, Tool::Forget];
+    pub const ALL: [Tool; 6] = [
+        Tool::Store,
+        Tool::Recall,
+        Tool::Forget,
+        Tool::ReportOutcome,
+        Tool::ListOutcomes,
+        Tool::StoreLesson,
+    ];
 
     /// The facts about this tool (the one table of them).
     pub const fn spec(self) -> ToolSpec {
@@ -70,6 +86,24 @@ impl Tool {
                 name: "memory_forget",
                 internal_path: "/internal/memory/forget",
                 access: Access::Admin,
+                empty_list: None,
+            },
+            Tool::ReportOutcome => ToolSpec {
+                name: "report_outcome",
+                internal_path: "/internal/outcomes/report",
+                access: Access::Write,
+                empty_list: None,
+            },
+            Tool::ListOutcomes => ToolSpec {
+                name: "list_outcomes",
+                internal_path: "/internal/outcomes/list",
+                access: Access::Read,
+                empty_list: None,
+            },
+            Tool::StoreLesson => ToolSpec {
+                name: "store_lesson",
+                internal_path: "/internal/memory/lesson",
+                access: Access::Write,
                 empty_list: None,
             },
         }
@@ -129,9 +163,15 @@ mod tests {
                 ("memory_store", "/internal/memory/store", Access::Write),
                 ("memory_recall", "/internal/memory/recall", Access::Read),
                 ("memory_forget", "/internal/memory/forget", Access::Admin),
+                ("report_outcome", "/internal/outcomes/report", Access::Write),
+                ("list_outcomes", "/internal/outcomes/list", Access::Read),
+                ("store_lesson", "/internal/memory/lesson", Access::Write),
             ]
         );
-        assert_eq!(Tool::names(), "memory_store, memory_recall, memory_forget");
+        assert_eq!(
+            Tool::names(),
+            "memory_store, memory_recall, memory_forget, report_outcome, list_outcomes, store_lesson"
+        );
     }
 
     #[test]
@@ -155,6 +195,7 @@ mod tests {
     #[test]
     fn only_reads_leave_memories_unchanged_and_only_recall_lists() {
         assert!(Tool::Store.writes() && Tool::Forget.writes() && !Tool::Recall.writes());
+        assert!(Tool::ReportOutcome.writes() && Tool::StoreLesson.writes() && !Tool::ListOutcomes.writes());
         assert_eq!(Tool::Recall.spec().empty_list, Some("memories"));
         assert!(Tool::ALL.iter().filter(|t| t.spec().empty_list.is_some()).count() == 1);
     }
