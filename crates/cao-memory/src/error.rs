@@ -30,7 +30,7 @@ pub enum MemoryError {
     },
     /// A federated write whose content matches a secret pattern was refused; nothing was written.
     #[error(
-        "refused: the content, tags or key match secret pattern {pattern}; federated memories must not contain credentials"
+        "refused: the content, tags or key match secret pattern {pattern}; federated memories and lessons must not contain credentials"
     )]
     Secret {
         /// The first matching pattern name (never the matched bytes).
@@ -78,6 +78,41 @@ pub enum MemoryError {
         #[source]
         source: std::io::Error,
     },
+    /// The self-learning loop is off (`memory.learning_enabled` false, or `memory.enabled` false): outcome and lesson
+    /// writes are refused before their arguments are looked at (spec 004 "Disabled behavior").
+    #[error(
+        "learning is disabled (memory.learning_enabled is false; set CAO_MEMORY_LEARNING_ENABLED=true or `cao config set memory.learning_enabled true`)"
+    )]
+    LearningDisabled,
+    /// Writing agent profiles is off (`memory.instruction_promotion_enabled` false): `promote --apply` refused
+    /// before anything was read; the dry run stays available.
+    #[error(
+        "instruction promotion is disabled (memory.instruction_promotion_enabled is false; review the plan without --apply, then set CAO_MEMORY_INSTRUCTION_PROMOTION_ENABLED=true or `cao config set memory.instruction_promotion_enabled true` for the apply)"
+    )]
+    PromotionDisabled,
+    /// The caller could not be resolved from its terminal (no terminal id, an unregistered terminal, no agent
+    /// profile or session), so a call that depends on who calls was refused.
+    #[error("{0}")]
+    CallerUnresolved(String),
+    /// The caller's agent profile does not declare the capability the call needs.
+    #[error(
+        "agent profile {caller:?} may not store lessons for {target:?}: its profile does not declare the store_lesson capability (only writing into its own scope needs none)"
+    )]
+    CapabilityRequired {
+        /// The caller's profile (from its terminal record).
+        caller: String,
+        /// The target profile.
+        target: String,
+    },
+    /// An agent profile cannot be found.
+    #[error("{0}")]
+    ProfileNotFound(String),
+    /// An agent profile may not be a promotion target (a built-in).
+    #[error("{0}")]
+    ProfileRefused(String),
+    /// A self-learning rule refused its input, or a profile file could not be read or written.
+    #[error(transparent)]
+    Learn(#[from] cao_learn::LearnError),
     /// The wiki layer failed.
     #[error(transparent)]
     Wiki(#[from] cao_wiki::WikiError),
@@ -101,6 +136,19 @@ impl MemoryError {
             MemoryError::Bundle(_) => ErrorCode::InvalidBundle,
             MemoryError::PrivateScope(_) => ErrorCode::PrivateScope,
             MemoryError::Io { .. } => ErrorCode::IoError,
+            MemoryError::LearningDisabled => ErrorCode::LearningDisabled,
+            MemoryError::PromotionDisabled => ErrorCode::PromotionDisabled,
+            MemoryError::CallerUnresolved(_) => ErrorCode::CallerUnresolved,
+            MemoryError::CapabilityRequired { .. } => ErrorCode::CapabilityRequired,
+            MemoryError::ProfileNotFound(_) => ErrorCode::NotFound,
+            MemoryError::ProfileRefused(_) => ErrorCode::ProfileRefused,
+            MemoryError::Learn(e) => match e {
+                cao_learn::LearnError::Outcome(_)
+                | cao_learn::LearnError::Lesson(_)
+                | cao_learn::LearnError::ProfileName(_) => ErrorCode::InvalidArgument,
+                cao_learn::LearnError::Profile { .. } => ErrorCode::InvalidProfile,
+                cao_learn::LearnError::Io { .. } => ErrorCode::IoError,
+            },
             MemoryError::Wiki(_) => ErrorCode::WikiError,
             MemoryError::Index(_) => ErrorCode::IndexError,
         }

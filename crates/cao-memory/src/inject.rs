@@ -2,15 +2,19 @@
 //! spec/reference-facts.md "Injection block").
 //!
 //! Rules, in order:
-//! - Scopes [`INJECTED_SCOPES`]: session, project, global. Agent and federated memories are never injected.
+//! - Scopes [`INJECTED_SCOPES`]: session, project, global; with the self-learning loop on
+//!   (`memory.learning_enabled`), the caller's own agent scope follows as a fourth group, so the lessons a
+//!   retrospector stored for this agent reach its next sessions (spec 004: lessons are "injected via
+//!   <cao-memory>"). Federated memories are never injected; nor are agent memories while learning is off.
 //! - Visibility as recall's: the caller's own session, its project id plus that project's aliases, global. A scope
 //!   whose id cannot be resolved (no session name, no cwd or project id) contributes nothing.
 //! - Within a scope, newest first (`updated_at` desc, then key). Candidates pass the [`EligibilityFilter`]
 //!   first, then at most [`MEMORY_MAX_PER_SCOPE`] of them are considered.
 //! - Each line is `- [<scope>] <key>: <content>` and costs its length in characters (Unicode scalar values, as
 //!   Python's `len`) plus one for the newline. A scope may spend [`scope_char_cap`]`(budget)` =
-//!   `min(MEMORY_SCOPE_BUDGET_CHARS, budget / 3)`; the first line that does not fit ends that scope; room a scope
-//!   leaves unused is not passed on.
+//!   `min(MEMORY_SCOPE_BUDGET_CHARS, budget / 3)` (`budget / 4` when the agent group is added, so the block stays
+//!   within the budget); the first line that does not fit ends that scope; room a scope leaves unused is not
+//!   passed on.
 //! - Related entries (see `inject_related`): after a scope's entries come the memories they name (legacy
 //!   `related_keys` and active `relates_to` edges, same scope and scope id, one level, at most
 //!   [`RELATED_FANOUT_CAP`](crate::RELATED_FANOUT_CAP) per block), as `- [<scope>] <key> [related]: <content>`. They
@@ -168,8 +172,12 @@ pub(crate) fn context_block_with(
     if !settings.memory_enabled() {
         return Ok(None);
     }
-    let mut groups = Vec::with_capacity(INJECTED_SCOPES.len());
-    for scope in INJECTED_SCOPES {
+    let mut scopes = INJECTED_SCOPES.to_vec();
+    if settings.learning_enabled() {
+        scopes.push(Scope::Agent);
+    }
+    let mut groups = Vec::with_capacity(scopes.len());
+    for scope in scopes {
         groups.push((scope, injection_candidates(store, settings, ctx, scope, filter)?));
     }
     crate::inject_related::add_related(store, &mut groups, &|scope, candidates| {
@@ -209,10 +217,11 @@ fn injection_candidates(
 }
 
 /// Render the block from candidates grouped by scope (in output order), applying the per-scope entry cap and
-/// character budget. `None` when no line fits. Memories with `is_related` are tagged ` [related]`, do not count
-/// toward the entry cap, and are skipped (not the end of the scope) when their line does not fit.
+/// character budget: each group may spend [`scope_char_cap`]`(budget)`, or `min(MEMORY_SCOPE_BUDGET_CHARS,
+/// budget / n)` for `n` > 3 groups. `None` when no line fits. Memories with `is_related` are tagged ` [related]`,
+/// do not count toward the entry cap, and are skipped (not the end of the scope) when their line does not fit.
 pub fn render_block(groups: &[(Scope, Vec<Memory>)], budget: usize) -> Option<String> {
-    let cap = scope_char_cap(budget);
+    let cap = MEMORY_SCOPE_BUDGET_CHARS.min(budget / groups.len().max(INJECTED_SCOPES.len()));
     let mut lines: Vec<String> = Vec::new();
     for (scope, memories) in groups {
         let mut used = 0usize;

@@ -10,8 +10,10 @@
 //! - Feature modules of free functions over `&Store`: `write` (store, forget, delete, clear), `recall`,
 //!   `relevance`, `explain`, `inspect` (list, show), `inject` and `inject_related` (the context block),
 //!   `retention`, `export` and `import` (OKF bundles, read and written by `bundle`), `audit` and
-//!   `audit_relationships`, with `visibility`, `supersedes` and `eligibility` as shared
-//!   read rules. Ranking rules are `cao-rank`'s; these modules only gather candidates and call it.
+//!   `audit_relationships`, the self-learning features `outcomes` (report/list outcomes), `lessons`
+//!   (`store_lesson`) and `promote` (lessons into agent profiles; the rules are `cao-learn`'s), with
+//!   `visibility`, `supersedes` and `eligibility` as shared read rules. Ranking rules are `cao-rank`'s; these
+//!   modules only gather candidates and call it.
 //! - [`MemoryService`]: a thin facade. Each method resolves the call's settings, checks `memory.enabled` where the
 //!   call needs it (after argument validation for recall and explain) and delegates to one feature function.
 //!
@@ -50,8 +52,11 @@ mod import;
 mod inject;
 mod inject_related;
 mod inspect;
+mod lessons;
 #[cfg(test)]
 mod module_graph;
+mod outcomes;
+mod promote;
 pub mod provider_files;
 mod recall;
 mod relevance;
@@ -80,6 +85,11 @@ pub use inject::{
     MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, render_block, scope_char_cap,
 };
 pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
+pub use lessons::LessonRequest;
+pub use outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
+pub use promote::{
+    IneligibleLesson, MAX_CANDIDATES, PROMOTE_SCHEMA, PlannedChange, PromoteRequest, PromotionReport, SkippedChange,
+};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };

@@ -8,14 +8,19 @@ use crate::explain::ExplainRequest;
 use crate::export::{ExportDestination, ExportOutcome, ExportRequest};
 use crate::import::{ImportOutcome, ImportRequest};
 use crate::inject::ContextRequest;
+use crate::lessons::LessonRequest;
+use crate::outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
+use crate::promote::{PromoteRequest, PromotionReport};
 use crate::retention::CleanupReport;
 use crate::store::Store;
 use crate::types::*;
 use crate::{
-    audit, audit_relationships, eligibility, explain, export, import, inject, inspect, recall, retention, write,
+    audit, audit_relationships, eligibility, explain, export, import, inject, inspect, lessons, outcomes, promote,
+    recall, retention, write,
 };
 use cao_core::{CaoHome, Clock, Key, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::Index;
+use cao_learn::OutcomeDraft;
 use cao_lifecycle::RelationshipService;
 use cao_lifecycle::eligibility::{EligibilityRegistry, SupersedesLookup};
 use cao_rank::ExplainReport;
@@ -325,6 +330,72 @@ impl MemoryService {
     ) -> Result<ImportOutcome, MemoryError> {
         let settings = self.ensure_enabled()?;
         import::import(&self.store, &settings, ctx, req, progress)
+    }
+
+    /// Record an outcome reported by the agent `ctx` (the `report_outcome` tool; spec 004 "Phase 1 — outcome
+    /// capture"): session and source terminal from the caller, agent profile defaulting to the caller's. See the
+    /// `outcomes` module for the rules.
+    ///
+    /// Errors (in this order): [`MemoryError::Disabled`]; [`MemoryError::LearningDisabled`] before any argument
+    /// is looked at; [`MemoryError::CallerUnresolved`] (no session); [`MemoryError::Learn`] (a field rule); index
+    /// errors.
+    pub fn report_outcome(
+        &self,
+        ctx: &TerminalContext,
+        req: ReportOutcomeRequest,
+    ) -> Result<ReportOutcomeResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        outcomes::record_for_caller(&self.store, &settings, ctx, req)
+    }
+
+    /// Record an outcome with every field explicit (operators: `POST /outcomes`).
+    ///
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Learn`], index errors.
+    pub fn record_outcome(&self, draft: &OutcomeDraft) -> Result<Outcome, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        outcomes::record(&self.store, &settings, draft)
+    }
+
+    /// The outcomes the agent `ctx` may read (the `list_outcomes` tool): of `query.session_name`, else of its own
+    /// session, newest first; `disabled` and empty while learning is off.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::CallerUnresolved`] when no session is named or
+    /// resolvable (never a cross-session listing); index errors.
+    pub fn list_outcomes_for(&self, ctx: &TerminalContext, query: OutcomeQuery) -> Result<OutcomeList, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        outcomes::list_for_caller(&self.store, &settings, ctx, query)
+    }
+
+    /// The outcomes matching `query` (operators: `GET /outcomes`, `cao memory outcomes list`; no filter lists every
+    /// session), newest first, at most `limit` (clamped to 1..200, default 50). Empty while learning is off.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; index errors.
+    pub fn list_outcomes(&self, query: &OutcomeQuery) -> Result<Vec<Outcome>, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        outcomes::list(&self.store, &settings, query)
+    }
+
+    /// Store a lesson into `req.target_agent_profile`'s agent scope (the `store_lesson` tool; spec 004 "The
+    /// retrospector agent"): the caller is resolved from its terminal record only, and another agent's scope
+    /// needs the `store_lesson` capability in the caller's profile. See the `lessons` module for the rules.
+    ///
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`],
+    /// [`MemoryError::Learn`], [`MemoryError::Secret`], [`MemoryError::CallerUnresolved`],
+    /// [`MemoryError::CapabilityRequired`], and those of [`MemoryService::store`].
+    pub fn store_lesson(&self, ctx: &TerminalContext, req: LessonRequest) -> Result<StoreResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        lessons::store_lesson(&self.store, &settings, ctx, req)
+    }
+
+    /// Plan (and with `req.apply`, write) the promotion of `req.agent`'s reinforced lessons into its profile's
+    /// Learned Patterns block (`cao memory promote`; spec 004 "Phase 2 — instruction promotion"). The dry run
+    /// is always allowed; `apply` needs `memory.instruction_promotion_enabled`. See the `promote` module.
+    ///
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::PromotionDisabled`], [`MemoryError::ProfileNotFound`],
+    /// [`MemoryError::ProfileRefused`], [`MemoryError::Learn`], I/O and index errors.
+    pub fn promote(&self, req: &PromoteRequest) -> Result<PromotionReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        promote::promote(&self.store, &settings, req)
     }
 
     /// The audit log of this home (`<home>/memory/logs/`).

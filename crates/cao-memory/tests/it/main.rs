@@ -14,6 +14,7 @@ mod conformance;
 mod explain;
 mod inject;
 mod inject_related;
+mod learning;
 mod lifecycle;
 mod okf;
 mod okf_roundtrip;
