@@ -6,7 +6,9 @@
 //! scope) follows from the handler and the tool's row in [`Tool::spec`].
 
 use crate::error::ToolError;
-use crate::params::{ForgetParams, RecallParams, StoreParams};
+use crate::params::{
+    ForgetParams, ListOutcomesParams, RecallParams, ReportOutcomeParams, StoreLessonParams, StoreParams,
+};
 use cao_core::TerminalContext;
 use cao_memory::{MemoryError, MemoryService};
 use cao_protocol::{Arguments, Tool};
@@ -103,12 +105,82 @@ impl ToolHandler for ForgetParams {
     }
 }
 
+const REPORT_OUTCOME_DESCRIPTION: &str = "Record the outcome of one unit of work (a workflow step, a package \
+conversion, a review round) for the self-learning loop. Your session and terminal are filled in automatically. \
+Returns JSON {success, outcome: {id, session_name, workflow_name, task_label, agent_profile, source_terminal_id, \
+success, score, friction_notes, created_at}}. When learning is switched off it returns {success: false, disabled: \
+true, ...}: skip the step silently and continue. On failure {success: false, error, error_kind}.";
+
+const LIST_OUTCOMES_DESCRIPTION: &str = "List the recorded outcomes of a session, newest first (how a retrospector \
+reads what happened). Without session_name it lists your own session; it never lists every session. Returns JSON \
+{success, outcomes: [...]} (plus disabled: true and no outcomes while learning is off); on failure {success: false, \
+error, error_kind}.";
+
+const STORE_LESSON_DESCRIPTION: &str = "Store a lesson into an agent's scope (type feedback), so that agent's \
+future sessions get it and an operator can later promote it into its profile. Your identity comes from your \
+registered terminal; writing for another agent needs the store_lesson capability in your profile. Returns JSON \
+{success, key, scope, scope_id, file_path, action}; on failure {success: false, error, error_kind} (for example \
+capability_required, caller_unresolved, or a lesson holding block markers or a secret).";
+
+impl ToolHandler for ReportOutcomeParams {
+    const TOOL: Tool = Tool::ReportOutcome;
+    const DESCRIPTION: &'static str = REPORT_OUTCOME_DESCRIPTION;
+    type Output = cao_memory::ReportOutcomeResult;
+
+    fn annotations() -> ToolAnnotations {
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .idempotent(false)
+            .open_world(false)
+    }
+
+    fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Output, MemoryError> {
+        svc.report_outcome(ctx, self.into_request())
+    }
+}
+
+impl ToolHandler for ListOutcomesParams {
+    const TOOL: Tool = Tool::ListOutcomes;
+    const DESCRIPTION: &'static str = LIST_OUTCOMES_DESCRIPTION;
+    type Output = cao_memory::OutcomeList;
+
+    fn annotations() -> ToolAnnotations {
+        ToolAnnotations::new().read_only(true).open_world(false)
+    }
+
+    fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Output, MemoryError> {
+        svc.list_outcomes_for(ctx, self.into_query())
+    }
+}
+
+impl ToolHandler for StoreLessonParams {
+    const TOOL: Tool = Tool::StoreLesson;
+    const DESCRIPTION: &'static str = STORE_LESSON_DESCRIPTION;
+    type Output = cao_memory::StoreResult;
+
+    fn annotations() -> ToolAnnotations {
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .idempotent(false)
+            .open_world(false)
+    }
+
+    fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Output, MemoryError> {
+        svc.store_lesson(ctx, self.into_request())
+    }
+}
+
 /// The handler of `tool` (the one match from tools to handlers).
 pub(crate) fn handler(tool: Tool) -> &'static dyn Handler {
     match tool {
         Tool::Store => &Erased::<StoreParams>(PhantomData),
         Tool::Recall => &Erased::<RecallParams>(PhantomData),
         Tool::Forget => &Erased::<ForgetParams>(PhantomData),
+        Tool::ReportOutcome => &Erased::<ReportOutcomeParams>(PhantomData),
+        Tool::ListOutcomes => &Erased::<ListOutcomesParams>(PhantomData),
+        Tool::StoreLesson => &Erased::<StoreLessonParams>(PhantomData),
     }
 }
 

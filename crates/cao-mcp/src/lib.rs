@@ -1,11 +1,17 @@
-//! `cao-mcp`: the MCP tools agents use to store, recall and forget memories (layer 4; over `cao-memory` and
-//! `cao-protocol`).
+//! `cao-mcp`: the MCP tools agents use to store, recall and forget memories and to take part in the self-learning
+//! loop (layer 4; over `cao-memory` and `cao-protocol`).
 //!
-//! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with three tools (spec 000 "MCP Tools"):
+//! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with the memory tools (spec 000 "MCP Tools"):
 //! - `memory_store(content, scope="project", memory_type="project", key?, tags?)`
 //! - `memory_recall(query?, scope?, memory_type?, limit=10 (1..100), search_mode="hybrid", sort_by="recency",
 //!   include_related=false)`
 //! - `memory_forget(key, scope="project")`
+//!
+//! and the self-learning tools (spec 004; off unless `memory.learning_enabled`, answering a `disabled: true`
+//! payload then):
+//! - `report_outcome(task_label, success, score?, friction_notes?, workflow_name?, agent_profile?)`
+//! - `list_outcomes(session_name?, agent_profile?, workflow_name?, limit=50 (1..200))`
+//! - `store_lesson(target_agent_profile, content, key?, tags?)`
 //!
 //! Each tool is a [`Tool`] (its wire facts: name, internal route, access) and a [`ToolHandler`] (its typed
 //! arguments, definition and service call, in `handlers.rs`); nothing here matches tool-name strings.
@@ -50,7 +56,7 @@ pub use error::disabled_payload;
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};
 pub use handle::ServiceHandle;
 pub use handlers::ToolHandler;
-pub use params::{ForgetParams, RecallParams, StoreParams};
+pub use params::{ForgetParams, ListOutcomesParams, RecallParams, ReportOutcomeParams, StoreLessonParams, StoreParams};
 pub use tools::{MemoryTools, SERVER_NAME, local_enabled};
 
 /// Name of the store tool (`Tool::Store`).
@@ -59,3 +65,9 @@ pub const STORE: &str = Tool::Store.name();
 pub const RECALL: &str = Tool::Recall.name();
 /// Name of the forget tool (`Tool::Forget`).
 pub const FORGET: &str = Tool::Forget.name();
+/// Name of the outcome-reporting tool (`Tool::ReportOutcome`).
+pub const REPORT_OUTCOME: &str = Tool::ReportOutcome.name();
+/// Name of the outcome-listing tool (`Tool::ListOutcomes`).
+pub const LIST_OUTCOMES: &str = Tool::ListOutcomes.name();
+/// Name of the lesson tool (`Tool::StoreLesson`).
+pub const STORE_LESSON: &str = Tool::StoreLesson.name();

@@ -5,7 +5,7 @@
 //! validated in one place, by the service, before any I/O. Unknown argument names are ignored, as the reference
 //! server does.
 
-use cao_memory::{ForgetRequest, RecallRequest, StoreRequest};
+use cao_memory::{ForgetRequest, LessonRequest, OutcomeQuery, RecallRequest, ReportOutcomeRequest, StoreRequest};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 
@@ -185,6 +185,144 @@ impl ForgetParams {
         ForgetRequest {
             key: self.key,
             scope: self.scope,
+        }
+    }
+}
+
+/// Arguments of `report_outcome` (spec 004 "Phase 1 — outcome capture"). The session and the source terminal are
+/// not arguments: they come from the calling terminal.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ReportOutcomeParams {
+    /// What was attempted.
+    #[schemars(
+        description = "Short label of the unit of work, e.g. \"convert package CustomerETL (iteration 2)\". Required; \
+at most 200 characters (longer labels are cut)."
+    )]
+    pub task_label: String,
+    /// Whether it succeeded (kept as JSON: the service applies the reference's rule).
+    #[schemars(
+        with = "bool",
+        description = "Whether the work succeeded (e.g. the validator's PASS/FAIL). Required."
+    )]
+    pub success: serde_json::Value,
+    /// Optional 0..100 integer.
+    #[serde(default)]
+    #[schemars(
+        with = "Option<i64>",
+        range(min = 0, max = 100),
+        description = "Optional quality metric, an integer from 0 to 100 (e.g. a benchmark score)."
+    )]
+    pub score: Option<serde_json::Value>,
+    /// What was hard or wrong.
+    #[serde(default)]
+    #[schemars(
+        description = "1-3 sentences on what was hard or wrong: conclusions only, never transcripts, logs, file \
+contents or secrets; \"\" on a clean pass. At most 1000 characters."
+    )]
+    pub friction_notes: Option<String>,
+    /// Grouping label.
+    #[serde(default)]
+    #[schemars(description = "The workflow this belongs to, e.g. \"ssis-migration\".")]
+    pub workflow_name: Option<String>,
+    /// The agent that did the work; default the caller's profile.
+    #[serde(default)]
+    #[schemars(
+        description = "The agent profile that did the work, e.g. \"transformer\" (a supervisor reporting for its \
+worker). Default: your own profile."
+    )]
+    pub agent_profile: Option<String>,
+}
+
+impl ReportOutcomeParams {
+    /// The service request for these arguments.
+    pub fn into_request(self) -> ReportOutcomeRequest {
+        ReportOutcomeRequest {
+            task_label: Some(self.task_label),
+            success: Some(self.success),
+            score: self.score,
+            friction_notes: self.friction_notes,
+            workflow_name: self.workflow_name,
+            agent_profile: self.agent_profile,
+        }
+    }
+}
+
+/// Arguments of `list_outcomes` (spec 004 "Phase 1 — outcome capture").
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ListOutcomesParams {
+    /// The session; default the caller's.
+    #[serde(default)]
+    #[schemars(
+        description = "The session whose outcomes to read. Default: your own session (without one the call is \
+refused; it never lists every session)."
+    )]
+    pub session_name: Option<String>,
+    /// Only this agent profile.
+    #[serde(default)]
+    #[schemars(description = "Only outcomes of this agent profile.")]
+    pub agent_profile: Option<String>,
+    /// Only this workflow.
+    #[serde(default)]
+    #[schemars(description = "Only outcomes of this workflow.")]
+    pub workflow_name: Option<String>,
+    /// 1..200, default 50 (clamped).
+    #[serde(default)]
+    #[schemars(
+        range(min = 1, max = 200),
+        extend("default" = 50),
+        description = "Most outcomes returned, newest first: 1 to 200 (default 50; other values are clamped)."
+    )]
+    pub limit: Option<i64>,
+}
+
+impl ListOutcomesParams {
+    /// The service query for these arguments.
+    pub fn into_query(self) -> OutcomeQuery {
+        OutcomeQuery {
+            session_name: self.session_name,
+            agent_profile: self.agent_profile,
+            workflow_name: self.workflow_name,
+            limit: self.limit,
+        }
+    }
+}
+
+/// Arguments of `store_lesson` (spec 004 "The retrospector agent").
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct StoreLessonParams {
+    /// The agent whose scope receives the lesson.
+    #[schemars(
+        description = "The agent profile the lesson is for (e.g. \"transformer\"); it is stored in that agent's scope \
+as a feedback memory. Writing into another agent's scope needs the store_lesson capability in your profile."
+    )]
+    pub target_agent_profile: String,
+    /// The lesson.
+    #[schemars(
+        description = "The lesson: 1-2 sentences ending with \"Applies when: <trigger>\", at most 400 characters to be \
+promotable. Never transcripts, logs, stack traces or secrets."
+    )]
+    pub content: String,
+    /// Key; derived from the content when absent.
+    #[serde(default)]
+    #[schemars(
+        description = "Stable key, e.g. \"honor-lookup-cache-mode\" (lowercase letters, digits, '-'). Storing the same \
+key again updates the lesson. Default: derived from the first words of content."
+    )]
+    pub key: Option<String>,
+    /// Comma-separated tags.
+    #[serde(default)]
+    #[schemars(description = "Comma-separated tags, e.g. \"ssis,lookup\".")]
+    pub tags: Option<String>,
+}
+
+impl StoreLessonParams {
+    /// The service request for these arguments.
+    pub fn into_request(self) -> LessonRequest {
+        LessonRequest {
+            target_agent_profile: self.target_agent_profile,
+            content: self.content,
+            key: self.key,
+            tags: self.tags,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! [`MemoryTools`]: the MCP server handler exposing `memory_store`, `memory_recall` and `memory_forget`.
+//! [`MemoryTools`]: the MCP server handler exposing the memory tools (`memory_store`, `memory_recall`,
+//! `memory_forget`) and the self-learning tools (`report_outcome`, `list_outcomes`, `store_lesson`).
 
 use crate::backend::LocalBackend;
 use crate::context::{ContextSource, resolve_terminal};
@@ -27,7 +28,9 @@ they may have told you already, and at the start of a task to load project conve
 learn a durable fact, decision, preference or convention (one or two sentences; reuse a key to update it). Call \
 memory_forget to remove a memory that is wrong or obsolete. `scope` decides where a memory lives and who sees it \
 (global, project, session, agent, federated); `memory_type` is only a label (project, user, feedback, reference). \
-Every tool returns JSON with `success`; on failure `error` says what to fix.";
+When the self-learning loop is on, report_outcome records how a unit of work went, list_outcomes reads a \
+session's outcomes back and store_lesson stores a lesson for an agent; they answer `disabled: true` when it is \
+off. Every tool returns JSON with `success`; on failure `error` says what to fix.";
 
 /// The MCP handler for the memory tools. Cheap to clone (the service and the context source are shared), so an
 /// HTTP transport can build one per session.
@@ -275,7 +278,7 @@ fn invalid_params<T: serde::de::DeserializeOwned>(method: &str, params: Option<&
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{FORGET, RECALL, STORE};
+    use crate::{FORGET, LIST_OUTCOMES, RECALL, REPORT_OUTCOME, STORE, STORE_LESSON};
 
     fn schema(name: &str) -> Value {
         let tool = MemoryTools::tools()
@@ -288,7 +291,10 @@ mod tests {
     #[test]
     fn three_tools_with_spec_parameters_and_defaults() {
         let names: Vec<_> = MemoryTools::tools().into_iter().map(|t| t.name.to_string()).collect();
-        assert_eq!(names, [STORE, RECALL, FORGET]);
+        assert_eq!(
+            names,
+            [STORE, RECALL, FORGET, REPORT_OUTCOME, LIST_OUTCOMES, STORE_LESSON]
+        );
 
         let s = schema(STORE);
         assert_eq!(s["type"], "object");
