@@ -568,12 +568,14 @@ struct Server {
 }
 
 impl Server {
-    /// Starts `bin --port 0` with `CAO_HOME=home` and waits for its "listening on" line.
+    /// Starts `bin --port 0` with `CAO_HOME=home` and the self-learning loop on (so the outcome and lesson routes
+    /// are exercised rather than all answering 404), and waits for its "listening on" line.
     fn start(bin: &Path, home: &Path) -> Result<Self> {
         use std::io::BufRead;
         let mut child = Command::new(bin)
             .args(["--host", "127.0.0.1", "--port", "0"])
             .env("CAO_HOME", home)
+            .env("CAO_MEMORY_LEARNING_ENABLED", "true")
             .env_remove("CAO_MEMORY_API_URL")
             .env_remove("CAO_MEMORY_ENABLED")
             .stdin(std::process::Stdio::null())

@@ -112,6 +112,77 @@ pub struct ContextBody {
     pub context: Option<CallContext>,
 }
 
+/// Body of `POST /internal/outcomes/report` (`report_outcome` arguments plus `context`; the session and terminal
+/// come from the context).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ReportOutcomeBody {
+    /// What was attempted.
+    pub task_label: String,
+    /// Whether it succeeded.
+    pub success: bool,
+    /// Optional integer 0..100.
+    #[schema(minimum = 0, maximum = 100)]
+    pub score: Option<i64>,
+    /// 1-3 sentences of root cause.
+    pub friction_notes: Option<String>,
+    /// The workflow label.
+    pub workflow_name: Option<String>,
+    /// The agent that did the work (default: the caller's profile).
+    pub agent_profile: Option<String>,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// Body of `POST /internal/outcomes/list` (`list_outcomes` arguments plus `context`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ListOutcomesBody {
+    /// The session (default: the caller's).
+    pub session_name: Option<String>,
+    /// Only this agent profile.
+    pub agent_profile: Option<String>,
+    /// Only this workflow.
+    pub workflow_name: Option<String>,
+    /// Most outcomes, clamped to 1..=200 (default 50).
+    pub limit: Option<i64>,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// Body of `POST /internal/memory/lesson` (`store_lesson` arguments plus `context`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct StoreLessonBody {
+    /// The agent profile the lesson is for.
+    pub target_agent_profile: String,
+    /// The lesson.
+    pub content: String,
+    /// Key (derived from content when absent).
+    pub key: Option<String>,
+    /// Comma-separated tags.
+    pub tags: Option<String>,
+    /// The caller's context (its terminal id must be registered).
+    pub context: Option<CallContext>,
+}
+
+/// `report_outcome` payload.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ReportOutcomePayload {
+    /// True.
+    pub success: bool,
+    /// The stored outcome.
+    pub outcome: super::outcomes::OutcomeView,
+}
+
+/// `list_outcomes` payload.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OutcomeListPayload {
+    /// True.
+    pub success: bool,
+    /// Newest first.
+    pub outcomes: Vec<super::outcomes::OutcomeView>,
+    /// Present (true) while learning is off; then there are no outcomes.
+    pub disabled: Option<bool>,
+}
+
 /// `memory_store` payload.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct StorePayload {
@@ -230,6 +301,54 @@ pub async fn recall(State(state): State<ApiState>, body: Result<Json<Value>, Jso
     ))]
 pub async fn forget(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
     run_tool(&state, Tool::Forget, body).await
+}
+
+/// `report_outcome` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/outcomes/report", tag = "internal", request_body = ReportOutcomeBody,
+    responses(
+        (status = 200, description = "The report_outcome payload", body = ReportOutcomePayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "The caller has no session", body = ErrorBody),
+        (status = 404, description = "Memory or learning disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument", body = ErrorBody),
+    ))]
+pub async fn report_outcome(
+    State(state): State<ApiState>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> ApiResult<Json<Value>> {
+    run_tool(&state, Tool::ReportOutcome, body).await
+}
+
+/// `list_outcomes` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/outcomes/list", tag = "internal", request_body = ListOutcomesBody,
+    responses(
+        (status = 200, description = "The list_outcomes payload", body = OutcomeListPayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "No session named and none resolvable from the caller", body = ErrorBody),
+        (status = 404, description = "Memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument", body = ErrorBody),
+    ))]
+pub async fn list_outcomes(
+    State(state): State<ApiState>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> ApiResult<Json<Value>> {
+    run_tool(&state, Tool::ListOutcomes, body).await
+}
+
+/// `store_lesson` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/memory/lesson", tag = "internal", request_body = StoreLessonBody,
+    responses(
+        (status = 200, description = "The store_lesson payload", body = StorePayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "Caller unresolved, or a cross-agent lesson without the capability", body = ErrorBody),
+        (status = 404, description = "Memory or learning disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument or secret detected", body = ErrorBody),
+    ))]
+pub async fn store_lesson(
+    State(state): State<ApiState>,
+    body: Result<Json<Value>, JsonRejection>,
+) -> ApiResult<Json<Value>> {
+    run_tool(&state, Tool::StoreLesson, body).await
 }
 
 /// The `<cao-memory>` block for the body's context.

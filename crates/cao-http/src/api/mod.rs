@@ -1,5 +1,5 @@
-//! The REST API of `cao-server` (memory, relationships, terminals, internal remote-node routes) and its OpenAPI
-//! document.
+//! The REST API of `cao-server` (memory, relationships, terminals, outcomes, internal remote-node routes) and its
+//! OpenAPI document.
 //!
 //! Routes come in three groups so an authorisation layer can be applied per group: [`read_routes`] (GET routes and
 //! the read-only internal calls), [`write_routes`] (creating and curating) and [`admin_routes`] (deletes). Every
@@ -7,7 +7,8 @@
 //! at `/openapi.json` is built from exactly the routes that are served.
 //!
 //! Invariants:
-//! - With memory disabled, every route here answers `404 {"error": "memory_disabled"}` and touches nothing.
+//! - With memory disabled, every route here answers `404 {"error": "memory_disabled"}` and touches nothing; the
+//!   `/outcomes` routes also answer 404 (`learning_disabled`) while `memory.learning_enabled` is off.
 //! - Errors are [`ErrorBody`] JSON with a stable code (`cao_protocol::ErrorCode`, whose table gives each code's
 //!   status).
 //! - Service calls are synchronous and run on tokio's blocking pool.
@@ -19,6 +20,7 @@ pub mod error;
 pub mod export;
 pub mod internal;
 pub mod memory;
+pub mod outcomes;
 pub mod relationships;
 pub mod terminals;
 
@@ -60,7 +62,8 @@ over 4 MiB."
 pub struct ApiDoc;
 
 /// Read routes: `GET /memory`, `GET /memory/export`, `GET /memory/{key}`, `GET /memory/relationships`,
-/// `GET /terminals/{id}/memory-context`, `POST /internal/memory/recall`, `POST /internal/memory/context`.
+/// `GET /terminals/{id}/memory-context`, `GET /outcomes`, `POST /internal/memory/recall`,
+/// `POST /internal/memory/context`, `POST /internal/outcomes/list`.
 pub fn read_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(memory::list_memories))
@@ -68,13 +71,15 @@ pub fn read_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(memory::get_memory))
         .routes(routes!(relationships::list_relationships))
         .routes(routes!(terminals::memory_context))
+        .routes(routes!(outcomes::list_outcomes))
         .routes(routes!(internal::recall))
         .routes(routes!(internal::context))
+        .routes(routes!(internal::list_outcomes))
 }
 
 /// Write routes: `POST /terminals`, `POST /memory/relationships`, `PATCH /memory/relationships/{id}`,
-/// `POST /memory/relationships/{id}/promote`, `POST /memory/relationships/{id}/reject`,
-/// `POST /internal/memory/store`.
+/// `POST /memory/relationships/{id}/promote`, `POST /memory/relationships/{id}/reject`, `POST /outcomes`,
+/// `POST /internal/memory/store`, `POST /internal/outcomes/report`, `POST /internal/memory/lesson`.
 pub fn write_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(terminals::register_terminal))
@@ -82,7 +87,10 @@ pub fn write_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(relationships::patch_relationship))
         .routes(routes!(relationships::promote_relationship))
         .routes(routes!(relationships::reject_relationship))
+        .routes(routes!(outcomes::record_outcome))
         .routes(routes!(internal::store))
+        .routes(routes!(internal::report_outcome))
+        .routes(routes!(internal::store_lesson))
 }
 
 /// Admin routes: `DELETE /memory/{key}`, `DELETE /memory`, `DELETE /memory/relationships/{id}`,

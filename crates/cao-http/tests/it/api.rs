@@ -697,6 +697,10 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/internal/memory/store", &["post"]),
         ("/internal/memory/forget", &["post"]),
         ("/internal/memory/context", &["post"]),
+        ("/outcomes", &["get", "post"]),
+        ("/internal/outcomes/report", &["post"]),
+        ("/internal/outcomes/list", &["post"]),
+        ("/internal/memory/lesson", &["post"]),
     ];
     let mut documented: Vec<String> = paths.keys().cloned().collect();
     documented.sort();

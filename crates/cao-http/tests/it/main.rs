@@ -12,6 +12,7 @@ mod api;
 mod auth;
 mod edge;
 mod keep_alive;
+mod outcomes;
 mod router;
 #[cfg(target_os = "linux")]
 mod settings_reads;
