@@ -33,6 +33,9 @@ pub enum Command {
     /// Show and change settings (settings.json; CAO_* environment variables override it).
     #[command(subcommand)]
     Config(crate::config::ConfigCommand),
+    /// Agent profiles of the self-learning loop: list, show, install built-ins, print skills.
+    #[command(subcommand)]
+    Agents(crate::agents::AgentsCommand),
 }
 
 /// `cao memory ...`.
@@ -73,6 +76,15 @@ pub enum MemoryCommand {
     /// The bundle is untrusted: every topic goes through the same checks as memory_store, rejected files are
     /// listed with their reason. Acts immediately; --dry-run reports exactly what a run would do.
     Import(crate::bundle::ImportArgs),
+    /// Workflow outcomes reported through the self-learning loop (memory.learning_enabled).
+    #[command(subcommand)]
+    Outcomes(crate::learning::OutcomesCommand),
+    /// Promote reinforced lessons of an agent into its profile's Learned Patterns block.
+    ///
+    /// A dry run by default: prints the plan (add/update/remove per lesson key). --apply writes it and needs
+    /// memory.instruction_promotion_enabled. Promoted lessons become standing instructions of every session of the
+    /// agent: review the plan like a change to its system prompt.
+    Promote(crate::learning::PromoteArgs),
 }
 
 /// Arguments of `cao memory list`.

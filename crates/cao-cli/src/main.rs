@@ -3,7 +3,8 @@
 //! It works directly on the local store (the home from `CAO_HOME`, `CAO_HOME_DIR`, or
 //! `~/.aws/cli-agent-orchestrator`) through `cao_memory::MemoryService`; no server is needed.
 //! Commands: `cao memory list [--query Q --explain] | show | delete | clear | repair | relationships | context | hook
-//! | inject | cleanup | export | import` (see `cao memory --help`) and `cao config get | set | unset | list` (see `cao config --help`).
+//! | inject | cleanup | export | import | outcomes | promote` (see `cao memory --help`), `cao config get | set | unset
+//! | list` (see `cao config --help`) and `cao agents list | show | install | skill` (see `cao agents --help`).
 //!
 //! Invariants:
 //! - Exit codes: 0 success, 1 failure (one `error:` line on stderr, sometimes a `hint:` line), 2 usage error
@@ -13,6 +14,7 @@
 //! - Never blocks on stdin unless stdin is a terminal; never panics on user input (`main` returns an exit code).
 //! - Every command that opened the store refreshes dirty `index.md` files before exiting.
 
+mod agents;
 mod bundle;
 mod cleanup;
 mod cli;
@@ -21,6 +23,7 @@ mod confirm;
 mod context;
 mod error;
 mod inject;
+mod learning;
 mod memory;
 mod output;
 mod relationships;
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Memory(cmd) => memory::run(cmd, &mut stdout, &mut confirm::StdTerminal),
         Command::Config(cmd) => config::run(cmd, &mut stdout, &mut std::io::stderr()),
+        Command::Agents(cmd) => agents::run(cmd, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -95,6 +95,8 @@ enum Plan {
     Cleanup(crate::cleanup::CleanupArgs),
     Export(crate::bundle::ExportPlan),
     Import(crate::bundle::ImportPlan),
+    Outcomes(crate::learning::OutcomesCommand),
+    Promote(crate::learning::PromoteArgs),
 }
 
 impl Plan {
@@ -142,6 +144,14 @@ impl Plan {
             MemoryCommand::Cleanup(a) => Plan::Cleanup(a),
             MemoryCommand::Export(a) => Plan::Export(crate::bundle::export_plan(a)?),
             MemoryCommand::Import(a) => Plan::Import(crate::bundle::import_plan(a)?),
+            MemoryCommand::Outcomes(c) => Plan::Outcomes(c),
+            MemoryCommand::Promote(a) => {
+                cao_learn::profile::validate_name(&a.agent).map_err(|e| CliError::Usage(e.to_string()))?;
+                for key in &a.remove {
+                    cao_learn::learned::lesson_key(key).map_err(|e| CliError::Usage(e.to_string()))?;
+                }
+                Plan::Promote(a)
+            }
         })
     }
 
@@ -242,6 +252,8 @@ impl Plan {
                 failed.map_or(Ok(()), Err)
             }
             Plan::Export(p) => emit(out, &crate::bundle::run_export(svc, ctx, p)?),
+            Plan::Outcomes(c) => emit(out, &crate::learning::run_outcomes(svc, c)?),
+            Plan::Promote(a) => emit(out, &crate::learning::run_promote(svc, a)?),
             Plan::Import(p) => {
                 let (text, failed) = crate::bundle::run_import(svc, ctx, p)?;
                 emit(out, &text)?;

@@ -39,7 +39,7 @@ pub enum Ineligible {
     /// Recalled fewer times than required.
     TooFewRecalls {
         /// Its access count.
-        access_count: i64,
+        recalls: i64,
         /// The minimum.
         min_recalls: u32,
     },
@@ -63,10 +63,9 @@ impl std::fmt::Display for Ineligible {
             Ineligible::Type { memory_type } => {
                 write!(f, "type {memory_type} (only feedback and project are promoted)")
             }
-            Ineligible::TooFewRecalls {
-                access_count,
-                min_recalls,
-            } => write!(f, "recalled {access_count} times; needs {min_recalls}"),
+            Ineligible::TooFewRecalls { recalls, min_recalls } => {
+                write!(f, "recalled {recalls} times; needs {min_recalls}")
+            }
             Ineligible::Key => f.write_str("its key is not a lesson key (^[a-z0-9][a-z0-9-]{0,63}$)"),
             Ineligible::Text { detail } => f.write_str(detail),
             Ineligible::Secret { pattern } => write!(f, "matches secret pattern {pattern}"),
@@ -83,7 +82,7 @@ pub fn judge(c: &Candidate<'_>, min_recalls: u32) -> Result<String, Ineligible> 
     }
     if c.access_count < i64::from(min_recalls) {
         return Err(Ineligible::TooFewRecalls {
-            access_count: c.access_count,
+            recalls: c.access_count,
             min_recalls,
         });
     }
@@ -133,7 +132,7 @@ mod tests {
         assert_eq!(
             judge(&c("k", "t", MemoryType::Feedback, 2), 3),
             Err(Ineligible::TooFewRecalls {
-                access_count: 2,
+                recalls: 2,
                 min_recalls: 3
             })
         );
