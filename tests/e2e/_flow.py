@@ -35,7 +35,14 @@ async def call(session: ClientSession, tool: str, **args: Any) -> dict[str, Any]
 
 async def check_tool_list(session: ClientSession) -> None:
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert sorted(tools) == ["memory_forget", "memory_recall", "memory_store"]
+    assert sorted(tools) == [
+        "list_outcomes",
+        "memory_forget",
+        "memory_recall",
+        "memory_store",
+        "report_outcome",
+        "store_lesson",
+    ]
 
     store = tools["memory_store"].inputSchema
     assert store["required"] == ["content"]
