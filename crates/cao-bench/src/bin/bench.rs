@@ -1,11 +1,13 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
-//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf]`. Prints one table row per
+//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf|learning]`. Prints one table row per
 //! (size, operation) with p50/p99 in milliseconds; the recall rows (each search_mode/sort_by pair, hybrid/relevance
 //! included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo questions. The OKF rows
 //! (one run each, n = 1) import a bundle of `size` topics into a fresh home (directory and `.tar.gz`) and export
-//! them again (directory, unchanged directory, `.tar.gz`); `--only okf` runs just those. Numbers are measurements on
-//! this machine, not assertions.
+//! them again (directory, unchanged directory, `.tar.gz`); `--only okf` runs just those. The learning rows (spec 004)
+//! record `size` outcomes and list a session's newest 50, and plan a promotion over an agent scope of
+//! `min(size, 10000)` lessons plus the context block with that agent scope injected; `--only learning` runs just
+//! those. Numbers are measurements on this machine, not assertions.
 #![allow(clippy::print_stdout)]
 
 use anyhow::{Context, Result};
@@ -20,6 +22,7 @@ struct Args {
     queries: usize,
     home: Option<std::path::PathBuf>,
     only_okf: bool,
+    only_learning: bool,
 }
 
 fn args() -> Result<Args> {
@@ -28,6 +31,7 @@ fn args() -> Result<Args> {
         queries: 200,
         home: None,
         only_okf: false,
+        only_learning: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -37,6 +41,7 @@ fn args() -> Result<Args> {
             "--queries" => a.queries = v.parse()?,
             "--home" => a.home = Some(v.into()),
             "--only" if v == "okf" => a.only_okf = true,
+            "--only" if v == "learning" => a.only_learning = true,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -87,6 +92,12 @@ fn main() -> Result<()> {
     if args.only_okf {
         for &size in &args.sizes {
             okf_rows(size, &turns)?;
+        }
+        return Ok(());
+    }
+    if args.only_learning {
+        for &size in &args.sizes {
+            learning_rows(size, &turns, args.queries)?;
         }
         return Ok(());
     }
@@ -189,7 +200,98 @@ fn main() -> Result<()> {
         cold_cli(size, &root)?;
         server_rss(size, &root, &questions)?;
         okf_rows(size, &turns)?;
+        learning_rows(size, &turns, args.queries)?;
     }
+    Ok(())
+}
+
+/// The self-learning loop at `size`: `size` outcomes recorded (the last 200 timed) and a session's newest 50 listed;
+/// an agent scope of `min(size, 10000)` lessons, every one recalled once, planned for promotion (dry run against a
+/// profile) and injected into the agent's context block.
+fn learning_rows(size: usize, turns: &[String], queries: usize) -> Result<()> {
+    use cao_memory::{ContextRequest, OutcomeDraft, OutcomeQuery, PromoteRequest};
+    let tmp = tempfile::tempdir()?;
+    let agents = tmp.path().join("agents");
+    cao_core::fs::create_dir_all(&agents)?;
+    cao_core::fs::atomic_write(&agents.join("worker.md"), b"# Worker\n\nConvert packages.\n")?;
+    let settings = Settings::from_value(serde_json::json!({
+        "memory": {"learning_enabled": true}, "agents": {"dirs": [agents]}
+    }));
+    let svc = MemoryService::open_with(CaoHome::new(tmp.path().join("home")), settings, Arc::new(SystemClock))?;
+    let mut st = Stats::default();
+    for i in 0..size {
+        let draft = OutcomeDraft {
+            session_name: Some(format!("s{}", i % 100)),
+            task_label: Some(format!("convert package {i}")),
+            success: Some(serde_json::json!(i % 3 != 0)),
+            score: Some(serde_json::json!(i % 101)),
+            friction_notes: Some(turns[i % turns.len()].clone()),
+            workflow_name: Some("bench".into()),
+            agent_profile: Some("worker".into()),
+            source_terminal_id: None,
+        };
+        let t = Instant::now();
+        std::hint::black_box(svc.record_outcome(&draft)?);
+        if i + 200 >= size {
+            st.push(t.elapsed());
+        }
+    }
+    row(size, "report outcome", &st);
+    let mut st = Stats::default();
+    for i in 0..queries {
+        let t = Instant::now();
+        std::hint::black_box(svc.list_outcomes(&OutcomeQuery {
+            session_name: Some(format!("s{}", i % 100)),
+            ..Default::default()
+        })?);
+        st.push(t.elapsed());
+    }
+    row(size, "list outcomes (session, 50)", &st);
+
+    let worker = TerminalContext {
+        agent_profile: Some("worker".into()),
+        ..Default::default()
+    };
+    let lessons = size.min(10_000);
+    for i in 0..lessons {
+        svc.store(
+            &worker,
+            StoreRequest {
+                content: format!(
+                    "{} Applies when: case {i}.",
+                    turns[i % turns.len()].chars().take(200).collect::<String>()
+                ),
+                scope: Some("agent".into()),
+                memory_type: Some("feedback".into()),
+                key: Some(format!("lesson-{i}")),
+                ..Default::default()
+            },
+        )?;
+    }
+    std::hint::black_box(svc.recall(
+        &worker,
+        RecallRequest {
+            scope: Some("agent".into()),
+            limit: Some(100),
+            record_access: true,
+            ..Default::default()
+        },
+    )?);
+    let req = PromoteRequest {
+        agent: "worker".into(),
+        min_recalls: Some(1),
+        ..Default::default()
+    };
+    once(size, &format!("promote plan ({lessons} lessons)"), || {
+        Ok(svc.promote(&req)?)
+    })?;
+    let mut st = Stats::default();
+    for _ in 0..queries {
+        let t = Instant::now();
+        std::hint::black_box(svc.context_block(&worker, ContextRequest::default())?);
+        st.push(t.elapsed());
+    }
+    row(size, "context block with lessons", &st);
     Ok(())
 }
 
