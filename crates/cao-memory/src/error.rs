@@ -70,6 +70,12 @@ pub enum MemoryError {
         #[source]
         source: std::io::Error,
     },
+    /// Another `cao memory heal` holds the heal lock; nothing was done.
+    #[error("another `cao memory heal` is running: the heal lock {lock} is held; try again when it is done")]
+    HealBusy {
+        /// The lock file (`<home>/memory/.heal.lock`).
+        lock: PathBuf,
+    },
     /// The wiki layer failed.
     #[error(transparent)]
     Wiki(#[from] cao_wiki::WikiError),
@@ -91,6 +97,7 @@ impl MemoryError {
             MemoryError::Corrupt { .. } => ErrorCode::CorruptTopicFile,
             MemoryError::PartialWrite { .. } => ErrorCode::MemoryMetadataPartialWrite,
             MemoryError::Io { .. } => ErrorCode::IoError,
+            MemoryError::HealBusy { .. } => ErrorCode::Refused,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
             MemoryError::Index(_) => ErrorCode::IndexError,
         }

@@ -9,8 +9,8 @@
 //!   its own (below the features that need it).
 //! - Feature modules of free functions over `&Store`: `write` (store, forget, delete, clear), `recall`,
 //!   `relevance`, `explain`, `inspect` (list, show), `inject` and `inject_related` (the context block),
-//!   `retention`, `audit` and `audit_relationships`, with `visibility`, `supersedes` and `eligibility` as shared
-//!   read rules. Ranking rules are `cao-rank`'s; these modules only gather candidates and call it.
+//!   `retention`, `audit` and `audit_relationships`, `lint` (with `lint_claims`, `code_search` and
+//!   `lint_contradiction`) and `heal`, with `visibility`, `supersedes` and `eligibility` as shared read rules. Ranking rules are `cao-rank`'s; these modules only gather candidates and call it.
 //! - [`MemoryService`]: a thin facade. Each method resolves the call's settings, checks `memory.enabled` where the
 //!   call needs it (after argument validation for recall and explain) and delegates to one feature function.
 //!
@@ -39,13 +39,20 @@
 
 pub mod audit;
 mod audit_relationships;
+mod code_search;
 mod eligibility;
 mod error;
 mod explain;
 mod explain_table;
+pub mod heal;
 mod inject;
 mod inject_related;
 mod inspect;
+pub mod lint;
+mod lint_claims;
+mod lint_contradiction;
+mod lint_report;
+mod lint_table;
 #[cfg(test)]
 mod module_graph;
 pub mod provider_files;
@@ -67,11 +74,17 @@ pub use cao_rank::{
 pub use error::MemoryError;
 pub use explain::ExplainRequest;
 pub use explain_table::render_explain_table;
+pub use heal::{ActionStatus, HEAL_SCHEMA, HealAction, HealActionKind, HealCounts, HealReport, HealRequest, Unfixed};
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
     MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, render_block, scope_char_cap,
 };
 pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
+pub use lint_report::{
+    FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintProgress, LintReport, LintRequest, NoProgress,
+    Severity,
+};
+pub use lint_table::{render_heal_text, render_lint_table};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };
