@@ -39,11 +39,12 @@ pub(crate) struct SymbolSearch {
     pub(crate) files: usize,
 }
 
-/// Search the files under `root` for each of `symbols` (fixed strings, case-sensitive), stopping at `deadline`.
+/// Search the files under `root` (except those under `exclude`: the cao home, whose memories name the very symbols
+/// being checked) for each of `symbols` (fixed strings, case-sensitive), stopping at `deadline`.
 ///
 /// Never fails: a root that cannot be walked or a file that cannot be read is skipped (a missing root finds
 /// nothing and is complete).
-pub(crate) fn find_symbols(root: &Path, symbols: &BTreeSet<String>, deadline: Instant) -> SymbolSearch {
+pub(crate) fn find_symbols(root: &Path, exclude: &Path, symbols: &BTreeSet<String>, deadline: Instant) -> SymbolSearch {
     let mut out = SymbolSearch {
         complete: true,
         ..SymbolSearch::default()
@@ -57,7 +58,9 @@ pub(crate) fn find_symbols(root: &Path, symbols: &BTreeSet<String>, deadline: In
         .line_number(false)
         .build();
     let mut compiled = Compiled::new(&remaining);
+    let exclude = exclude.to_path_buf();
     let walker = ignore::WalkBuilder::new(root)
+        .filter_entry(move |e| !e.path().starts_with(&exclude))
         .follow_links(false)
         .require_git(false)
         .max_filesize(Some(MAX_FILE_BYTES))
@@ -178,9 +181,13 @@ mod tests {
         std::fs::write(d.path().join("target/gen.rs"), "fn only_in_ignored() {}\n").expect("write");
         std::fs::write(d.path().join("src/blob.bin"), b"binary_symbol\x00\x01").expect("write");
         let deadline = Instant::now() + Duration::from_secs(30);
+        std::fs::create_dir_all(d.path().join("home/memory")).expect("mkdir");
+        std::fs::write(d.path().join("home/memory/k.md"), "only_in_home\n").expect("write");
         let r = find_symbols(
             d.path(),
+            &d.path().join("home"),
             &set(&[
+                "only_in_home",
                 "foobar",
                 "foobar_baz",
                 "bar_b",
@@ -199,13 +206,15 @@ mod tests {
     fn a_passed_deadline_is_incomplete_and_finds_nothing() {
         let d = tempfile::tempdir().expect("tempdir");
         std::fs::write(d.path().join("a.rs"), "present\n").expect("write");
-        let r = find_symbols(d.path(), &set(&["present"]), Instant::now());
+        let none = Path::new("/nonexistent-exclude");
+        let r = find_symbols(d.path(), none, &set(&["present"]), Instant::now());
         assert!(!r.complete);
         assert!(r.found.is_empty());
-        let r = find_symbols(d.path(), &set(&[]), Instant::now());
+        let r = find_symbols(d.path(), none, &set(&[]), Instant::now());
         assert!(r.complete, "nothing to look for");
         let r = find_symbols(
             &d.path().join("missing"),
+            none,
             &set(&["x"]),
             Instant::now() + Duration::from_secs(5),
         );

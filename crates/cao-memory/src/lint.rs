@@ -122,7 +122,12 @@ pub(crate) fn lint_corpus(
     let mut findings = Vec::new();
     progress.stage("orphan pages", corpus.groups.len() as u64);
     findings.extend(orphans(store, corpus, progress)?);
-    findings.extend(stale_claims(corpus, repo_root.as_deref(), progress));
+    findings.extend(stale_claims(
+        corpus,
+        repo_root.as_deref(),
+        store.home().root(),
+        progress,
+    ));
     findings.extend(poison(corpus));
     findings.extend(density(corpus));
     let model_name = match model {
@@ -307,7 +312,12 @@ fn key_of_link(g: &Group, link: &str) -> Option<String> {
 }
 
 /// `stale_claim` findings (paths, code symbols, related keys), at most [`STALE_CLAIM_CAP`].
-fn stale_claims(corpus: &Corpus, repo_root: Option<&Path>, progress: &dyn LintProgress) -> Vec<LintFinding> {
+fn stale_claims(
+    corpus: &Corpus,
+    repo_root: Option<&Path>,
+    cao_home: &Path,
+    progress: &dyn LintProgress,
+) -> Vec<LintFinding> {
     let mut out = Vec::new();
     let mut symbol_users: BTreeMap<String, Vec<(&Group, &MemoryRow)>> = BTreeMap::new();
     let mut skipped_relative = 0usize;
@@ -380,7 +390,7 @@ fn stale_claims(corpus: &Corpus, repo_root: Option<&Path>, progress: &dyn LintPr
             ));
         }
         progress.stage("code symbols", 1);
-        let search = code_search::find_symbols(root, &symbols, Instant::now() + SYMBOL_SEARCH_BUDGET);
+        let search = code_search::find_symbols(root, cao_home, &symbols, Instant::now() + SYMBOL_SEARCH_BUDGET);
         progress.advance(1);
         if search.complete {
             for symbol in symbols.iter().filter(|s| !search.found.contains(*s)) {

@@ -8,7 +8,9 @@
 //! - [`conformance_dir`] / [`conformance_cases`]: the reference's shared conformance cases, for every crate that
 //!   replays them;
 //! - `service` (feature `service`): an in-process `MemoryService` on a temp home with a fixed clock and a caller
-//!   context (`service::ServiceFixture`, `service::utc`).
+//!   context (`service::ServiceFixture`, `service::utc`);
+//! - `fake_model` (feature `fake-model`): an OpenAI-compatible chat-completions endpoint on 127.0.0.1 whose answers
+//!   the test chooses from each request's user message (no test needs the network).
 //!
 //! Each crate's integration tests are one binary, `tests/it/main.rs` with a module per topic, depending on this
 //! crate for what more than one crate needs; helpers only one crate needs live in its `tests/it/common.rs`.
@@ -23,6 +25,8 @@
 )]
 
 mod conformance;
+#[cfg(feature = "fake-model")]
+pub mod fake_model;
 #[cfg(feature = "service")]
 pub mod service;
 
