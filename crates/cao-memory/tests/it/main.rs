@@ -15,6 +15,7 @@ mod explain;
 mod inject;
 mod inject_related;
 mod lifecycle;
+mod lint_heal;
 mod properties;
 mod provider_files;
 mod read_path;
