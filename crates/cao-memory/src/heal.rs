@@ -145,9 +145,9 @@ pub struct HealAction {
     pub reason: Option<String>,
 }
 
-/// A finding heal does not fix, and why.
+/// A finding without an action of its own, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Unfixed {
+pub struct WithoutAction {
     /// The finding's issue type.
     pub issue_type: IssueType,
     /// The finding's kind.
@@ -198,8 +198,9 @@ pub struct HealReport {
     pub counts: HealCounts,
     /// The fixes, in lint's finding order.
     pub actions: Vec<HealAction>,
-    /// Findings without a fix.
-    pub unfixed: Vec<Unfixed>,
+    /// Findings without an action of their own: resolved by an earlier action, reported only (graph density), or
+    /// needing what this run lacks (`--aggressive`, a second paragraph).
+    pub without_action: Vec<WithoutAction>,
 }
 
 impl HealReport {
@@ -286,7 +287,7 @@ pub(crate) fn heal(
     Ok(out)
 }
 
-/// The plan for `findings` (pure; see the module docs): actions in finding order, the findings left unfixed, and
+/// The plan for `findings` (pure; see the module docs): actions in finding order, the findings without an action of their own (and why), and
 /// how many findings were dropped for belonging to no group in `targets`. `rows` holds the current row of every
 /// memory of the targets (for contradiction ages and the paragraph simulation).
 pub(crate) fn plan(
@@ -305,7 +306,7 @@ pub(crate) fn plan(
         over_limit: 0,
         counts: HealCounts::default(),
         actions: Vec::new(),
-        unfixed: Vec::new(),
+        without_action: Vec::new(),
     };
     let mut refreshed: HashMap<String, usize> = HashMap::new();
     let mut texts: HashMap<(Group, String), String> = HashMap::new();
@@ -324,7 +325,7 @@ pub(crate) fn plan(
             report.dropped += 1;
             continue;
         }
-        let unfixed = |reason: &str| Unfixed {
+        let no_action = |reason: &str| WithoutAction {
             issue_type: f.issue_type,
             kind: f.kind,
             container: f.container.clone(),
@@ -386,16 +387,16 @@ pub(crate) fn plan(
                     None => match rows.get(&(group.clone(), key.as_str())) {
                         Some(r) => r.content.clone(),
                         None => {
-                            report.unfixed.push(unfixed("the memory has no index row"));
+                            report.without_action.push(no_action("the memory has no index row"));
                             continue;
                         }
                     },
                 };
                 match lint_claims::strip_paragraph(&text, &claim) {
                     None => report
-                        .unfixed
-                        .push(unfixed("resolved by an earlier action on the same memory")),
-                    Some((kept, _)) if kept.trim().is_empty() => report.unfixed.push(unfixed(
+                        .without_action
+                        .push(no_action("resolved by an earlier action on the same memory")),
+                    Some((kept, _)) if kept.trim().is_empty() => report.without_action.push(no_action(
                         "the claim is in the memory's only paragraph; edit the memory or delete it with \
                          `cao memory delete`",
                     )),
@@ -431,20 +432,22 @@ pub(crate) fn plan(
                     ));
                 } else {
                     report
-                        .unfixed
-                        .push(unfixed("poisoned access counts are reset only with --aggressive"));
+                        .without_action
+                        .push(no_action("poisoned access counts are reset only with --aggressive"));
                 }
             }
             (IssueType::GraphDensity, _) => report
-                .unfixed
-                .push(unfixed("graph density is reported only; heal never changes it")),
+                .without_action
+                .push(no_action("graph density is reported only; heal never changes it")),
             (IssueType::Contradiction, FindingKind::ModelVerdict) => {
                 let Some(other) = f.related_key.clone() else { continue };
                 let (Some(a_row), Some(b_row)) = (
                     rows.get(&(group.clone(), key.as_str())),
                     rows.get(&(group.clone(), other.as_str())),
                 ) else {
-                    report.unfixed.push(unfixed("one of the two memories has no index row"));
+                    report
+                        .without_action
+                        .push(no_action("one of the two memories has no index row"));
                     continue;
                 };
                 // The newer survives; a tie keeps the smaller key.
@@ -455,8 +458,8 @@ pub(crate) fn plan(
                 let survivor_slot = (group.clone(), survivor.key.to_string());
                 if deleted.contains(&loser_slot) || deleted.contains(&survivor_slot) {
                     report
-                        .unfixed
-                        .push(unfixed("resolved by an earlier action (one of the pair is deleted)"));
+                        .without_action
+                        .push(no_action("resolved by an earlier action (one of the pair is deleted)"));
                     continue;
                 }
                 let mut a = action(
@@ -742,7 +745,7 @@ mod tests {
             Some("tie-a"),
             "a tie keeps the smaller key"
         );
-        assert_eq!(p.unfixed.len(), 2, "poison without --aggressive, graph density");
+        assert_eq!(p.without_action.len(), 2, "poison without --aggressive, graph density");
         assert_eq!(p.findings, 6, "info rows are not findings to fix");
         let p = plan(&all, &targets, &rows, true);
         assert!(p.actions.iter().any(|a| a.action == HealActionKind::ResetAccessCount));
@@ -774,7 +777,7 @@ mod tests {
         );
         assert_eq!(p.actions.len(), 1, "{:?}", p.actions);
         assert_eq!(p.actions[0].claim.as_deref(), Some("src/a.rs"));
-        let reasons: Vec<&str> = p.unfixed.iter().map(|u| u.reason.as_str()).collect();
+        let reasons: Vec<&str> = p.without_action.iter().map(|u| u.reason.as_str()).collect();
         assert!(reasons[0].contains("earlier action"), "{reasons:?}");
         assert!(reasons[1].contains("only paragraph"), "{reasons:?}");
     }

@@ -74,7 +74,9 @@ pub use cao_rank::{
 pub use error::MemoryError;
 pub use explain::ExplainRequest;
 pub use explain_table::render_explain_table;
-pub use heal::{ActionStatus, HEAL_SCHEMA, HealAction, HealActionKind, HealCounts, HealReport, HealRequest, Unfixed};
+pub use heal::{
+    ActionStatus, HEAL_SCHEMA, HealAction, HealActionKind, HealCounts, HealReport, HealRequest, WithoutAction,
+};
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
     MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, render_block, scope_char_cap,

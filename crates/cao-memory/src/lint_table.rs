@@ -4,7 +4,7 @@
 //! Lint: a header line, a table (`SEVERITY ISSUE KIND CONTAINER SCOPE KEY DESCRIPTION`, columns padded, never
 //! cut, a long cell pushing the rest right), and a footer with the counts. Heal: a header line, one block per
 //! action (`[status] action scope key: detail`, a `reason:` line when skipped or failed), the findings left
-//! unfixed, and a footer. Every value from a memory (keys, claims, descriptions) has its control characters
+//! without an action of their own, and a footer. Every value from a memory (keys, claims, descriptions) has its control characters
 //! escaped, so stored text cannot break a row or reach the terminal as an escape sequence.
 
 use crate::heal::{ActionStatus, HealReport};
@@ -128,9 +128,9 @@ pub fn render_heal_text(report: &HealReport) -> String {
             let _ = writeln!(out, "      reason: {}", one_line(r, 300));
         }
     }
-    if !report.unfixed.is_empty() {
-        out.push_str("Not fixed:\n");
-        for u in &report.unfixed {
+    if !report.without_action.is_empty() {
+        out.push_str("Findings without an action of their own:\n");
+        for u in &report.without_action {
             let _ = writeln!(
                 out,
                 "  {} {} {}: {}",

@@ -17,6 +17,7 @@ mod context_terminal_cli;
 mod explain_cli;
 mod inject_cli;
 mod lifecycle_e2e;
+mod lint_cli;
 mod memory_cli;
 mod reference_home;
 mod relationships_cli;

@@ -271,10 +271,10 @@ fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
     );
     assert!(plan.actions.iter().all(|a| a.status == ActionStatus::Planned));
     assert_eq!(
-        plan.unfixed.len(),
+        plan.without_action.len(),
         1,
         "graph density is never changed: {:?}",
-        plan.unfixed
+        plan.without_action
     );
     assert!(stray_path.exists(), "a dry run changes nothing");
     assert!(audit_lines(&fx).iter().all(|l| l["event"] != "heal"));
@@ -363,7 +363,7 @@ fn poisoned_counts_need_aggressive() {
             .all(|a| a.action != HealActionKind::ResetAccessCount)
     );
     assert!(
-        done.unfixed
+        done.without_action
             .iter()
             .any(|u| u.issue_type == IssueType::PoisonFrequency && u.reason.contains("--aggressive"))
     );
