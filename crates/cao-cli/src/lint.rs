@@ -8,16 +8,17 @@
 //!   another heal holds the lock (`error:` names the lock file; nothing done) or when an action failed (the report
 //!   is printed first).
 //! - Text output is a table for people; `--format json` is `cao.memory.lint/1` / `cao.memory.heal/1`
-//!   (docs/schemas/). A progress bar is drawn on stderr only when stderr is a terminal; stdout carries only the
-//!   report.
+//!   (docs/schemas/). A progress bar ([`crate::progress::Bar`]) is drawn on stderr only when stderr is a terminal;
+//!   stdout carries only the report.
 
 use crate::cli::{ScopeArg, TextFormat};
 use crate::error::CliError;
 use crate::output::{self, emit};
+use crate::progress::Bar;
 use cao_core::{CaoHome, Scope, Settings, TerminalContext};
-use cao_memory::{HealRequest, LintProgress, LintRequest, MemoryError, MemoryService};
+use cao_memory::{HealRequest, LintRequest, MemoryError, MemoryService};
 use clap::Args;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 /// Arguments of `cao memory lint`.
 #[derive(Debug, Args)]
@@ -47,44 +48,6 @@ pub struct HealArgs {
     pub format: TextFormat,
 }
 
-/// A progress bar on stderr, drawn only when stderr is a terminal.
-struct Bar(Option<indicatif::ProgressBar>);
-
-impl Bar {
-    fn new() -> Bar {
-        if !std::io::stderr().is_terminal() {
-            return Bar(None);
-        }
-        let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{msg:>14} [{bar:30}] {pos}/{len}") {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        Bar(Some(bar))
-    }
-}
-
-impl LintProgress for Bar {
-    fn stage(&self, stage: &str, total: u64) {
-        if let Some(b) = &self.0 {
-            b.set_length(total);
-            b.set_position(0);
-            b.set_message(stage.to_owned());
-        }
-    }
-
-    fn advance(&self, n: u64) {
-        if let Some(b) = &self.0 {
-            b.inc(n);
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(b) = &self.0 {
-            b.finish_and_clear();
-        }
-    }
-}
-
 /// Open the service for a lint or heal (memory must be enabled; checked before the store is opened).
 fn open() -> Result<(MemoryService, TerminalContext), CliError> {
     let home = CaoHome::from_env();
@@ -105,9 +68,7 @@ pub fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<(), CliError> {
         scope: args.scope.map(Scope::from),
         repo_root: None,
     };
-    let bar = Bar::new();
-    let report = svc.lint(&ctx, req, &bar);
-    bar.finish();
+    let report = svc.lint(&ctx, req, &Bar::for_stderr());
     let report = report?;
     let text = match args.format {
         TextFormat::Text => cao_memory::render_lint_table(&report),
@@ -135,9 +96,7 @@ pub fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliError> {
         aggressive: args.aggressive,
         repo_root: None,
     };
-    let bar = Bar::new();
-    let report = svc.heal(&ctx, req, &bar);
-    bar.finish();
+    let report = svc.heal(&ctx, req, &Bar::for_stderr());
     let report = report?;
     if args.apply
         && let Err(e) = svc.flush_index_md()

@@ -35,10 +35,9 @@ use crate::audit::{self, HealAuditRecord, MAX_REMOVED_PARAGRAPH_BYTES, actor_of}
 use crate::error::MemoryError;
 use crate::lint;
 use crate::lint_claims;
-use crate::lint_report::{
-    Corpus, FindingKind, Group, IssueType, LintFinding, LintProgress, LintRequest, Severity, one_line,
-};
+use crate::lint_report::{Corpus, FindingKind, Group, IssueType, LintFinding, LintRequest, Severity, one_line};
 use crate::store::{Presence, Recoverable, Store};
+use crate::types::Progress;
 use crate::write;
 use cao_core::{Key, MemoryRef, Scope, Settings, TerminalContext};
 use cao_index::MemoryRow;
@@ -218,7 +217,7 @@ pub(crate) fn heal_configured(
     settings: &Settings,
     ctx: &TerminalContext,
     req: &HealRequest,
-    progress: &dyn LintProgress,
+    progress: &dyn Progress,
 ) -> Result<HealReport, MemoryError> {
     let model = cao_model::from_settings(settings);
     let model_ref = match &model {
@@ -238,7 +237,7 @@ pub(crate) fn heal(
     ctx: &TerminalContext,
     req: &HealRequest,
     model: Result<&dyn Model, &ModelError>,
-    progress: &dyn LintProgress,
+    progress: &dyn Progress,
 ) -> Result<HealReport, MemoryError> {
     let lock_path = store.home().memory_dir().join(HEAL_LOCK_FILE);
     let _lock = match cao_core::fs::try_lock_exclusive(&lock_path) {
@@ -267,7 +266,7 @@ pub(crate) fn heal(
     out.scope = req.scope;
     out.apply = req.apply;
     if req.apply {
-        progress.stage("heal", out.actions.len() as u64);
+        progress.start("heal", out.actions.len() as u64);
         let actor = actor_of(ctx);
         for action in &mut out.actions {
             apply(store, actor, action);

@@ -36,10 +36,11 @@ use crate::lint_claims;
 use crate::lint_contradiction;
 use crate::lint_report::{Corpus, Group};
 pub use crate::lint_report::{
-    DESCRIPTION_MAX_CHARS, FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintProgress, LintReport,
-    LintRequest, NoProgress, Severity,
+    DESCRIPTION_MAX_CHARS, FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintReport, LintRequest,
+    Severity,
 };
 use crate::store::Store;
+use crate::types::Progress;
 use cao_core::{Key, Scope, Settings, TerminalContext};
 use cao_index::MemoryRow;
 use cao_model::{Model, ModelError};
@@ -78,7 +79,7 @@ pub(crate) fn lint_configured(
     settings: &Settings,
     ctx: &TerminalContext,
     req: &LintRequest,
-    progress: &dyn LintProgress,
+    progress: &dyn Progress,
 ) -> Result<LintReport, MemoryError> {
     let model = cao_model::from_settings(settings);
     let model_ref = match &model {
@@ -98,7 +99,7 @@ pub(crate) fn lint(
     ctx: &TerminalContext,
     req: &LintRequest,
     model: Result<&dyn Model, &ModelError>,
-    progress: &dyn LintProgress,
+    progress: &dyn Progress,
 ) -> Result<LintReport, MemoryError> {
     let corpus = Corpus::load(store, settings, ctx, req.scope)?;
     lint_corpus(store, &corpus, ctx, req, model, progress)
@@ -113,15 +114,17 @@ pub(crate) fn lint_corpus(
     ctx: &TerminalContext,
     req: &LintRequest,
     model: Result<&dyn Model, &ModelError>,
-    progress: &dyn LintProgress,
+    progress: &dyn Progress,
 ) -> Result<LintReport, MemoryError> {
     let repo_root = req
         .repo_root
         .clone()
         .or_else(|| ctx.cwd.as_deref().map(lint_claims::repo_root_of));
     let mut findings = Vec::new();
-    progress.stage("orphan pages", corpus.groups.len() as u64);
-    findings.extend(orphans(store, corpus, progress)?);
+    progress.start("orphan pages", corpus.groups.len() as u64);
+    let orphan_findings = orphans(store, corpus, progress);
+    progress.finish();
+    findings.extend(orphan_findings?);
     findings.extend(stale_claims(
         corpus,
         repo_root.as_deref(),
@@ -136,7 +139,6 @@ pub(crate) fn lint_corpus(
     };
     findings.extend(lint_contradiction::contradictions(corpus, model, progress));
     findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    progress.finish();
     let mut counts = LintCounts::default();
     for f in &findings {
         match f.severity {
@@ -179,7 +181,7 @@ fn capped(mut findings: Vec<LintFinding>, cap: usize, what: &str, group: Option<
 }
 
 /// `orphan_page` findings of every group, at most [`ORPHAN_CAP_PER_SCOPE`] per scope.
-fn orphans(store: &Store, corpus: &Corpus, progress: &dyn LintProgress) -> Result<Vec<LintFinding>, MemoryError> {
+fn orphans(store: &Store, corpus: &Corpus, progress: &dyn Progress) -> Result<Vec<LintFinding>, MemoryError> {
     let scan = store.layout().scan()?;
     let dirty: HashSet<String> = store
         .index()
@@ -316,12 +318,12 @@ fn stale_claims(
     corpus: &Corpus,
     repo_root: Option<&Path>,
     cao_home: &Path,
-    progress: &dyn LintProgress,
+    progress: &dyn Progress,
 ) -> Vec<LintFinding> {
     let mut out = Vec::new();
     let mut symbol_users: BTreeMap<String, Vec<(&Group, &MemoryRow)>> = BTreeMap::new();
     let mut skipped_relative = 0usize;
-    progress.stage("stale claims", corpus.memories() as u64);
+    progress.start("stale claims", corpus.memories() as u64);
     for (g, rows) in &corpus.groups {
         let keys: HashSet<&str> = rows.iter().map(|r| r.key.as_str()).collect();
         for row in rows {
@@ -376,6 +378,7 @@ fn stale_claims(
             }
         }
     }
+    progress.finish();
     let mut notes = Vec::new();
     if let Some(root) = repo_root {
         let mut symbols: BTreeSet<String> = symbol_users.keys().cloned().collect();
@@ -389,9 +392,10 @@ fn stale_claims(
                 format!("{left_out} code symbols not searched (at most {MAX_SYMBOLS} per run)"),
             ));
         }
-        progress.stage("code symbols", 1);
+        progress.start("code symbols", 1);
         let search = code_search::find_symbols(root, cao_home, &symbols, Instant::now() + SYMBOL_SEARCH_BUDGET);
         progress.advance(1);
+        progress.finish();
         if search.complete {
             for symbol in symbols.iter().filter(|s| !search.found.contains(*s)) {
                 for (g, row) in symbol_users.get(symbol).map(Vec::as_slice).unwrap_or_default() {

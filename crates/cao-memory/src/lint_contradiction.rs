@@ -17,7 +17,8 @@
 //! `incomplete` warning naming it. Found contradictions are findings only: lint is read-only, so it does not store
 //! `contradiction` relationships (docs/conformance.md); heal resolves them by keeping the newer memory.
 
-use crate::lint_report::{Corpus, FindingKind, Group, IssueType, LintFinding, LintProgress, Severity};
+use crate::lint_report::{Corpus, FindingKind, Group, IssueType, LintFinding, Severity};
+use crate::types::Progress;
 use cao_index::MemoryRow;
 use cao_model::{Limits, Model, ModelError, Prompt};
 use serde::Deserialize;
@@ -97,7 +98,7 @@ fn contradiction_finding(
 pub(crate) fn contradictions(
     corpus: &Corpus,
     model: Result<&dyn Model, &ModelError>,
-    progress: &dyn LintProgress,
+    progress: &dyn Progress,
 ) -> Vec<LintFinding> {
     let model = match model {
         Err(e) => {
@@ -128,8 +129,9 @@ pub(crate) fn contradictions(
             None,
         ));
     }
-    progress.stage("contradictions", pairs.len() as u64);
+    progress.start("contradictions", pairs.len() as u64);
     let outcomes = judge_all(&pairs, model, progress);
+    progress.finish();
     let mut unjudged: BTreeMap<&'static str, usize> = BTreeMap::new();
     for (pair, outcome) in pairs.iter().zip(outcomes) {
         match outcome {
@@ -195,29 +197,41 @@ fn pairs(corpus: &Corpus) -> (Vec<Pair<'_>>, usize) {
     (out, more)
 }
 
-/// Judge every pair, [`CONCURRENCY`] at a time, within [`PASS_TIMEOUT`]. Outcomes in pair order.
-fn judge_all(pairs: &[Pair<'_>], model: &dyn Model, progress: &dyn LintProgress) -> Vec<Outcome> {
+/// Judge every pair, [`CONCURRENCY`] at a time, within [`PASS_TIMEOUT`]. Outcomes in pair order. The calling
+/// thread reports progress (the workers only count), so `progress` need not be shared between threads.
+fn judge_all(pairs: &[Pair<'_>], model: &dyn Model, progress: &dyn Progress) -> Vec<Outcome> {
     let pass_deadline = Instant::now() + PASS_TIMEOUT;
     let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Outcome>>> = Mutex::new((0..pairs.len()).map(|_| None).collect());
     std::thread::scope(|s| {
-        for _ in 0..CONCURRENCY.min(pairs.len()) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(pair) = pairs.get(i) else { break };
-                    let outcome = if Instant::now() >= pass_deadline {
-                        Outcome::NotStarted
-                    } else {
-                        judge(pair, model, pass_deadline)
-                    };
-                    progress.advance(1);
-                    if let Ok(mut r) = results.lock() {
-                        r[i] = Some(outcome);
+        let workers: Vec<_> = (0..CONCURRENCY.min(pairs.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(pair) = pairs.get(i) else { break };
+                        let outcome = if Instant::now() >= pass_deadline {
+                            Outcome::NotStarted
+                        } else {
+                            judge(pair, model, pass_deadline)
+                        };
+                        if let Ok(mut r) = results.lock() {
+                            r[i] = Some(outcome);
+                        }
+                        done.fetch_add(1, Ordering::Relaxed);
                     }
-                }
-            });
+                })
+            })
+            .collect();
+        let mut reported = 0;
+        while !workers.iter().all(|w| w.is_finished()) {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = done.load(Ordering::Relaxed);
+            progress.advance((now - reported) as u64);
+            reported = now;
         }
+        progress.advance((done.load(Ordering::Relaxed) - reported) as u64);
     });
     results
         .into_inner()

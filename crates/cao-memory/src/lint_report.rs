@@ -230,28 +230,6 @@ pub struct LintRequest {
     pub repo_root: Option<PathBuf>,
 }
 
-/// Progress of a long run, for a progress bar. Calls come from the running thread and, during the contradiction
-/// pass, from its worker threads.
-pub trait LintProgress: Sync {
-    /// A stage starts with `total` steps (`stage`: `orphan pages`, `stale claims`, `code symbols`,
-    /// `contradictions`, `heal`).
-    fn stage(&self, stage: &str, total: u64);
-    /// `n` more steps of the current stage are done.
-    fn advance(&self, n: u64);
-    /// The run is over.
-    fn finish(&self);
-}
-
-/// No progress reporting.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoProgress;
-
-impl LintProgress for NoProgress {
-    fn stage(&self, _stage: &str, _total: u64) {}
-    fn advance(&self, _n: u64) {}
-    fn finish(&self) {}
-}
-
 /// One `(scope, scope_id)` the run looks at.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Group {

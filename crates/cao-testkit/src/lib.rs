@@ -7,6 +7,8 @@
 //!   `CAO_HOME` and git isolation variables), no standard input, and a deadline, capturing exit code and output;
 //! - [`conformance_dir`] / [`conformance_cases`]: the reference's shared conformance cases, for every crate that
 //!   replays them;
+//! - [`tarball`]: hand-made (hostile) tar.gz archives for bundle tests;
+//! - [`locomo`]: the LoCoMo conversations of `../shared/data/locomo` (real input for benchmarks and tests);
 //! - `service` (feature `service`): an in-process `MemoryService` on a temp home with a fixed clock and a caller
 //!   context (`service::ServiceFixture`, `service::utc`);
 //! - `fake_model` (feature `fake-model`): an OpenAI-compatible chat-completions endpoint on 127.0.0.1 whose answers
@@ -27,8 +29,10 @@
 mod conformance;
 #[cfg(feature = "fake-model")]
 pub mod fake_model;
+pub mod locomo;
 #[cfg(feature = "service")]
 pub mod service;
+pub mod tarball;
 
 pub use conformance::{cases_at, conformance_cases, conformance_dir};
 

@@ -16,33 +16,20 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The first `n` turns of the first LoCoMo conversation, `(dia_id, "speaker: text")`.
+/// The first `n` turns of the first LoCoMo conversation, `(memory key, "speaker: text")`.
 fn locomo_turns(n: usize) -> Vec<(String, String)> {
-    let path = cao_testkit::workspace_root().join("../shared/data/locomo/locomo6.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let data: Value = serde_json::from_str(&text).expect("LoCoMo JSON");
-    let conv = &data[0]["conversation"];
-    let mut out = Vec::new();
-    for s in 1.. {
-        let Some(turns) = conv[format!("session_{s}")].as_array() else {
-            break;
-        };
-        for t in turns {
-            let id = t["dia_id"].as_str().unwrap_or_default().to_owned();
-            out.push((
-                id,
-                format!(
-                    "{}: {}",
-                    t["speaker"].as_str().unwrap_or_default(),
-                    t["text"].as_str().unwrap_or_default()
-                ),
-            ));
-            if out.len() == n {
-                return out;
-            }
-        }
-    }
-    out
+    let samples = cao_testkit::locomo::load().unwrap_or_else(|e| panic!("LoCoMo data: {e}"));
+    samples[0]
+        .turns
+        .iter()
+        .take(n)
+        .map(|t| {
+            (
+                format!("locomo-{}", cao_testkit::locomo::turn_key(&t.dia_id)),
+                format!("{}: {}", t.speaker, t.text),
+            )
+        })
+        .collect()
 }
 
 const PAD: &str = "This sentence pads the note past the fifty character minimum.";
@@ -85,8 +72,7 @@ fn planted_home() -> TempHome {
         .unwrap_or_else(|e| panic!("store {key}: {e}"));
         clock.advance(chrono::Duration::minutes(1));
     };
-    for (id, text) in locomo_turns(20) {
-        let key = format!("locomo-{}", id.to_lowercase().replace(':', "-"));
+    for (key, text) in locomo_turns(20) {
         store(&key, "", &text);
     }
     store(
@@ -121,7 +107,6 @@ fn planted_home() -> TempHome {
             &cao_core::Key::parse_strict("lost").expect("key"),
         )
         .expect("path");
-    drop(store);
     svc.flush_index_md().expect("flush");
     drop(svc);
     std::fs::remove_file(lost).expect("remove the topic file of `lost`");
