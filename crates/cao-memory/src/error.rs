@@ -113,6 +113,12 @@ pub enum MemoryError {
     /// A self-learning rule refused its input, or a profile file could not be read or written.
     #[error(transparent)]
     Learn(#[from] cao_learn::LearnError),
+    /// Another `cao memory heal` holds the heal lock; nothing was done.
+    #[error("another `cao memory heal` is running: the heal lock {lock} is held; try again when it is done")]
+    HealBusy {
+        /// The lock file (`<home>/memory/.heal.lock`).
+        lock: PathBuf,
+    },
     /// The wiki layer failed.
     #[error(transparent)]
     Wiki(#[from] cao_wiki::WikiError),
@@ -149,6 +155,7 @@ impl MemoryError {
                 cao_learn::LearnError::Profile { .. } => ErrorCode::InvalidProfile,
                 cao_learn::LearnError::Io { .. } => ErrorCode::IoError,
             },
+            MemoryError::HealBusy { .. } => ErrorCode::Refused,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
             MemoryError::Index(_) => ErrorCode::IndexError,
         }

@@ -16,6 +16,7 @@ mod inject;
 mod inject_related;
 mod learning;
 mod lifecycle;
+mod lint_heal;
 mod okf;
 mod okf_roundtrip;
 mod properties;
