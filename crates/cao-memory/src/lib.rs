@@ -98,14 +98,14 @@ pub use inject::{
 };
 pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
 pub use lessons::LessonRequest;
-pub use outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
-pub use promote::{
-    IneligibleLesson, MAX_CANDIDATES, PROMOTE_SCHEMA, PlannedChange, PromoteRequest, PromotionReport, SkippedChange,
-};
 pub use lint_report::{
     FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintReport, LintRequest, Severity,
 };
 pub use lint_table::{render_heal_text, render_lint_table};
+pub use outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
+pub use promote::{
+    IneligibleLesson, MAX_CANDIDATES, PROMOTE_SCHEMA, PlannedChange, PromoteRequest, PromotionReport, SkippedChange,
+};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };
