@@ -7,6 +7,8 @@
 //!   `CAO_HOME` and git isolation variables), no standard input, and a deadline, capturing exit code and output;
 //! - [`conformance_dir`] / [`conformance_cases`]: the reference's shared conformance cases, for every crate that
 //!   replays them;
+//! - [`injection`]: hostile memory content that tries to break out of the `<cao-memory>` block, and the check that
+//!   a block stays sealed (every injection route is tested with it);
 //! - `service` (feature `service`): an in-process `MemoryService` on a temp home with a fixed clock and a caller
 //!   context (`service::ServiceFixture`, `service::utc`).
 //!
@@ -23,6 +25,7 @@
 )]
 
 mod conformance;
+pub mod injection;
 #[cfg(feature = "service")]
 pub mod service;
 
