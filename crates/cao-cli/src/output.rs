@@ -4,7 +4,8 @@
 //! Formats follow the reference CLI (notes "h. CLI"): the list table's columns are left-aligned to 30/10/12/20
 //! characters and never truncated; times are UTC, `%Y-%m-%d %H:%M` in the table and `%Y-%m-%d %H:%M:%S` in `show`.
 //! Fields that end up inside one table row or one `Key:`-style line have control characters escaped, so a stored
-//! value can never break the layout or smuggle terminal escape sequences into a listing.
+//! value can never break the layout or smuggle terminal escape sequences into a listing; `show` prints the content
+//! with every control character but line breaks and tabs escaped the same way ([`multi_line`]).
 
 use crate::error::CliError;
 use cao_memory::Memory;
@@ -82,8 +83,9 @@ pub fn show_text(m: &Memory) -> String {
     let _ = writeln!(out, "Updated: {}", m.updated_at.format("%Y-%m-%d %H:%M:%S"));
     let _ = writeln!(out, "File:    {}", one_line(&m.file_path));
     out.push('\n');
-    out.push_str(&m.content);
-    if !m.content.ends_with('\n') {
+    let content = multi_line(&m.content);
+    out.push_str(&content);
+    if !content.ends_with('\n') {
         out.push('\n');
     }
     out
@@ -103,12 +105,24 @@ pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, String> {
 
 /// `s` with every control character (including newline, tab, ESC) replaced by its Rust escape (`\n`, `\u{1b}`).
 pub fn one_line(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
+    escape_controls(s, |_| false)
+}
+
+/// `s` with every control character except line feed and tab replaced by its Rust escape (`\r`, `\u{1b}`,
+/// `\u{9b}`): text shown over several lines keeps its lines and indentation, but cannot move the cursor, change
+/// colours or the window title, or overwrite what was printed before it.
+pub fn multi_line(s: &str) -> String {
+    escape_controls(s, |c| matches!(c, '\n' | '\t'))
+}
+
+/// `s` with every control character that `keep` does not accept replaced by its Rust escape.
+fn escape_controls(s: &str, keep: impl Fn(char) -> bool) -> String {
+    if !s.chars().any(|c| c.is_control() && !keep(c)) {
         return s.to_owned();
     }
     s.chars()
         .map(|c| {
-            if c.is_control() {
+            if c.is_control() && !keep(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
