@@ -137,11 +137,15 @@ pub struct Relationship {
     pub rank: Option<i64>,
     /// The attributes object, or `null` (also when the stored text is not valid JSON).
     pub attributes: Option<serde_json::Value>,
-    /// The source memory's `updated_at` when the edge was computed.
+    /// The source memory's `updated_at` when the edge was computed. Times serialise as `YYYY-MM-DDTHH:MM:SSZ`
+    /// ([`cao_core::time::serde_ts_opt`]).
+    #[serde(serialize_with = "cao_core::time::serde_ts_opt")]
     pub source_updated_at: Option<DateTime<Utc>>,
     /// First write.
+    #[serde(serialize_with = "cao_core::time::serde_ts_opt")]
     pub created_at: Option<DateTime<Utc>>,
     /// Last change.
+    #[serde(serialize_with = "cao_core::time::serde_ts_opt")]
     pub updated_at: Option<DateTime<Utc>>,
     /// Computed before the source memory's last edit (a recompute is due).
     pub stale: bool,

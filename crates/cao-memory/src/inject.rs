@@ -56,6 +56,21 @@ pub const MEMORY_SCOPE_BUDGET_CHARS: usize = 1000;
 /// budget_chars=3000)`; spec/reference-facts.md "Injection block").
 pub const DEFAULT_CONTEXT_BUDGET: usize = 3000;
 
+/// Largest accepted total budget (characters) of a block: the one rule for every caller that takes a budget from a
+/// user (`cao memory context --budget`, the HTTP context routes); see [`validate_context_budget`].
+pub const MAX_CONTEXT_BUDGET: usize = 1_000_000;
+
+/// A user-given total budget checked against the one rule, `1..=`[`MAX_CONTEXT_BUDGET`]: a block of budget 0 could
+/// never hold a line, so 0 is refused rather than silently printing nothing.
+///
+/// Errors: [`MemoryError::Invalid`] naming the value and the range.
+pub fn validate_context_budget(budget: i64) -> Result<usize, MemoryError> {
+    usize::try_from(budget)
+        .ok()
+        .filter(|b| (1..=MAX_CONTEXT_BUDGET).contains(b))
+        .ok_or_else(|| MemoryError::Invalid(format!("budget {budget} is outside 1..={MAX_CONTEXT_BUDGET}")))
+}
+
 /// The scopes a block draws from, in output order (reference `get_memory_context`: session, project, global).
 pub const INJECTED_SCOPES: [Scope; 3] = [Scope::Session, Scope::Project, Scope::Global];
 
@@ -65,7 +80,8 @@ pub const CONTEXT_HEADING: &str = "## Context from CAO Memory";
 /// Arguments of [`MemoryService::context_block`](crate::MemoryService::context_block).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ContextRequest {
-    /// Total character budget; default [`DEFAULT_CONTEXT_BUDGET`]. Each scope gets [`scope_char_cap`] of it.
+    /// Total character budget, `1..=`[`MAX_CONTEXT_BUDGET`]; default [`DEFAULT_CONTEXT_BUDGET`]. Each scope gets
+    /// [`scope_char_cap`] of it.
     pub budget: Option<usize>,
 }
 
@@ -164,8 +180,8 @@ pub(crate) fn context_block_registry(
 /// The block for `ctx` with an explicit [`EligibilityFilter`] (see the module documentation). `None` when memory
 /// is disabled in `settings`, nothing is visible, or no line fits.
 ///
-/// Errors: [`MemoryError::Index`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed explicit
-/// project id.
+/// Errors: [`MemoryError::Invalid`] for a budget outside `1..=`[`MAX_CONTEXT_BUDGET`] or a malformed explicit
+/// project id; [`MemoryError::Index`] when the index cannot be read.
 pub(crate) fn context_block_with(
     store: &Store,
     settings: &Settings,
@@ -173,6 +189,9 @@ pub(crate) fn context_block_with(
     req: ContextRequest,
     filter: &dyn EligibilityFilter,
 ) -> Result<Option<String>, MemoryError> {
+    if let Some(b) = req.budget {
+        validate_context_budget(i64::try_from(b).unwrap_or(i64::MAX))?;
+    }
     if !settings.memory_enabled() {
         return Ok(None);
     }

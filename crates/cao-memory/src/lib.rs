@@ -69,8 +69,8 @@ pub use explain::ExplainRequest;
 pub use explain_table::render_explain_table;
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
-    MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, neutralize_delimiters, render_block,
-    scope_char_cap,
+    MAX_CONTEXT_BUDGET, MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, neutralize_delimiters,
+    render_block, scope_char_cap, validate_context_budget,
 };
 pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
 pub use provider_files::{

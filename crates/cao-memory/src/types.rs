@@ -80,8 +80,11 @@ pub struct ListRequest {
     pub memory_type: Option<MemoryType>,
     /// Every project, session and agent, not only the current ones.
     pub all: bool,
-    /// Maximum rows; default 100.
+    /// Maximum rows; default 100 (`usize::MAX`: every row).
     pub limit: Option<usize>,
+    /// Rows of the full order skipped before the first returned one (paging: the second page of 100 is
+    /// `offset: 100`); default 0.
+    pub offset: usize,
     /// Count an access for each returned row; default true. Operator views pass
     /// `!settings.non_accessing_inspection()` (spec 000 "Non-accessing operator inspection").
     pub record_access: bool,
@@ -94,6 +97,7 @@ impl Default for ListRequest {
             memory_type: None,
             all: false,
             limit: None,
+            offset: 0,
             record_access: true,
         }
     }
@@ -118,9 +122,11 @@ pub struct Memory {
     pub tags: String,
     /// Absolute path of the topic file.
     pub file_path: String,
-    /// First entry's time.
+    /// First entry's time; serialised `YYYY-MM-DDTHH:MM:SSZ` ([`cao_core::time::serde_ts`]).
+    #[serde(serialize_with = "cao_core::time::serde_ts")]
     pub created_at: DateTime<Utc>,
-    /// Last write time.
+    /// Last write time; serialised `YYYY-MM-DDTHH:MM:SSZ`.
+    #[serde(serialize_with = "cao_core::time::serde_ts")]
     pub updated_at: DateTime<Utc>,
     /// Recall count (bumped at most once per 60 s).
     pub access_count: i64,
