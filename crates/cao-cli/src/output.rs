@@ -2,7 +2,7 @@
 //! one writer of what they render is [`emit`].
 //!
 //! Formats follow the reference CLI (notes "h. CLI"): the list table's columns are left-aligned to 30/10/12/20
-//! characters and never truncated; times are UTC, `%Y-%m-%d %H:%M` in the table and `%Y-%m-%d %H:%M:%S` in `show`.
+//! characters and never truncated (a longer key or tag list widens its column for the whole table); times are UTC, `%Y-%m-%d %H:%M` in the table and `%Y-%m-%d %H:%M:%S` in `show`.
 //! Fields that end up inside one table row or one `Key:`-style line have control characters escaped, so a stored
 //! value can never break the layout or smuggle terminal escape sequences into a listing; `show` prints the content
 //! with every control character but line breaks and tabs escaped the same way ([`multi_line`]).
@@ -24,10 +24,15 @@ pub fn emit(out: &mut dyn Write, text: &str) -> Result<(), CliError> {
     }
 }
 
-/// The table header line (83 characters).
-pub fn list_header() -> String {
+/// Width of the KEY column when every key fits (the reference CLI's 30).
+const KEY_WIDTH: usize = 30;
+/// Width of the TAGS column when every tag list fits (the reference CLI's 20).
+const TAGS_WIDTH: usize = 20;
+
+/// The table header line for these KEY and TAGS widths (83 characters with the reference's widths).
+fn header_with(key_width: usize, tags_width: usize) -> String {
     format!(
-        "{:<30} {:<10} {:<12} {:<20} {}",
+        "{:<key_width$} {:<10} {:<12} {:<tags_width$} {}",
         "KEY", "SCOPE", "TYPE", "TAGS", "UPDATED"
     )
 }
@@ -35,24 +40,30 @@ pub fn list_header() -> String {
 /// The `list --format table` output: header, a line of `-` as long as the header, one row per memory; or
 /// `No memories found.` when `memories` is empty. Always ends with a newline. A row of a memory labelled with a
 /// lifecycle status ends with ` [<status>]` (e.g. ` [superseded]`); unlabelled rows are unchanged.
+///
+/// Columns are the reference's (KEY 30, SCOPE 10, TYPE 12, TAGS 20 characters); a key or tag list longer than its
+/// column widens that column for the whole table (header and dashes included), so every row stays aligned and
+/// nothing is truncated.
 pub fn list_table(memories: &[Memory]) -> String {
     if memories.is_empty() {
         return "No memories found.\n".to_owned();
     }
-    let header = list_header();
+    let keys: Vec<String> = memories.iter().map(|m| one_line(&m.key)).collect();
+    let tags: Vec<String> = memories.iter().map(|m| one_line(&m.tags)).collect();
+    let widest = |cells: &[String], min: usize| cells.iter().map(|c| c.chars().count()).fold(min, usize::max);
+    let (key_width, tags_width) = (widest(&keys, KEY_WIDTH), widest(&tags, TAGS_WIDTH));
+    let header = header_with(key_width, tags_width);
     let mut out = String::with_capacity((memories.len() + 2) * (header.len() + 1));
     out.push_str(&header);
     out.push('\n');
     out.push_str(&"-".repeat(header.chars().count()));
     out.push('\n');
-    for m in memories {
+    for ((m, key), tags) in memories.iter().zip(&keys).zip(&tags) {
         let _ = write!(
             out,
-            "{:<30} {:<10} {:<12} {:<20} {}",
-            one_line(&m.key),
+            "{key:<key_width$} {:<10} {:<12} {tags:<tags_width$} {}",
             m.scope.as_str(),
             m.memory_type.as_str(),
-            one_line(&m.tags),
             m.updated_at.format("%Y-%m-%d %H:%M")
         );
         if let Some(status) = m.lifecycle_status {
@@ -161,22 +172,47 @@ mod tests {
 
     #[test]
     fn header_matches_the_reference_width() {
-        assert_eq!(list_header().len(), 83);
-        assert!(list_header().starts_with("KEY                            SCOPE      TYPE         TAGS"));
+        assert_eq!(header_with(KEY_WIDTH, TAGS_WIDTH).len(), 83);
+        assert!(header_with(KEY_WIDTH, TAGS_WIDTH).starts_with("KEY                            SCOPE      TYPE         TAGS"));
     }
 
     #[test]
     fn table_rows_are_padded_not_truncated() {
-        let long = "k".repeat(40);
-        let t = list_table(&[mem("prefer-pytest", "testing,python", "x"), mem(&long, "", "y")]);
+        let t = list_table(&[mem("prefer-pytest", "testing,python", "x"), mem("k", "", "y")]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[1], "-".repeat(83));
         assert_eq!(
             lines[2],
             "prefer-pytest                  global     feedback     testing,python       2026-11-29 18:38"
         );
+        assert_eq!(lines.len(), 4);
+        let long = "k".repeat(40);
+        let t = list_table(&[mem("prefer-pytest", "testing,python", "x"), mem(&long, "", "y")]);
+        let lines: Vec<&str> = t.lines().collect();
         assert!(lines[3].starts_with(&format!("{long} global")), "{}", lines[3]);
         assert_eq!(lines.len(), 4);
+    }
+
+    #[test]
+    fn long_keys_and_tags_widen_their_column_for_every_row() {
+        let key = "k".repeat(60);
+        let tags = "t".repeat(25);
+        let t = list_table(&[
+            mem("short", "a", "x"),
+            mem(&key, &tags, "y"),
+            mem("mid", "\u{1b}[31m", "z"),
+        ]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0].len(), 83 + 30 + 5, "{t}");
+        assert_eq!(lines[1], "-".repeat(lines[0].len()));
+        let scope_at = lines[0].find("SCOPE").expect("SCOPE");
+        let updated_at = lines[0].find("UPDATED").expect("UPDATED");
+        for row in &lines[2..] {
+            assert_eq!(row.find("global"), Some(scope_at), "{t}");
+            assert_eq!(row.find("2026-11-29"), Some(updated_at), "{t}");
+        }
+        assert!(lines[2].starts_with(&format!("short{} global", " ".repeat(55))), "{t}");
+        assert!(lines[4].contains("\\u{1b}[31m"), "{t}");
     }
 
     #[test]

@@ -13,7 +13,8 @@ use crate::visibility;
 use cao_core::{Key, Scope, Settings, TerminalContext};
 use cao_index::MemoryRow;
 
-/// Every visible memory, scope precedence first then newest first, up to `req.limit` (default 100).
+/// Every visible memory, scope precedence first then newest first: `req.limit` rows (default 100) after the first
+/// `req.offset` of that order.
 ///
 /// Errors: visibility and index errors.
 pub(crate) fn list(
@@ -23,7 +24,9 @@ pub(crate) fn list(
     req: ListRequest,
 ) -> Result<Vec<Memory>, MemoryError> {
     let limit = req.limit.unwrap_or(100).max(1);
-    let rows = visibility::visible_rows(store, ctx, settings, req.scope, req.memory_type, req.all, limit)?;
+    let wanted = limit.saturating_add(req.offset);
+    let mut rows = visibility::visible_rows(store, ctx, settings, req.scope, req.memory_type, req.all, wanted)?;
+    rows.drain(..req.offset.min(rows.len()));
     if req.record_access {
         store.record_access(&rows);
     }
