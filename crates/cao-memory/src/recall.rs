@@ -13,6 +13,7 @@
 
 use crate::eligibility::{self, retain_eligible, row_candidate};
 use crate::error::MemoryError;
+use crate::inject_related::RELATED_FANOUT_CAP;
 use crate::relevance::{self, RankedPool};
 use crate::store::Store;
 use crate::supersedes::{self, Snapshot};
@@ -453,34 +454,27 @@ fn reranked(
     Ok((apply_order(rows, &order), snapshot))
 }
 
-/// Append memories named by the primaries' `related_keys` (same scope and scope id; at most 3 per primary;
-/// one level; no duplicates; not access-counted). Curator recall judges the targets in their own batches of at
-/// most [`MAX_RELATED_BATCH`] and drops ineligible ones.
+/// The memories the primaries name, by the context block's rule ([`crate::inject_related::related_rows`]: legacy
+/// `related_keys` then active `relates_to` edges, same scope and scope id, at most three names per primary, one
+/// level, no duplicates), at most [`RELATED_FANOUT_CAP`] of them; not access-counted. Curator recall judges the
+/// targets in their own batches of at most [`MAX_RELATED_BATCH`] and drops ineligible ones before the cap.
 fn expand_related(store: &Store, primaries: &[MemoryRow], lc: &Lifecycle<'_>) -> Result<Vec<MemoryRow>, MemoryError> {
-    let mut related: Vec<MemoryRow> = Vec::new();
-    let mut seen: HashSet<MemoryRef> = primaries.iter().map(MemoryRow::memory_ref).collect();
-    for p in primaries {
-        let Some(csv) = &p.related_keys else { continue };
-        let mut taken = 0;
-        for raw in csv.split(',') {
-            if taken == 3 {
-                break;
+    let ids: Vec<(Scope, Option<&str>, &str)> = primaries
+        .iter()
+        .map(|p| (p.scope, p.scope_id.as_deref(), p.key.as_str()))
+        .collect();
+    let related = crate::inject_related::related_rows(store, &ids)?;
+    let mut kept = match &lc.check {
+        None => related,
+        Some(check) => {
+            let mut kept = Vec::with_capacity(related.len());
+            for batch in related.chunks(MAX_RELATED_BATCH) {
+                kept.extend(retain_eligible(&mut check.borrow_mut(), batch, row_candidate));
             }
-            let Ok(k) = Key::sanitize(raw.trim()) else { continue };
-            if !seen.insert(MemoryRef::new(p.scope, p.scope_id.clone(), k.clone())) {
-                continue;
-            }
-            if let Some(row) = store.index().get(p.scope, p.scope_id.as_deref(), &k)? {
-                related.push(row);
-                taken += 1;
-            }
+            kept
         }
-    }
-    let Some(check) = &lc.check else { return Ok(related) };
-    let mut kept = Vec::with_capacity(related.len());
-    for batch in related.chunks(MAX_RELATED_BATCH) {
-        kept.extend(retain_eligible(&mut check.borrow_mut(), batch, row_candidate));
-    }
+    };
+    kept.truncate(RELATED_FANOUT_CAP);
     Ok(kept)
 }
 
