@@ -173,7 +173,10 @@ mod tests {
     #[test]
     fn header_matches_the_reference_width() {
         assert_eq!(header_with(KEY_WIDTH, TAGS_WIDTH).len(), 83);
-        assert!(header_with(KEY_WIDTH, TAGS_WIDTH).starts_with("KEY                            SCOPE      TYPE         TAGS"));
+        assert!(
+            header_with(KEY_WIDTH, TAGS_WIDTH)
+                .starts_with("KEY                            SCOPE      TYPE         TAGS")
+        );
     }
 
     #[test]

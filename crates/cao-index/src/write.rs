@@ -2,6 +2,7 @@
 
 use crate::row::{MemoryRow, format_db_ts, format_db_ts_secs, opt_ts};
 use crate::{Index, IndexError, Result, dirty, partition};
+use cao_core::fs::FileStamp;
 use cao_core::{Container, Key, MemoryType, Scope, SourceKind};
 use chrono::{DateTime, TimeDelta, Utc};
 use rusqlite::{OptionalExtension, Transaction, params};
@@ -141,7 +142,7 @@ impl Index {
                              source_terminal_id = ?5, token_estimate = ?6, updated_at = ?7,
                              last_compiled_at = coalesce(?8, last_compiled_at),
                              related_keys = coalesce(?9, related_keys), content = ?10, entry_count = ?11,
-                             search_rowid = ?12
+                             search_rowid = ?12, file_size = ?14, file_ctime_ns = ?15, file_ino = ?16
                          WHERE id = ?13",
                     )?
                     .execute(params![
@@ -158,6 +159,9 @@ impl Index {
                         row.entry_count,
                         s,
                         id,
+                        row.file_stamp.map(|f| f.size),
+                        row.file_stamp.map(|f| f.changed_ns),
+                        row.file_stamp.map(|f| f.inode),
                     ])?;
                     index_search(tx, s, key, &row.tags, &row.content)?;
                     UpsertOutcome { id, created: false }
@@ -171,8 +175,9 @@ impl Index {
                         "INSERT INTO memory_metadata (id, \"key\", memory_type, scope, scope_id, source_kind, file_path,
                              tags, source_provider, source_terminal_id, token_estimate, created_at, updated_at,
                              access_count, last_accessed_at, last_compiled_at, related_keys, content, entry_count,
-                             search_rowid)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                             search_rowid, file_size, file_ctime_ns, file_ino)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+                             ?21, ?22, ?23)",
                     )?
                     .execute(params![
                         row.id,
@@ -195,6 +200,9 @@ impl Index {
                         row.content,
                         row.entry_count,
                         s,
+                        row.file_stamp.map(|f| f.size),
+                        row.file_stamp.map(|f| f.changed_ns),
+                        row.file_stamp.map(|f| f.inode),
                     ])?;
                     index_search(tx, s, key, &row.tags, &row.content)?;
                     UpsertOutcome { id: row.id.clone(), created: true }
@@ -202,6 +210,28 @@ impl Index {
             };
             dirty::mark(tx, row.container().as_str())?;
             Ok(outcome)
+        })
+    }
+
+    /// Record that the native row `(scope, scope_id, key)` agrees with its topic file as it is now (`stamp`), without
+    /// changing anything else (no dirty mark, no search re-index). Returns whether such a row exists.
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn set_file_stamp(&self, scope: Scope, scope_id: Option<&str>, key: &Key, stamp: FileStamp) -> Result<bool> {
+        self.write(|tx| {
+            let n = tx
+                .prepare_cached(
+                    "UPDATE memory_metadata SET file_size = ?4, file_ctime_ns = ?5, file_ino = ?6
+                     WHERE \"key\" = ?1 AND scope = ?2 AND scope_id IS ?3 AND source_kind = 'native'",
+                )?
+                .execute(params![
+                    key.as_str(),
+                    scope.as_str(),
+                    scope_id,
+                    stamp.size,
+                    stamp.changed_ns,
+                    stamp.inode
+                ])?;
+            Ok(n > 0)
         })
     }
 

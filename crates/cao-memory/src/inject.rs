@@ -28,7 +28,8 @@
 //! - No line at all: no block (`None`). Otherwise `<cao-memory>\n## Context from CAO Memory\n<lines joined by
 //!   \n>\n</cao-memory>`, without a trailing newline.
 //!
-//! Building a block reads the index only (never topic files) and does not count accesses: in the reference,
+//! Building a block first brings the index up to date ([`Store::prepare_read`]: a removed or replaced database is
+//! refused, changes made to the wiki outside the tool are picked up); then it reads the index only (never topic files) and does not count accesses: in the reference,
 //! injection reads the wiki files directly and never touches `access_count`, so only explicit recalls and
 //! listings make a memory "used". A disabled memory system yields no block (the reference returns `""`).
 //!
@@ -195,6 +196,7 @@ pub(crate) fn context_block_with(
     if !settings.memory_enabled() {
         return Ok(None);
     }
+    store.prepare_read()?;
     let mut groups = Vec::with_capacity(INJECTED_SCOPES.len());
     for scope in INJECTED_SCOPES {
         groups.push((scope, injection_candidates(store, settings, ctx, scope, filter)?));

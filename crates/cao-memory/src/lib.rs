@@ -78,4 +78,5 @@ pub use provider_files::{
 };
 pub use retention::{CleanupReport, ExpiredMemory};
 pub use service::MemoryService;
+pub use store::{sweep_at_startup, sweep_temp_files};
 pub use types::*;

@@ -1,7 +1,9 @@
 //! Recall: visibility, candidate pools per scope group, ordering, the scope-precedence pass, the cut to `limit`,
 //! access counting and related expansion (spec 000 "memory_recall"; spec/reference-facts.md "Ranking").
 //!
-//! Candidates come from the index only (never from topic files). Scopes are processed as groups in precedence
+//! Recall first brings the index up to date ([`Store::prepare_read`]: a removed or replaced database is refused,
+//! changes made to the wiki outside the tool are picked up). Candidates come from the index only (never from topic
+//! files). Scopes are processed as groups in precedence
 //! order (session, project, global, agent, federated; one group when a scope filter is given); each group fills
 //! the slots left by the groups before it. That is the spec's "stable scope-precedence sort applied last, before
 //! the cut", computed without ranking rows that cannot be returned.
@@ -133,6 +135,7 @@ pub(crate) fn recall(
     mut plan: Plan,
     req: &RecallRequest,
 ) -> Result<RecallResult, MemoryError> {
+    store.prepare_read()?;
     plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
     let groups = crate::visibility::groups(store, ctx, settings, plan.scope, req.scan_all)?;
     let registry = eligibility::curator_registry(store, settings, ctx);

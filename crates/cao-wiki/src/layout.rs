@@ -23,7 +23,7 @@
 
 use crate::error::{Result, WikiError};
 use crate::topic::Topic;
-use cao_core::fs::create_private_dir_all;
+use cao_core::fs::{FileStamp, create_private_dir_all};
 use cao_core::{Container, Key, Scope};
 use std::fs;
 use std::io;
@@ -80,6 +80,9 @@ pub struct ScannedTopic {
     pub key: Key,
     /// The absolute (memory-dir-based) path of the file; equal to [`WikiLayout::topic_path`] of the identity.
     pub path: PathBuf,
+    /// The file's stamp as the scan saw it (read through the directory handle, symlinks not followed); `None` when
+    /// it could not be read (the file vanished meanwhile).
+    pub stamp: Option<FileStamp>,
 }
 
 /// A path [`WikiLayout::scan`] did not use, and why.
@@ -100,6 +103,9 @@ pub struct ScanReport {
     /// Lock files (`.*.lock`), temp files (`.*.tmp`), `index.md` and top-level directories without a `wiki/`
     /// directory are skipped silently.
     pub skipped: Vec<SkippedPath>,
+    /// Temp files of the atomic writer (`.<file>.<pid>-<n>.tmp`, [`cao_core::fs::temp_file_writer`]) found in a
+    /// container's `wiki/` directory or a scope directory, for the store's sweep of crash leftovers.
+    pub temp_files: Vec<PathBuf>,
 }
 
 /// A topic file read from disk: its exact text and the parse of it.
@@ -296,11 +302,12 @@ impl WikiLayout {
         }
         report.topics.sort_by(|a, b| a.path.cmp(&b.path));
         report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        report.temp_files.sort();
         Ok(report)
     }
 
     fn scan_wiki(&self, container: &str, wiki: &Path, report: &mut ScanReport) {
-        for (path, name, ft) in list_dir(wiki, report) {
+        for Listed { path, name, ft, .. } in list_dir(wiki, report) {
             if ft.is_symlink() {
                 report.skip(&path, "symlink (not followed)");
                 continue;
@@ -312,7 +319,13 @@ impl WikiLayout {
                         report.skip(&path, format!("{scope} memories live only in the global container"));
                         continue;
                     }
-                    for (sub, sub_name, sub_ft) in list_dir(&path, report) {
+                    for Listed {
+                        path: sub,
+                        name: sub_name,
+                        ft: sub_ft,
+                        ..
+                    } in list_dir(&path, report)
+                    {
                         if sub_ft.is_symlink() {
                             report.skip(&sub, "symlink (not followed)");
                         } else if !sub_ft.is_dir() {
@@ -335,7 +348,7 @@ impl WikiLayout {
                         _ => report.skip(&path, format!("{scope} memories do not live in container {container}")),
                     }
                 }
-                (_, false) if is_quiet_name(name.as_deref()) => {}
+                (_, false) if is_quiet_name(name.as_deref()) => report.note_temp(&path, ft),
                 (_, false) if name.as_deref() == Some(INDEX_FILE) => {}
                 (_, true) => report.skip(&path, "unexpected directory (not a scope name)"),
                 (_, false) => report.skip(&path, "unexpected file in wiki/"),
@@ -351,7 +364,7 @@ impl WikiLayout {
         dir: &Path,
         report: &mut ScanReport,
     ) {
-        for (path, name, ft) in list_dir(dir, report) {
+        for Listed { path, name, ft, entry } in list_dir(dir, report) {
             if ft.is_symlink() {
                 report.skip(&path, "symlink (not followed)");
                 continue;
@@ -361,6 +374,7 @@ impl WikiLayout {
                 continue;
             }
             if is_quiet_name(name.as_deref()) {
+                report.note_temp(&path, ft);
                 continue;
             }
             if !ft.is_file() {
@@ -382,6 +396,7 @@ impl WikiLayout {
                     scope_id: scope_id.map(str::to_owned),
                     key,
                     path,
+                    stamp: entry.metadata().ok().map(|m| FileStamp::of(&m)),
                 }),
                 _ => report.skip(&path, "not at the path its identity maps to"),
             }
@@ -396,6 +411,25 @@ impl ScanReport {
             reason: reason.into(),
         });
     }
+
+    /// Keep `path` in [`ScanReport::temp_files`] when it is a regular file named as the atomic writer names temp files.
+    fn note_temp(&mut self, path: &Path, ft: fs::FileType) {
+        if ft.is_file() && path.file_name().and_then(cao_core::fs::temp_file_writer).is_some() {
+            self.temp_files.push(path.to_owned());
+        }
+    }
+}
+
+/// One directory entry as [`list_dir`] returns it.
+struct Listed {
+    /// The entry's path.
+    path: PathBuf,
+    /// Its name, when UTF-8.
+    name: Option<String>,
+    /// Its type (symlinks not followed).
+    ft: fs::FileType,
+    /// The entry itself (its metadata is read through the directory handle).
+    entry: fs::DirEntry,
 }
 
 /// Lock and temp files: `.<anything>.lock` / `.<anything>.tmp`.
@@ -403,8 +437,9 @@ fn is_quiet_name(name: Option<&str>) -> bool {
     name.is_some_and(|n| n.starts_with('.') && (n.ends_with(".lock") || n.ends_with(".tmp")))
 }
 
-/// Entries of `dir` as (path, UTF-8 name if any, file type without following symlinks). Problems are reported.
-fn list_dir(dir: &Path, report: &mut ScanReport) -> Vec<(PathBuf, Option<String>, fs::FileType)> {
+/// Entries of `dir` (path, UTF-8 name if any, file type without following symlinks, the entry). Problems are
+/// reported.
+fn list_dir(dir: &Path, report: &mut ScanReport) -> Vec<Listed> {
     let rd = match fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
@@ -419,7 +454,12 @@ fn list_dir(dir: &Path, report: &mut ScanReport) -> Vec<(PathBuf, Option<String>
             Ok(entry) => {
                 let path = entry.path();
                 match entry.file_type() {
-                    Ok(ft) => out.push((path, entry.file_name().to_str().map(str::to_owned), ft)),
+                    Ok(ft) => out.push(Listed {
+                        path,
+                        name: entry.file_name().to_str().map(str::to_owned),
+                        ft,
+                        entry,
+                    }),
                     Err(e) => report.skip(&path, format!("cannot stat: {e}")),
                 }
             }
