@@ -3,7 +3,7 @@
 use crate::row::{MemoryRow, format_db_ts, format_db_ts_secs, opt_ts};
 use crate::{Index, IndexError, Result, dirty, partition};
 use cao_core::fs::FileStamp;
-use cao_core::{Container, Key, MemoryType, Scope, SourceKind};
+use cao_core::{Container, Key, MemoryRef, MemoryType, Scope, SourceKind};
 use chrono::{DateTime, TimeDelta, Utc};
 use rusqlite::{OptionalExtension, Transaction, params};
 
@@ -213,25 +213,31 @@ impl Index {
         })
     }
 
-    /// Record that the native row `(scope, scope_id, key)` agrees with its topic file as it is now (`stamp`), without
-    /// changing anything else (no dirty mark, no search re-index). Returns whether such a row exists.
+    /// Record, for each `(memory, stamp)`, that the native row of `memory` agrees with its topic file as it is now
+    /// (`stamp`), without changing anything else (no dirty mark, no search re-index), in one transaction. Rows that
+    /// do not exist are skipped. Returns how many rows were updated.
     /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
-    pub fn set_file_stamp(&self, scope: Scope, scope_id: Option<&str>, key: &Key, stamp: FileStamp) -> Result<bool> {
+    pub fn set_file_stamps(&self, stamps: &[(MemoryRef, FileStamp)]) -> Result<usize> {
+        if stamps.is_empty() {
+            return Ok(0);
+        }
         self.write(|tx| {
-            let n = tx
-                .prepare_cached(
-                    "UPDATE memory_metadata SET file_size = ?4, file_ctime_ns = ?5, file_ino = ?6
-                     WHERE \"key\" = ?1 AND scope = ?2 AND scope_id IS ?3 AND source_kind = 'native'",
-                )?
-                .execute(params![
-                    key.as_str(),
-                    scope.as_str(),
-                    scope_id,
+            let mut stmt = tx.prepare_cached(
+                "UPDATE memory_metadata SET file_size = ?4, file_ctime_ns = ?5, file_ino = ?6
+                 WHERE \"key\" = ?1 AND scope = ?2 AND scope_id IS ?3 AND source_kind = 'native'",
+            )?;
+            let mut n = 0;
+            for (memory, stamp) in stamps {
+                n += stmt.execute(params![
+                    memory.key.as_str(),
+                    memory.scope.as_str(),
+                    memory.scope_id(),
                     stamp.size,
                     stamp.changed_ns,
                     stamp.inode
                 ])?;
-            Ok(n > 0)
+            }
+            Ok(n)
         })
     }
 

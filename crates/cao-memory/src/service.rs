@@ -292,6 +292,18 @@ impl MemoryService {
         self.store.flush_index_md()
     }
 
+    /// Look for changes made to the wiki files outside the tool now (edited, added or removed topic files, a writer
+    /// killed between its file write and its index transaction) and bring them into the index; remove the temp files
+    /// of dead writers it sees. Every read does this itself, at most once per second per process (see
+    /// ARCHITECTURE.md "External edits"); call this to force it (benchmarks, embedders that just wrote files).
+    /// Returns what changed; `scanned` counts the files whose stamp differed from the one this process knew.
+    ///
+    /// Errors: [`MemoryError::Io`] when the database was removed or replaced; scan, lock and index errors.
+    pub fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
+        self.store.ensure_index_current()?;
+        self.store.pick_up_changes()
+    }
+
     /// The state of the store, for a health check (`cao-server`'s `/health`): [`StoreHealth`] `ok`, or `degraded`
     /// with a one-line reason naming the remedy when the database file was removed or replaced after this service
     /// opened it, the index cannot be read, or the memory directory is gone. Cheap (two `stat`s and one indexed

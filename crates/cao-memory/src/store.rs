@@ -109,8 +109,11 @@ pub(crate) enum ExternalChange {
 /// What bringing one topic file into the index did.
 #[derive(Debug)]
 enum FileOutcome {
-    /// The row already agreed with the file (its stamp is now recorded).
+    /// The row already agreed with the file and recorded its stamp.
     Current(FileStamp),
+    /// The row agrees with the file but recorded another stamp (or none): the caller records this one
+    /// ([`Index::set_file_stamps`], batched).
+    Agrees(FileStamp),
     /// A row was created from the file.
     Added(FileStamp),
     /// The row was rebuilt from the file.
@@ -394,12 +397,17 @@ impl Store {
             (changed, vanished, walk)
         };
         let mut learned: Vec<(MemoryRef, Option<FileStamp>)> = Vec::with_capacity(changed.len());
+        let mut agreeing = StampBatch::new(&self.index);
         for (memory, path) in changed {
             report.scanned += 1;
             let outcome = self.reconcile_file(&memory, &path, false)?;
             let label = memory.to_string();
             let stamp = match outcome {
                 FileOutcome::Current(s) => Some(s),
+                FileOutcome::Agrees(s) => {
+                    agreeing.push(&memory, s)?;
+                    Some(s)
+                }
                 FileOutcome::Added(s) => {
                     report.added.push(label);
                     Some(s)
@@ -417,6 +425,7 @@ impl Store {
             };
             learned.push((memory, stamp));
         }
+        agreeing.flush()?;
         let mut gone = Vec::new();
         for memory in vanished {
             if self.reconcile_removal(&memory)? {
@@ -512,12 +521,8 @@ impl Store {
                 self.apply_external_change(ExternalChange::Upsert(Box::new(desired)))?;
                 Ok(FileOutcome::Updated(stamp))
             }
-            Some(p) => {
-                if p.file_stamp != Some(stamp) {
-                    self.index.set_file_stamp(scope, scope_id, key, stamp)?;
-                }
-                Ok(FileOutcome::Current(stamp))
-            }
+            Some(p) if p.file_stamp != Some(stamp) => Ok(FileOutcome::Agrees(stamp)),
+            Some(_) => Ok(FileOutcome::Current(stamp)),
         }
     }
 
@@ -738,6 +743,7 @@ impl Store {
         };
         let mut seen = std::collections::HashSet::new();
         let mut containers = std::collections::BTreeSet::new();
+        let mut agreeing = StampBatch::new(index);
         for t in &scan.topics {
             report.scanned += 1;
             let memory = MemoryRef::new(t.scope, t.scope_id.clone(), t.key.clone());
@@ -746,10 +752,12 @@ impl Store {
                 FileOutcome::Added(_) => report.added.push(memory.to_string()),
                 FileOutcome::Updated(_) => report.updated.push(memory.to_string()),
                 FileOutcome::Unparsable(_, reason) => report.unparsable.push(format!("{}: {reason}", t.path.display())),
+                FileOutcome::Agrees(s) => agreeing.push(&memory, s)?,
                 FileOutcome::Current(_) | FileOutcome::Vanished => {}
             }
             seen.insert(memory);
         }
+        agreeing.flush()?;
         for row in index.all_rows()? {
             if row.source_kind != SourceKind::Native || seen.contains(&row.memory_ref()) {
                 continue;
@@ -830,6 +838,45 @@ fn remove_stale(candidates: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     removed
+}
+
+/// Stamps of rows that agree with their files, recorded in transactions of [`StampBatch::SIZE`] (a first walk over
+/// rows without stamps, after an upgrade or a reference-written index, must not cost one transaction per file).
+/// Recording a stamp after the topic lock is released is safe: a stamp only lets a walk skip reading a file whose
+/// stamp it equals, and a writer that changed the file meanwhile gave it another stamp.
+struct StampBatch<'a> {
+    index: &'a Index,
+    pending: Vec<(MemoryRef, FileStamp)>,
+}
+
+impl<'a> StampBatch<'a> {
+    /// Rows per transaction.
+    const SIZE: usize = 1000;
+
+    fn new(index: &'a Index) -> Self {
+        StampBatch {
+            index,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Queue one stamp; a full batch is written. Errors: index errors.
+    fn push(&mut self, memory: &MemoryRef, stamp: FileStamp) -> Result<(), MemoryError> {
+        self.pending.push((memory.clone(), stamp));
+        if self.pending.len() >= Self::SIZE {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Write the queued stamps in one transaction. Errors: index errors.
+    fn flush(&mut self) -> Result<(), MemoryError> {
+        if !self.pending.is_empty() {
+            self.index.set_file_stamps(&self.pending)?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
 }
 
 /// Margin below [`cao_index::ACCESS_MIN_INTERVAL`] inside which a row is certainly not due: the index compares

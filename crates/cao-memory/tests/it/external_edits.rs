@@ -232,3 +232,58 @@ fn health_reports_a_replaced_database() {
         "{degraded}"
     );
 }
+
+/// Rows without a recorded stamp (written by the reference, or before stamps existed) are read once, recorded in
+/// batches, and not read again; another process's writes are recognised by their stamps and never reported as
+/// external changes.
+#[test]
+fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_changes() {
+    let f = setup();
+    for i in 0..5 {
+        store(
+            &f.svc,
+            &f.ctx,
+            "global",
+            &format!("note-{i}"),
+            &format!("note number {i}"),
+        );
+    }
+    for row in f.svc.index().all_rows().expect("rows") {
+        let mut row = row;
+        row.file_stamp = None;
+        f.svc.index().upsert(&row).expect("forget the stamp");
+    }
+    let other = another_process(&f.home);
+    let first = other.pick_up_changes().expect("walk");
+    assert_eq!(first.scanned, 5, "{first:?}");
+    assert!(first.is_clean(), "every row agrees with its file: {first:?}");
+    assert!(
+        f.svc
+            .index()
+            .all_rows()
+            .expect("rows")
+            .iter()
+            .all(|r| r.file_stamp.is_some()),
+        "the stamps are recorded"
+    );
+    assert_eq!(
+        other.pick_up_changes().expect("walk").scanned,
+        0,
+        "nothing is read again"
+    );
+    assert_eq!(
+        another_process(&f.home).pick_up_changes().expect("walk").scanned,
+        0,
+        "nor by a new process"
+    );
+
+    // A write by another process: its file and its row change together, with the same stamp.
+    store(&f.svc, &f.ctx, "global", "note-1", "a second entry");
+    store(&f.svc, &f.ctx, "global", "note-9", "a new note");
+    let walk = other.pick_up_changes().expect("walk");
+    assert_eq!(walk.scanned, 2, "{walk:?}");
+    assert!(
+        walk.is_clean(),
+        "another process's writes are not external changes: {walk:?}"
+    );
+}
