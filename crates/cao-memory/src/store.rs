@@ -82,6 +82,10 @@ struct Pickup {
     known: Option<HashMap<MemoryRef, Known>>,
     /// Number of the last walk (to find the rows whose file a walk did not see).
     walk: u64,
+    /// Rows of the index [`Pickup::known`] leaves out (vault rows, rows that cannot be decoded), as counted when it
+    /// was loaded: with them, the known rows must add up to the index's row count, or another process added a row
+    /// whose file this process never saw (created and removed between two walks) and the map is reloaded.
+    other_rows: usize,
     /// When the last walk started and how long it took.
     last: Option<(Instant, Duration)>,
     /// A thread is walking now.
@@ -95,6 +99,8 @@ struct Known {
     stamp: Option<FileStamp>,
     /// The walk that last saw the file.
     seen: u64,
+    /// The index has a row for it (as far as this process knows).
+    row: bool,
 }
 
 /// A change made to the wiki outside the tool, as [`Store::apply_external_change`] records it.
@@ -118,8 +124,8 @@ enum FileOutcome {
     Added(FileStamp),
     /// The row was rebuilt from the file.
     Updated(FileStamp),
-    /// The file cannot be parsed; its row (if any) is left alone.
-    Unparsable(FileStamp, String),
+    /// The file cannot be parsed; its row (if any: the flag) is left alone.
+    Unparsable(FileStamp, String, bool),
     /// The file is gone.
     Vanished,
 }
@@ -371,7 +377,9 @@ impl Store {
         let (changed, vanished, walk) = {
             let mut p = self.pickup_state();
             if p.known.is_none() {
-                p.known = Some(self.load_known()?);
+                let known = self.load_known()?;
+                p.other_rows = self.index.count_all()?.saturating_sub(known.len());
+                p.known = Some(known);
             }
             p.walk += 1;
             let walk = p.walk;
@@ -396,34 +404,35 @@ impl Store {
                 .collect();
             (changed, vanished, walk)
         };
-        let mut learned: Vec<(MemoryRef, Option<FileStamp>)> = Vec::with_capacity(changed.len());
+        let mut learned: Vec<(MemoryRef, Known)> = Vec::with_capacity(changed.len());
         let mut agreeing = StampBatch::new(&self.index);
         for (memory, path) in changed {
             report.scanned += 1;
             let outcome = self.reconcile_file(&memory, &path, false)?;
             let label = memory.to_string();
-            let stamp = match outcome {
-                FileOutcome::Current(s) => Some(s),
+            let known = |stamp, row| Known { stamp, seen: walk, row };
+            let learnt = match outcome {
+                FileOutcome::Current(s) => known(Some(s), true),
                 FileOutcome::Agrees(s) => {
                     agreeing.push(&memory, s)?;
-                    Some(s)
+                    known(Some(s), true)
                 }
                 FileOutcome::Added(s) => {
                     report.added.push(label);
-                    Some(s)
+                    known(Some(s), true)
                 }
                 FileOutcome::Updated(s) => {
                     report.updated.push(label);
-                    Some(s)
+                    known(Some(s), true)
                 }
-                FileOutcome::Unparsable(s, reason) => {
+                FileOutcome::Unparsable(s, reason, row) => {
                     report.unparsable.push(format!("{}: {reason}", path.display()));
-                    Some(s)
+                    known(Some(s), row)
                 }
-                // Seen missing now: the next walk decides (the row goes when the file is still gone).
-                FileOutcome::Vanished => None,
+                // Gone since the scan: the next walk decides (the row goes when the file is still gone).
+                FileOutcome::Vanished => continue,
             };
-            learned.push((memory, stamp));
+            learned.push((memory, learnt));
         }
         agreeing.flush()?;
         let mut gone = Vec::new();
@@ -439,13 +448,19 @@ impl Store {
                 gone.push(memory);
             }
         }
+        let rows = self.index.count_all()?;
         let mut p = self.pickup_state();
+        let other_rows = p.other_rows;
         if let Some(known) = p.known.as_mut() {
-            for (memory, stamp) in learned {
-                known.insert(memory, Known { stamp, seen: walk });
+            for (memory, k) in learned {
+                known.insert(memory, k);
             }
             for memory in gone {
                 known.remove(&memory);
+            }
+            if known.values().filter(|k| k.row).count() + other_rows != rows {
+                // A row this process never saw a file for (or a concurrent write): reload at the next walk.
+                p.known = None;
             }
         }
         Ok(report)
@@ -464,7 +479,14 @@ impl Store {
                 continue;
             };
             let stamp = r.stamp.filter(|_| Path::new(&r.file_path) == path);
-            known.insert(r.memory, Known { stamp, seen: 0 });
+            known.insert(
+                r.memory,
+                Known {
+                    stamp,
+                    seen: 0,
+                    row: true,
+                },
+            );
         }
         Ok(known)
     }
@@ -474,12 +496,27 @@ impl Store {
         self.pickup.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Record `stamp` as the file stamp of `memory`'s row in this process's view (after a write of this process).
+    /// Record `stamp` as the file stamp of `memory`'s row in this process's view (after a write of this process);
+    /// `None` = the row is gone (a removal of this process).
     fn note_stamp(&self, memory: &MemoryRef, stamp: Option<FileStamp>) {
         let mut p = self.pickup_state();
         let walk = p.walk;
         if let Some(known) = p.known.as_mut() {
-            known.insert(memory.clone(), Known { stamp, seen: walk });
+            match stamp {
+                Some(stamp) => {
+                    known.insert(
+                        memory.clone(),
+                        Known {
+                            stamp: Some(stamp),
+                            seen: walk,
+                            row: true,
+                        },
+                    );
+                }
+                None => {
+                    known.remove(memory);
+                }
+            }
         }
     }
 
@@ -509,7 +546,7 @@ impl Store {
         let stored = match cao_wiki::read_topic_file(path) {
             Ok(Some(stored)) => stored,
             Ok(None) => return Ok(FileOutcome::Vanished),
-            Err(e) => return Ok(FileOutcome::Unparsable(stamp, e.to_string())),
+            Err(e) => return Ok(FileOutcome::Unparsable(stamp, e.to_string(), prior.is_some())),
         };
         let desired = row_from_topic(&stored.topic, memory, path, prior.as_ref(), Some(stamp));
         match &prior {
@@ -751,7 +788,9 @@ impl Store {
             match self.reconcile_file(&memory, &t.path, true)? {
                 FileOutcome::Added(_) => report.added.push(memory.to_string()),
                 FileOutcome::Updated(_) => report.updated.push(memory.to_string()),
-                FileOutcome::Unparsable(_, reason) => report.unparsable.push(format!("{}: {reason}", t.path.display())),
+                FileOutcome::Unparsable(_, reason, _) => {
+                    report.unparsable.push(format!("{}: {reason}", t.path.display()));
+                }
                 FileOutcome::Agrees(s) => agreeing.push(&memory, s)?,
                 FileOutcome::Current(_) | FileOutcome::Vanished => {}
             }

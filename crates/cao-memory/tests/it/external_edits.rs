@@ -287,3 +287,31 @@ fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_chan
         "another process's writes are not external changes: {walk:?}"
     );
 }
+
+/// A memory another process created and whose file was then removed by hand, both between two walks of a running
+/// process, is still dropped: the running process notices the index holds a row it never saw a file for.
+#[test]
+fn a_row_created_and_orphaned_between_two_walks_is_dropped() {
+    let f = setup();
+    store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
+    let running = another_process(&f.home);
+    running.pick_up_changes().expect("first walk");
+    let writer = another_process(&f.home);
+    let path = store(
+        &writer,
+        &f.ctx,
+        "global",
+        "short-lived",
+        "created, then its file removed by hand",
+    );
+    std::fs::remove_file(&path).expect("remove by hand");
+    for _ in 0..2 {
+        running.pick_up_changes().expect("walk");
+    }
+    let key = Key::parse_strict("short-lived").expect("key");
+    assert!(
+        f.svc.index().get(Scope::Global, None, &key).expect("get").is_none(),
+        "the orphaned row is gone"
+    );
+    assert!(f.svc.repair().expect("repair").is_clean());
+}
