@@ -56,7 +56,7 @@ pub struct ContextArgs {
 
 /// `--budget`: an integer checked by [`cao_memory::validate_context_budget`], the one budget rule (a bad value is a
 /// usage error, exit 2).
-fn parse_budget(raw: &str) -> Result<usize, String> {
+pub(crate) fn parse_budget(raw: &str) -> Result<usize, String> {
     let n: i64 = raw.trim().parse().map_err(|e| format!("not an integer: {e}"))?;
     cao_memory::validate_context_budget(n).map_err(|e| e.to_string())
 }

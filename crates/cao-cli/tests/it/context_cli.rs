@@ -302,6 +302,27 @@ fn context_budget_outside_the_routes_range_is_a_usage_error() {
         assert!(out.stderr.contains("budget"), "{}", out.transcript());
         assert_eq!(out.stdout, "", "{}", out.transcript());
     }
+    let cwd = home.cwd().to_str().expect("utf-8 path").to_owned();
+    let inject = cao(
+        &home,
+        &[
+            "memory",
+            "inject",
+            "--provider",
+            "codex",
+            "--cwd",
+            &cwd,
+            "--budget",
+            "0",
+        ],
+    );
+    assert_eq!(
+        inject.code,
+        Some(2),
+        "inject follows the same rule: {}",
+        inject.transcript()
+    );
+    assert!(!home.cwd().join("AGENTS.md").exists(), "{}", inject.transcript());
     let max = cao(&home, &["memory", "context", "--budget", "1000000"]);
     assert_eq!(max.code, Some(0), "{}", max.transcript());
     assert!(max.stdout.starts_with("<cao-memory>"), "{}", max.transcript());
