@@ -3,9 +3,8 @@
 //! the local store. Callers check the local `memory.enabled` switch first, so with it off nothing is sent.
 
 use crate::error::CliError;
+use cao_client::{RemoteBackend, RemoteConfig};
 use cao_core::TerminalContext;
-use cao_http::{RemoteBackend, RemoteConfig};
-use cao_mcp::MemoryBackend as _;
 
 /// The owner configured in the environment, if any.
 ///
@@ -24,6 +23,6 @@ pub fn block(owner: RemoteConfig, ctx: &TerminalContext, budget: usize) -> Resul
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime
-        .block_on(backend.context(ctx.clone(), Some(budget)))
+        .block_on(backend.context_block(ctx, Some(budget)))
         .map_err(|e| e.to_string())
 }

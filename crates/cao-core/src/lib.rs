@@ -13,7 +13,8 @@
 //! - [`Settings`] (`settings.json` in the home dir; env > file > default) and [`CaoHome`] (the directory layout root);
 //! - [`secret`] (the ordered secret-pattern gate and redaction);
 //! - [`Clock`] (injectable time; all timestamps are UTC);
-//! - [`fs`] (the one home of file writes: atomic replacement, private directories, lock files).
+//! - [`fs`] (the one home of file writes: atomic replacement, private directories, lock files);
+//! - [`VERSION`] and [`IMPLEMENTATION`]: what the binaries and `/health` say about which implementation answers.
 //!
 //! Invariants:
 //! - A [`Key`] value always matches `^[a-z0-9-]{1,60}$`, so `<dir>/<key>.md` never leaves `<dir>`.
@@ -47,3 +48,11 @@ pub use memory_ref::{MemoryRef, SourceKind};
 pub use recall::{SearchMode, SortBy};
 pub use scope::{MemoryType, Scope};
 pub use settings::Settings;
+
+/// This implementation's name, as `GET /health` reports it (`"implementation": "cao-rs"`).
+pub const IMPLEMENTATION: &str = "cao-rs";
+
+/// What `cao --version`, `cao-server --version` and `cao-mcp-server --version` print after the binary's name:
+/// `0.1.0 (cao-rs, Rust)`. The binaries keep the names of the Python reference's console scripts (they are the
+/// interface), so the version line says which implementation answers.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (cao-rs, Rust)");

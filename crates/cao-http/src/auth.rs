@@ -21,9 +21,11 @@
 //! `memory_recall` needs read, `memory_store` write, `memory_forget` (a delete) and any other tool admin.
 //! Route groups use [`require_scope`] with `Router::route_layer`.
 
+use crate::edge::{MAX_BODY_BYTES, payload_too_large};
 use axum::body::{Body, to_bytes};
 use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, header};
 use axum::response::{IntoResponse, Json, Response};
+use cao_protocol::{Access, Tool};
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde_json::{Map, Value, json};
@@ -38,9 +40,6 @@ use std::time::{Duration, Instant};
 
 /// Largest JWKS document accepted, from a file or a URL (bytes). Real key sets are a few KiB.
 pub const MAX_JWKS_BYTES: usize = 1 << 20;
-/// Largest `/mcp` request body the scope check buffers when auth is on (bytes); bigger bodies get `413`.
-/// Memory content is capped at 64 KiB, so even fully `\u`-escaped content fits.
-pub const MAX_MCP_BODY_BYTES: usize = 4 << 20;
 /// Default timeout of one JWKS URL fetch (connect included).
 pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default minimum time between two JWKS refreshes caused by unknown `kid`s.
@@ -74,6 +73,17 @@ impl ApiScope {
             "cao:write" => Some(Self::Write),
             "cao:admin" => Some(Self::Admin),
             _ => None,
+        }
+    }
+}
+
+impl From<Access> for ApiScope {
+    /// The token scope a tool call of that access needs (`Tool::access`).
+    fn from(access: Access) -> Self {
+        match access {
+            Access::Read => Self::Read,
+            Access::Write => Self::Write,
+            Access::Admin => Self::Admin,
         }
     }
 }
@@ -571,7 +581,7 @@ pub fn require_scope(auth: Option<Authenticator>, scope: ApiScope) -> RequireSco
 
 /// The `/mcp` layer: `cao:read` for every message, `cao:write` for a `memory_store` call, `cao:admin` for
 /// `memory_forget` or any other tool (pass-through when `auth` is `None`). The body is buffered (at most
-/// [`MAX_MCP_BODY_BYTES`], else `413`) only after the token is verified.
+/// [`MAX_BODY_BYTES`], the one body limit of every route, else `413`) only after the token is verified.
 pub fn require_mcp_scope(auth: Option<Authenticator>) -> RequireScope {
     RequireScope {
         auth,
@@ -629,8 +639,8 @@ where
                 Requirement::Fixed(scope) => (req, scope),
                 Requirement::Mcp => {
                     let (parts, body) = req.into_parts();
-                    let Ok(bytes) = to_bytes(body, MAX_MCP_BODY_BYTES).await else {
-                        return Ok(too_large());
+                    let Ok(bytes) = to_bytes(body, MAX_BODY_BYTES).await else {
+                        return Ok(payload_too_large());
                     };
                     let required = mcp_required_scope(&bytes);
                     (Request::from_parts(parts, Body::from(bytes)), required)
@@ -646,17 +656,9 @@ where
     }
 }
 
-fn too_large() -> Response {
-    (
-        StatusCode::PAYLOAD_TOO_LARGE,
-        Json(json!({"error": "payload_too_large", "message": format!("request bodies are limited to {MAX_MCP_BODY_BYTES} bytes")})),
-    )
-        .into_response()
-}
-
 /// The scope an MCP request body needs: the highest over its JSON-RPC messages (one object or a batch array).
-/// `tools/call` of `memory_recall` is read, of `memory_store` write, of anything else (`memory_forget`, unknown or
-/// missing names) admin; every other message is read. A body that is not JSON needs read (the MCP layer rejects
+/// `tools/call` of a tool needs its [`Tool::access`] (`memory_recall` read, `memory_store` write, `memory_forget`
+/// admin); of an unknown or missing name admin; every other message is read. A body that is not JSON needs read (the MCP layer rejects
 /// it). Duplicate JSON keys cannot smuggle a different tool past this check: `serde_json` keeps the last
 /// duplicate here while the MCP layer's typed parse refuses duplicate fields.
 pub fn mcp_required_scope(body: &[u8]) -> ApiScope {
@@ -667,11 +669,10 @@ pub fn mcp_required_scope(body: &[u8]) -> ApiScope {
         if msg.get("method").and_then(Value::as_str) != Some("tools/call") {
             return ApiScope::Read;
         }
-        match msg.pointer("/params/name").and_then(Value::as_str) {
-            Some(cao_mcp::RECALL) => ApiScope::Read,
-            Some(cao_mcp::STORE) => ApiScope::Write,
-            _ => ApiScope::Admin,
-        }
+        msg.pointer("/params/name")
+            .and_then(Value::as_str)
+            .and_then(Tool::from_name)
+            .map_or(ApiScope::Admin, |tool| ApiScope::from(tool.access()))
     };
     match &doc {
         Value::Array(msgs) => msgs.iter().map(one).max().unwrap_or(ApiScope::Read),

@@ -7,25 +7,36 @@
 //!   ([`context_from_headers`]): `X-CAO-Terminal-Id`, `X-CAO-Session-Name`, `X-CAO-Agent-Profile`,
 //!   `X-CAO-Provider`, `X-CAO-Cwd` (absolute path; the project identity is derived from it) and
 //!   `X-CAO-Project-Id` (explicit project id, beats the cwd).
-//! - `GET /health`: `{"status": "ok", "version": <crate version>, "memory_enabled": <bool>}`.
+//! - `GET /health`: `200 {"status": "ok", "version", "implementation": "cao-rs", "memory_enabled", "index"}` with
+//!   `index` `ok` (the open database is the home's and answers) or `not_open` (no call has opened the store yet);
+//!   `503 {"status": "degraded", ..., "index": "unusable", "message"}` when the database was deleted or replaced
+//!   under the running server, or does not answer.
 //! - anything else: `404 {"error": "not_found"}`; a known path with the wrong method:
 //!   `405 {"error": "method_not_allowed"}`.
 //!
-//! With `CAO_MEMORY_API_URL` set, the binary builds the router with a [`RemoteBackend`]
-//! ([`router_with_backend`]): the memory calls go to that owner's `/internal/memory/*` routes ([`remote`]).
+//! With `CAO_MEMORY_API_URL` set, the binary builds the router with the remote-owner client
+//! (`cao_client::RemoteBackend`, [`router_with_backend`]): the memory calls go to that owner's
+//! `/internal/memory/*` routes.
 //!
 //! Invariants:
 //! - The server never substitutes its own working directory for a caller's: without `X-CAO-Cwd` or
 //!   `X-CAO-Project-Id`, project-scope calls fail with the service's "unresolvable scope" error.
-//! - `Host` headers are validated against loopback names unless configured otherwise ([`HttpConfig`]), which
-//!   blocks DNS-rebinding attacks on a server bound to localhost; `/mcp` requests carrying an `Origin` header
-//!   (that is, sent by a web page) are refused with 403, so a page in the user's browser cannot call the tools.
+//! - Every request, on every route (REST, internal, `/mcp`, `/health`, `/openapi.json`, the fallbacks), passes
+//!   the [`edge`] layer first: its `Host` must be one the server answers to ([`AllowedHosts`]: loopback names,
+//!   the bound address, configured names), which blocks DNS rebinding; a state-changing request (any method but
+//!   GET, HEAD, OPTIONS, TRACE) must not come from another origin (`Origin`, or `Sec-Fetch-Site` without one),
+//!   which blocks cross-site requests from a page in the user's browser; its body is at most
+//!   [`MAX_BODY_BYTES`] (413 otherwise) and is read to its end before an early answer, so keep-alive connections
+//!   survive refusals. The layer wraps the finished router, so a new route cannot bypass it.
 //! - Cancelling [`HttpConfig::shutdown`] ends in-flight MCP streams so graceful shutdown cannot hang on them.
 //! - With [`HttpConfig::auth`] set, every route but `/health` and `/openapi.json` needs an RS256 bearer token
 //!   ([`auth`]): the REST read group `cao:read`, the write group `cao:write`, the admin (delete) group `cao:admin`;
 //!   `/mcp` `cao:read`, `cao:write` to store, `cao:admin` to forget. 401/403 otherwise. Auth is off by default.
 
 pub mod auth;
+pub mod edge;
+
+pub use edge::{AllowedHosts, EdgeLayer, InvalidAllowedHost, MAX_BODY_BYTES, edge_layer};
 
 pub use auth::{
     ApiScope, AuthConfig, AuthError, Authenticator, JwksSource, Principal, Rejection, RequireScope,
@@ -33,9 +44,9 @@ pub use auth::{
 };
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Json};
+use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use cao_core::TerminalContext;
 use cao_mcp::{ContextSource, FlushSignal, MemoryTools, ServiceHandle};
@@ -49,9 +60,6 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub mod api;
-pub mod remote;
-
-pub use remote::{RemoteBackend, RemoteConfig, RemoteError};
 
 /// Header carrying the caller's terminal id.
 pub const HEADER_TERMINAL_ID: &str = "x-cao-terminal-id";
@@ -69,15 +77,15 @@ pub const HEADER_PROJECT_ID: &str = "x-cao-project-id";
 /// How the router is built.
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
-    /// Accepted `Host` header values (`name` or `name:port`) for `/mcp`. The default is the loopback names
-    /// `localhost`, `127.0.0.1` and `::1`; an empty list disables the check (for servers bound to a public
-    /// address, where clients use names the server cannot know).
-    pub allowed_hosts: Vec<String>,
+    /// The `Host` header values every route accepts ([`edge`]). The default is the loopback names
+    /// ([`AllowedHosts::loopback`]); a server adds its bound address ([`AllowedHosts::for_bind`]) and the names
+    /// its clients use ([`AllowedHosts::allow`]).
+    pub allowed_hosts: AllowedHosts,
     /// Cancelled by the server when it shuts down; ends in-flight MCP streams.
     pub shutdown: CancellationToken,
     /// Raised after every successful store or forget; drives the `index.md` flusher.
     pub flush: FlushSignal,
-    /// Bearer-token authentication; `None` (the default) serves every route without it. See [`auth`](crate::auth)
+    /// Bearer-token authentication; `None` (the default) serves every route without it. See [`auth`]
     /// for the token rules and [`require_scope`] for guarding route groups.
     pub auth: Option<Authenticator>,
 }
@@ -85,7 +93,7 @@ pub struct HttpConfig {
 impl Default for HttpConfig {
     fn default() -> Self {
         Self {
-            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            allowed_hosts: AllowedHosts::loopback(),
             shutdown: CancellationToken::new(),
             flush: FlushSignal::new(),
             auth: None,
@@ -137,14 +145,15 @@ impl ContextSource for HeaderContext {
     }
 }
 
-/// The full router: `/mcp`, `GET /health`, JSON 404/405 fallbacks (see the crate docs).
+/// The full router: `/mcp`, `GET /health`, the REST API, `/openapi.json`, JSON 404/405 fallbacks, all behind the
+/// [`edge`] layer (see the crate docs).
 pub fn router(svc: ServiceHandle, config: HttpConfig) -> Router {
     let local = Arc::new(cao_mcp::LocalBackend::new(svc.clone()));
     router_with_backend(svc, config, local)
 }
 
 /// [`router`] whose memory calls (the MCP tools, context blocks, provider-file blocks) are carried out by
-/// `backend`, for example a [`RemoteBackend`] when `CAO_MEMORY_API_URL` names a memory owner. The
+/// `backend`, for example `cao_client::RemoteBackend` when `CAO_MEMORY_API_URL` names a memory owner. The
 /// `memory.enabled` switch is still read from `svc`'s home before anything reaches `backend`.
 pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<dyn cao_mcp::MemoryBackend>) -> Router {
     let tools = MemoryTools::new(svc.clone(), Arc::new(HeaderContext), config.flush.clone()).with_backend(backend);
@@ -160,15 +169,17 @@ pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<
         .with_legacy_session_mode(false)
         .with_json_response(true)
         .with_sse_keep_alive(None)
-        .with_allowed_hosts(config.allowed_hosts.clone())
-        .enforce_origin_validation()
+        // Host, Origin and body size are the edge layer's, for every route alike.
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_cancellation_token(config.shutdown.child_token());
     let mcp = StreamableHttpService::new(
         move || Ok(tools.clone()),
         Arc::new(NeverSessionManager::default()),
         mcp_config,
     );
-    Router::new()
+    let routes = Router::new()
         .route("/health", get(health))
         .merge(
             Router::new()
@@ -179,7 +190,12 @@ pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<
         .merge(api_router)
         .route("/openapi.json", get(openapi_json).with_state(Arc::new(doc)))
         .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
+        .method_not_allowed_fallback(method_not_allowed);
+    // Last, around everything above (a layer covers only what was added before it): axum's own 2 MiB default
+    // body limit is off so that the edge's one limit applies to every route alike.
+    routes
+        .layer(DefaultBodyLimit::disable())
+        .layer(edge_layer(config.allowed_hosts))
 }
 
 /// The REST API ([`api`]) as one router, and its OpenAPI document (which also describes `/health`, `/mcp` and
@@ -196,12 +212,21 @@ fn api_router(state: api::ApiState, auth: Option<Authenticator>) -> (Router, uto
 /// Body of `GET /health`.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct HealthBody {
-    /// Always `ok`.
+    /// `ok`, or `degraded` (answered with 503) when the index is unusable.
     pub status: String,
     /// Server version.
     pub version: String,
+    /// Always `cao-rs` ([`cao_core::IMPLEMENTATION`]), which tells this server from the Python reference's.
+    pub implementation: String,
     /// Whether memory is enabled (fail-open reading of the settings).
     pub memory_enabled: bool,
+    /// The store: `ok` (the database this server opened is still the home's and answers a query, and the memory
+    /// directory exists), `not_open` (no call has opened the store yet; nothing to check) or `unusable` (the
+    /// database deleted or replaced under the running server or failing, or the memory directory gone).
+    pub index: String,
+    /// For `unusable`: what is wrong and what to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// `GET /openapi.json`: the OpenAPI 3.1 document of every route.
@@ -218,17 +243,53 @@ async fn openapi_json(State(doc): State<Arc<utoipa::openapi::OpenApi>>) -> Json<
     responses(
         (status = 200, description = "The JSON-RPC response", content_type = "application/json"),
         (status = 202, description = "Notification accepted"),
-        (status = 403, description = "Foreign Host header or a browser Origin"),
+        (status = 403, description = "Foreign Host header, or a request from another origin"),
     ))]
 #[allow(dead_code)] // documentation only: the route is the rmcp service
 fn mcp_doc() {}
 
-/// `GET /health`. `memory_enabled` reads the settings like every call does (fail-open).
+/// `GET /health`. `memory_enabled` reads the settings like every call does (fail-open); the store is checked
+/// only when a call has opened it (a health check never creates it), with [`cao_memory::MemoryService::health`]:
+/// the database file must still be the one the server opened and answer a query, and the memory directory must
+/// exist.
 #[utoipa::path(get, path = "/health", tag = "meta",
-    responses((status = 200, description = "Server status", body = HealthBody)))]
-async fn health(State(svc): State<ServiceHandle>) -> Json<serde_json::Value> {
-    let enabled = tokio::task::spawn_blocking(move || svc.enabled()).await.unwrap_or(true);
-    Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION"), "memory_enabled": enabled}))
+    responses(
+        (status = 200, description = "Server status", body = HealthBody),
+        (status = 503, description = "Degraded: the index is unusable", body = HealthBody),
+    ))]
+async fn health(State(svc): State<ServiceHandle>) -> Response {
+    let checked = tokio::task::spawn_blocking(move || {
+        let store = svc.opened().map(|s| s.health());
+        (svc.enabled(), store)
+    })
+    .await;
+    let (enabled, store) = match checked {
+        Ok(v) => v,
+        Err(e) => (
+            true,
+            Some(cao_memory::StoreHealth::degraded(format!(
+                "the health check task failed: {e}"
+            ))),
+        ),
+    };
+    let (status, index, message) = match store {
+        None => (StatusCode::OK, "not_open", None),
+        Some(h) if h.is_ok() => (StatusCode::OK, "ok", None),
+        Some(h) => {
+            let reason = h.reason.unwrap_or_default();
+            tracing::warn!(reason = %reason, "health: the store is unusable");
+            (StatusCode::SERVICE_UNAVAILABLE, "unusable", Some(reason))
+        }
+    };
+    let body = HealthBody {
+        status: if status == StatusCode::OK { "ok" } else { "degraded" }.to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        implementation: cao_core::IMPLEMENTATION.to_owned(),
+        memory_enabled: enabled,
+        index: index.to_owned(),
+        message,
+    };
+    (status, Json(body)).into_response()
 }
 
 async fn not_found() -> impl IntoResponse {

@@ -9,7 +9,8 @@
 //! `cao_search_partitions` (search-rowid partitions per scope and scope id) and `cao_wiki_index_dirty` (the
 //! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
 //! (see [`RelationshipRow`]; created with the reference's DDL when absent), and `cao_terminals`: terminals registered
-//! with `cao-server` ([`TerminalRow`]).
+//! with `cao-server` ([`TerminalRow`]), and the journal's `cao_journal_*` tables (entries, summary lines, view state,
+//! leases, snapshots; see [`journal`]).
 //! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and how it departs from the reference's BM25.
 //!
 //! Invariants:
@@ -39,6 +40,7 @@ mod aliases;
 mod dirty;
 mod edges;
 pub mod error;
+pub mod journal;
 mod partition;
 mod relationships;
 mod row;
@@ -52,6 +54,10 @@ pub use aliases::{KNOWN_ALIAS_TTL, ProjectAlias};
 pub use dirty::DirtyMark;
 pub use edges::{EdgeIdentity, RelatedKeys};
 pub use error::{IndexError, Result};
+pub use journal::{
+    Checkpoint, EntryKind, EntryRow, JournalMeta, JournalNote, JournalTx, JournalWriter, LeaseRow, LineRow, NewEntry,
+    SnapshotRow, ViewItem, ViewRow,
+};
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter,
     RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, SupersedesLookup,

@@ -118,10 +118,39 @@ CREATE TABLE cao_terminals (id TEXT PRIMARY KEY, provider TEXT NOT NULL, session
     cwd TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
 ",
     ),
+    (
+        5,
+        // The journal (spec 001; `crate::journal` documents every column): per container, its entries in append
+        // order, the summary lines of the tree, the view state, the lines the view is waiting for, the leases of
+        // summarizing processes and the session snapshots. Tables holding text have rowids (long rows); the small
+        // state tables are WITHOUT ROWID.
+        "
+CREATE TABLE cao_journal_meta (container TEXT PRIMARY KEY, entries INTEGER NOT NULL DEFAULT 0,
+    view_end INTEGER NOT NULL DEFAULT 0, view_bytes INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+CREATE TABLE cao_journal_entries (container TEXT NOT NULL, id INTEGER NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('note', 'delete')), scope TEXT NOT NULL, scope_id TEXT, \"key\" TEXT NOT NULL,
+    text TEXT NOT NULL, writer_terminal TEXT, writer_session TEXT, writer_pid INTEGER, written_at TEXT NOT NULL,
+    purged INTEGER NOT NULL DEFAULT 0, next_id INTEGER, UNIQUE (container, id));
+CREATE INDEX cao_journal_entries_memory ON cao_journal_entries (container, scope, scope_id, \"key\", id);
+CREATE TABLE cao_journal_lines (container TEXT NOT NULL, id INTEGER NOT NULL, n INTEGER NOT NULL,
+    text TEXT NOT NULL, writer TEXT NOT NULL, written_at TEXT NOT NULL, UNIQUE (container, id, n));
+CREATE TABLE cao_journal_unwritten (container TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (container, id))
+    WITHOUT ROWID;
+CREATE TABLE cao_journal_view (container TEXT NOT NULL, id INTEGER NOT NULL, n INTEGER NOT NULL,
+    bytes INTEGER NOT NULL, PRIMARY KEY (container, id)) WITHOUT ROWID;
+CREATE INDEX cao_journal_view_size ON cao_journal_view (container, n, id);
+CREATE TABLE cao_journal_ready (container TEXT NOT NULL, id INTEGER NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (container, id, n)) WITHOUT ROWID;
+CREATE TABLE cao_journal_leases (container TEXT NOT NULL, id INTEGER NOT NULL, n INTEGER NOT NULL,
+    holder TEXT NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (container, id, n)) WITHOUT ROWID;
+CREATE TABLE cao_journal_snapshots (container TEXT NOT NULL, session_id TEXT NOT NULL,
+    taken_at_entry INTEGER NOT NULL, taken_at TEXT NOT NULL, view TEXT NOT NULL, UNIQUE (container, session_id));
+",
+    ),
 ];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {

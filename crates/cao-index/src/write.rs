@@ -105,6 +105,121 @@ fn find_identity(
     .optional()
 }
 
+/// Reject a row whose `related_keys` breaks the reference's CHECK (1024 bytes or longer).
+pub(crate) fn check_related_keys(row: &MemoryRow) -> Result<()> {
+    if row.related_keys.as_ref().is_some_and(|r| r.len() >= 1024) {
+        return Err(IndexError::Invalid(format!(
+            "related_keys of {:?} is {} bytes; the limit is 1023",
+            row.key.as_str(),
+            row.related_keys.as_ref().map_or(0, String::len)
+        )));
+    }
+    Ok(())
+}
+
+/// The body of [`Index::upsert`] inside an open write transaction (see there).
+pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertOutcome> {
+    let key = row.key.as_str();
+    let existing = find_identity(tx, row.scope, row.scope_id.as_deref(), key)?;
+    let part = partition::ensure(tx, row.scope, row.scope_id.as_deref())?;
+    let slot = partition::slot(part, row.memory_type);
+    let outcome = match existing {
+        Some((id, search_rowid)) => {
+            if let Some(s) = search_rowid {
+                unindex_search(tx, s)?;
+            }
+            let s = match search_rowid {
+                Some(s) if partition::slot_of(s) == slot => s,
+                _ => partition::allocate(tx, slot)?,
+            };
+            tx.prepare_cached(
+                "UPDATE memory_metadata SET memory_type = ?1, tags = ?2, file_path = ?3, source_provider = ?4,
+                         source_terminal_id = ?5, token_estimate = ?6, updated_at = ?7,
+                         last_compiled_at = coalesce(?8, last_compiled_at),
+                         related_keys = coalesce(?9, related_keys), content = ?10, entry_count = ?11,
+                         search_rowid = ?12, file_size = ?14, file_ctime_ns = ?15, file_ino = ?16
+                     WHERE id = ?13",
+            )?
+            .execute(params![
+                row.memory_type.as_str(),
+                row.tags,
+                row.file_path,
+                row.source_provider,
+                row.source_terminal_id,
+                row.token_estimate,
+                format_db_ts(row.updated_at),
+                opt_ts(row.last_compiled_at, format_db_ts),
+                row.related_keys,
+                row.content,
+                row.entry_count,
+                s,
+                id,
+                row.file_stamp.map(|f| f.size),
+                row.file_stamp.map(|f| f.changed_ns),
+                row.file_stamp.map(|f| f.inode),
+            ])?;
+            index_search(tx, s, key, &row.tags, &row.content)?;
+            UpsertOutcome { id, created: false }
+        }
+        None => {
+            if row.id.is_empty() {
+                return Err(IndexError::Invalid(format!("empty row id for new memory {key:?}")));
+            }
+            let s = partition::allocate(tx, slot)?;
+            tx.prepare_cached(
+                "INSERT INTO memory_metadata (id, \"key\", memory_type, scope, scope_id, source_kind, file_path,
+                     tags, source_provider, source_terminal_id, token_estimate, created_at, updated_at,
+                     access_count, last_accessed_at, last_compiled_at, related_keys, content, entry_count,
+                     search_rowid, file_size, file_ctime_ns, file_ino)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+                     ?21, ?22, ?23)",
+            )?
+            .execute(params![
+                row.id,
+                key,
+                row.memory_type.as_str(),
+                row.scope.as_str(),
+                row.scope_id,
+                SourceKind::Native.as_str(),
+                row.file_path,
+                row.tags,
+                row.source_provider,
+                row.source_terminal_id,
+                row.token_estimate,
+                format_db_ts(row.created_at),
+                format_db_ts(row.updated_at),
+                row.access_count,
+                opt_ts(row.last_accessed_at, format_db_ts_secs),
+                opt_ts(row.last_compiled_at, format_db_ts),
+                row.related_keys,
+                row.content,
+                row.entry_count,
+                s,
+                row.file_stamp.map(|f| f.size),
+                row.file_stamp.map(|f| f.changed_ns),
+                row.file_stamp.map(|f| f.inode),
+            ])?;
+            index_search(tx, s, key, &row.tags, &row.content)?;
+            UpsertOutcome {
+                id: row.id.clone(),
+                created: true,
+            }
+        }
+    };
+    dirty::mark(tx, row.container().as_str())?;
+    Ok(outcome)
+}
+
+/// The body of [`Index::delete`] inside an open write transaction: whether a row existed.
+pub(crate) fn delete_in(tx: &Transaction<'_>, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
+    let Some((id, search_rowid)) = find_identity(tx, scope, scope_id, key.as_str())? else {
+        return Ok(false);
+    };
+    delete_row(tx, &id, search_rowid)?;
+    dirty::mark(tx, Container::of(scope, scope_id).as_str())?;
+    Ok(true)
+}
+
 impl Index {
     /// Insert or update the native row with identity `(row.key, row.scope, row.scope_id)` and re-index its text.
     ///
@@ -116,101 +231,19 @@ impl Index {
     /// Errors: [`IndexError::Invalid`] when a new row's `id` is empty or `related_keys` is 1024 bytes or longer
     /// (the reference's CHECK); [`IndexError::Sqlite`] / [`IndexError::Pool`] on database failure (nothing written).
     pub fn upsert(&self, row: &MemoryRow) -> Result<UpsertOutcome> {
-        if row.related_keys.as_ref().is_some_and(|r| r.len() >= 1024) {
-            return Err(IndexError::Invalid(format!(
-                "related_keys of {:?} is {} bytes; the limit is 1023",
-                row.key.as_str(),
-                row.related_keys.as_ref().map_or(0, String::len)
-            )));
+        check_related_keys(row)?;
+        self.write(|tx| upsert_in(tx, row))
+    }
+
+    /// [`Index::upsert`] of every row of `rows`, in order, in one transaction (bulk writers: an import commits a
+    /// batch of topics at once). Either every row is written or none is. Returns each row's outcome.
+    ///
+    /// Errors: as [`Index::upsert`] for any row (nothing written).
+    pub fn upsert_many(&self, rows: &[MemoryRow]) -> Result<Vec<UpsertOutcome>> {
+        for row in rows {
+            check_related_keys(row)?;
         }
-        self.write(|tx| {
-            let key = row.key.as_str();
-            let existing = find_identity(tx, row.scope, row.scope_id.as_deref(), key)?;
-            let part = partition::ensure(tx, row.scope, row.scope_id.as_deref())?;
-            let slot = partition::slot(part, row.memory_type);
-            let outcome = match existing {
-                Some((id, search_rowid)) => {
-                    if let Some(s) = search_rowid {
-                        unindex_search(tx, s)?;
-                    }
-                    let s = match search_rowid {
-                        Some(s) if partition::slot_of(s) == slot => s,
-                        _ => partition::allocate(tx, slot)?,
-                    };
-                    tx.prepare_cached(
-                        "UPDATE memory_metadata SET memory_type = ?1, tags = ?2, file_path = ?3, source_provider = ?4,
-                             source_terminal_id = ?5, token_estimate = ?6, updated_at = ?7,
-                             last_compiled_at = coalesce(?8, last_compiled_at),
-                             related_keys = coalesce(?9, related_keys), content = ?10, entry_count = ?11,
-                             search_rowid = ?12, file_size = ?14, file_ctime_ns = ?15, file_ino = ?16
-                         WHERE id = ?13",
-                    )?
-                    .execute(params![
-                        row.memory_type.as_str(),
-                        row.tags,
-                        row.file_path,
-                        row.source_provider,
-                        row.source_terminal_id,
-                        row.token_estimate,
-                        format_db_ts(row.updated_at),
-                        opt_ts(row.last_compiled_at, format_db_ts),
-                        row.related_keys,
-                        row.content,
-                        row.entry_count,
-                        s,
-                        id,
-                        row.file_stamp.map(|f| f.size),
-                        row.file_stamp.map(|f| f.changed_ns),
-                        row.file_stamp.map(|f| f.inode),
-                    ])?;
-                    index_search(tx, s, key, &row.tags, &row.content)?;
-                    UpsertOutcome { id, created: false }
-                }
-                None => {
-                    if row.id.is_empty() {
-                        return Err(IndexError::Invalid(format!("empty row id for new memory {key:?}")));
-                    }
-                    let s = partition::allocate(tx, slot)?;
-                    tx.prepare_cached(
-                        "INSERT INTO memory_metadata (id, \"key\", memory_type, scope, scope_id, source_kind, file_path,
-                             tags, source_provider, source_terminal_id, token_estimate, created_at, updated_at,
-                             access_count, last_accessed_at, last_compiled_at, related_keys, content, entry_count,
-                             search_rowid, file_size, file_ctime_ns, file_ino)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-                             ?21, ?22, ?23)",
-                    )?
-                    .execute(params![
-                        row.id,
-                        key,
-                        row.memory_type.as_str(),
-                        row.scope.as_str(),
-                        row.scope_id,
-                        SourceKind::Native.as_str(),
-                        row.file_path,
-                        row.tags,
-                        row.source_provider,
-                        row.source_terminal_id,
-                        row.token_estimate,
-                        format_db_ts(row.created_at),
-                        format_db_ts(row.updated_at),
-                        row.access_count,
-                        opt_ts(row.last_accessed_at, format_db_ts_secs),
-                        opt_ts(row.last_compiled_at, format_db_ts),
-                        row.related_keys,
-                        row.content,
-                        row.entry_count,
-                        s,
-                        row.file_stamp.map(|f| f.size),
-                        row.file_stamp.map(|f| f.changed_ns),
-                        row.file_stamp.map(|f| f.inode),
-                    ])?;
-                    index_search(tx, s, key, &row.tags, &row.content)?;
-                    UpsertOutcome { id: row.id.clone(), created: true }
-                }
-            };
-            dirty::mark(tx, row.container().as_str())?;
-            Ok(outcome)
-        })
+        self.write(|tx| rows.iter().map(|row| upsert_in(tx, row)).collect())
     }
 
     /// Record, for each `(memory, stamp)`, that the native row of `memory` agrees with its topic file as it is now
@@ -244,14 +277,7 @@ impl Index {
     /// Delete the native row `(scope, scope_id, key)` and its search entries; marks its container dirty.
     /// Returns whether a row existed. Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
     pub fn delete(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
-        self.write(|tx| {
-            let Some((id, search_rowid)) = find_identity(tx, scope, scope_id, key.as_str())? else {
-                return Ok(false);
-            };
-            delete_row(tx, &id, search_rowid)?;
-            dirty::mark(tx, Container::of(scope, scope_id).as_str())?;
-            Ok(true)
-        })
+        self.write(|tx| delete_in(tx, scope, scope_id, key))
     }
 
     /// Delete every native row of `scope` whose scope id equals `scope_id` (`None` = rows without a scope id), with

@@ -30,7 +30,7 @@ const STDIN_GRACE: Duration = Duration::from_millis(200);
 #[derive(Debug, Parser)]
 #[command(
     name = "cao-mcp-server",
-    version,
+    version = cao_core::VERSION,
     about = "MCP server (stdio) exposing the memory_store, memory_recall and memory_forget tools",
     long_about = "MCP server (stdio) exposing the memory_store, memory_recall and memory_forget tools.\n\n\
 Launched by an agent's MCP client; speaks JSON-RPC on stdin/stdout and logs to stderr.\n\n\
@@ -87,9 +87,9 @@ async fn run() -> anyhow::Result<()> {
 
     let mut tools = MemoryTools::new(svc, Arc::new(FixedContext::from_env()), flush);
     // A remote memory owner (CAO_MEMORY_API_URL) carries out the calls; the local switch is still checked first.
-    if let Some(remote) = cao_http::RemoteConfig::from_env()? {
+    if let Some(remote) = cao_client::RemoteConfig::from_env()? {
         tracing::info!(owner = %remote.url, "memory calls go to the remote owner");
-        tools = tools.with_backend(Arc::new(cao_http::RemoteBackend::new(remote)?));
+        tools = tools.with_backend(Arc::new(cao_client::RemoteBackend::new(remote)?));
     }
     let served = tools.serve(rmcp::transport::stdio()).await;
     let outcome = match served {

@@ -1,67 +1,26 @@
-//! [`MemoryBackend`]: where a memory call is carried out once the local switch has allowed it.
+//! [`LocalBackend`]: the [`MemoryBackend`] that runs calls on this machine's memory service.
 //!
-//! The local backend ([`LocalBackend`]) runs the call on this machine's [`MemoryService`]. A node configured with
-//! a remote memory owner (`CAO_MEMORY_API_URL`, spec 000 "Context Injection") uses an HTTP implementation that
-//! lives with the HTTP code (`cao_http::RemoteBackend`). Callers ([`crate::MemoryTools`], the context routes)
-//! check `memory.enabled` of *this* machine before calling a backend, so with the switch off nothing reaches the
-//! owner.
+//! The trait itself lives with the protocol (`cao-protocol`), so the remote-owner client (`cao-client`)
+//! implements it without depending on this crate.
 
+use crate::context::resolve_terminal;
 use crate::error::ToolError;
 use crate::handle::ServiceHandle;
-use crate::params::{ForgetParams, RecallParams, StoreParams};
-use crate::{FORGET, RECALL, STORE};
+use crate::handlers::handler;
 use cao_core::{Settings, TerminalContext};
-use cao_memory::{ContextRequest, MemoryError, MemoryService};
-use rmcp::model::JsonObject;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use cao_memory::{ContextRequest, MemoryError};
+use cao_protocol::{Access, Arguments, BackendFuture, MemoryBackend, Tool};
 use serde_json::Value;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// The boxed future a [`MemoryBackend`] method returns.
-pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Carries out memory calls for a terminal context. Implementations never panic and never block the async
-/// runtime; they are called only after the local `memory.enabled` check passed.
-pub trait MemoryBackend: std::fmt::Debug + Send + Sync + 'static {
-    /// Run tool `tool` (`memory_store`, `memory_recall` or `memory_forget`) with its MCP `args` as `ctx`.
-    ///
-    /// Returns the tool's success payload (spec/reference-facts.md "MCP payloads").
-    /// Errors: the failure an agent should see ([`ToolError::payload`] builds its JSON).
-    fn call(
-        &self,
-        tool: &'static str,
-        args: JsonObject,
-        ctx: TerminalContext,
-    ) -> BackendFuture<'_, Result<Value, ToolError>>;
-
-    /// The `<cao-memory>` block for `ctx` within `budget` characters (default 3000), `None` when there is nothing
-    /// to inject.
-    ///
-    /// Errors: the service's (or the owner's) failure.
-    fn context(
-        &self,
-        ctx: TerminalContext,
-        budget: Option<usize>,
-    ) -> BackendFuture<'_, Result<Option<String>, ToolError>>;
-
-    /// Whether [`MemoryBackend::call`] itself reads this machine's `memory.enabled` switch before anything else,
-    /// failing with [`MemoryError::Disabled`] when it is off, so callers need not check it first. `false` by
-    /// default; `true` for [`LocalBackend`], which reads the settings once per call and runs the check and the
-    /// service call in one blocking step.
-    fn checks_local_switch(&self) -> bool {
-        false
-    }
-}
-
-/// The local backend: the calls run on this machine's (lazily opened) [`MemoryService`] on tokio's blocking pool.
+/// The local backend: the calls run on this machine's (lazily opened) memory service on tokio's blocking pool.
 ///
-/// Each tool call is one blocking step: read the settings once ([`ServiceHandle::settings`]), refuse with
-/// [`MemoryError::Disabled`] when `memory.enabled` is off (nothing opened or created), parse the arguments, then run
-/// the service call with those same settings ([`MemoryService::with_settings`]).
+/// Each tool call is one blocking step: take the request's settings (those the caller passed, else read once with
+/// [`ServiceHandle::settings`]), refuse with [`MemoryError::Disabled`] when `memory.enabled` is off (nothing opened
+/// or created), complete a terminal id's context from its registration ([`resolve_terminal`]), then run the tool's
+/// handler (arguments parsed, service called) with those same settings
+/// ([`cao_memory::MemoryService::with_settings`]). A context block is one blocking step with one settings read too.
 ///
 /// Reads (`memory_recall` and context blocks) are pure CPU and SQLite page work: at most
 /// [`LocalBackend::read_concurrency`] of them run at once (by default two per available core, see
@@ -115,16 +74,21 @@ impl LocalBackend {
 impl MemoryBackend for LocalBackend {
     fn call(
         &self,
-        tool: &'static str,
-        args: JsonObject,
+        tool: Tool,
+        args: Arguments,
         ctx: TerminalContext,
+        settings: Option<Settings>,
     ) -> BackendFuture<'_, Result<Value, ToolError>> {
         let handle = self.svc.clone();
         Box::pin(async move {
-            let slot = if tool == RECALL { self.read_slot().await } else { None };
-            blocking(tool, move || {
+            let slot = if tool.access() == Access::Read {
+                self.read_slot().await
+            } else {
+                None
+            };
+            blocking(tool.name(), move || {
                 let _slot = slot;
-                call_local(&handle, tool, args, &ctx)
+                call_local(&handle, tool, args, ctx, settings)
             })
             .await
         })
@@ -134,13 +98,17 @@ impl MemoryBackend for LocalBackend {
         &self,
         ctx: TerminalContext,
         budget: Option<usize>,
+        settings: Option<Settings>,
     ) -> BackendFuture<'_, Result<Option<String>, ToolError>> {
         let handle = self.svc.clone();
         Box::pin(async move {
             let slot = self.read_slot().await;
             blocking("context", move || {
                 let _slot = slot;
-                Ok(handle.get()?.context_block(&ctx, ContextRequest { budget })?)
+                let settings = settings.unwrap_or_else(|| handle.settings());
+                let svc = handle.get()?.with_settings(settings);
+                let ctx = resolve_terminal(&svc, ctx)?;
+                Ok(svc.context_block(&ctx, ContextRequest { budget })?)
             })
             .await
         })
@@ -151,32 +119,22 @@ impl MemoryBackend for LocalBackend {
     }
 }
 
-/// One local tool call, on the blocking pool: settings once, the switch, then the service call.
+/// One local tool call, on the blocking pool: the settings (`settings`, else read once), the switch, the terminal
+/// id's registration ([`resolve_terminal`]), then the tool's handler with those same settings.
 fn call_local(
     handle: &ServiceHandle,
-    tool: &'static str,
-    args: JsonObject,
-    ctx: &TerminalContext,
+    tool: Tool,
+    args: Arguments,
+    ctx: TerminalContext,
+    settings: Option<Settings>,
 ) -> Result<Value, ToolError> {
-    let settings = handle.settings();
+    let settings = settings.unwrap_or_else(|| handle.settings());
     if !settings.memory_enabled() {
-        return Err(ToolError::Memory(MemoryError::Disabled));
+        return Err(ToolError::from(MemoryError::Disabled));
     }
-    match tool {
-        STORE => run(handle, settings, tool, args, ctx, |svc, ctx, p: StoreParams| {
-            svc.store(ctx, p.into_request())
-        }),
-        RECALL => run(handle, settings, tool, args, ctx, |svc, ctx, p: RecallParams| {
-            svc.recall(ctx, p.into_request())
-        }),
-        FORGET => run(handle, settings, tool, args, ctx, |svc, ctx, p: ForgetParams| {
-            svc.forget(ctx, p.into_request())
-        }),
-        _ => Err(ToolError::Arguments {
-            tool,
-            reason: "unknown tool".to_owned(),
-        }),
-    }
+    let svc = handle.get()?.with_settings(settings);
+    let ctx = resolve_terminal(&svc, ctx)?;
+    handler(tool).run(&svc, &ctx, args)
 }
 
 /// Run `f` on the blocking pool; a failed task becomes [`ToolError::Internal`].
@@ -192,37 +150,6 @@ where
             reason: e.to_string(),
         }),
     }
-}
-
-/// Parse the arguments, open the service if needed, call it with `settings` and serialise the result.
-fn run<P, R, F>(
-    handle: &ServiceHandle,
-    settings: Settings,
-    tool: &'static str,
-    args: JsonObject,
-    ctx: &TerminalContext,
-    f: F,
-) -> Result<Value, ToolError>
-where
-    P: DeserializeOwned,
-    R: Serialize,
-    F: FnOnce(&MemoryService, &TerminalContext, P) -> Result<R, MemoryError>,
-{
-    let params: P = parse_arguments(tool, args)?;
-    let svc = handle.get()?.with_settings(settings);
-    let result = f(&svc, ctx, params)?;
-    serde_json::to_value(result).map_err(|e| ToolError::Internal {
-        tool,
-        reason: e.to_string(),
-    })
-}
-
-/// Deserialize the call's arguments into `P`.
-fn parse_arguments<P: DeserializeOwned>(tool: &'static str, args: JsonObject) -> Result<P, ToolError> {
-    serde_json::from_value(Value::Object(args)).map_err(|e| ToolError::Arguments {
-        tool,
-        reason: e.to_string(),
-    })
 }
 
 #[cfg(test)]

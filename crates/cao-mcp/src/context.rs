@@ -3,8 +3,12 @@
 //! The stdio server serves one agent terminal, so its context is captured once from the environment at start
 //! ([`FixedContext`], `TerminalContext::from_env`). The HTTP server serves many terminals, so its context is
 //! derived per request from headers; that source lives with the HTTP code and implements [`ContextSource`].
+//!
+//! Whatever its source, a context naming a terminal id is completed from that terminal's registration
+//! ([`resolve_terminal`]) before a call runs: every route and transport resolves a terminal id the same way.
 
 use cao_core::TerminalContext;
+use cao_memory::{MemoryError, MemoryService};
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
@@ -33,4 +37,27 @@ impl ContextSource for FixedContext {
     fn context(&self, _request: &RequestContext<RoleServer>) -> TerminalContext {
         self.0.clone()
     }
+}
+
+/// `ctx` with each absent field (session name, agent profile, provider, cwd) filled from the registration of its
+/// terminal id (`POST /terminals`, kept in the index database), when it names one that is registered. Fields the
+/// caller gave win; a context without a terminal id, or with every one of those fields set, is returned as it is
+/// without reading the index. The one terminal resolution of every route: `/mcp`, the internal routes, the stdio
+/// server (`CAO_TERMINAL_ID`) and context blocks.
+///
+/// Errors: [`MemoryError::Index`] when the registration cannot be read.
+pub fn resolve_terminal(svc: &MemoryService, mut ctx: TerminalContext) -> Result<TerminalContext, MemoryError> {
+    let complete =
+        ctx.session_name.is_some() && ctx.agent_profile.is_some() && ctx.provider.is_some() && ctx.cwd.is_some();
+    let Some(id) = ctx.terminal_id.as_deref().filter(|_| !complete) else {
+        return Ok(ctx);
+    };
+    if let Some(row) = svc.index().terminal(id)? {
+        let reg = row.context();
+        ctx.session_name = ctx.session_name.or(reg.session_name);
+        ctx.agent_profile = ctx.agent_profile.or(reg.agent_profile);
+        ctx.provider = ctx.provider.or(reg.provider);
+        ctx.cwd = ctx.cwd.or(reg.cwd);
+    }
+    Ok(ctx)
 }

@@ -1,10 +1,14 @@
-//! `cao-mcp`: the MCP tools agents use to store, recall and forget memories (layer 4; over `cao-memory`).
+//! `cao-mcp`: the MCP tools agents use to store, recall and forget memories (layer 4; over `cao-memory` and
+//! `cao-protocol`).
 //!
 //! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with three tools (spec 000 "MCP Tools"):
 //! - `memory_store(content, scope="project", memory_type="project", key?, tags?)`
 //! - `memory_recall(query?, scope?, memory_type?, limit=10 (1..100), search_mode="hybrid", sort_by="recency",
 //!   include_related=false)`
 //! - `memory_forget(key, scope="project")`
+//!
+//! Each tool is a [`Tool`] (its wire facts: name, internal route, access) and a [`ToolHandler`] (its typed
+//! arguments, definition and service call, in `handlers.rs`); nothing here matches tool-name strings.
 //!
 //! It is transport-agnostic: `cao-mcp-server` serves it over stdio with a [`FixedContext`] taken from the
 //! environment, `cao-http` over streamable HTTP with a per-request context built from headers ([`ContextSource`]).
@@ -15,12 +19,16 @@
 //!   touching any file; the service is opened (creating `memory/` and the database) only by the first enabled
 //!   call ([`ServiceHandle`]).
 //! - Tool failures are never protocol errors: they are results whose JSON is `{success: false, error,
-//!   error_kind}` (error_kind = `MemoryError::kind`), so agents can read and correct them. Only an unknown tool
-//!   name is a protocol error.
+//!   error_kind}` (error_kind = the [`ErrorCode`] of the failure), so agents can read and correct them. Only an
+//!   unknown tool name and `tools/call` params that are not `{name, arguments?}` are protocol errors (JSON-RPC
+//!   `-32602`, naming the field).
+//! - A call whose context names a terminal id gets the absent fields from that terminal's registration
+//!   ([`resolve_terminal`]), on every transport.
 //! - Results are the service's result structs serialised as JSON text content, with the same object as
 //!   structured content; field names are those of spec/reference-facts.md "MCP payloads".
 //! - Calls are carried out by a [`MemoryBackend`]: the local service ([`LocalBackend`], the default) or, on a node
-//!   with a remote memory owner, the owner's HTTP API; the local switch above is checked before either.
+//!   with a remote memory owner, the owner's HTTP API (`cao_client::RemoteBackend`); the local switch above is
+//!   checked before either.
 //! - Service calls are synchronous and run on tokio's blocking pool; recall counts accesses (`record_access`).
 //! - Nothing here writes to stdout (the stdio transport owns it); diagnostics go through `tracing`.
 
@@ -29,22 +37,25 @@ mod context;
 mod error;
 mod flush;
 mod handle;
+mod handlers;
 mod params;
 mod tools;
 
 pub mod process;
 
-pub use backend::{BackendFuture, LocalBackend, MemoryBackend};
-pub use context::{ContextSource, FixedContext};
-pub use error::{ToolError, disabled_payload};
+pub use backend::{LocalBackend, default_read_concurrency};
+pub use cao_protocol::{Access, Arguments, BackendFuture, ErrorCode, MemoryBackend, Tool, ToolError};
+pub use context::{ContextSource, FixedContext, resolve_terminal};
+pub use error::disabled_payload;
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};
 pub use handle::ServiceHandle;
+pub use handlers::ToolHandler;
 pub use params::{ForgetParams, RecallParams, StoreParams};
 pub use tools::{MemoryTools, SERVER_NAME, local_enabled};
 
-/// Name of the store tool.
-pub const STORE: &str = "memory_store";
-/// Name of the recall tool.
-pub const RECALL: &str = "memory_recall";
-/// Name of the forget tool.
-pub const FORGET: &str = "memory_forget";
+/// Name of the store tool (`Tool::Store`).
+pub const STORE: &str = Tool::Store.name();
+/// Name of the recall tool (`Tool::Recall`).
+pub const RECALL: &str = Tool::Recall.name();
+/// Name of the forget tool (`Tool::Forget`).
+pub const FORGET: &str = Tool::Forget.name();

@@ -1,22 +1,20 @@
 //! [`MemoryTools`]: the MCP server handler exposing `memory_store`, `memory_recall` and `memory_forget`.
 
-use crate::backend::{LocalBackend, MemoryBackend};
-use crate::context::ContextSource;
+use crate::backend::LocalBackend;
+use crate::context::{ContextSource, resolve_terminal};
 use crate::error::ToolError;
 use crate::flush::FlushSignal;
 use crate::handle::ServiceHandle;
-use crate::params::{ForgetParams, RecallParams, StoreParams};
-use crate::{FORGET, RECALL, STORE};
-use cao_core::TerminalContext;
+use crate::handlers::handler;
+use cao_core::{Settings, TerminalContext};
 use cao_memory::MemoryError;
-use rmcp::handler::server::tool::schema_for_input;
+use cao_protocol::{Arguments, MemoryBackend, Tool};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use schemars::JsonSchema;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -31,31 +29,17 @@ memory_forget to remove a memory that is wrong or obsolete. `scope` decides wher
 (global, project, session, agent, federated); `memory_type` is only a label (project, user, feedback, reference). \
 Every tool returns JSON with `success`; on failure `error` says what to fix.";
 
-const STORE_DESCRIPTION: &str = "Store a persistent memory (a fact, decision, preference or convention) as a markdown \
-wiki topic plus a search-index entry. Storing again with the same key and scope appends a new timestamped entry \
-(upsert); the newest entry is the current content. Returns JSON {success, key, scope, scope_id, file_path, action} \
-with action \"created\" or \"updated\"; on failure {success: false, error, error_kind}. Storing into project, session \
-or agent scope needs that piece of the terminal context (working directory, session name, agent profile).";
-
-const RECALL_DESCRIPTION: &str = "Search stored memories by keywords and filters, ranked by sort_by. Check memory \
-before asking the user, and at the start of a task. Without scope, every scope visible to you is searched and the \
-results follow scope precedence session > project > global. Returns JSON {success, memories: [{key, content, \
-memory_type, scope, tags, file_path, updated_at}]}; on failure {success: false, error, error_kind} (for example an \
-unknown sort_by or search_mode, or a limit outside 1..100).";
-
-const FORGET_DESCRIPTION: &str = "Remove a memory by key and scope (its topic file and index entry). Returns JSON \
-{success, deleted, key, scope, action, path}: action \"deleted\" when it existed, \"absent\" (deleted false) when \
-there was nothing to remove. On failure {success: false, error, error_kind}.";
-
 /// The MCP handler for the memory tools. Cheap to clone (the service and the context source are shared), so an
 /// HTTP transport can build one per session.
 ///
 /// Every call: (1) if memory is disabled on this machine, returns the disabled payload and touches nothing (no
-/// remote owner is contacted); (2) hands the arguments to the [`MemoryBackend`]: the local one parses them, opens
+/// remote owner is contacted); (2) completes a terminal id's context from its registration on this machine
+/// ([`resolve_terminal`]); (3) hands the arguments to the [`MemoryBackend`]: the local one parses them, opens
 /// the service if this is its first use ([`ServiceHandle`]) and runs the synchronous service call on the blocking
-/// pool (steps 1 and 2 in one blocking step with one settings read), a remote one sends them to the owner; (3) returns the result, or
-/// `{success: false, error, error_kind}`, as JSON text content plus structured content. Only an unknown tool name
-/// is a protocol error.
+/// pool (steps 1 to 3 in one blocking step with one settings read), a remote one sends them to the owner;
+/// (4) returns the result, or `{success: false, error, error_kind}`, as JSON text content plus structured content.
+/// Only an unknown tool name and params that do not fit `tools/call` (`-32602`, naming the field) are protocol
+/// errors.
 #[derive(Clone)]
 pub struct MemoryTools {
     svc: ServiceHandle,
@@ -86,27 +70,11 @@ impl MemoryTools {
         }
     }
 
-    /// The three tool definitions, with input schemas generated from [`StoreParams`], [`RecallParams`] and
-    /// [`ForgetParams`].
-    pub fn tools() -> Vec<Tool> {
-        vec![
-            Tool::new(STORE, STORE_DESCRIPTION, input_schema::<StoreParams>()).annotate(
-                ToolAnnotations::new()
-                    .read_only(false)
-                    .destructive(false)
-                    .idempotent(false)
-                    .open_world(false),
-            ),
-            Tool::new(RECALL, RECALL_DESCRIPTION, input_schema::<RecallParams>())
-                .annotate(ToolAnnotations::new().read_only(true).open_world(false)),
-            Tool::new(FORGET, FORGET_DESCRIPTION, input_schema::<ForgetParams>()).annotate(
-                ToolAnnotations::new()
-                    .read_only(false)
-                    .destructive(true)
-                    .idempotent(true)
-                    .open_world(false),
-            ),
-        ]
+    /// The tool definitions, one per [`Tool`] in [`Tool::ALL`] order, each from its handler (input schemas
+    /// generated from [`StoreParams`](crate::StoreParams), [`RecallParams`](crate::RecallParams) and
+    /// [`ForgetParams`](crate::ForgetParams)).
+    pub fn tools() -> Vec<rmcp::model::Tool> {
+        Tool::ALL.iter().map(|&t| handler(t).definition()).collect()
     }
 
     /// This handler with its calls carried out by `backend` (for example the remote owner's HTTP client) instead
@@ -130,50 +98,87 @@ impl MemoryTools {
         arguments: Option<JsonObject>,
         ctx: TerminalContext,
     ) -> Result<Value, ErrorData> {
-        let tool = match name {
-            STORE => STORE,
-            RECALL => RECALL,
-            FORGET => FORGET,
-            other => {
-                return Err(ErrorData::invalid_params(
-                    format!("unknown tool {other:?}: expected one of {STORE}, {RECALL}, {FORGET}"),
-                    None,
-                ));
-            }
+        let Some(tool) = Tool::from_name(name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {name:?}: expected one of {}", Tool::names()),
+                None,
+            ));
         };
-        Ok(self.run(tool, arguments, ctx).await)
+        Ok(
+            match self.execute(tool, arguments.unwrap_or_default(), ctx, None).await {
+                Ok(value) => value,
+                Err(e) => e.payload(tool),
+            },
+        )
     }
 
-    /// The common call path (see the type docs): the local switch first, then the backend. A backend that reads
-    /// the switch itself in the same step ([`MemoryBackend::checks_local_switch`], the local one) is called directly.
-    async fn run(&self, tool: &'static str, arguments: Option<JsonObject>, ctx: TerminalContext) -> Value {
-        let outcome = if self.backend.checks_local_switch() || local_enabled(&self.svc).await {
-            self.backend.call(tool, arguments.unwrap_or_default(), ctx).await
+    /// The common call path (see the type docs), typed: the success payload of `tool`, or the failure (which
+    /// [`ToolError::payload`] turns into the agent's JSON). The local switch and the terminal id's registration
+    /// ([`resolve_terminal`]) first, then the backend; a backend that does both itself in the same step
+    /// ([`MemoryBackend::checks_local_switch`], the local one) is called directly. `settings`: this machine's settings if the caller already read them for this request
+    /// (then nothing reads `settings.json` again), else `None`. A successful call of a writing tool raises the
+    /// flush signal.
+    ///
+    /// Errors: the call's failure.
+    pub async fn execute(
+        &self,
+        tool: Tool,
+        args: Arguments,
+        ctx: TerminalContext,
+        settings: Option<Settings>,
+    ) -> Result<Value, ToolError> {
+        let outcome = if self.backend.checks_local_switch() {
+            self.backend.call(tool, args, ctx, settings).await
         } else {
-            Err(ToolError::Memory(MemoryError::Disabled))
+            match local_prelude(&self.svc, ctx, settings).await {
+                Ok((ctx, settings)) => self.backend.call(tool, args, ctx, Some(settings)).await,
+                Err(e) => Err(e),
+            }
         };
-        match outcome {
-            Ok(value) => {
-                if tool != RECALL {
+        match &outcome {
+            Ok(_) => {
+                if tool.writes() {
                     self.flush.mark();
                 }
-                tracing::debug!(tool, "tool call succeeded");
-                value
+                tracing::debug!(%tool, "tool call succeeded");
             }
-            Err(e) => {
-                match &e {
-                    ToolError::Memory(m) if m.is_client_error() => {
-                        tracing::debug!(tool, kind = e.kind(), error = %e, "tool call refused")
-                    }
-                    ToolError::Arguments { .. } | ToolError::Remote { .. } => {
-                        tracing::debug!(tool, error = %e, "tool call refused")
-                    }
-                    _ => tracing::warn!(tool, kind = e.kind(), error = %e, "tool call failed"),
-                }
-                e.payload(tool)
+            Err(e) if e.is_client_error() => {
+                tracing::debug!(%tool, kind = e.error_kind(), error = %e, "tool call refused")
             }
+            Err(e) => tracing::warn!(%tool, kind = e.error_kind(), error = %e, "tool call failed"),
         }
+        outcome
     }
+}
+
+/// What this machine does before a backend that does not read the local switch (a remote owner) gets a call, in
+/// one blocking step: the settings (`settings`, else read once), the switch ([`MemoryError::Disabled`]), and the
+/// terminal id's registration on this machine ([`resolve_terminal`]), looked up only when the local index exists
+/// (a node that never opened its store has no registrations, and the lookup must not create one).
+async fn local_prelude(
+    svc: &ServiceHandle,
+    ctx: TerminalContext,
+    settings: Option<Settings>,
+) -> Result<(TerminalContext, Settings), ToolError> {
+    let handle = svc.clone();
+    let step = tokio::task::spawn_blocking(move || {
+        let settings = settings.unwrap_or_else(|| handle.settings());
+        if !settings.memory_enabled() {
+            return Err(ToolError::from(MemoryError::Disabled));
+        }
+        let ctx = if ctx.terminal_id.is_some() && (handle.opened().is_some() || handle.home().db_path().is_file()) {
+            resolve_terminal(&handle.get()?.with_settings(settings.clone()), ctx)?
+        } else {
+            ctx
+        };
+        Ok((ctx, settings))
+    });
+    step.await.unwrap_or_else(|e| {
+        Err(ToolError::Internal {
+            tool: "context",
+            reason: e.to_string(),
+        })
+    })
 }
 
 /// Whether memory is enabled on this machine (`memory.enabled` / `CAO_MEMORY_ENABLED`), read on the blocking
@@ -183,15 +188,6 @@ pub async fn local_enabled(svc: &ServiceHandle) -> bool {
     tokio::task::spawn_blocking(move || handle.enabled())
         .await
         .unwrap_or(true)
-}
-
-/// The `inputSchema` of `T`; an object schema is guaranteed for the parameter structs of this crate, and a
-/// permissive object schema is used should generation ever fail, so listing tools cannot fail.
-fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    schema_for_input::<T>().unwrap_or_else(|e| {
-        tracing::error!(error = %e, "tool input schema generation failed");
-        rmcp::handler::server::common::schema_for_empty_input()
-    })
 }
 
 impl ServerHandler for MemoryTools {
@@ -209,7 +205,7 @@ impl ServerHandler for MemoryTools {
         Ok(ListToolsResult::with_all_items(Self::tools()))
     }
 
-    fn get_tool(&self, name: &str) -> Option<Tool> {
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
         Self::tools().into_iter().find(|t| t.name == name)
     }
 
@@ -222,11 +218,64 @@ impl ServerHandler for MemoryTools {
         let payload = self.call(&request.name, request.arguments, ctx).await?;
         Ok(CallToolResult::structured(payload).into())
     }
+
+    /// rmcp hands over every request it could not parse as one of the methods it knows, which includes a
+    /// `tools/call` whose params do not fit that method: it gets `-32602` (invalid params) naming the field, any
+    /// other method `-32601` (method not found).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(unparsed_request_error(&request.method, request.params.as_ref()))
+    }
+}
+
+/// The protocol error for a request rmcp could not parse (see [`MemoryTools::on_custom_request`]): for
+/// `tools/call`, `-32602` with a message and `data.field` naming what is wrong with the params; otherwise `-32601`
+/// naming the method.
+fn unparsed_request_error(method: &str, params: Option<&Value>) -> ErrorData {
+    match method {
+        "tools/call" => {
+            invalid_params::<CallToolRequestParams>(method, params, "{\"name\": <tool name>, \"arguments\": {...}}")
+        }
+        _ => ErrorData::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            format!("method not found: {method:?}"),
+            None,
+        ),
+    }
+}
+
+/// `-32602` for `params` that do not deserialise as `T`, naming the first offending field (`params` itself when
+/// they are missing or not an object). `shape` shows what the params should look like.
+fn invalid_params<T: serde::de::DeserializeOwned>(method: &str, params: Option<&Value>, shape: &str) -> ErrorData {
+    let (field, reason) = match params {
+        None | Some(Value::Null) => ("params".to_owned(), "missing".to_owned()),
+        Some(v) => match serde_path_to_error::deserialize::<_, T>(v) {
+            Err(e) => {
+                let path = e.path().to_string();
+                let field = if path == "." {
+                    "params".to_owned()
+                } else {
+                    format!("params.{path}")
+                };
+                (field, e.into_inner().to_string())
+            }
+            // The params parse on their own: the request was refused for something around them.
+            Ok(_) => ("params".to_owned(), "not accepted with this request".to_owned()),
+        },
+    };
+    ErrorData::invalid_params(
+        format!("invalid params for {method}: {field}: {reason}; expected {shape}"),
+        Some(serde_json::json!({"method": method, "field": field})),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{FORGET, RECALL, STORE};
 
     fn schema(name: &str) -> Value {
         let tool = MemoryTools::tools()

@@ -1,5 +1,6 @@
 //! The service's error type.
 
+use cao_protocol::{ErrorCode, ToolError};
 use std::path::PathBuf;
 
 /// Why a service call failed. Every variant's message is one actionable line; [`MemoryError::kind`] gives a
@@ -60,6 +61,14 @@ pub enum MemoryError {
         /// The index failure.
         reason: String,
     },
+    /// An import bundle was refused as a whole (unreadable, not a gzip tar archive, over a size or count limit);
+    /// nothing was planned or written. The message names the bundle and the reason, never file content.
+    #[error("bundle refused: {0}")]
+    Bundle(String),
+    /// An export of a private scope (session, agent) without the explicit opt-in (`--include-private`; never
+    /// over HTTP).
+    #[error("the {0} scope is private; exporting it needs --include-private (and is never served over HTTP)")]
+    PrivateScope(cao_core::Scope),
     /// A file-system operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -78,34 +87,45 @@ pub enum MemoryError {
 }
 
 impl MemoryError {
-    /// Stable snake_case code of the variant (used as the `error` field of JSON errors).
-    pub fn kind(&self) -> &'static str {
+    /// The stable code of the variant (`cao_protocol::ErrorCode`; MCP `error_kind`, REST `error`).
+    pub fn code(&self) -> ErrorCode {
         match self {
-            MemoryError::Invalid(_) => "invalid_argument",
-            MemoryError::Disabled => "memory_disabled",
-            MemoryError::ExplainDisabled => "explain_disabled",
-            MemoryError::NotFound { .. } => "not_found",
-            MemoryError::Secret { .. } => "secret_detected",
-            MemoryError::Unauthorized { .. } => "scope_not_allowed",
-            MemoryError::Corrupt { .. } => "corrupt_topic_file",
-            MemoryError::PartialWrite { .. } => "memory_metadata_partial_write",
-            MemoryError::Io { .. } => "io_error",
-            MemoryError::Wiki(_) => "wiki_error",
-            MemoryError::Index(_) => "index_error",
+            MemoryError::Invalid(_) => ErrorCode::InvalidArgument,
+            MemoryError::Disabled => ErrorCode::MemoryDisabled,
+            MemoryError::ExplainDisabled => ErrorCode::ExplainDisabled,
+            MemoryError::NotFound { .. } => ErrorCode::NotFound,
+            MemoryError::Secret { .. } => ErrorCode::SecretDetected,
+            MemoryError::Unauthorized { .. } => ErrorCode::ScopeNotAllowed,
+            MemoryError::Corrupt { .. } => ErrorCode::CorruptTopicFile,
+            MemoryError::PartialWrite { .. } => ErrorCode::MemoryMetadataPartialWrite,
+            MemoryError::Bundle(_) => ErrorCode::InvalidBundle,
+            MemoryError::PrivateScope(_) => ErrorCode::PrivateScope,
+            MemoryError::Io { .. } => ErrorCode::IoError,
+            MemoryError::Wiki(_) => ErrorCode::WikiError,
+            MemoryError::Index(_) => ErrorCode::IndexError,
         }
     }
 
-    /// Whether the error is the caller's fault (bad argument, not found, refused) rather than the system's.
+    /// Stable snake_case code of the variant (used as the `error` field of JSON errors): [`MemoryError::code`] as
+    /// a string.
+    pub fn kind(&self) -> &'static str {
+        self.code().as_str()
+    }
+
+    /// Whether the error is the caller's fault (bad argument, not found, refused) rather than the system's
+    /// (that of [`MemoryError::code`]).
     pub fn is_client_error(&self) -> bool {
-        matches!(
-            self,
-            MemoryError::Invalid(_)
-                | MemoryError::NotFound { .. }
-                | MemoryError::Secret { .. }
-                | MemoryError::Unauthorized { .. }
-                | MemoryError::Disabled
-                | MemoryError::ExplainDisabled
-        )
+        self.code().is_client_error()
+    }
+}
+
+impl From<MemoryError> for ToolError {
+    /// A tool call the service refused or failed: its code and one-line message.
+    fn from(e: MemoryError) -> Self {
+        ToolError::Service {
+            code: e.code(),
+            message: e.to_string(),
+        }
     }
 }
 

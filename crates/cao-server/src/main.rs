@@ -13,10 +13,13 @@
 //!   none; clap exits 2 otherwise). The JWKS is loaded before binding: an unusable one stops the server (exit 1).
 //! - A non-loopback `--host` with authentication off is refused with exit status 2 and one stderr line naming
 //!   `--allow-unauthenticated-remote`, unless that flag (or `CAO_ALLOW_UNAUTHENTICATED_REMOTE=true`) is given.
+//! - Every route accepts only the `Host` names of [`cao_http::AllowedHosts`]: loopback names, the bound address
+//!   (every IP literal for a wildcard bind) and the `--allowed-host` / `CAO_ALLOWED_HOSTS` names (`*`: any).
+//! - `--version` names the implementation: `cao-server 0.1.0 (cao-rs, Rust)`.
 
 use anyhow::Context as _;
 use cao_core::CaoHome;
-use cao_http::{AuthConfig, Authenticator, HttpConfig, JwksSource};
+use cao_http::{AllowedHosts, AuthConfig, Authenticator, HttpConfig, JwksSource};
 use cao_mcp::{DEFAULT_FLUSH_INTERVAL, FlushSignal, ServiceHandle, run_index_flusher};
 use clap::Parser;
 use std::io::Write as _;
@@ -32,19 +35,21 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 #[derive(Debug, Parser)]
 #[command(
     name = "cao-server",
-    version,
+    version = cao_core::VERSION,
     about = "cao server: memory tools over MCP streamable HTTP at /mcp, and GET /health",
     long_about = "cao server: memory tools over MCP streamable HTTP at /mcp, and GET /health.\n\n\
 MCP clients pass their terminal context in headers: X-CAO-Session-Name, X-CAO-Agent-Profile, X-CAO-Terminal-Id, \
 X-CAO-Provider, X-CAO-Cwd (absolute path; the project is derived from it) or X-CAO-Project-Id.\n\n\
 Authentication (off by default): --auth-jwks, --auth-audience and --auth-issuer together require an RS256 bearer \
-token on /mcp and the API (scopes cao:read, cao:write, cao:admin); /health stays open.\n\n\
+token on /mcp and the API (scopes cao:read, cao:write, cao:admin); /health and /openapi.json stay open.\n\n\
+Every route answers only requests whose Host header is a loopback name, the bound address or an --allowed-host \
+name (DNS-rebinding protection), and refuses state-changing requests sent from another origin (a web page).\n\n\
 Environment: CAO_HOME (store location), CAO_MEMORY_ENABLED, CAO_LOG_LEVEL or RUST_LOG (stderr log filter)."
 )]
 struct Args {
-    /// Address to bind. A non-loopback address accepts any Host header and needs authentication (--auth-jwks)
-    /// or --allow-unauthenticated-remote.
-    #[arg(long, env = "CAO_SERVER_HOST", default_value = "127.0.0.1")]
+    /// Address to bind: an IP literal (127.0.0.1, ::1, 0.0.0.0, 10.0.0.5) or `localhost` (127.0.0.1). A
+    /// non-loopback address needs authentication (--auth-jwks) or --allow-unauthenticated-remote.
+    #[arg(long, env = "CAO_SERVER_HOST", default_value = "127.0.0.1", value_parser = parse_bind_host)]
     host: IpAddr,
     /// Port to bind; 0 picks a free port (the chosen one is printed in the "listening on" line).
     #[arg(long, env = "CAO_SERVER_PORT", default_value_t = 9889)]
@@ -68,6 +73,40 @@ struct Args {
         action = clap::ArgAction::SetTrue
     )]
     allow_unauthenticated_remote: bool,
+    /// A Host name clients use to reach this server, besides loopback names and the bound address (which are
+    /// always accepted): `memory.internal`, `memory.internal:9889`, `[2001:db8::5]`, or `*` for any Host (turns the
+    /// DNS-rebinding check off). Repeat the flag, or separate names with commas in CAO_ALLOWED_HOSTS.
+    #[arg(
+        long = "allowed-host",
+        env = "CAO_ALLOWED_HOSTS",
+        value_name = "HOST[:PORT]",
+        value_delimiter = ',',
+        value_parser = parse_allowed_host
+    )]
+    allowed_hosts: Vec<String>,
+}
+
+/// `--host`: an IP literal, or `localhost` for 127.0.0.1.
+fn parse_bind_host(value: &str) -> Result<IpAddr, String> {
+    let value = value.trim();
+    if value.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::from([127, 0, 0, 1]));
+    }
+    value
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| {
+            format!("{value:?} is not an IP address: give one (127.0.0.1, ::1, 0.0.0.0, 10.0.0.5) or localhost")
+        })
+}
+
+/// `--allowed-host`: checked here so a bad value is a usage error (exit 2).
+fn parse_allowed_host(value: &str) -> Result<String, String> {
+    AllowedHosts::loopback()
+        .allow(value)
+        .map(|()| value.trim().to_owned())
+        .map_err(|e| e.to_string())
 }
 
 /// Exit status of a refused configuration (the same status clap uses for usage errors).
@@ -126,15 +165,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
         _ => None,
     };
-    let allowed_hosts = if is_loopback(args.host) {
-        HttpConfig::default().allowed_hosts
-    } else {
-        if auth.is_none() {
-            tracing::warn!(host = %args.host, "bound to a non-loopback address without authentication (--allow-unauthenticated-remote)");
-        }
-        tracing::info!(host = %args.host, "non-loopback address: Host header validation is off");
-        Vec::new()
-    };
+    if !is_loopback(args.host) && auth.is_none() {
+        tracing::warn!(host = %args.host, "bound to a non-loopback address without authentication (--allow-unauthenticated-remote)");
+    }
+    let mut allowed_hosts = AllowedHosts::for_bind(args.host);
+    for name in &args.allowed_hosts {
+        // Validated by clap (parse_allowed_host).
+        allowed_hosts
+            .allow(name)
+            .with_context(|| format!("--allowed-host {name:?}"))?;
+    }
+    tracing::info!(allowed_hosts = %allowed_hosts, "Host header allow-list");
     let config = HttpConfig {
         allowed_hosts,
         shutdown: shutdown.clone(),
@@ -143,10 +184,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     // With CAO_MEMORY_API_URL set this server is a node of that memory owner: its memory calls go there (the local
     // memory.enabled switch is still checked first).
-    let app = match cao_http::RemoteConfig::from_env()? {
+    let app = match cao_client::RemoteConfig::from_env()? {
         Some(remote) => {
             tracing::info!(owner = %remote.url, "memory calls go to the remote owner");
-            let backend = cao_http::RemoteBackend::new(remote)?;
+            let backend = cao_client::RemoteBackend::new(remote)?;
             cao_http::router_with_backend(svc.clone(), config, std::sync::Arc::new(backend))
         }
         None => cao_http::router(svc.clone(), config),

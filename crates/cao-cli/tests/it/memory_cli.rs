@@ -315,7 +315,8 @@ fn help_and_version_exit_0() {
     let version = cao(&home, &["--version"]);
     assert_eq!(
         (version.code, version.stdout.trim()),
-        (Some(0), concat!("cao ", env!("CARGO_PKG_VERSION")))
+        (Some(0), concat!("cao ", env!("CARGO_PKG_VERSION"), " (cao-rs, Rust)")),
+        "the version names the implementation (the Python reference has a console script of the same name)"
     );
 }
 

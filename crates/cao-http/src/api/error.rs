@@ -6,21 +6,22 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use cao_lifecycle::LifecycleError;
 use cao_memory::MemoryError;
+use cao_protocol::{ErrorCode, ToolError};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 /// The body of every error response.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorBody {
-    /// Stable snake_case code: a `MemoryError::kind` (`invalid_argument`, `memory_disabled`, `not_found`,
-    /// `secret_detected`, `scope_not_allowed`, `index_error`, ...), a relationship code (`missing_memory`,
-    /// `refused`), `invalid_key`, `bad_request` or `internal_error`.
+    /// Stable snake_case code: an [`ErrorCode`] (`invalid_argument`, `memory_disabled`, `not_found`,
+    /// `secret_detected`, `scope_not_allowed`, `private_scope`, `invalid_bundle`, `index_error`, `missing_memory`, `refused`, `invalid_key`,
+    /// `bad_request`, `internal_error`, `remote_unavailable`, ...), or a remote owner's code relayed as it is.
     pub error: String,
     /// One actionable line naming the offending value.
     pub message: String,
 }
 
-/// An error response: status plus [`ErrorBody`].
+/// An error response: status plus [`ErrorBody`]. The status of a code is [`ErrorCode::http_status`].
 #[derive(Debug, Clone)]
 pub struct ApiError {
     /// HTTP status.
@@ -32,7 +33,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// An error with an explicit status and code.
+    /// An error with an explicit status and code (codes outside [`ErrorCode`], such as a relayed owner's).
     pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
         Self {
             status,
@@ -41,49 +42,34 @@ impl ApiError {
         }
     }
 
+    /// An error carrying `code`, with that code's status ([`ErrorCode::http_status`]).
+    pub fn from_code(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self::new(code.http_status(), code.as_str(), message)
+    }
+
     /// 422 `invalid_argument`.
     pub fn invalid(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_argument", message)
+        Self::from_code(ErrorCode::InvalidArgument, message)
     }
 
     /// 422 `invalid_key` for a key outside `^[a-z0-9-]{1,60}$`.
     pub fn invalid_key(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_key", message)
+        Self::from_code(ErrorCode::InvalidKey, message)
     }
 
     /// 404 `not_found`.
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+        Self::from_code(ErrorCode::NotFound, message)
     }
 
     /// 404 `memory_disabled` (every memory route while `memory.enabled` is false).
     pub fn disabled() -> Self {
-        let e = MemoryError::Disabled;
-        Self::new(StatusCode::NOT_FOUND, e.kind(), e.to_string())
+        MemoryError::Disabled.into()
     }
 
     /// 500 `internal_error`.
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal_error", message)
-    }
-
-    /// The status of a stable error code (shared by service errors and MCP tool payloads' `error_kind`).
-    pub fn status_of(code: &str) -> StatusCode {
-        match code {
-            "invalid_argument" | "invalid_key" | "secret_detected" | "missing_memory" => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            "memory_disabled" | "not_found" => StatusCode::NOT_FOUND,
-            "scope_not_allowed" => StatusCode::FORBIDDEN,
-            "refused" => StatusCode::CONFLICT,
-            "bad_request" => StatusCode::BAD_REQUEST,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    /// An error from a stable code and message, with [`ApiError::status_of`] the code.
-    pub fn from_code(code: &str, message: impl Into<String>) -> Self {
-        Self::new(Self::status_of(code), code, message)
+        Self::from_code(ErrorCode::InternalError, message)
     }
 }
 
@@ -92,35 +78,35 @@ impl From<MemoryError> for ApiError {
         if !e.is_client_error() {
             tracing::warn!(kind = e.kind(), error = %e, "memory API call failed");
         }
-        Self::from_code(e.kind(), e.to_string())
+        Self::from_code(e.code(), e.to_string())
     }
 }
 
-impl From<cao_mcp::ToolError> for ApiError {
-    /// A memory backend's failure: the owner's relayed code, 502 `remote_unavailable` when the remote owner cannot
-    /// be used, else the code of the failure.
-    fn from(e: cao_mcp::ToolError) -> Self {
-        match e {
-            cao_mcp::ToolError::Memory(m) => m.into(),
-            cao_mcp::ToolError::Remote { code, message } => Self::from_code(&code, message),
-            e @ cao_mcp::ToolError::RemoteUnavailable { .. } => {
-                tracing::warn!(error = %e, "memory owner unavailable");
-                Self::new(StatusCode::BAD_GATEWAY, e.kind(), e.to_string())
-            }
-            e => Self::new(StatusCode::INTERNAL_SERVER_ERROR, e.kind(), e.to_string()),
+impl From<ToolError> for ApiError {
+    /// A memory backend's failure, as the tool's payload would report it: the owner's relayed code (with its
+    /// status), 502 `remote_unavailable` when the remote owner cannot be used, else the failure's own code.
+    fn from(e: ToolError) -> Self {
+        match &e {
+            ToolError::RemoteUnavailable { .. } => tracing::warn!(error = %e, "memory owner unavailable"),
+            e if !e.is_client_error() => tracing::warn!(kind = e.error_kind(), error = %e, "memory API call failed"),
+            _ => {}
         }
+        Self::new(e.http_status(), e.error_kind(), e.to_string())
     }
 }
 
 impl From<LifecycleError> for ApiError {
     fn from(e: LifecycleError) -> Self {
         let code = match &e {
-            LifecycleError::Invalid(_) => "invalid_argument",
+            LifecycleError::Invalid(_) => ErrorCode::InvalidArgument,
+            LifecycleError::NotFound { .. } => ErrorCode::NotFound,
+            LifecycleError::MissingMemory { .. } => ErrorCode::MissingMemory,
+            LifecycleError::Refused { .. } => ErrorCode::Refused,
+            LifecycleError::Secret { .. } => ErrorCode::SecretDetected,
             LifecycleError::Index(_) => {
                 tracing::warn!(error = %e, "relationship API call failed");
-                "index_error"
+                ErrorCode::IndexError
             }
-            other => other.kind(),
         };
         Self::from_code(code, e.to_string())
     }
@@ -134,22 +120,17 @@ impl From<cao_index::IndexError> for ApiError {
 
 impl From<QueryRejection> for ApiError {
     fn from(e: QueryRejection) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "bad_request", e.body_text())
+        Self::from_code(ErrorCode::BadRequest, e.body_text())
     }
 }
 
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> Self {
-        let status = match &e {
-            JsonRejection::JsonDataError(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            _ => StatusCode::BAD_REQUEST,
+        let code = match &e {
+            JsonRejection::JsonDataError(_) => ErrorCode::InvalidArgument,
+            _ => ErrorCode::BadRequest,
         };
-        let code = if status == StatusCode::BAD_REQUEST {
-            "bad_request"
-        } else {
-            "invalid_argument"
-        };
-        Self::new(status, code, e.body_text())
+        Self::from_code(code, e.body_text())
     }
 }
 

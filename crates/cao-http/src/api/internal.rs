@@ -1,16 +1,18 @@
 //! `/internal/memory/*`: the calls a remote node makes when its memory owner is this server. Bodies are the MCP
 //! tool arguments plus a `context` object (the remote terminal's context); successful responses are exactly the
-//! MCP tools' payloads (the same code path: [`cao_mcp::MemoryTools::call`]). A failed call answers the error
-//! status with [`ErrorBody`] (`error` = the payload's `error_kind`, `message` = its `error`), from which the remote
-//! node rebuilds the tool's failure payload.
+//! MCP tools' payloads (the same code path: [`cao_mcp::MemoryTools::execute`]). A failed call answers the status of
+//! its code with [`ErrorBody`] (`error` = the payload's `error_kind`, `message` = its `error`), from which the
+//! remote node rebuilds the tool's failure payload. The paths are those of [`Tool::internal_path`] and
+//! [`cao_protocol::CONTEXT_PATH`]; the client builds its URLs from the same table.
 
-use super::terminals::{ContextBlock, check_budget, resolve_terminal};
+use super::terminals::{ContextBlock, check_budget};
 use super::{ApiError, ApiResult, ApiState, ErrorBody, MemoryTypeParam, ScopeParam, nonempty, with_service};
 use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use cao_core::TerminalContext;
 use cao_memory::ContextRequest;
+use cao_protocol::Tool;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
@@ -185,27 +187,12 @@ fn split(body: Result<Json<Value>, JsonRejection>) -> ApiResult<(Map<String, Val
     Ok((args, ctx.into_terminal_context()?))
 }
 
-/// Run tool `name` exactly as `/mcp` would, as the body's context.
-async fn run_tool(state: &ApiState, name: &str, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
+/// Run `tool` exactly as `/mcp` would, as the body's context (a terminal id completed from its registration by
+/// the same step, [`cao_mcp::resolve_terminal`]), reading `settings.json` once.
+async fn run_tool(state: &ApiState, tool: Tool, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
     let (args, ctx) = split(body)?;
-    // Only a terminal id has a registration to fill the context from. Without one there is nothing to look up, and
-    // the tool call below checks `memory.enabled` itself (same 404 `memory_disabled`), so no extra step is taken.
-    let ctx = if ctx.terminal_id.is_some() {
-        with_service(state, move |svc| resolve_terminal(&svc, ctx)).await?
-    } else {
-        ctx
-    };
-    let payload = state
-        .tools
-        .call(name, Some(args), ctx)
-        .await
-        .map_err(|e| ApiError::internal(e.message.to_string()))?;
-    if payload.get("success") == Some(&Value::Bool(true)) {
-        return Ok(Json(payload));
-    }
-    let code = payload["error_kind"].as_str().unwrap_or("internal_error");
-    let message = payload["error"].as_str().unwrap_or("the call failed");
-    Err(ApiError::from_code(code, message))
+    let payload = state.tools.execute(tool, args, ctx, None).await?;
+    Ok(Json(payload))
 }
 
 /// `memory_store` as a remote node's caller.
@@ -218,7 +205,7 @@ async fn run_tool(state: &ApiState, name: &str, body: Result<Json<Value>, JsonRe
         (status = 422, description = "Invalid argument or secret detected", body = ErrorBody),
     ))]
 pub async fn store(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
-    run_tool(&state, cao_mcp::STORE, body).await
+    run_tool(&state, Tool::Store, body).await
 }
 
 /// `memory_recall` as a remote node's caller.
@@ -230,7 +217,7 @@ pub async fn store(State(state): State<ApiState>, body: Result<Json<Value>, Json
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
 pub async fn recall(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
-    run_tool(&state, cao_mcp::RECALL, body).await
+    run_tool(&state, Tool::Recall, body).await
 }
 
 /// `memory_forget` as a remote node's caller.
@@ -242,7 +229,7 @@ pub async fn recall(State(state): State<ApiState>, body: Result<Json<Value>, Jso
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
 pub async fn forget(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
-    run_tool(&state, cao_mcp::FORGET, body).await
+    run_tool(&state, Tool::Forget, body).await
 }
 
 /// The `<cao-memory>` block for the body's context.
@@ -261,7 +248,7 @@ pub async fn context(
     let budget = check_budget(b.budget)?;
     let ctx = b.context.unwrap_or_default().into_terminal_context()?;
     with_service(&state, move |svc| {
-        let ctx = resolve_terminal(&svc, ctx)?;
+        let ctx = cao_mcp::resolve_terminal(&svc, ctx)?;
         let block = svc.context_block(&ctx, ContextRequest { budget })?;
         Ok(Json(ContextBlock { block }))
     })

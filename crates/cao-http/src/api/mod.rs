@@ -8,10 +8,15 @@
 //!
 //! Invariants:
 //! - With memory disabled, every route here answers `404 {"error": "memory_disabled"}` and touches nothing.
-//! - Errors are [`ErrorBody`] JSON with a stable code (see [`ApiError::status_of`] for the status of each code).
+//! - Errors are [`ErrorBody`] JSON with a stable code (`cao_protocol::ErrorCode`, whose table gives each code's
+//!   status).
 //! - Service calls are synchronous and run on tokio's blocking pool.
+//! - A request reads `settings.json` at most once: `with_service` reads it for the `memory.enabled` check and
+//!   hands the service those settings ([`MemoryService::with_settings`]); a later step of the same request (a tool
+//!   call, a context block) is given them too.
 
 pub mod error;
+pub mod export;
 pub mod internal;
 pub mod memory;
 pub mod relationships;
@@ -45,18 +50,21 @@ pub struct ApiState {
         title = "cao-server",
         description = "Memory, relationship, terminal and remote-node routes of cao-server. Errors are \
 {\"error\": <stable code>, \"message\": <one line>}. With memory disabled every memory route answers 404 \
-memory_disabled."
+memory_disabled. Every route answers 403 host_not_allowed to a Host header that does not name this server, 403 \
+cross_origin_refused to a state-changing request sent from another origin, and 413 payload_too_large to a body \
+over 4 MiB."
     ),
     paths(crate::health, crate::mcp_doc, crate::openapi_json),
     components(schemas(ErrorBody, crate::HealthBody))
 )]
 pub struct ApiDoc;
 
-/// Read routes: `GET /memory`, `GET /memory/{key}`, `GET /memory/relationships`,
+/// Read routes: `GET /memory`, `GET /memory/export`, `GET /memory/{key}`, `GET /memory/relationships`,
 /// `GET /terminals/{id}/memory-context`, `POST /internal/memory/recall`, `POST /internal/memory/context`.
 pub fn read_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(memory::list_memories))
+        .routes(routes!(export::export_memories))
         .routes(routes!(memory::get_memory))
         .routes(routes!(relationships::list_relationships))
         .routes(routes!(terminals::memory_context))
@@ -164,7 +172,9 @@ pub(crate) fn context_for(scope: Scope, scope_id: Option<String>) -> ApiResult<T
 }
 
 /// Run `f` with the open service on the blocking pool, after the disabled check (404 `memory_disabled`, nothing
-/// opened or created).
+/// opened or created). The settings are read once, here; the service `f` gets uses them
+/// ([`MemoryService::with_settings`]), so nothing in `f` reads `settings.json` again, and `f` can hand them
+/// (`svc.settings()`, a copy) to a later step of the same request.
 pub(crate) async fn with_service<T, F>(state: &ApiState, f: F) -> ApiResult<T>
 where
     T: Send + 'static,
@@ -172,11 +182,45 @@ where
 {
     let handle = state.svc.clone();
     tokio::task::spawn_blocking(move || {
-        if !handle.enabled() {
+        let settings = handle.settings();
+        if !settings.memory_enabled() {
             return Err(ApiError::disabled());
         }
-        f(handle.get()?)
+        f(handle.get()?.with_settings(settings))
     })
     .await
     .map_err(|e| ApiError::internal(format!("the request task failed: {e}")))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cao_protocol::{Access, CONTEXT_PATH, Tool};
+
+    fn paths(group: OpenApiRouter<ApiState>) -> Vec<String> {
+        let (_, doc) = group.split_for_parts();
+        doc.paths.paths.keys().cloned().collect()
+    }
+
+    #[test]
+    fn every_tool_has_an_internal_route_in_the_group_of_its_access() {
+        let (read, write, admin) = (paths(read_routes()), paths(write_routes()), paths(admin_routes()));
+        for tool in Tool::ALL {
+            let group = match tool.access() {
+                Access::Read => &read,
+                Access::Write => &write,
+                Access::Admin => &admin,
+            };
+            let path = tool.internal_path().to_owned();
+            assert!(
+                group.contains(&path),
+                "{tool}: {path} is served in its {:?} group",
+                tool.access()
+            );
+        }
+        assert!(
+            read.contains(&CONTEXT_PATH.to_owned()),
+            "{CONTEXT_PATH} is a read route"
+        );
+    }
 }

@@ -14,10 +14,10 @@ use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use cao_core::TerminalContext;
 use cao_core::time::format_ts;
+use cao_core::{Settings, TerminalContext};
 use cao_index::TerminalRow;
-use cao_memory::{MemoryService, Provider, ProviderWrite, SkipReason};
+use cao_memory::{Provider, ProviderWrite, SkipReason};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use utoipa::{IntoParams, ToSchema};
@@ -165,23 +165,6 @@ pub(crate) fn check_budget(budget: Option<i64>) -> ApiResult<Option<usize>> {
         .transpose()
 }
 
-/// `ctx` with every absent field filled from the registration of its terminal id, when there is one.
-///
-/// Errors: index errors.
-pub(crate) fn resolve_terminal(svc: &MemoryService, mut ctx: TerminalContext) -> ApiResult<TerminalContext> {
-    let Some(id) = ctx.terminal_id.clone() else {
-        return Ok(ctx);
-    };
-    if let Some(row) = svc.index().terminal(&id)? {
-        let reg = row.context();
-        ctx.session_name = ctx.session_name.or(reg.session_name);
-        ctx.agent_profile = ctx.agent_profile.or(reg.agent_profile);
-        ctx.provider = ctx.provider.or(reg.provider);
-        ctx.cwd = ctx.cwd.or(reg.cwd);
-    }
-    Ok(ctx)
-}
-
 /// Register (or re-register) a terminal.
 #[utoipa::path(post, path = "/terminals", tag = "terminals", request_body = RegisterTerminalBody,
     responses(
@@ -221,13 +204,16 @@ pub async fn register_terminal(
         created_at: None,
         updated_at: None,
     };
-    let (status, stored) = with_service(&state, move |svc| {
+    let (status, stored, settings) = with_service(&state, move |svc| {
         let (stored, inserted) = svc.index().upsert_terminal(&row, chrono::Utc::now())?;
-        Ok((if inserted { StatusCode::CREATED } else { StatusCode::OK }, stored))
+        let status = if inserted { StatusCode::CREATED } else { StatusCode::OK };
+        Ok((status, stored, svc.settings()))
     })
     .await?;
     let provider_file = match (Provider::parse(&stored.provider), &stored.cwd) {
-        (Some(provider), Some(cwd)) => Some(write_provider_file(&state, provider, cwd, stored.context()).await),
+        (Some(provider), Some(cwd)) => {
+            Some(write_provider_file(&state, provider, cwd, stored.context(), settings).await)
+        }
         _ => None,
     };
     let mut view = TerminalView::from(stored);
@@ -235,14 +221,15 @@ pub async fn register_terminal(
     Ok((status, Json(view)))
 }
 
-/// Write `ctx`'s block, built by the memory backend (the local service or the remote owner), into `provider`'s
-/// file under `cwd`: the cwd is validated before the block is fetched, and a failed fetch or write leaves the
-/// previous file as it was.
+/// Write `ctx`'s block, built by the memory backend (the local service or the remote owner) with this request's
+/// `settings`, into `provider`'s file under `cwd`: the cwd is validated before the block is fetched, and a failed
+/// fetch or write leaves the previous file as it was.
 async fn write_provider_file(
     state: &ApiState,
     provider: Provider,
     cwd: &str,
     ctx: TerminalContext,
+    settings: Settings,
 ) -> ProviderFileOutcome {
     let cwd = PathBuf::from(cwd);
     let check = cwd.clone();
@@ -250,7 +237,7 @@ async fn write_provider_file(
     if let Ok(Ok(w @ ProviderWrite::Refused { .. })) = refused {
         return ProviderFileOutcome::of(Ok(w));
     }
-    let block = match state.tools.backend().context(ctx, None).await {
+    let block = match state.tools.backend().context(ctx, None, Some(settings)).await {
         Ok(block) => block,
         Err(e) => {
             tracing::warn!(error = %e, "provider file not written: the block could not be built");
@@ -290,14 +277,14 @@ pub async fn memory_context(
 ) -> ApiResult<Json<ContextBlock>> {
     let Query(q) = query?;
     let budget = check_budget(q.budget)?;
-    let ctx = with_service(&state, move |svc| {
+    let (ctx, settings) = with_service(&state, move |svc| {
         let row = svc
             .index()
             .terminal(&id)?
             .ok_or_else(|| ApiError::not_found(format!("unknown terminal {id:?}: register it with POST /terminals")))?;
-        Ok(row.context())
+        Ok((row.context(), svc.settings()))
     })
     .await?;
-    let block = state.tools.backend().context(ctx, budget).await?;
+    let block = state.tools.backend().context(ctx, budget, Some(settings)).await?;
     Ok(Json(ContextBlock { block }))
 }

@@ -28,7 +28,8 @@ fn jwk(which: &str) -> Value {
     serde_json::from_str(&text).expect("fixture JWK is JSON")
 }
 
-fn jwks(which: &[&str]) -> Value {
+/// A JWKS holding the test keys `which` (a, b).
+pub(crate) fn jwks(which: &[&str]) -> Value {
     json!({"keys": which.iter().map(|w| jwk(w)).collect::<Vec<_>>()})
 }
 

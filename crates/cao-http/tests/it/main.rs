@@ -1,4 +1,5 @@
-//! `cao-http` integration tests: the router, the REST API and JWT authentication, in process.
+//! `cao-http` integration tests: the router, the REST API, JWT authentication and the settings reads of each
+//! request, in process.
 //!
 //! One test binary per crate (modules below), so the workspace links few test executables.
 
@@ -9,4 +10,8 @@
 
 mod api;
 mod auth;
+mod edge;
+mod keep_alive;
 mod router;
+#[cfg(target_os = "linux")]
+mod settings_reads;

@@ -185,3 +185,193 @@ async fn initialize_then_calls_use_header_context() {
         .collect();
     assert_eq!(keys, [json!("auth-decision")]);
 }
+
+/// A terminal registered with `POST /terminals` is resolved on `/mcp` from `X-CAO-Terminal-Id` alone, as the
+/// internal routes resolve it: its session, agent profile and cwd (project) fill the call's context, and a header
+/// the caller sends still wins.
+#[tokio::test]
+async fn mcp_resolves_a_registered_terminal_from_its_id() {
+    let f = fixture();
+    let cwd = f.home.parent().expect("parent").join("proj");
+    std::fs::create_dir_all(&cwd).expect("mkdir");
+    let reg = Request::post("/terminals")
+        .header("host", "127.0.0.1:9889")
+        .header("content-type", "application/json")
+        .body(Body::from(
+            json!({"id": "term-9", "provider": "codex", "session_name": "s9", "agent_profile": "dev",
+                   "cwd": cwd.to_str().expect("utf-8")})
+            .to_string(),
+        ))
+        .expect("request");
+    let (status, body) = send(&f.app, reg).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    let only_id = [("X-CAO-Terminal-Id", "term-9")];
+    for (id, scope, want) in [(1, "session", "s9"), (2, "agent", "dev")] {
+        let args = json!({"content": format!("note for the {scope}"), "scope": scope, "key": format!("{scope}-note")});
+        let (_, body) = send(&f.app, mcp_request(call(id, cao_mcp::STORE, args), &only_id)).await;
+        let p = payload(&body);
+        assert_eq!(
+            (p["success"].clone(), p["scope_id"].clone()),
+            (json!(true), json!(want)),
+            "{p}"
+        );
+    }
+    let (_, body) = send(
+        &f.app,
+        mcp_request(
+            call(
+                3,
+                cao_mcp::STORE,
+                json!({"content": "project note", "key": "proj-note"}),
+            ),
+            &only_id,
+        ),
+    )
+    .await;
+    let p = payload(&body);
+    assert_eq!(
+        (p["success"].clone(), p["scope"].clone()),
+        (json!(true), json!("project")),
+        "{p}"
+    );
+    let project_id = p["scope_id"].clone();
+
+    // The internal route resolves the same terminal to the same project.
+    let internal = Request::post("/internal/memory/recall")
+        .header("host", "127.0.0.1:9889")
+        .header("content-type", "application/json")
+        .body(Body::from(
+            json!({"scope": "project", "context": {"terminal_id": "term-9"}}).to_string(),
+        ))
+        .expect("request");
+    let (status, body) = send(&f.app, internal).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["memories"][0]["key"], "proj-note", "{body}");
+
+    // A header the caller sends wins over the registration.
+    let (_, body) = send(
+        &f.app,
+        mcp_request(
+            call(
+                4,
+                cao_mcp::STORE,
+                json!({"content": "other", "scope": "session", "key": "other"}),
+            ),
+            &[("X-CAO-Terminal-Id", "term-9"), ("X-CAO-Session-Name", "s10")],
+        ),
+    )
+    .await;
+    assert_eq!(payload(&body)["scope_id"], "s10");
+    // An unknown terminal id resolves nothing: session scope stays unresolvable.
+    let (_, body) = send(
+        &f.app,
+        mcp_request(
+            call(
+                5,
+                cao_mcp::STORE,
+                json!({"content": "x", "scope": "session", "key": "x"}),
+            ),
+            &[("X-CAO-Terminal-Id", "nobody")],
+        ),
+    )
+    .await;
+    assert_eq!(payload(&body)["success"], false, "{body}");
+    assert_ne!(project_id, Value::Null);
+}
+
+/// `tools/call` whose params do not fit the method is JSON-RPC -32602 (invalid params) naming the field, not
+/// -32601 (method not found); an unknown method stays -32601.
+#[tokio::test]
+async fn malformed_tools_call_params_are_invalid_params_naming_the_field() {
+    let f = fixture();
+    let cases = [
+        (json!({"name": 5, "arguments": {}}), "params.name"),
+        (
+            json!({"name": "memory_recall", "arguments": "query=x"}),
+            "params.arguments",
+        ),
+        (json!({"arguments": {}}), "params"),
+        (Value::Null, "params"),
+    ];
+    for (i, (params, field)) in cases.into_iter().enumerate() {
+        let mut msg = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call"});
+        if !params.is_null() {
+            msg["params"] = params.clone();
+        }
+        let (status, body) = send(&f.app, mcp_request(msg, &[])).await;
+        assert_eq!(status, StatusCode::OK, "{params}: {body}");
+        assert_eq!(body["error"]["code"], -32602, "{params}: {body}");
+        assert_eq!(body["error"]["data"]["field"], field, "{params}: {body}");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(field) && message.contains("tools/call"), "{message}");
+    }
+    let (_, body) = send(
+        &f.app,
+        mcp_request(
+            json!({"jsonrpc": "2.0", "id": 10, "method": "nothing/here", "params": {}}),
+            &[],
+        ),
+    )
+    .await;
+    assert_eq!(body["error"]["code"], -32601, "{body}");
+}
+
+/// `/health` checks the index the server opened: `ok` until its database file is deleted or replaced under the
+/// running server, then `503 {"status": "degraded", "index": "unusable"}` naming the remedy. Before any call has
+/// opened the store it reports `not_open` and creates nothing.
+#[tokio::test]
+async fn health_reports_a_deleted_or_replaced_index_as_degraded() {
+    for replace in [false, true] {
+        let f = fixture();
+        let health = || {
+            Request::get("/health")
+                .header("host", "localhost")
+                .body(Body::empty())
+                .expect("request")
+        };
+        let (status, body) = send(&f.app, health()).await;
+        assert_eq!(
+            (status, body["index"].clone()),
+            (StatusCode::OK, json!("not_open")),
+            "{body}"
+        );
+        assert!(!f.home.exists(), "health must not create the store");
+
+        let (_, body) = send(
+            &f.app,
+            mcp_request(
+                call(
+                    1,
+                    cao_mcp::STORE,
+                    json!({"content": "x", "scope": "global", "key": "x"}),
+                ),
+                &[],
+            ),
+        )
+        .await;
+        assert_eq!(payload(&body)["success"], true);
+        let (status, body) = send(&f.app, health()).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            (body["status"].clone(), body["index"].clone()),
+            (json!("ok"), json!("ok")),
+            "{body}"
+        );
+        assert_eq!(body["implementation"], "cao-rs");
+
+        let db = f.home.join("db/cli-agent-orchestrator.db");
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+        if replace {
+            std::fs::write(&db, b"").expect("an empty file where the database was");
+        }
+        let (status, body) = send(&f.app, health()).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "replace={replace}: {body}");
+        assert_eq!(body["status"], "degraded", "{body}");
+        assert_eq!(body["index"], "unusable", "{body}");
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(message.contains("cao memory repair"), "{message}");
+    }
+}

@@ -28,8 +28,64 @@ fn version_prints_the_crate_version() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
-        format!("cao-mcp-server {}", env!("CARGO_PKG_VERSION"))
+        format!("cao-mcp-server {} (cao-rs, Rust)", env!("CARGO_PKG_VERSION")),
+        "the version names the implementation (the Python reference has a console script of the same name)"
     );
+}
+
+/// Over stdio as over `/mcp`: `tools/call` whose params do not fit the method is JSON-RPC -32602 (invalid params)
+/// naming the field, and the server keeps serving.
+#[test]
+fn malformed_tools_call_params_are_invalid_params_over_stdio() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(BIN)
+        .env("CAO_HOME", dir.path().join("home"))
+        .env_remove("CAO_MEMORY_ENABLED")
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut exchange = |msg: &str| -> Option<serde_json::Value> {
+        writeln!(stdin, "{msg}").expect("write");
+        stdin.flush().expect("flush");
+        if !msg.contains("\"id\"") {
+            return None;
+        }
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("response");
+        Some(serde_json::from_str(&line).expect("a JSON-RPC line"))
+    };
+    exchange(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+    );
+    exchange(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    for (id, params, field) in [
+        (2, r#"{"name":5}"#, "params.name"),
+        (
+            3,
+            r#"{"name":"memory_recall","arguments":"query=x"}"#,
+            "params.arguments",
+        ),
+        (4, r#"{"arguments":{}}"#, "params"),
+    ] {
+        let resp = exchange(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#
+        ))
+        .expect("a response");
+        assert_eq!(resp["id"], id, "{resp}");
+        assert_eq!(resp["error"]["code"], -32602, "{params}: {resp}");
+        assert_eq!(resp["error"]["data"]["field"], field, "{params}: {resp}");
+    }
+    let listed = exchange(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#).expect("a response");
+    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(3), "{listed}");
+    drop(stdin);
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
 }
 
 #[test]

@@ -16,6 +16,8 @@ mod external_edits;
 mod inject;
 mod inject_related;
 mod lifecycle;
+mod okf;
+mod okf_roundtrip;
 mod properties;
 mod provider_files;
 mod read_path;

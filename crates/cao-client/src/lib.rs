@@ -1,0 +1,270 @@
+//! `cao-client`: the HTTP client of a remote memory owner (layer 4; over `cao-protocol`), for a node whose memory
+//! owner is another `cao-server` (spec 000 "Context Injection", last paragraph).
+//!
+//! With `CAO_MEMORY_API_URL` set (for example `http://127.0.0.1:9889`), the MCP tools, context building and the
+//! provider-file writes of this node go to the owner's internal routes (`cao_http::api::internal`):
+//! `POST <url><Tool::internal_path>` (`/internal/memory/{store,recall,forget}`) with the MCP tool arguments plus a
+//! `context` object (the caller's terminal context), and `POST <url>/internal/memory/context` for a block.
+//! `CAO_MEMORY_API_TOKEN`, when set, is sent as `Authorization: Bearer <token>`; `CAO_MEMORY_API_TIMEOUT_SECS`
+//! (default 5) bounds both connecting and the whole request.
+//!
+//! This crate is what the `cao` and `cao-mcp-server` binaries link for that: reqwest with rustls, no HTTP server
+//! code (no axum, utoipa or jsonwebtoken).
+//!
+//! Invariants:
+//! - The local `memory.enabled` switch is checked by the callers before any method here runs, so with it off
+//!   nothing is sent.
+//! - No call panics or waits longer than the timeout. A connection failure, a timeout, a 401, a 5xx or a body that
+//!   is not the API's JSON is [`ToolError::RemoteUnavailable`] (`error_kind` `remote_unavailable`, naming the URL);
+//!   any other 4xx carrying the API's error JSON is the owner refusing the call, relayed with the owner's code
+//!   ([`ToolError::Remote`]), so an agent can correct its arguments.
+//! - Tool arguments are forwarded as the agent sent them (the owner validates them), so the wire is the same
+//!   whichever version either side runs.
+
+use cao_core::{Settings, TerminalContext};
+use cao_protocol::{Arguments, BackendFuture, CONTEXT_PATH, MemoryBackend, Tool, ToolError};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Environment variable naming the owner's base URL; unset or empty = memory is local.
+pub const ENV_URL: &str = "CAO_MEMORY_API_URL";
+/// Environment variable holding the bearer token sent to the owner (optional).
+pub const ENV_TOKEN: &str = "CAO_MEMORY_API_TOKEN";
+/// Environment variable overriding the connect and request timeout, in whole seconds (1..=300).
+pub const ENV_TIMEOUT: &str = "CAO_MEMORY_API_TIMEOUT_SECS";
+/// Connect and request timeout when [`ENV_TIMEOUT`] is unset: 5 s.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A remote owner configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// `CAO_MEMORY_API_URL` is not an absolute http(s) URL.
+    #[error("invalid {ENV_URL} {0:?}: expected an http:// or https:// URL such as http://127.0.0.1:9889")]
+    Url(String),
+    /// `CAO_MEMORY_API_TIMEOUT_SECS` is not a whole number of seconds in 1..=300.
+    #[error("invalid {ENV_TIMEOUT} {0:?}: expected whole seconds in 1..=300")]
+    Timeout(String),
+    /// `CAO_MEMORY_API_TOKEN` cannot be sent in a header (control characters).
+    #[error("invalid {ENV_TOKEN}: it must be a single line of visible characters")]
+    Token,
+    /// The HTTP client could not be built (TLS setup).
+    #[error("cannot build the HTTP client for the memory owner: {0}")]
+    Client(String),
+}
+
+/// Where the owner is and how to reach it.
+#[derive(Clone)]
+pub struct RemoteConfig {
+    /// Base URL without a trailing `/`.
+    pub url: String,
+    /// Bearer token, if any.
+    pub token: Option<String>,
+    /// Connect and request timeout.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteConfig")
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl RemoteConfig {
+    /// A configuration for `url` without a token and with [`DEFAULT_TIMEOUT`].
+    ///
+    /// Errors: [`RemoteError::Url`] when `url` is not an http(s) URL.
+    pub fn new(url: &str) -> Result<Self, RemoteError> {
+        let trimmed = url.trim().trim_end_matches('/');
+        let parsed = reqwest::Url::parse(trimmed).map_err(|_| RemoteError::Url(url.to_owned()))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            return Err(RemoteError::Url(url.to_owned()));
+        }
+        Ok(Self {
+            url: trimmed.to_owned(),
+            token: None,
+            timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The configuration in the environment ([`ENV_URL`], [`ENV_TOKEN`], [`ENV_TIMEOUT`]); `None` when
+    /// `CAO_MEMORY_API_URL` is unset or empty (memory is local).
+    ///
+    /// Errors: a malformed URL, timeout or token ([`RemoteError`]).
+    pub fn from_env() -> Result<Option<Self>, RemoteError> {
+        let var = |name| {
+            std::env::var(name)
+                .ok()
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let Some(url) = var(ENV_URL) else {
+            return Ok(None);
+        };
+        let mut config = Self::new(&url)?;
+        config.token = var(ENV_TOKEN);
+        if let Some(t) = var(ENV_TIMEOUT) {
+            config.timeout = t
+                .parse::<u64>()
+                .ok()
+                .filter(|s| (1..=300).contains(s))
+                .map(Duration::from_secs)
+                .ok_or(RemoteError::Timeout(t))?;
+        }
+        Ok(Some(config))
+    }
+}
+
+/// The HTTP client of a remote memory owner (see the module docs). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct RemoteBackend {
+    config: RemoteConfig,
+    client: reqwest::Client,
+}
+
+impl RemoteBackend {
+    /// A client for `config` (rustls; no request is made now).
+    ///
+    /// Errors: [`RemoteError::Token`] for a token that cannot be a header value, [`RemoteError::Client`] when
+    /// the TLS client cannot be built.
+    pub fn new(config: RemoteConfig) -> Result<Self, RemoteError> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = &config.token {
+            let mut value =
+                reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| RemoteError::Token)?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(config.timeout)
+            .timeout(config.timeout)
+            .build()
+            .map_err(|e| RemoteError::Client(e.to_string()))?;
+        Ok(Self { config, client })
+    }
+
+    /// The owner's base URL.
+    pub fn url(&self) -> &str {
+        &self.config.url
+    }
+
+    fn unavailable(&self, reason: impl Into<String>) -> ToolError {
+        ToolError::RemoteUnavailable {
+            url: self.config.url.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Run `tool` with the agent's `args` as `ctx` on the owner: its success payload.
+    ///
+    /// Errors: [`ToolError::Remote`] when the owner refused the call, [`ToolError::RemoteUnavailable`] otherwise
+    /// (see the crate docs).
+    pub async fn call_tool(&self, tool: Tool, args: Arguments, ctx: &TerminalContext) -> Result<Value, ToolError> {
+        let mut body = args;
+        body.insert("context".to_owned(), context_json(ctx));
+        self.post(tool.internal_path(), Value::Object(body)).await
+    }
+
+    /// The owner's `<cao-memory>` block for `ctx` within `budget` characters (owner default 3000); `None` when
+    /// there is nothing to inject.
+    ///
+    /// Errors: as [`RemoteBackend::call_tool`]; an answer without a `block` string is
+    /// [`ToolError::RemoteUnavailable`].
+    pub async fn context_block(
+        &self,
+        ctx: &TerminalContext,
+        budget: Option<usize>,
+    ) -> Result<Option<String>, ToolError> {
+        let body = json!({"budget": budget, "context": context_json(ctx)});
+        let answer = self.post(CONTEXT_PATH, body).await?;
+        match &answer["block"] {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s.clone())),
+            _ => Err(self.unavailable("answered a context without a `block` string")),
+        }
+    }
+
+    /// POST `body` to `<url><path>` and return the 2xx JSON body.
+    async fn post(&self, path: &str, body: Value) -> Result<Value, ToolError> {
+        let bytes =
+            serde_json::to_vec(&body).map_err(|e| self.unavailable(format!("cannot encode the request: {e}")))?;
+        let response = self
+            .client
+            .post(format!("{}{path}", self.config.url))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(bytes)
+            .send()
+            .await
+            .map_err(|e| self.unavailable(describe(&e)))?;
+        let status = response.status();
+        let text = response.bytes().await.map_err(|e| self.unavailable(describe(&e)))?;
+        let json: Option<Value> = serde_json::from_slice(&text).ok();
+        if status.is_success() {
+            return json.ok_or_else(|| self.unavailable(format!("answered {status} with a body that is not JSON")));
+        }
+        let error = json
+            .as_ref()
+            .and_then(|v| Some((v["error"].as_str()?, v["message"].as_str().unwrap_or(""))));
+        match error {
+            Some((code, message)) if status.is_client_error() && status != StatusCode::UNAUTHORIZED => {
+                Err(ToolError::Remote {
+                    code: code.to_owned(),
+                    message: message.to_owned(),
+                })
+            }
+            Some((code, message)) => Err(self.unavailable(format!("answered {status} {code}: {message}"))),
+            None => Err(self.unavailable(format!("answered {status}"))),
+        }
+    }
+}
+
+/// One line for a transport error (timeouts and refused connections named as such).
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "no answer within the timeout (CAO_MEMORY_API_TIMEOUT_SECS)".to_owned()
+    } else if e.is_connect() {
+        "cannot connect".to_owned()
+    } else {
+        e.to_string()
+    }
+}
+
+/// The `context` object of the internal routes for `ctx`.
+fn context_json(ctx: &TerminalContext) -> Value {
+    json!({
+        "terminal_id": ctx.terminal_id,
+        "session_name": ctx.session_name,
+        "agent_profile": ctx.agent_profile,
+        "cwd": ctx.cwd.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        "project_id": ctx.project_id,
+        "provider": ctx.provider,
+    })
+}
+
+impl MemoryBackend for RemoteBackend {
+    /// [`RemoteBackend::call_tool`]; `settings` (this machine's) are not needed: the owner reads its own.
+    fn call(
+        &self,
+        tool: Tool,
+        args: Arguments,
+        ctx: TerminalContext,
+        _settings: Option<Settings>,
+    ) -> BackendFuture<'_, Result<Value, ToolError>> {
+        Box::pin(async move { self.call_tool(tool, args, &ctx).await })
+    }
+
+    /// [`RemoteBackend::context_block`]; `settings` are not needed.
+    fn context(
+        &self,
+        ctx: TerminalContext,
+        budget: Option<usize>,
+        _settings: Option<Settings>,
+    ) -> BackendFuture<'_, Result<Option<String>, ToolError>> {
+        Box::pin(async move { self.context_block(&ctx, budget).await })
+    }
+}

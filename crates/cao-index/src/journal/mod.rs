@@ -1,0 +1,316 @@
+//! The journal's tables (spec 001 "Notes and the journal", "The summary tree", "The view"): SQL only. The rules
+//! (tree arithmetic, the view's merge rule, scheduling, leases, purge) live in `cao-journal`, which runs them through
+//! [`JournalTx`] inside [`Index::journal_write`] / [`Index::journal_read`]. The memory store appends entries inside its
+//! own write transaction with [`Index::upsert_with_journal`] / [`Index::delete_with_journal`].
+//!
+//! Tables (all keyed by `container`: `global`, `federated` or a project id, see [`cao_core::Container`]):
+//! - `cao_journal_meta (container, entries, view_end, view_bytes)`: `entries` = N, the number of entries (the next
+//!   id); the view state covers entries `[0, view_end)` (`view_end <= entries`; `cao-journal` catches it up);
+//!   `view_bytes` = the sum of `cao_journal_view.bytes`.
+//! - `cao_journal_entries (container, id, kind, scope, scope_id, key, text, writer_terminal, writer_session,
+//!   writer_pid, written_at, purged, next_id)`: one row per entry, `id` dense from 0 in append order; `text` is the
+//!   memory's full text at that version (`""` for a delete entry, and after a purge); `next_id` is the id of the next
+//!   entry of the same memory (set when that one is appended), so an entry's status is one lookup.
+//! - `cao_journal_lines (container, id, n, text, writer, written_at)`: the written lines of the summary tree, at
+//!   address `id+n`; `writer` is a model name, `verbatim` or `extractive`.
+//! - `cao_journal_unwritten (container, id)`: entries whose entry line `id+1` is not written yet.
+//! - `cao_journal_view (container, id, n, bytes)`: the view's lines, one row per line, `bytes` = its rendered size
+//!   including the newline.
+//! - `cao_journal_ready (container, id, n)`: parent addresses `id+n` whose two children are both in the view and whose
+//!   line is written (the pairs that may merge).
+//! - `cao_journal_leases (container, id, n, holder, expires_at)`: who is writing line `id+n` until when (Unix ms); a
+//!   row with an empty holder is a retry pause after a passing model failure.
+//! - `cao_journal_snapshots (container, session_id, taken_at_entry, taken_at, view)`: the view a session took.
+//!
+//! Invariants kept here: appending is O(1) (a meta upsert, one insert, one indexed lookup and update of the previous
+//! version, one insert into the unwritten set) and ids are dense because the counter and the insert share the
+//! transaction; no statement text contains a caller value (all values are bound).
+
+mod entries;
+mod leases;
+mod snapshots;
+mod tree;
+
+pub use entries::{EntryKind, EntryRow, JournalNote, JournalWriter, NewEntry};
+pub use leases::LeaseRow;
+pub use snapshots::SnapshotRow;
+pub use tree::{LineRow, ViewItem, ViewRow};
+
+use crate::write::{delete_in, upsert_in};
+use crate::{Index, IndexError, MemoryRow, Result, UpsertOutcome};
+use cao_core::Container;
+use cao_core::{Key, Scope};
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+/// A journal's counters, as stored in `cao_journal_meta` (all zero for a container never journaled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JournalMeta {
+    /// N: the number of entries, and the id the next entry gets.
+    pub entries: u64,
+    /// The view state covers entries `[0, view_end)`; `view_end <= entries`.
+    pub view_end: u64,
+    /// Sum of the rendered bytes of the view's lines (each with its newline).
+    pub view_bytes: u64,
+}
+
+/// What a WAL checkpoint (`PRAGMA wal_checkpoint(TRUNCATE)`) reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// True when another connection kept the checkpoint from completing (the WAL was then not truncated).
+    pub busy: bool,
+    /// Frames in the WAL before it was truncated (`-1` when the database is not in WAL mode).
+    pub wal_frames: i64,
+    /// Frames copied into the database file.
+    pub checkpointed: i64,
+}
+
+/// The journal statements, run on one open transaction. Obtained from [`Index::journal_write`] (write
+/// transaction, `BEGIN IMMEDIATE`) or [`Index::journal_read`] (one read snapshot; write methods then fail with
+/// SQLite's read-only error).
+#[derive(Debug)]
+pub struct JournalTx<'a> {
+    conn: &'a Connection,
+}
+
+/// A u64 counter or id as the i64 SQLite stores. Errors: [`IndexError::Invalid`] above `i64::MAX`.
+pub(crate) fn to_sql(v: u64) -> Result<i64> {
+    i64::try_from(v).map_err(|_| IndexError::Invalid(format!("journal number {v} is larger than {}", i64::MAX)))
+}
+
+/// An i64 column read back as u64 (negative values, which this crate never writes, read as 0).
+pub(crate) fn from_sql(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+impl<'a> JournalTx<'a> {
+    /// Wrap an open transaction (or connection) of this crate.
+    pub(crate) fn new(conn: &'a Connection) -> JournalTx<'a> {
+        JournalTx { conn }
+    }
+
+    /// The counters of `container` (zeros when it has no journal yet). Errors: [`IndexError::Sqlite`].
+    pub fn meta(&self, container: &str) -> Result<JournalMeta> {
+        let row = self
+            .conn
+            .prepare_cached("SELECT entries, view_end, view_bytes FROM cao_journal_meta WHERE container = ?1")?
+            .query_row([container], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+            })
+            .optional()?;
+        Ok(row.map_or_else(JournalMeta::default, |(e, v, b)| JournalMeta {
+            entries: from_sql(e),
+            view_end: from_sql(v),
+            view_bytes: from_sql(b),
+        }))
+    }
+
+    /// Store the view counters of `container` (its entry count is left alone). Errors: [`IndexError::Sqlite`],
+    /// [`IndexError::Invalid`] for a number above `i64::MAX`.
+    pub fn set_view_state(&self, container: &str, view_end: u64, view_bytes: u64) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO cao_journal_meta (container, entries, view_end, view_bytes) VALUES (?1, 0, ?2, ?3)
+                 ON CONFLICT (container) DO UPDATE SET view_end = excluded.view_end, view_bytes = excluded.view_bytes",
+            )?
+            .execute(params![container, to_sql(view_end)?, to_sql(view_bytes)?])?;
+        Ok(())
+    }
+
+    /// Containers that have a journal (a meta row), sorted. Errors: [`IndexError::Sqlite`].
+    pub fn containers(&self) -> Result<Vec<String>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT container FROM cao_journal_meta ORDER BY container")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Delete every journal row of `container` (entries, lines, view state, leases, snapshots, counters). Returns
+    /// the number of entries deleted. Errors: [`IndexError::Sqlite`].
+    pub fn clear(&self, container: &str) -> Result<u64> {
+        let mut entries = 0;
+        for table in [
+            "cao_journal_entries",
+            "cao_journal_lines",
+            "cao_journal_unwritten",
+            "cao_journal_view",
+            "cao_journal_ready",
+            "cao_journal_leases",
+            "cao_journal_snapshots",
+            "cao_journal_meta",
+        ] {
+            let n = self
+                .conn
+                .prepare_cached(&format!("DELETE FROM {table} WHERE container = ?1"))?
+                .execute([container])?;
+            if table == "cao_journal_entries" {
+                entries = n as u64;
+            }
+        }
+        Ok(entries)
+    }
+}
+
+impl Index {
+    /// Run `f` on the journal tables in one `BEGIN IMMEDIATE` transaction and commit it when `f` returns `Ok`
+    /// (roll back otherwise).
+    ///
+    /// Errors: what `f` returns, or [`IndexError::Pool`] / [`IndexError::Sqlite`] (converted into `E`) when no
+    /// connection or lock was obtained or the commit failed.
+    pub fn journal_write<T, E: From<IndexError>>(
+        &self,
+        f: impl FnOnce(&JournalTx<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let mut conn = self.pool.get().map_err(IndexError::from)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(IndexError::from)?;
+        let out = f(&JournalTx::new(&tx))?;
+        tx.commit().map_err(IndexError::from)?;
+        Ok(out)
+    }
+
+    /// Run `f` on the journal tables in one read transaction (one consistent snapshot).
+    ///
+    /// Errors: what `f` returns, or [`IndexError::Pool`] / [`IndexError::Sqlite`] converted into `E`.
+    pub fn journal_read<T, E: From<IndexError>>(
+        &self,
+        f: impl FnOnce(&JournalTx<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        let mut conn = self.pool.get().map_err(IndexError::from)?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Deferred)
+            .map_err(IndexError::from)?;
+        let out = f(&JournalTx::new(&tx))?;
+        tx.finish().map_err(IndexError::from)?;
+        Ok(out)
+    }
+
+    /// As [`Index::journal_write`], with `PRAGMA secure_delete` on for the transaction (SQLite then overwrites
+    /// deleted and replaced content with zeros instead of leaving it in free space), followed by a
+    /// `wal_checkpoint(TRUNCATE)` that copies the WAL into the database file and truncates the WAL to zero bytes.
+    /// Used to purge text so that no copy stays in the file. `secure_delete` is switched off again before the
+    /// connection returns to the pool.
+    ///
+    /// The checkpoint waits (up to the 10 s busy timeout) for readers of older snapshots; when it still cannot
+    /// complete, [`Checkpoint::busy`] is true and the WAL keeps its frames until the next checkpoint.
+    ///
+    /// Errors: as [`Index::journal_write`]; a failed checkpoint is [`IndexError::Sqlite`] after the commit (the
+    /// transaction's changes stay committed).
+    pub fn journal_write_secure<T, E: From<IndexError>>(
+        &self,
+        f: impl FnOnce(&JournalTx<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<(T, Checkpoint), E> {
+        let mut conn = self.pool.get().map_err(IndexError::from)?;
+        set_secure_delete(&conn, true)?;
+        let result = (|| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(IndexError::from)?;
+            let out = f(&JournalTx::new(&tx))?;
+            tx.commit().map_err(IndexError::from)?;
+            Ok::<T, E>(out)
+        })();
+        let reset = set_secure_delete(&conn, false);
+        let out = result?;
+        reset?;
+        let checkpoint = checkpoint_truncate(&conn)?;
+        Ok((out, checkpoint))
+    }
+
+    /// [`Index::upsert`] and, in the same transaction, append a note entry for the row's memory to its container's
+    /// journal: either both are written or neither. The entry's text is `note.text` (the memory's full text at
+    /// this version), its scope, scope id and key are the row's.
+    ///
+    /// Returns the upsert outcome and the id of the appended entry.
+    ///
+    /// Errors: as [`Index::upsert`]; [`IndexError::Invalid`] when the row's container is empty (a project row
+    /// without a project id) or the journal is full (`i64::MAX` entries). Nothing is written on error.
+    pub fn upsert_with_journal(&self, row: &MemoryRow, note: &JournalNote) -> Result<(UpsertOutcome, u64)> {
+        crate::write::check_related_keys(row)?;
+        let entry = NewEntry {
+            kind: EntryKind::Note,
+            scope: row.scope,
+            scope_id: row.scope_id.clone(),
+            key: row.key.clone(),
+            text: note.text.clone(),
+            writer: note.writer.clone(),
+            at: note.at,
+        };
+        self.write(|tx| {
+            let outcome = upsert_in(tx, row)?;
+            let id = JournalTx::new(tx).append(&entry)?;
+            Ok((outcome, id))
+        })
+    }
+
+    /// [`Index::delete`] and, in the same transaction when a row existed, append a delete entry (empty text) for
+    /// the memory to its container's journal. Returns the appended entry's id, or `None` when there was no row (then
+    /// nothing is written).
+    ///
+    /// Errors: as [`Index::delete`]; [`IndexError::Invalid`] as for [`Index::upsert_with_journal`].
+    pub fn delete_with_journal(
+        &self,
+        scope: Scope,
+        scope_id: Option<&str>,
+        key: &Key,
+        writer: &JournalWriter,
+        at: DateTime<Utc>,
+    ) -> Result<Option<u64>> {
+        let entry = NewEntry {
+            kind: EntryKind::Delete,
+            scope,
+            scope_id: scope_id.map(str::to_owned),
+            key: key.clone(),
+            text: String::new(),
+            writer: writer.clone(),
+            at,
+        };
+        self.write(|tx| {
+            if !delete_in(tx, scope, scope_id, key)? {
+                return Ok(None);
+            }
+            Ok(Some(JournalTx::new(tx).append(&entry)?))
+        })
+    }
+
+    /// Run `PRAGMA wal_checkpoint(TRUNCATE)` on a pooled connection (see [`Index::journal_write_secure`]).
+    /// Errors: [`IndexError::Pool`] / [`IndexError::Sqlite`].
+    pub fn checkpoint_truncate(&self) -> Result<Checkpoint> {
+        let conn = self.pool.get()?;
+        checkpoint_truncate(&conn)
+    }
+}
+
+/// `PRAGMA secure_delete = ON|OFF` on one connection.
+fn set_secure_delete(conn: &Connection, on: bool) -> Result<()> {
+    let _now: i64 = conn.query_row(&format!("PRAGMA secure_delete = {}", i32::from(on)), [], |r| r.get(0))?;
+    Ok(())
+}
+
+fn checkpoint_truncate(conn: &Connection) -> Result<Checkpoint> {
+    let (busy, wal_frames, checkpointed) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+    })?;
+    Ok(Checkpoint {
+        busy: busy != 0,
+        wal_frames,
+        checkpointed,
+    })
+}
+
+/// The container of an entry, checked: `global`, `federated` or a non-empty project id.
+pub(crate) fn entry_container(scope: Scope, scope_id: Option<&str>) -> Result<String> {
+    let container = Container::of(scope, scope_id).into_string();
+    if container.is_empty() {
+        return Err(IndexError::Invalid(format!(
+            "a {} memory needs a scope id to be journaled",
+            scope.as_str()
+        )));
+    }
+    Ok(container)
+}
+
+#[cfg(test)]
+mod tests;

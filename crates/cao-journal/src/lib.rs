@@ -1,0 +1,127 @@
+//! `cao-journal`: the journal of the memory store, its tree of one-line summaries and the 32 KiB view (spec 001;
+//! layer 2: depends on `cao-core`, `cao-index` for every SQL statement, and `cao-model` for summaries).
+//!
+//! Each container (`global`, which also holds session and agent memories, `federated`, or a project id) has one
+//! journal: entries numbered from 0 in the order they were appended, each a note (the memory's full text at that
+//! version) or a delete. Over the entries sits a binary tree of lines of at most 512 bytes addressed `id+n`
+//! ([`Address`]): an entry's line `id+1`, and each pair of sibling lines merged into their parent. The view is a
+//! sequence of lines covering every entry once, oldest first, rendered inside `<memory>` ... `</memory>` in at most
+//! 32 KiB ([`view`]); zoom opens any line ([`zoom`]).
+//!
+//! Features are free functions over [`cao_index::Index`]:
+//! - [`append`], [`import_entries`], [`clear`]: entries outside a memory write (memory writes append inside their
+//!   own transaction through `Index::upsert_with_journal` / `delete_with_journal`);
+//! - [`view`], [`next_work`], [`status`]: the view and the lines it waits for;
+//! - [`zoom`], [`line`]: reading the tree;
+//! - [`summarize_step`] (and its parts [`claim_work`], [`complete`], [`fail_passing`]): writing lines, shared between
+//!   processes through leases;
+//! - [`purge`]: removing a memory's text from the journal and every line that may hold it;
+//! - [`take_snapshot`], [`snapshot`], [`reminder_rows`]: what a session saw and what it has not seen.
+//!
+//! Invariants (property-tested in `tests/it`):
+//! - Addresses are well formed: n a power of two, id a multiple of n, `id + n <= N` for every stored line.
+//! - The view's lines cover `[0, N)` exactly once, contiguously, oldest first; once every pending line is written,
+//!   the rendered view is at most [`VIEW_MAX_BYTES`] bytes.
+//! - A pair merges only when the view is over budget and its parent line is written, the oldest in multiples of its
+//!   size first ([`merge_order`]); a merged line is never split again except by a purge.
+//! - The view state is kept incrementally in SQLite and equals a replay of the same events from scratch.
+//! - No line is written twice; a pair line is written only after both its children; a line holds at most
+//!   [`LINE_MAX_BYTES`] bytes; an entry or pair that fits is kept word for word with no model call.
+//! - After [`purge`], the memory's text is in no row, no free page and no WAL frame of the database.
+//! - Memory text is untrusted: the view defuses the `<memory>` tags and turns control characters into spaces.
+
+mod address;
+mod append;
+mod error;
+mod purge;
+pub mod render;
+mod snapshot;
+mod summarize;
+mod tree;
+mod view;
+mod zoom;
+
+pub use address::{Address, AddressError, MAX_ENTRIES};
+pub use append::{append, clear, import_entries};
+pub use cao_index::{EntryKind, EntryRow, JournalWriter, LineRow, NewEntry, SnapshotRow};
+pub use error::{JournalError, Result};
+pub use purge::{PurgeReport, purge};
+pub use render::{LINE_MAX_BYTES, VIEW_MAX_BYTES};
+pub use snapshot::{
+    REMINDER_SCAN_MAX, Reminder, SESSION_ID_MAX_BYTES, Snapshot, WriterFilter, reminder_rows, snapshot, take_snapshot,
+};
+pub use summarize::{
+    Claim, ClaimBatch, LEASE_MARGIN, LineInput, MAX_CLAIMS, RETRY_PAUSE, StepReport, Worker, claim_work, complete,
+    fail_passing, summarize_step,
+};
+pub use tree::merge_order;
+pub use view::{NEXT_WORK_MAX, View, ViewLine, next_work, view};
+pub use zoom::{EntryStatus, EntryView, Zoom, ZoomLine, zoom};
+
+use cao_index::Index;
+use chrono::{DateTime, Utc};
+
+/// Longest container name accepted, in bytes (a path segment).
+const CONTAINER_MAX_BYTES: usize = 255;
+
+/// Check a container name: `global`, `federated` or a project id, which are single path segments of
+/// `[A-Za-z0-9._-]`, 1 to 255 bytes, not `.` or `..` (the wiki layout's rule).
+///
+/// Errors: [`JournalError::Invalid`] naming the rule.
+pub(crate) fn check_container(container: &str) -> Result<()> {
+    let ok = !container.is_empty()
+        && container.len() <= CONTAINER_MAX_BYTES
+        && container != "."
+        && container != ".."
+        && container
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(JournalError::Invalid(format!(
+            "container {:?} is not global, federated or a project id (1 to {CONTAINER_MAX_BYTES} bytes of \
+             [A-Za-z0-9._-], not . or ..)",
+            container.chars().take(64).collect::<String>()
+        )))
+    }
+}
+
+/// The written line at `address` of `container`, if written. One point query.
+///
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
+pub fn line(index: &Index, container: &str, address: Address) -> Result<Option<LineRow>> {
+    check_container(container)?;
+    index.journal_read(|j| Ok(j.line(container, address.id(), address.n())?))
+}
+
+/// Counters of one journal, for a status line or the inspector's header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalStatus {
+    /// N: the number of entries.
+    pub entries: u64,
+    /// Rendered bytes of the view state (tags included; may exceed [`VIEW_MAX_BYTES`] while summaries are pending).
+    pub view_bytes: u64,
+    /// Entry lines not written yet.
+    pub unwritten: u64,
+    /// Lines being written now (unexpired leases with a holder).
+    pub in_progress: u64,
+    /// Written lines.
+    pub lines: u64,
+}
+
+/// The counters of `container`'s journal at `now` (for the leases).
+///
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
+pub fn status(index: &Index, container: &str, now: DateTime<Utc>) -> Result<JournalStatus> {
+    check_container(container)?;
+    view::with_settled(index, container, |j, tree| {
+        Ok(JournalStatus {
+            entries: tree.entries(),
+            view_bytes: render::VIEW_OVERHEAD as u64 + tree.meta.view_bytes,
+            unwritten: j.unwritten_count(container)?,
+            in_progress: j.active_leases(container, now.timestamp_millis())?,
+            lines: j.line_count(container)?,
+        })
+    })
+}

@@ -1,0 +1,133 @@
+//! Session snapshots and the `# Memory updated` reminder (spec 001 "When the view changes": the view in the system
+//! prompt is taken when the session starts and again at each rebuild, and holds still in between; entries written
+//! elsewhere reach the model as a reminder listing one row per entry).
+
+use crate::check_container;
+use crate::error::{JournalError, Result};
+use crate::render::reminder_row;
+use crate::tree::Tree;
+use crate::view::{View, render};
+use cao_index::{Index, JournalWriter, SnapshotRow};
+use chrono::{DateTime, Utc};
+
+/// Longest session id accepted, in bytes.
+pub const SESSION_ID_MAX_BYTES: usize = 256;
+
+/// A snapshot just taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// N at that moment: the view covers entries `[0, taken_at_entry)`; later entries go to the reminder.
+    pub taken_at_entry: u64,
+    /// The view taken (also stored, for the inspector's "this session" mode).
+    pub view: View,
+}
+
+fn check_session(session_id: &str) -> Result<()> {
+    if session_id.is_empty() || session_id.len() > SESSION_ID_MAX_BYTES || session_id.chars().any(char::is_control) {
+        return Err(JournalError::Invalid(format!(
+            "session id must be 1 to {SESSION_ID_MAX_BYTES} bytes without control characters (got {} bytes)",
+            session_id.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Take the view of `container` for `session_id` and store it (replacing the session's earlier snapshot), in one
+/// write transaction so the view and its entry count agree.
+///
+/// Errors: [`JournalError::Invalid`] for a malformed container or session id (empty, over
+/// [`SESSION_ID_MAX_BYTES`], control characters); [`JournalError::Index`]; [`JournalError::Corrupt`].
+pub fn take_snapshot(index: &Index, container: &str, session_id: &str, now: DateTime<Utc>) -> Result<Snapshot> {
+    check_container(container)?;
+    check_session(session_id)?;
+    index.journal_write(|j| {
+        let mut tree = Tree::load(j, container)?;
+        tree.catch_up()?;
+        let view = render(j, container, &tree)?;
+        j.snapshot_put(
+            container,
+            &SnapshotRow {
+                session_id: session_id.to_owned(),
+                taken_at_entry: view.entries,
+                taken_at: now,
+                view: view.text.clone(),
+            },
+        )?;
+        Ok(Snapshot {
+            taken_at_entry: view.entries,
+            view,
+        })
+    })
+}
+
+/// The stored snapshot of `session_id` in `container`, if one was taken.
+///
+/// Errors: as [`take_snapshot`].
+pub fn snapshot(index: &Index, container: &str, session_id: &str) -> Result<Option<SnapshotRow>> {
+    check_container(container)?;
+    check_session(session_id)?;
+    index.journal_read(|j| Ok(j.snapshot_get(container, session_id)?))
+}
+
+/// Leaves out of a reminder the entries a session wrote itself: an entry matches when every field given here
+/// equals the entry's writer field.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WriterFilter {
+    /// The session's terminal id.
+    pub terminal_id: Option<String>,
+    /// The session's name or id.
+    pub session: Option<String>,
+}
+
+impl WriterFilter {
+    /// Whether `writer` is the session this filter describes (false when the filter names nothing).
+    pub fn matches(&self, writer: &JournalWriter) -> bool {
+        if self.terminal_id.is_none() && self.session.is_none() {
+            return false;
+        }
+        self.terminal_id
+            .as_ref()
+            .is_none_or(|t| writer.terminal_id.as_ref() == Some(t))
+            && self.session.as_ref().is_none_or(|s| writer.session.as_ref() == Some(s))
+    }
+}
+
+/// The rows of a `# Memory updated` reminder.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reminder {
+    /// One row per entry appended since the snapshot, oldest first: `- <id>+1 note <name>: <first line>` (see
+    /// [`crate::render::reminder_row`]); at most the limit asked for.
+    pub rows: Vec<String>,
+    /// Entries since the snapshot that the rows would list without the limit.
+    pub total: u64,
+}
+
+/// Most entries [`reminder_rows`] reads past the snapshot (rows beyond it are counted in `total` only up to here).
+pub const REMINDER_SCAN_MAX: usize = 10_000;
+
+/// The reminder rows for entries of `container` appended at or after entry `since` (a snapshot's
+/// `taken_at_entry`), leaving out those `exclude` matches (the session's own writes), at most `limit` rows.
+///
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
+pub fn reminder_rows(
+    index: &Index,
+    container: &str,
+    since: u64,
+    exclude: Option<&WriterFilter>,
+    limit: usize,
+) -> Result<Reminder> {
+    check_container(container)?;
+    index.journal_read(|j| {
+        let mut reminder = Reminder::default();
+        for entry in j.entries_from(container, since, REMINDER_SCAN_MAX)? {
+            if exclude.is_some_and(|f| f.matches(&entry.writer)) {
+                continue;
+            }
+            reminder.total += 1;
+            if reminder.rows.len() < limit {
+                reminder.rows.push(reminder_row(&entry));
+            }
+        }
+        Ok(reminder)
+    })
+}

@@ -1,0 +1,162 @@
+//! One handler per tool: its typed arguments, its MCP definition and what a call does on the service.
+//!
+//! [`ToolHandler`] is implemented by each tool's parameter struct; [`handler`] is the one place that maps a
+//! [`Tool`] to its handler (an exhaustive match, so a new `Tool` variant does not compile until it has one).
+//! Everything else (listing, parsing, running, the flush signal, the read limit, the remote route, the auth
+//! scope) follows from the handler and the tool's row in [`Tool::spec`].
+
+use crate::error::ToolError;
+use crate::params::{ForgetParams, RecallParams, StoreParams};
+use cao_core::TerminalContext;
+use cao_memory::{MemoryError, MemoryService};
+use cao_protocol::{Arguments, Tool};
+use rmcp::handler::server::tool::schema_for_input;
+use rmcp::model::{JsonObject, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// One MCP tool. `Self` is the tool's arguments as agents send them; its JSON schema is the tool's `inputSchema`.
+pub trait ToolHandler: DeserializeOwned + JsonSchema + 'static {
+    /// Which tool this is.
+    const TOOL: Tool;
+    /// What `tools/list` tells the model about the tool: what it does, what it returns, how it fails.
+    const DESCRIPTION: &'static str;
+    /// The tool's result (serialised as the success payload).
+    type Output: Serialize;
+
+    /// The MCP annotations (read-only, destructive, idempotent, open-world hints).
+    fn annotations() -> ToolAnnotations;
+
+    /// Carry out the call on `svc` (already opened, with this request's settings) as `ctx`.
+    ///
+    /// Errors: the service's refusal or failure.
+    fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Output, MemoryError>;
+}
+
+const STORE_DESCRIPTION: &str = "Store a persistent memory (a fact, decision, preference or convention) as a markdown \
+wiki topic plus a search-index entry. Storing again with the same key and scope appends a new timestamped entry \
+(upsert); the newest entry is the current content. Returns JSON {success, key, scope, scope_id, file_path, action} \
+with action \"created\" or \"updated\"; on failure {success: false, error, error_kind}. Storing into project, session \
+or agent scope needs that piece of the terminal context (working directory, session name, agent profile).";
+
+const RECALL_DESCRIPTION: &str = "Search stored memories by keywords and filters, ranked by sort_by. Check memory \
+before asking the user, and at the start of a task. Without scope, every scope visible to you is searched and the \
+results follow scope precedence session > project > global. Returns JSON {success, memories: [{key, content, \
+memory_type, scope, tags, file_path, updated_at}]}; on failure {success: false, error, error_kind} (for example an \
+unknown sort_by or search_mode, or a limit outside 1..100).";
+
+const FORGET_DESCRIPTION: &str = "Remove a memory by key and scope (its topic file and index entry). Returns JSON \
+{success, deleted, key, scope, action, path}: action \"deleted\" when it existed, \"absent\" (deleted false) when \
+there was nothing to remove. On failure {success: false, error, error_kind}.";
+
+impl ToolHandler for StoreParams {
+    const TOOL: Tool = Tool::Store;
+    const DESCRIPTION: &'static str = STORE_DESCRIPTION;
+    type Output = cao_memory::StoreResult;
+
+    fn annotations() -> ToolAnnotations {
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(false)
+            .idempotent(false)
+            .open_world(false)
+    }
+
+    fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Output, MemoryError> {
+        svc.store(ctx, self.into_request())
+    }
+}
+
+impl ToolHandler for RecallParams {
+    const TOOL: Tool = Tool::Recall;
+    const DESCRIPTION: &'static str = RECALL_DESCRIPTION;
+    type Output = cao_memory::RecallResult;
+
+    fn annotations() -> ToolAnnotations {
+        ToolAnnotations::new().read_only(true).open_world(false)
+    }
+
+    fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Output, MemoryError> {
+        svc.recall(ctx, self.into_request())
+    }
+}
+
+impl ToolHandler for ForgetParams {
+    const TOOL: Tool = Tool::Forget;
+    const DESCRIPTION: &'static str = FORGET_DESCRIPTION;
+    type Output = cao_memory::ForgetResult;
+
+    fn annotations() -> ToolAnnotations {
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .idempotent(true)
+            .open_world(false)
+    }
+
+    fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Output, MemoryError> {
+        svc.forget(ctx, self.into_request())
+    }
+}
+
+/// The handler of `tool` (the one match from tools to handlers).
+pub(crate) fn handler(tool: Tool) -> &'static dyn Handler {
+    match tool {
+        Tool::Store => &Erased::<StoreParams>(PhantomData),
+        Tool::Recall => &Erased::<RecallParams>(PhantomData),
+        Tool::Forget => &Erased::<ForgetParams>(PhantomData),
+    }
+}
+
+/// A [`ToolHandler`] behind a vtable, so a runtime [`Tool`] can reach it.
+pub(crate) trait Handler: Sync {
+    /// The tool's MCP definition.
+    fn definition(&self) -> rmcp::model::Tool;
+    /// Parse `args`, run the call on `svc` and serialise the result.
+    fn run(&self, svc: &MemoryService, ctx: &TerminalContext, args: Arguments) -> Result<Value, ToolError>;
+}
+
+struct Erased<H>(PhantomData<fn() -> H>);
+
+impl<H: ToolHandler> Handler for Erased<H> {
+    fn definition(&self) -> rmcp::model::Tool {
+        rmcp::model::Tool::new(H::TOOL.name(), H::DESCRIPTION, input_schema::<H>()).annotate(H::annotations())
+    }
+
+    fn run(&self, svc: &MemoryService, ctx: &TerminalContext, args: Arguments) -> Result<Value, ToolError> {
+        let params: H = serde_json::from_value(Value::Object(args)).map_err(|e| ToolError::Arguments {
+            tool: H::TOOL,
+            reason: e.to_string(),
+        })?;
+        let result = params.run(svc, ctx)?;
+        serde_json::to_value(result).map_err(|e| ToolError::Internal {
+            tool: H::TOOL.name(),
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// The `inputSchema` of `T`; an object schema is guaranteed for the parameter structs of this crate, and a
+/// permissive object schema is used should generation ever fail, so listing tools cannot fail.
+fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    schema_for_input::<T>().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "tool input schema generation failed");
+        rmcp::handler::server::common::schema_for_empty_input()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_the_handler_of_its_own_name() {
+        for tool in Tool::ALL {
+            assert_eq!(handler(tool).definition().name, tool.name());
+        }
+    }
+}

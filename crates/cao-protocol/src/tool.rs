@@ -1,0 +1,161 @@
+//! [`Tool`]: the memory tools as an enum, and [`ToolSpec`], the facts every layer needs about one tool.
+
+use std::fmt;
+
+/// The access a tool call needs: the `cao:read` / `cao:write` / `cao:admin` scopes of the HTTP API's bearer
+/// tokens, and whether the call writes (a read runs under the read-concurrency limit and does not trigger the
+/// `index.md` refresh).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Access {
+    /// Reads memories (a recall still counts accesses, which is not a content change).
+    Read,
+    /// Creates or changes memories.
+    Write,
+    /// Removes memories (a delete).
+    Admin,
+}
+
+/// The owner's internal route that builds a `<cao-memory>` block for a remote node, relative to its base URL.
+pub const CONTEXT_PATH: &str = "/internal/memory/context";
+
+/// What every layer needs to know about one tool: one row of [`Tool::spec`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolSpec {
+    /// The MCP tool name (`tools/list`, `tools/call`), e.g. `memory_store`.
+    pub name: &'static str,
+    /// The path of the owner's internal route that carries the call out for a remote node (`CAO_MEMORY_API_URL`),
+    /// relative to the owner's base URL, e.g. `/internal/memory/store`.
+    pub internal_path: &'static str,
+    /// The access the call needs.
+    pub access: Access,
+    /// The list field of this tool's result that the disabled payload carries empty (`memories` for
+    /// `memory_recall`, reference notes g), if any.
+    pub empty_list: Option<&'static str>,
+}
+
+/// One memory tool. Adding a tool is one variant here with its row in [`Tool::spec`] and [`Tool::ALL`], plus its
+/// handler in `cao-mcp` (see ARCHITECTURE.md "Adding a tool"); every match on this enum is exhaustive, so the
+/// compiler lists whatever else must name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tool {
+    /// `memory_store(content, scope, memory_type, key, tags)`: store (upsert) a memory (spec 000 "memory_store").
+    Store,
+    /// `memory_recall(query, scope, memory_type, limit, search_mode, sort_by, include_related)`: ranked retrieval
+    /// (spec 000 "memory_recall").
+    Recall,
+    /// `memory_forget(key, scope)`: remove a memory (spec 000 "MCP Tools").
+    Forget,
+}
+
+impl Tool {
+    /// Every tool, in the order `tools/list` shows them.
+    pub const ALL: [Tool; 3] = [Tool::Store, Tool::Recall, Tool::Forget];
+
+    /// The facts about this tool (the one table of them).
+    pub const fn spec(self) -> ToolSpec {
+        match self {
+            Tool::Store => ToolSpec {
+                name: "memory_store",
+                internal_path: "/internal/memory/store",
+                access: Access::Write,
+                empty_list: None,
+            },
+            Tool::Recall => ToolSpec {
+                name: "memory_recall",
+                internal_path: "/internal/memory/recall",
+                access: Access::Read,
+                empty_list: Some("memories"),
+            },
+            Tool::Forget => ToolSpec {
+                name: "memory_forget",
+                internal_path: "/internal/memory/forget",
+                access: Access::Admin,
+                empty_list: None,
+            },
+        }
+    }
+
+    /// The MCP tool name, e.g. `memory_recall`.
+    pub const fn name(self) -> &'static str {
+        self.spec().name
+    }
+
+    /// The owner's internal route for this tool, e.g. `/internal/memory/recall`.
+    pub const fn internal_path(self) -> &'static str {
+        self.spec().internal_path
+    }
+
+    /// The access a call needs.
+    pub const fn access(self) -> Access {
+        self.spec().access
+    }
+
+    /// Whether a successful call may have changed memories (anything but [`Access::Read`]).
+    pub const fn writes(self) -> bool {
+        !matches!(self.access(), Access::Read)
+    }
+
+    /// The tool called `name` (exact, case-sensitive match of an MCP tool name); `None` for any other string.
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Every tool name joined with `", "` (for "expected one of ..." messages).
+    pub fn names() -> String {
+        Self::ALL.map(Tool::name).join(", ")
+    }
+}
+
+impl fmt::Display for Tool {
+    /// The MCP tool name.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_and_paths_are_the_reference_ones() {
+        let rows: Vec<_> = Tool::ALL
+            .iter()
+            .map(|t| (t.name(), t.internal_path(), t.access()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("memory_store", "/internal/memory/store", Access::Write),
+                ("memory_recall", "/internal/memory/recall", Access::Read),
+                ("memory_forget", "/internal/memory/forget", Access::Admin),
+            ]
+        );
+        assert_eq!(Tool::names(), "memory_store, memory_recall, memory_forget");
+    }
+
+    #[test]
+    fn names_parse_back_exactly_and_nothing_else_parses() {
+        for t in Tool::ALL {
+            assert_eq!(Tool::from_name(t.name()), Some(t));
+            assert_eq!(t.to_string(), t.name());
+        }
+        for other in [
+            "",
+            "memory_Store",
+            "MEMORY_RECALL",
+            "memory_forget ",
+            "store",
+            "memory_delete",
+        ] {
+            assert_eq!(Tool::from_name(other), None, "{other:?}");
+        }
+    }
+
+    #[test]
+    fn only_reads_leave_memories_unchanged_and_only_recall_lists() {
+        assert!(Tool::Store.writes() && Tool::Forget.writes() && !Tool::Recall.writes());
+        assert_eq!(Tool::Recall.spec().empty_list, Some("memories"));
+        assert!(Tool::ALL.iter().filter(|t| t.spec().empty_list.is_some()).count() == 1);
+    }
+}
