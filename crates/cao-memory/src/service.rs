@@ -349,7 +349,8 @@ impl MemoryService {
     /// killed between its file write and its index transaction) and bring them into the index; remove the temp files
     /// of dead writers it sees. Every read does this itself, at most once per second per process (see
     /// ARCHITECTURE.md "External edits"); call this to force it (benchmarks, embedders that just wrote files).
-    /// Returns what changed; `scanned` counts the files whose stamp differed from the one this process knew.
+    /// Returns what changed; `scanned` counts the files that had to be compared with their rows under their topic
+    /// lock (new files, replaced files, files whose stamp is not the one their row recorded).
     ///
     /// Errors: [`MemoryError::Io`] when the database was removed or replaced; scan, lock and index errors.
     pub fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
