@@ -19,6 +19,7 @@ mod explain_cli;
 mod hardening_cli;
 mod inject_cli;
 mod lifecycle_e2e;
+mod lint_cli;
 mod memory_cli;
 mod reference_home;
 mod relationships_cli;

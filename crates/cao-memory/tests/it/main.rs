@@ -16,6 +16,7 @@ mod external_edits;
 mod inject;
 mod inject_related;
 mod lifecycle;
+mod lint_heal;
 mod okf;
 mod okf_roundtrip;
 mod properties;
