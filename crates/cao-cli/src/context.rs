@@ -48,9 +48,17 @@ pub struct ContextArgs {
     /// Explicit project id; default `$CAO_PROJECT_ID`, then `memory.project_id`, git remote, cwd hash.
     #[arg(long, value_name = "P")]
     pub project_id: Option<String>,
-    /// Total character budget; each of the three scopes gets min(1000, N / 3).
-    #[arg(long, value_name = "N", default_value_t = cao_memory::DEFAULT_CONTEXT_BUDGET)]
+    /// Total character budget, 1-1000000 (the HTTP context routes' rule); each of the three scopes gets
+    /// min(1000, N / 3).
+    #[arg(long, value_name = "N", default_value_t = cao_memory::DEFAULT_CONTEXT_BUDGET, value_parser = parse_budget)]
     pub budget: usize,
+}
+
+/// `--budget`: an integer checked by [`cao_memory::validate_context_budget`], the one budget rule (a bad value is a
+/// usage error, exit 2).
+pub(crate) fn parse_budget(raw: &str) -> Result<usize, String> {
+    let n: i64 = raw.trim().parse().map_err(|e| format!("not an integer: {e}"))?;
+    cao_memory::validate_context_budget(n).map_err(|e| e.to_string())
 }
 
 /// `cao memory hook <agent-cli>`.

@@ -12,8 +12,8 @@
 //! handler is installed for this: the detail is written directly.
 
 use crate::cli::{
-    ClearArgs, DeleteArgs, ExplainArgs, ExplainFormat, LIST_ROWS, ListMode, MemoryCommand, RepairArgs, ShowArgs,
-    TextFormat,
+    ClearArgs, DeleteArgs, ExplainArgs, ExplainFormat, LIST_ROWS, ListMode, ListPage, MemoryCommand, RepairArgs,
+    ShowArgs, TextFormat,
 };
 use crate::confirm::{Prompter, confirm};
 use crate::error::CliError;
@@ -76,6 +76,7 @@ enum Plan {
         scope: Option<Scope>,
         memory_type: Option<cao_core::MemoryType>,
         json: bool,
+        page: ListPage,
     },
     Explain(ExplainArgs),
     Show {
@@ -106,11 +107,13 @@ impl Plan {
                     scope,
                     memory_type,
                     json,
+                    page,
                 } => Plan::List {
                     all,
                     scope,
                     memory_type,
                     json,
+                    page,
                 },
                 ListMode::Explain(e) => Plan::Explain(e),
             },
@@ -159,17 +162,23 @@ impl Plan {
                 scope,
                 memory_type,
                 json,
+                page,
             } => {
+                let (limit, offset) = match page {
+                    ListPage::From(offset) => (LIST_ROWS, *offset),
+                    ListPage::All => (usize::MAX, 0),
+                };
                 let req = ListRequest {
                     scope: *scope,
                     memory_type: *memory_type,
                     all: *all,
-                    limit: Some(LIST_ROWS),
+                    limit: Some(limit),
+                    offset,
                     // Operator view: spec 000 "Non-accessing operator inspection".
                     record_access: !svc.settings().non_accessing_inspection(),
                 };
                 let memories = svc.list(ctx, req.clone())?;
-                if memories.len() == LIST_ROWS {
+                if memories.len() == LIST_ROWS && *page != ListPage::All {
                     // Is there more? One row past the cut, read without counting an access.
                     let probe = ListRequest {
                         limit: Some(LIST_ROWS + 1),
@@ -177,9 +186,15 @@ impl Plan {
                         ..req
                     };
                     if svc.list(ctx, probe)?.len() > LIST_ROWS {
+                        let next = offset + LIST_ROWS;
+                        let shown = if offset == 0 {
+                            format!("the first {LIST_ROWS} memories")
+                        } else {
+                            format!("memories {} to {next}", offset + 1)
+                        };
                         tracing::warn!(
-                            "showing the first {LIST_ROWS} memories (scope precedence, then newest first); narrow \
-                             the listing with --scope or --type, or page through GET /memory on cao-server"
+                            "showing {shown} (scope precedence, then newest first); the next page is --offset {next}, \
+                             --all-rows shows every row, --scope or --type narrow the listing"
                         );
                     }
                 }

@@ -63,7 +63,7 @@ pub use relationships::{
     RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, SupersedesLookup,
 };
 pub use row::{
-    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
+    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, RowStamp, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
 };
 pub use schema::SCHEMA_VERSION;
 pub use search::{ListFilter, matches_all_terms, search_tokens};

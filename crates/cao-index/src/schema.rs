@@ -25,9 +25,15 @@ const PROJECT_ALIASES_INDEX_DDL: &str = "CREATE INDEX ix_project_aliases_project
 
 /// Columns we add to `memory_metadata` when missing. All have defaults (or are nullable) so the reference's
 /// inserts, which do not name them, keep working.
-const EXTRA_COLUMNS: [(&str, &str); 3] = [
+const EXTRA_COLUMNS: [(&str, &str); 6] = [
     ("content", "TEXT NOT NULL DEFAULT ''"),
     ("entry_count", "INTEGER NOT NULL DEFAULT 1"),
+    // The topic file's stamp (`cao_core::fs::FileStamp`: size, ctime in ns, inode) when the row was last brought
+    // in line with the file; NULL = unknown. The store compares it with the file to pick up edits made outside the
+    // tool without reading unchanged files.
+    ("file_size", "INTEGER"),
+    ("file_ctime_ns", "INTEGER"),
+    ("file_ino", "INTEGER"),
     // Key of the row in both FTS tables (see `crate::partition`). The implicit rowid of a table without an INTEGER
     // PRIMARY KEY may be renumbered by VACUUM, so the FTS tables are keyed by this column instead. NULL = not
     // indexed (a row only the reference has written; `cao memory repair` indexes it).

@@ -7,7 +7,8 @@
 //!
 //! Invariants:
 //! - stdout carries only MCP protocol messages; logs go to stderr (`CAO_LOG_LEVEL` or `RUST_LOG`, default `warn`).
-//! - Nothing is created on disk until the first tool call with memory enabled.
+//! - Nothing is created on disk until the first tool call with memory enabled. At start, temp files left in the store
+//!   by writers that are gone are removed (`cao_memory::sweep_at_startup`).
 //! - Dirty `index.md` files are refreshed at most every 2 s while stores happen, and once more when the client
 //!   closes stdin or the process gets SIGINT/SIGTERM, after which it exits with status 0.
 
@@ -73,6 +74,7 @@ fn main() -> ExitCode {
 async fn run() -> anyhow::Result<()> {
     let home = CaoHome::from_env();
     tracing::info!(home = %home.root().display(), "cao-mcp-server starting");
+    cao_memory::sweep_at_startup(&home);
     let svc = ServiceHandle::lazy(home);
     let flush = FlushSignal::new();
     let stop = CancellationToken::new();

@@ -345,10 +345,31 @@ impl MemoryService {
         self.store.flush_index_md()
     }
 
+    /// Look for changes made to the wiki files outside the tool now (edited, added or removed topic files, a writer
+    /// killed between its file write and its index transaction) and bring them into the index; remove the temp files
+    /// of dead writers it sees. Every read does this itself, at most once per second per process (see
+    /// ARCHITECTURE.md "External edits"); call this to force it (benchmarks, embedders that just wrote files).
+    /// Returns what changed; `scanned` counts the files whose stamp differed from the one this process knew.
+    ///
+    /// Errors: [`MemoryError::Io`] when the database was removed or replaced; scan, lock and index errors.
+    pub fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
+        self.store.ensure_index_current()?;
+        self.store.pick_up_changes()
+    }
+
+    /// The state of the store, for a health check (`cao-server`'s `/health`): [`StoreHealth`] `ok`, or `degraded`
+    /// with a one-line reason naming the remedy when the database file was removed or replaced after this service
+    /// opened it, the index cannot be read, or the memory directory is gone. Cheap (two `stat`s and one indexed
+    /// query); reads no setting and changes nothing.
+    pub fn health(&self) -> StoreHealth {
+        self.store.health()
+    }
+
     /// Rebuild the index from the wiki files and report what changed: rows for files without one are added,
     /// rows that disagree with their file (content, type, tags, entry count, times, path) are updated, rows whose
     /// file is gone are removed; unparsable files are reported and left alone. Existing access counts and ids
-    /// (including rows written by the reference implementation) are kept. Every `index.md` is rewritten.
+    /// (including rows written by the reference implementation) are kept. Every `index.md` is rewritten. Temp files
+    /// of writers that are gone are removed ([`crate::sweep_temp_files`]).
     pub fn repair(&self) -> Result<RepairReport, MemoryError> {
         self.store.repair()
     }

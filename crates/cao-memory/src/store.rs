@@ -12,27 +12,50 @@
 //!   index writes that never fail a read.
 //! - **index.md flush** ([`Store::flush_index_md`]) and **repair** ([`Store::repair`]), which rebuilds the index
 //!   from the files and runs when a process opens an empty index next to existing files.
-//! - **index current** ([`Store::ensure_index_current`]): no write goes through a database file that was removed or
-//!   replaced after this process opened it.
+//! - **index current** ([`Store::ensure_index_current`]): no read or write goes through a database file that was
+//!   removed or replaced after this process opened it. Such a call fails with an error naming `cao memory repair`
+//!   (and a restart) instead of reopening: the rows of the unlinked file are not in the new one, another process may
+//!   be rebuilding it, and [`Store::health`] reports the state so a supervisor can restart the process, which
+//!   rebuilds an empty index from the files on open.
+//! - **pickup of external changes** ([`Store::prepare_read`], called before every read answers): topic files edited,
+//!   added or removed outside the tool (by hand, by another program, by a writer killed between its file write and
+//!   its index transaction) are brought into the index. A walk reads each wiki directory and the [`FileStamp`] of
+//!   each topic file through the directory handle (no file is opened) and compares it with the stamp this process
+//!   last saw in the index; only changed, new and vanished files are looked at, under their topic lock
+//!   ([`Store::pick_up_changes`]). Each change goes through one hook, [`Store::apply_external_change`], in one index
+//!   transaction. A process walks at most once per [`PICKUP_INTERVAL`] (and at most every 20 times the last walk's
+//!   duration, so the walk uses at most 5 % of a busy process), the first read of a process always walks, and
+//!   while one thread walks the others answer from the index as it is. The walk also removes the temp files of
+//!   dead writers ([`sweep_temp_files`]).
 //!
 //! Invariants: every write of a memory holds its topic lock from before the file changes until its index
 //! transaction has committed, so file and row change together and two writers of one key serialise; writers of
-//! different keys do not wait for each other. After any sequence of completed calls, [`Store::repair`] finds
-//! nothing to change.
+//! different keys do not wait for each other. Every row written records the stamp of its file as written. After any
+//! sequence of completed calls, [`Store::repair`] finds nothing to change, and after any change to the files a read
+//! that starts [`PICKUP_INTERVAL`] later answers from an index that agrees with them.
 //!
 //! Layering: this module depends on no feature module of the crate (only on [`crate::error`] and
 //! [`crate::types`]), so it can move to a crate of its own below the features that use it. Relationship purges,
 //! audit lines and every read-side rule (visibility, ranking, eligibility) belong to the features.
 
 use crate::error::MemoryError;
-use crate::types::RepairReport;
+use crate::types::{RepairReport, StoreHealth};
+use cao_core::fs::FileStamp;
 use cao_core::memory_ref::label;
 use cao_core::{CaoHome, Clock, MemoryRef, MemoryType, Settings, SourceKind};
 use cao_index::{Index, MemoryRow, SupersedesLookup};
 use cao_wiki::{Topic, TopicLock, WikiLayout};
 use chrono::{DateTime, Utc};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The shortest time between two walks of one process for external changes ([`Store::prepare_read`]).
+pub(crate) const PICKUP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A walk waits at least this many times the previous walk's duration before the next one.
+const PICKUP_COST_FACTOR: u32 = 20;
 
 /// One memory home, open. Shared by every clone of a service (behind an `Arc`); safe to use from many threads, and
 /// many processes may open the same home at once.
@@ -47,6 +70,64 @@ pub(crate) struct Store {
     db_identity: Option<(u64, u64)>,
     /// How supersedes state is read for ordering, labels and explain; unset = the index's edge table.
     supersedes_lookup: OnceLock<Arc<SupersedesLookup>>,
+    /// The state of the pickup of external changes.
+    pickup: Mutex<Pickup>,
+}
+
+/// What this process knows of the topic files, for [`Store::pick_up_changes`].
+#[derive(Debug, Default)]
+struct Pickup {
+    /// The stamp each native row recorded for its file, as this process last saw it; `None` until the first walk
+    /// loads it from the index.
+    known: Option<HashMap<MemoryRef, Known>>,
+    /// Number of the last walk (to find the rows whose file a walk did not see).
+    walk: u64,
+    /// Rows of the index [`Pickup::known`] leaves out (vault rows, rows that cannot be decoded), as counted when it
+    /// was loaded: with them, the known rows must add up to the index's row count, or another process added a row
+    /// whose file this process never saw (created and removed between two walks) and the map is reloaded.
+    other_rows: usize,
+    /// When the last walk started and how long it took.
+    last: Option<(Instant, Duration)>,
+    /// A thread is walking now.
+    walking: bool,
+}
+
+/// One row as [`Pickup::known`] holds it.
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    /// The file's stamp when the row last agreed with it; `None` = unknown (the file is read at the next walk).
+    stamp: Option<FileStamp>,
+    /// The walk that last saw the file.
+    seen: u64,
+    /// The index has a row for it (as far as this process knows).
+    row: bool,
+}
+
+/// A change made to the wiki outside the tool, as [`Store::apply_external_change`] records it.
+#[derive(Debug)]
+pub(crate) enum ExternalChange {
+    /// A topic file was added or changed: its row as rebuilt from the file (new, or replacing the stored one).
+    Upsert(Box<MemoryRow>),
+    /// A topic file is gone: its row is removed.
+    Remove(MemoryRef),
+}
+
+/// What bringing one topic file into the index did.
+#[derive(Debug)]
+enum FileOutcome {
+    /// The row already agreed with the file and recorded its stamp.
+    Current(FileStamp),
+    /// The row agrees with the file but recorded another stamp (or none): the caller records this one
+    /// ([`Index::set_file_stamps`], batched).
+    Agrees(FileStamp),
+    /// A row was created from the file.
+    Added(FileStamp),
+    /// The row was rebuilt from the file.
+    Updated(FileStamp),
+    /// The file cannot be parsed; its row (if any: the flag) is left alone.
+    Unparsable(FileStamp, String, bool),
+    /// The file is gone.
+    Vanished,
 }
 
 impl std::fmt::Debug for Store {
@@ -126,6 +207,7 @@ impl Store {
             settings,
             db_identity,
             supersedes_lookup: OnceLock::new(),
+            pickup: Mutex::new(Pickup::default()),
         };
         store.recover_empty_index()?;
         Ok(store)
@@ -194,8 +276,8 @@ impl Store {
         self.supersedes_lookup.get().map(|l| &**l)
     }
 
-    /// Refuse to write through a database file that was removed or replaced after this process opened it: its
-    /// rows would be invisible to every other process.
+    /// Refuse to read or write through a database file that was removed or replaced after this process opened it:
+    /// its rows would be invisible to every other process, and what it answers is no longer the store. One `stat`.
     ///
     /// Errors: [`MemoryError::Io`] (`NotFound`) naming the database file and the remedy.
     pub(crate) fn ensure_index_current(&self) -> Result<(), MemoryError> {
@@ -206,11 +288,319 @@ impl Store {
         Err(MemoryError::Io {
             context: format!(
                 "the index database {} was removed or replaced after this process opened it; restart the process \
-                 (the index is rebuilt from the wiki files, or run `cao memory repair`)",
+                 (it rebuilds the index from the wiki files) or run `cao memory repair`",
                 path.display()
             ),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         })
+    }
+
+    /// The state of the store for a health check: degraded when the database file was removed or replaced
+    /// ([`Store::ensure_index_current`]), the index cannot be read, or the memory directory is gone. Cheap: two
+    /// `stat`s and one indexed query.
+    pub(crate) fn health(&self) -> StoreHealth {
+        if let Err(e) = self.ensure_index_current() {
+            return StoreHealth::degraded(e.to_string());
+        }
+        if let Err(e) = self.index.has_rows() {
+            return StoreHealth::degraded(format!(
+                "the index database {} cannot be read: {e}; run `cao memory repair`",
+                self.home.db_path().display()
+            ));
+        }
+        if !self.layout.memory_dir().is_dir() {
+            return StoreHealth::degraded(format!(
+                "the memory directory {} is missing; restart the process or run `cao memory repair`",
+                self.layout.memory_dir().display()
+            ));
+        }
+        StoreHealth::ok()
+    }
+
+    /// The step before every read answers (recall, list, show, explain, context block): the index must be current
+    /// ([`Store::ensure_index_current`]), and when a walk is due (the first read of the process, then at most once
+    /// per [`PICKUP_INTERVAL`]) changes made to the wiki outside the tool are picked up first
+    /// ([`Store::pick_up_changes`]). Only one thread walks at a time; the others answer from the index as it is. A
+    /// failed walk is logged and the read still answers.
+    ///
+    /// Errors: [`MemoryError::Io`] when the database was removed or replaced.
+    pub(crate) fn prepare_read(&self) -> Result<(), MemoryError> {
+        self.ensure_index_current()?;
+        let started = Instant::now();
+        {
+            let mut p = self.pickup_state();
+            let due = !p.walking
+                && p.last.is_none_or(|(at, cost)| {
+                    started.duration_since(at) >= PICKUP_INTERVAL.max(cost.saturating_mul(PICKUP_COST_FACTOR))
+                });
+            if !due {
+                return Ok(());
+            }
+            p.walking = true;
+        }
+        let result = self.pick_up_changes();
+        {
+            let mut p = self.pickup_state();
+            p.walking = false;
+            p.last = Some((started, started.elapsed()));
+        }
+        match result {
+            Ok(report) if !report.is_clean() || !report.unparsable.is_empty() => {
+                tracing::info!(
+                    added = report.added.len(),
+                    updated = report.updated.len(),
+                    removed = report.removed.len(),
+                    unparsable = report.unparsable.len(),
+                    "picked up changes made to the wiki files outside cao"
+                );
+                for u in &report.unparsable {
+                    tracing::warn!("a topic file cannot be parsed and stays out of the index: {u}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not look for changes made to the wiki files"),
+        }
+        Ok(())
+    }
+
+    /// Walk the wiki now and bring every change made outside the tool into the index (see the module documentation):
+    /// files whose stamp differs from the one this process knows (or that it does not know) are read under their
+    /// topic lock and their rows added or rebuilt; rows whose file is gone are removed; temp files of dead writers
+    /// are removed. Files that agree with their rows are not opened. Returns what changed (`scanned` counts the
+    /// files whose stamp had to be checked).
+    ///
+    /// Errors: the scan (memory dir unreadable), locks, index reads and writes.
+    pub(crate) fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
+        let scan = self.layout.scan()?;
+        let mut report = RepairReport {
+            removed_temp_files: paths_text(remove_stale(&scan.temp_files)),
+            ..RepairReport::default()
+        };
+        // Which files changed, which rows lost their file: decided under the state lock, without I/O.
+        let (changed, vanished, walk) = {
+            let mut p = self.pickup_state();
+            if p.known.is_none() {
+                let known = self.load_known()?;
+                p.other_rows = self.index.count_all()?.saturating_sub(known.len());
+                p.known = Some(known);
+            }
+            p.walk += 1;
+            let walk = p.walk;
+            let known = p.known.get_or_insert_with(HashMap::new);
+            let mut changed = Vec::new();
+            for t in scan.topics {
+                let memory = MemoryRef::new(t.scope, t.scope_id, t.key);
+                match known.get_mut(&memory) {
+                    Some(k) => {
+                        k.seen = walk;
+                        if k.stamp.is_none() || k.stamp != t.stamp {
+                            changed.push((memory, t.path));
+                        }
+                    }
+                    None => changed.push((memory, t.path)),
+                }
+            }
+            let vanished: Vec<MemoryRef> = known
+                .iter()
+                .filter(|(_, k)| k.seen != walk)
+                .map(|(m, _)| m.clone())
+                .collect();
+            (changed, vanished, walk)
+        };
+        let mut learned: Vec<(MemoryRef, Known)> = Vec::with_capacity(changed.len());
+        let mut agreeing = StampBatch::new(&self.index);
+        for (memory, path) in changed {
+            report.scanned += 1;
+            let outcome = self.reconcile_file(&memory, &path, false)?;
+            let label = memory.to_string();
+            let known = |stamp, row| Known { stamp, seen: walk, row };
+            let learnt = match outcome {
+                FileOutcome::Current(s) => known(Some(s), true),
+                FileOutcome::Agrees(s) => {
+                    agreeing.push(&memory, s)?;
+                    known(Some(s), true)
+                }
+                FileOutcome::Added(s) => {
+                    report.added.push(label);
+                    known(Some(s), true)
+                }
+                FileOutcome::Updated(s) => {
+                    report.updated.push(label);
+                    known(Some(s), true)
+                }
+                FileOutcome::Unparsable(s, reason, row) => {
+                    report.unparsable.push(format!("{}: {reason}", path.display()));
+                    known(Some(s), row)
+                }
+                // Gone since the scan: the next walk decides (the row goes when the file is still gone).
+                FileOutcome::Vanished => continue,
+            };
+            learned.push((memory, learnt));
+        }
+        agreeing.flush()?;
+        let mut gone = Vec::new();
+        for memory in vanished {
+            if self.reconcile_removal(&memory)? {
+                report.removed.push(memory.to_string());
+            }
+            if !self
+                .layout
+                .topic_path(memory.scope, memory.scope_id(), &memory.key)?
+                .exists()
+            {
+                gone.push(memory);
+            }
+        }
+        let rows = self.index.count_all()?;
+        let mut p = self.pickup_state();
+        let other_rows = p.other_rows;
+        if let Some(known) = p.known.as_mut() {
+            for (memory, k) in learned {
+                known.insert(memory, k);
+            }
+            for memory in gone {
+                known.remove(&memory);
+            }
+            if known.values().filter(|k| k.row).count() + other_rows != rows {
+                // A row this process never saw a file for (or a concurrent write): reload at the next walk.
+                p.known = None;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Every native row's identity and recorded file stamp. A row whose stored path is not its topic path (a home
+    /// that was moved, a row the reference wrote elsewhere) gets no stamp, so its file is read once.
+    fn load_known(&self) -> Result<HashMap<MemoryRef, Known>, MemoryError> {
+        let rows = self.index.file_stamps()?;
+        let mut known = HashMap::with_capacity(rows.len());
+        for r in rows {
+            let Ok(path) = self
+                .layout
+                .topic_path(r.memory.scope, r.memory.scope_id(), &r.memory.key)
+            else {
+                continue;
+            };
+            let stamp = r.stamp.filter(|_| Path::new(&r.file_path) == path);
+            known.insert(
+                r.memory,
+                Known {
+                    stamp,
+                    seen: 0,
+                    row: true,
+                },
+            );
+        }
+        Ok(known)
+    }
+
+    /// Lock the pickup state (a panic in another thread while holding it leaves plain data: keep going).
+    fn pickup_state(&self) -> std::sync::MutexGuard<'_, Pickup> {
+        self.pickup.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Record `stamp` as the file stamp of `memory`'s row in this process's view (after a write of this process);
+    /// `None` = the row is gone (a removal of this process).
+    fn note_stamp(&self, memory: &MemoryRef, stamp: Option<FileStamp>) {
+        let mut p = self.pickup_state();
+        let walk = p.walk;
+        if let Some(known) = p.known.as_mut() {
+            match stamp {
+                Some(stamp) => {
+                    known.insert(
+                        memory.clone(),
+                        Known {
+                            stamp: Some(stamp),
+                            seen: walk,
+                            row: true,
+                        },
+                    );
+                }
+                None => {
+                    known.remove(memory);
+                }
+            }
+        }
+    }
+
+    /// Bring the row of `memory` in line with its topic file at `path`, under the topic lock: the file's stamp is
+    /// read before its text, so a change racing with the read is seen again at the next walk. Without `always_read`,
+    /// a row whose recorded stamp and path match the file (another process's write) is taken as current without
+    /// reading the file.
+    ///
+    /// Errors: lock, wiki (other than an unparsable file) and index errors.
+    fn reconcile_file(&self, memory: &MemoryRef, path: &Path, always_read: bool) -> Result<FileOutcome, MemoryError> {
+        let _lock = TopicLock::acquire(path).map_err(|e| io_err(format!("locking {}", path.display()), e))?;
+        let stamp = match FileStamp::read(path) {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FileOutcome::Vanished),
+            Err(e) => return Err(io_err(format!("reading {}", path.display()), e)),
+        };
+        let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
+        let prior = self.index.get(scope, scope_id, key)?;
+        let path_text = path.to_string_lossy();
+        if !always_read
+            && prior
+                .as_ref()
+                .is_some_and(|p| p.file_stamp == Some(stamp) && p.file_path == path_text)
+        {
+            return Ok(FileOutcome::Current(stamp));
+        }
+        let stored = match cao_wiki::read_topic_file(path) {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return Ok(FileOutcome::Vanished),
+            Err(e) => return Ok(FileOutcome::Unparsable(stamp, e.to_string(), prior.is_some())),
+        };
+        let desired = row_from_topic(&stored.topic, memory, path, prior.as_ref(), Some(stamp));
+        match &prior {
+            None => {
+                self.apply_external_change(ExternalChange::Upsert(Box::new(desired)))?;
+                Ok(FileOutcome::Added(stamp))
+            }
+            Some(p) if !rows_agree(p, &desired) => {
+                self.apply_external_change(ExternalChange::Upsert(Box::new(desired)))?;
+                Ok(FileOutcome::Updated(stamp))
+            }
+            Some(p) if p.file_stamp != Some(stamp) => Ok(FileOutcome::Agrees(stamp)),
+            Some(_) => Ok(FileOutcome::Current(stamp)),
+        }
+    }
+
+    /// Remove the row of `memory` when its topic file is really gone (checked under the topic lock, so a file being
+    /// created is not mistaken for a removed one). Returns whether a row was removed.
+    ///
+    /// Errors: lock and index errors.
+    fn reconcile_removal(&self, memory: &MemoryRef) -> Result<bool, MemoryError> {
+        let path = self.layout.topic_path(memory.scope, memory.scope_id(), &memory.key)?;
+        let _lock = match path.parent() {
+            Some(dir) if dir.is_dir() => {
+                Some(TopicLock::acquire(&path).map_err(|e| io_err(format!("locking {}", path.display()), e))?)
+            }
+            _ => None,
+        };
+        if path.exists() || self.index.get(memory.scope, memory.scope_id(), &memory.key)?.is_none() {
+            return Ok(false);
+        }
+        self.apply_external_change(ExternalChange::Remove(memory.clone()))?;
+        Ok(true)
+    }
+
+    /// The one place a change made to the wiki outside the tool reaches the index, in one transaction: the rebuilt
+    /// row is upserted (its container marked dirty), or the row of a vanished file deleted (its container marked
+    /// dirty). Called under the memory's topic lock by [`Store::pick_up_changes`] and [`Store::repair`]. The journal
+    /// records each picked-up change (a note or a delete entry) here, in the same transaction.
+    ///
+    /// Errors: index errors (nothing written).
+    pub(crate) fn apply_external_change(&self, change: ExternalChange) -> Result<(), MemoryError> {
+        match change {
+            ExternalChange::Upsert(row) => {
+                self.index.upsert(&row)?;
+            }
+            ExternalChange::Remove(memory) => {
+                self.index.delete(memory.scope, memory.scope_id(), &memory.key)?;
+            }
+        }
+        Ok(())
     }
 
     /// Write one entry: a new key creates its topic file, an existing one gets a new timestamped entry and its
@@ -225,13 +615,16 @@ impl Store {
         let locked = self
             .layout
             .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)?;
-        let (write, row) = self.prepare(&locked, entry)?;
+        let (write, mut row) = self.prepare(&locked, entry)?;
         locked.write_prepared(&write)?;
+        // The stamp of the file as written (under the lock, so no other writer changed it since).
+        row.file_stamp = FileStamp::read(&write.path).ok();
         self.index.upsert(&row).map_err(|e| MemoryError::PartialWrite {
             path: write.path.clone(),
             reason: e.to_string(),
         })?;
         drop(locked);
+        self.note_stamp(&row.memory_ref(), row.file_stamp);
         Ok(Written {
             row,
             created: write.created,
@@ -288,18 +681,26 @@ impl Store {
         }
         let files: Vec<(&cao_wiki::LockedTopic, &cao_wiki::TopicWrite)> =
             prepared.iter().map(|(_, (locked, write, _))| (locked, write)).collect();
-        let committed = cao_wiki::write_prepared(&files)
-            .map_err(|e| e.to_string())
-            .and_then(|()| {
-                // Rows in the order of `entries` (locks were taken in identity order): the index then holds them
-                // in the order the caller gave, as one store after another would.
-                let mut in_order: Vec<(usize, &MemoryRow)> =
-                    prepared.iter().map(|(n, (_, _, row))| (*n, row)).collect();
-                in_order.sort_by_key(|(n, _)| *n);
-                let rows: Vec<MemoryRow> = in_order.into_iter().map(|(_, row)| row.clone()).collect();
-                self.index.upsert_many(&rows).map(|_| ()).map_err(|e| e.to_string())
-            });
+        let written = cao_wiki::write_prepared(&files).map_err(|e| e.to_string());
+        drop(files);
+        if written.is_ok() {
+            // The stamps of the files as written (every lock is still held).
+            for (_, (_, write, row)) in &mut prepared {
+                row.file_stamp = FileStamp::read(&write.path).ok();
+            }
+        }
+        let committed = written.and_then(|()| {
+            // Rows in the order of `entries` (locks were taken in identity order): the index then holds them
+            // in the order the caller gave, as one store after another would.
+            let mut in_order: Vec<(usize, &MemoryRow)> = prepared.iter().map(|(n, (_, _, row))| (*n, row)).collect();
+            in_order.sort_by_key(|(n, _)| *n);
+            let rows: Vec<MemoryRow> = in_order.into_iter().map(|(_, row)| row.clone()).collect();
+            self.index.upsert_many(&rows).map(|_| ()).map_err(|e| e.to_string())
+        });
         for (n, (locked, write, row)) in prepared {
+            if committed.is_ok() {
+                self.note_stamp(&row.memory_ref(), row.file_stamp);
+            }
             results[n] = Some(match &committed {
                 Ok(()) => Ok(Written {
                     row,
@@ -374,6 +775,8 @@ impl Store {
             related_keys: prior.as_ref().and_then(|r| r.related_keys.clone()),
             content: content.to_owned(),
             entry_count: write.topic.entry_count() as i64,
+            // Set by the caller once the file is written (the stamp of the file as written, under the lock).
+            file_stamp: None,
         };
         Ok((write, row))
     }
@@ -401,6 +804,7 @@ impl Store {
             }
             false
         };
+        self.note_stamp(memory, None);
         Ok(Removed { existed, path })
     }
 
@@ -467,7 +871,9 @@ impl Store {
     /// Rebuild the index from the wiki files and report what changed: rows for files without one are added,
     /// rows that disagree with their file (content, type, tags, entry count, times, path) are updated, rows whose
     /// file is gone are removed; unparsable files are reported and left alone. Existing access counts and ids
-    /// (including rows written by the reference implementation) are kept. Every touched `index.md` is rewritten.
+    /// (including rows written by the reference implementation) are kept. Every file is read (whatever its stamp)
+    /// and every row records its file's stamp. Temp files of dead writers are removed ([`sweep_temp_files`]). Every
+    /// touched `index.md` is rewritten.
     ///
     /// Errors: scan, lock, index and wiki errors.
     pub(crate) fn repair(&self) -> Result<RepairReport, MemoryError> {
@@ -480,62 +886,146 @@ impl Store {
                 .iter()
                 .map(|sk| format!("{}: {}", sk.path.display(), sk.reason))
                 .collect(),
+            removed_temp_files: paths_text(sweep_temp_files(&self.home)?),
             ..RepairReport::default()
         };
         let mut seen = std::collections::HashSet::new();
         let mut containers = std::collections::BTreeSet::new();
+        let mut agreeing = StampBatch::new(index);
         for t in &scan.topics {
             report.scanned += 1;
             let memory = MemoryRef::new(t.scope, t.scope_id.clone(), t.key.clone());
-            let label = memory.to_string();
-            seen.insert(memory);
             containers.insert(t.container.clone());
-            let _lock = TopicLock::acquire(&t.path).map_err(|e| io_err(format!("locking {}", t.path.display()), e))?;
-            let stored = match cao_wiki::read_topic_file(&t.path) {
-                Ok(Some(stored)) => stored,
-                Ok(None) => continue,
-                Err(e) => {
-                    report.unparsable.push(format!("{}: {e}", t.path.display()));
-                    continue;
+            match self.reconcile_file(&memory, &t.path, true)? {
+                FileOutcome::Added(_) => report.added.push(memory.to_string()),
+                FileOutcome::Updated(_) => report.updated.push(memory.to_string()),
+                FileOutcome::Unparsable(_, reason, _) => {
+                    report.unparsable.push(format!("{}: {reason}", t.path.display()));
                 }
-            };
-            let prior = index.get(t.scope, t.scope_id.as_deref(), &t.key)?;
-            let desired = row_from_topic(&stored.topic, t, prior.as_ref());
-            match &prior {
-                None => {
-                    index.upsert(&desired)?;
-                    report.added.push(label);
-                }
-                Some(p) if !rows_agree(p, &desired) => {
-                    index.upsert(&desired)?;
-                    report.updated.push(label);
-                }
-                Some(_) => {}
+                FileOutcome::Agrees(s) => agreeing.push(&memory, s)?,
+                FileOutcome::Current(_) | FileOutcome::Vanished => {}
             }
+            seen.insert(memory);
         }
+        agreeing.flush()?;
         for row in index.all_rows()? {
             if row.source_kind != SourceKind::Native || seen.contains(&row.memory_ref()) {
                 continue;
             }
             // The file may have been created after the scan started: only remove when it is really gone.
-            let key = row.key.clone();
-            let Ok(path) = layout.topic_path(row.scope, row.scope_id.as_deref(), &key) else {
-                continue;
-            };
-            if path.exists() {
+            let memory = row.memory_ref();
+            if layout.topic_path(row.scope, row.scope_id.as_deref(), &row.key).is_err() {
                 continue;
             }
-            index.delete(row.scope, row.scope_id.as_deref(), &key)?;
-            containers.insert(layout.container_name(row.scope, row.scope_id.as_deref())?.into_string());
-            report
-                .removed
-                .push(label(row.scope, row.scope_id.as_deref(), row.key.as_str()).to_string());
+            if self.reconcile_removal(&memory)? {
+                containers.insert(layout.container_name(row.scope, row.scope_id.as_deref())?.into_string());
+                report
+                    .removed
+                    .push(label(row.scope, row.scope_id.as_deref(), row.key.as_str()).to_string());
+            }
         }
         for c in &containers {
             index.mark_dirty(c)?;
         }
         self.flush_index_md()?;
+        // The next walk reloads what the index now records.
+        self.pickup_state().known = None;
         Ok(report)
+    }
+}
+
+/// Remove the temp files a killed writer left in the store ([`cao_core::fs::remove_stale_temp_file`]: the writer's
+/// pid is gone and the file is older than [`cao_core::fs::TEMP_FILE_GRACE`]): in every container's `wiki/` and scope
+/// directory and in the home itself (`settings.json`). Returns the removed paths. Creates nothing; a missing home is
+/// not an error. Each long-running process calls this at startup, `cao memory repair` calls it, and every walk for
+/// external changes removes the ones it sees.
+///
+/// Errors: [`MemoryError::Wiki`] when the memory directory cannot be read. A file that cannot be removed is logged
+/// and left.
+pub fn sweep_temp_files(home: &CaoHome) -> Result<Vec<PathBuf>, MemoryError> {
+    let mut candidates = WikiLayout::new(home.memory_dir()).scan()?.temp_files;
+    if let Ok(entries) = std::fs::read_dir(home.root()) {
+        candidates.extend(entries.flatten().map(|e| e.path()));
+    }
+    Ok(remove_stale(&candidates))
+}
+
+/// Paths as the reports show them.
+fn paths_text(paths: Vec<PathBuf>) -> Vec<String> {
+    paths.iter().map(|p| p.display().to_string()).collect()
+}
+
+/// The startup step of a long-running process (`cao-server`, `cao-mcp-server`): [`sweep_temp_files`] unless memory
+/// is switched off (`memory.enabled`), with the outcome logged (a failure is a warning, never fatal). Creates nothing.
+pub fn sweep_at_startup(home: &CaoHome) {
+    if !Settings::load(home).memory_enabled() {
+        return;
+    }
+    match sweep_temp_files(home) {
+        Ok(removed) if !removed.is_empty() => {
+            tracing::info!(
+                removed = removed.len(),
+                "removed temp files left by writers that are gone"
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not sweep the store for temp files left by dead writers"),
+    }
+}
+
+/// The paths among `candidates` that [`cao_core::fs::remove_stale_temp_file`] removed; failures are logged.
+fn remove_stale(candidates: &[PathBuf]) -> Vec<PathBuf> {
+    let now = SystemTime::now();
+    let mut removed = Vec::new();
+    for path in candidates {
+        match cao_core::fs::remove_stale_temp_file(path, now) {
+            Ok(true) => {
+                tracing::info!(path = %path.display(), "removed a temp file left by a writer that is gone");
+                removed.push(path.clone());
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "could not remove a stale temp file"),
+        }
+    }
+    removed
+}
+
+/// Stamps of rows that agree with their files, recorded in transactions of [`StampBatch::SIZE`] (a first walk over
+/// rows without stamps, after an upgrade or a reference-written index, must not cost one transaction per file).
+/// Recording a stamp after the topic lock is released is safe: a stamp only lets a walk skip reading a file whose
+/// stamp it equals, and a writer that changed the file meanwhile gave it another stamp.
+struct StampBatch<'a> {
+    index: &'a Index,
+    pending: Vec<(MemoryRef, FileStamp)>,
+}
+
+impl<'a> StampBatch<'a> {
+    /// Rows per transaction.
+    const SIZE: usize = 1000;
+
+    fn new(index: &'a Index) -> Self {
+        StampBatch {
+            index,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Queue one stamp; a full batch is written. Errors: index errors.
+    fn push(&mut self, memory: &MemoryRef, stamp: FileStamp) -> Result<(), MemoryError> {
+        self.pending.push((memory.clone(), stamp));
+        if self.pending.len() >= Self::SIZE {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Write the queued stamps in one transaction. Errors: index errors.
+    fn flush(&mut self) -> Result<(), MemoryError> {
+        if !self.pending.is_empty() {
+            self.index.set_file_stamps(&self.pending)?;
+            self.pending.clear();
+        }
+        Ok(())
     }
 }
 
@@ -553,7 +1043,15 @@ fn access_may_be_due(last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
     }
 }
 
-fn row_from_topic(topic: &Topic, t: &cao_wiki::ScannedTopic, prior: Option<&MemoryRow>) -> MemoryRow {
+/// The row of `memory` as its topic file says, keeping what only the index knows (id, access state, provider, the
+/// legacy fields) from `prior`, and `stamp` as the file's stamp.
+fn row_from_topic(
+    topic: &Topic,
+    memory: &MemoryRef,
+    path: &Path,
+    prior: Option<&MemoryRow>,
+    stamp: Option<FileStamp>,
+) -> MemoryRow {
     let content = topic.current_content().to_owned();
     // Keep the index's sub-second times when they fall in the same second as the file's headings.
     let same_second = |db: DateTime<Utc>, file: DateTime<Utc>| cao_core::time::truncate_secs(db) == file;
@@ -569,12 +1067,12 @@ fn row_from_topic(topic: &Topic, t: &cao_wiki::ScannedTopic, prior: Option<&Memo
         id: prior
             .map(|p| p.id.clone())
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-        key: t.key.clone(),
+        key: memory.key.clone(),
         memory_type: topic.header().memory_type,
-        scope: t.scope,
-        scope_id: t.scope_id.clone(),
+        scope: memory.scope,
+        scope_id: memory.scope_id.clone(),
         source_kind: SourceKind::Native,
-        file_path: t.path.to_string_lossy().into_owned(),
+        file_path: path.to_string_lossy().into_owned(),
         tags: topic.header().tags.clone(),
         source_provider: prior.and_then(|p| p.source_provider.clone()),
         source_terminal_id: prior.and_then(|p| p.source_terminal_id.clone()),
@@ -587,6 +1085,7 @@ fn row_from_topic(topic: &Topic, t: &cao_wiki::ScannedTopic, prior: Option<&Memo
         related_keys: prior.and_then(|p| p.related_keys.clone()),
         content,
         entry_count: topic.entry_count() as i64,
+        file_stamp: stamp,
     }
 }
 

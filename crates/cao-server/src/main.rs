@@ -149,6 +149,8 @@ fn main() -> ExitCode {
 /// streams, final `index.md` flush.
 async fn run(args: Args) -> anyhow::Result<()> {
     let home = CaoHome::from_env();
+    // Crash leftovers: temp files of writers that are gone.
+    cao_memory::sweep_at_startup(&home);
     let svc = ServiceHandle::lazy(home.clone());
     let shutdown = CancellationToken::new();
     let flush = FlushSignal::new();

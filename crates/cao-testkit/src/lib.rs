@@ -9,6 +9,8 @@
 //!   replays them;
 //! - [`tarball`]: hand-made (hostile) tar.gz archives for bundle tests;
 //! - [`locomo`]: the LoCoMo conversations of `../shared/data/locomo` (real input for benchmarks and tests);
+//! - [`injection`]: hostile memory content that tries to break out of the `<cao-memory>` block, and the check that
+//!   a block stays sealed (every injection route is tested with it);
 //! - `service` (feature `service`): an in-process `MemoryService` on a temp home with a fixed clock and a caller
 //!   context (`service::ServiceFixture`, `service::utc`).
 //!
@@ -25,6 +27,7 @@
 )]
 
 mod conformance;
+pub mod injection;
 pub mod locomo;
 #[cfg(feature = "service")]
 pub mod service;

@@ -16,6 +16,7 @@ mod config_cli;
 mod context_cli;
 mod context_terminal_cli;
 mod explain_cli;
+mod hardening_cli;
 mod inject_cli;
 mod lifecycle_e2e;
 mod memory_cli;

@@ -12,6 +12,7 @@ mod bad_input;
 mod concurrency;
 mod conformance;
 mod explain;
+mod external_edits;
 mod inject;
 mod inject_related;
 mod lifecycle;
