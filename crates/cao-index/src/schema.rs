@@ -147,10 +147,16 @@ CREATE TABLE cao_journal_snapshots (container TEXT NOT NULL, session_id TEXT NOT
     taken_at_entry INTEGER NOT NULL, taken_at TEXT NOT NULL, view TEXT NOT NULL, UNIQUE (container, session_id));
 ",
     ),
+    (
+        6,
+        // How far a session's `# Memory updated` reminder has delivered entries (the reminder lists each entry
+        // written elsewhere once; a new snapshot resets it).
+        "ALTER TABLE cao_journal_snapshots ADD COLUMN reminded_to INTEGER NOT NULL DEFAULT 0;",
+    ),
 ];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {

@@ -131,3 +131,66 @@ pub fn reminder_rows(
         Ok(reminder)
     })
 }
+
+/// Deliver the `# Memory updated` reminder of `session_id` in `container`: the rows of the entries appended since
+/// the session's snapshot that no earlier delivery listed (each entry is listed once; a new snapshot, which folds
+/// them into its view, starts over), leaving out those `exclude` matches (the session's own writes), at most
+/// `limit` rows; the delivery is recorded in the same write transaction. `None` when the session has no snapshot
+/// in `container`.
+///
+/// Errors: as [`reminder_rows`], and [`JournalError::Invalid`] for a malformed session id.
+pub fn deliver_reminder(
+    index: &Index,
+    container: &str,
+    session_id: &str,
+    exclude: Option<&WriterFilter>,
+    limit: usize,
+) -> Result<Option<Reminder>> {
+    check_container(container)?;
+    check_session(session_id)?;
+    index.journal_write(|j| {
+        let Some(delivered) = j.snapshot_reminded_to(container, session_id)? else {
+            return Ok(None);
+        };
+        let Some(snapshot) = j.snapshot_get(container, session_id)? else {
+            return Ok(None);
+        };
+        let since = delivered.max(snapshot.taken_at_entry);
+        let entries = j.entries_from(container, since, REMINDER_SCAN_MAX)?;
+        let mut reminder = Reminder::default();
+        for entry in &entries {
+            if exclude.is_some_and(|f| f.matches(&entry.writer)) {
+                continue;
+            }
+            reminder.total += 1;
+            if reminder.rows.len() < limit {
+                reminder.rows.push(crate::render::view_text(&reminder_row(entry)));
+            }
+        }
+        j.set_snapshot_reminded_to(container, session_id, since + entries.len() as u64)?;
+        Ok(Some(reminder))
+    })
+}
+
+/// Heading of the reminder (spec 001 "When the view changes").
+pub const REMINDER_HEADING: &str = "# Memory updated";
+
+/// The reminder as the model reads it: [`REMINDER_HEADING`], one row per entry, and a last row counting the
+/// entries left out by the limit; `None` when it has no row.
+pub fn render_reminder(reminder: &Reminder) -> Option<String> {
+    if reminder.total == 0 {
+        return None;
+    }
+    let mut out = String::from(REMINDER_HEADING);
+    for row in &reminder.rows {
+        out.push('\n');
+        out.push_str(row);
+    }
+    let more = reminder.total.saturating_sub(reminder.rows.len() as u64);
+    if more > 0 {
+        out.push_str(&format!(
+            "\n- ({more} more entries; memory_view shows the live view and memory_zoom(id, 1) reads an entry)"
+        ));
+    }
+    Some(out)
+}

@@ -46,10 +46,12 @@ pub enum AuditEvent {
     Clear,
     /// Retention removed an expired memory.
     RetentionRemoval,
+    /// An operator purged a memory: its file, row and the text of every version in the journal.
+    Purge,
 }
 
 impl AuditEvent {
-    /// The wire name (`store`, `forget`, `delete`, `clear`, `retention_removal`).
+    /// The wire name (`store`, `forget`, `delete`, `clear`, `retention_removal`, `purge`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Store => "store",
@@ -57,6 +59,7 @@ impl AuditEvent {
             Self::Delete => "delete",
             Self::Clear => "clear",
             Self::RetentionRemoval => "retention_removal",
+            Self::Purge => "purge",
         }
     }
 }

@@ -55,6 +55,7 @@ mod import;
 mod inject;
 mod inject_related;
 mod inspect;
+mod journal;
 #[cfg(test)]
 mod module_graph;
 pub mod provider_files;
@@ -86,6 +87,11 @@ pub use inject::{
     render_block, scope_char_cap, validate_context_budget,
 };
 pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
+pub use journal::{
+    EntryWriter, JournalTarget, PurgeResult, REMINDER_MAX_ROWS, ReadRequest, ReadResult, SEARCH_MAX_HITS,
+    SEARCH_QUERY_MAX_BYTES, SearchHit, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport, ViewResult,
+    ZoomRequest, ZoomResult, ZoomedEntry, ZoomedLine,
+};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };
