@@ -163,7 +163,8 @@ pub struct SearchHit {
     pub scope_id: Option<String>,
     /// Its first line (heading). Untrusted.
     pub first_line: String,
-    /// The first line of its text holding a query word (cut to 300 bytes). Untrusted.
+    /// The first line of its text holding a query word, or its first line when only the key matched (cut to 300
+    /// bytes). Untrusted.
     pub matching_line: String,
     /// The score: 3 per query word in the key, 1 per query word in the body.
     pub score: u32,
@@ -450,6 +451,7 @@ pub(crate) fn search(
         hits: hits
             .into_iter()
             .map(|(score, row)| {
+                let first = cao_journal::render::first_line(&row.content);
                 let matching = row
                     .content
                     .lines()
@@ -457,12 +459,11 @@ pub(crate) fn search(
                         let l = l.to_lowercase();
                         words.iter().any(|w| l.contains(w.as_str()))
                     })
-                    .unwrap_or_default()
-                    .trim();
+                    .map_or(first, str::trim);
                 SearchHit {
                     key: row.key.as_str().to_owned(),
                     scope: row.scope,
-                    first_line: cut(cao_journal::render::first_line(&row.content), MATCH_LINE_MAX_BYTES).to_owned(),
+                    first_line: cut(first, MATCH_LINE_MAX_BYTES).to_owned(),
                     matching_line: cut(matching, MATCH_LINE_MAX_BYTES).to_owned(),
                     score,
                     updated_at: cao_core::time::format_ts(row.updated_at),

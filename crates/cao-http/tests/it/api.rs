@@ -696,6 +696,10 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/internal/memory/recall", &["post"]),
         ("/internal/memory/store", &["post"]),
         ("/internal/memory/forget", &["post"]),
+        ("/internal/memory/view", &["post"]),
+        ("/internal/memory/zoom", &["post"]),
+        ("/internal/memory/search", &["post"]),
+        ("/internal/memory/read", &["post"]),
         ("/internal/memory/context", &["post"]),
     ];
     let mut documented: Vec<String> = paths.keys().cloned().collect();
