@@ -77,18 +77,21 @@ pub struct WriterFilter {
     pub terminal_id: Option<String>,
     /// The session's name or id.
     pub session: Option<String>,
+    /// The session's process (an MCP server's own writes).
+    pub pid: Option<u32>,
 }
 
 impl WriterFilter {
     /// Whether `writer` is the session this filter describes (false when the filter names nothing).
     pub fn matches(&self, writer: &JournalWriter) -> bool {
-        if self.terminal_id.is_none() && self.session.is_none() {
+        if self.terminal_id.is_none() && self.session.is_none() && self.pid.is_none() {
             return false;
         }
         self.terminal_id
             .as_ref()
             .is_none_or(|t| writer.terminal_id.as_ref() == Some(t))
             && self.session.as_ref().is_none_or(|s| writer.session.as_ref() == Some(s))
+            && self.pid.is_none_or(|p| writer.pid == Some(p))
     }
 }
 

@@ -71,6 +71,7 @@ mod write;
 
 pub use audit::{AuditEvent, AuditLog};
 pub use bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
+pub use cao_journal::{Worker as SummarizeWorker, WriterFilter};
 pub use cao_okf::{ConflictPolicy, ExportReport, ImportReport};
 pub use cao_rank::{
     DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, Injection, MAX_EXPLAIN_LIMIT, PoolCounts,
