@@ -51,7 +51,7 @@ pub use purge::{PurgeReport, purge, purge_memory};
 pub use render::{LINE_MAX_BYTES, VIEW_MAX_BYTES};
 pub use snapshot::{
     REMINDER_HEADING, REMINDER_SCAN_MAX, Reminder, SESSION_ID_MAX_BYTES, Snapshot, WriterFilter, deliver_reminder,
-    reminder_rows, render_reminder, snapshot, take_snapshot,
+    record_snapshot, reminder_rows, render_reminder, snapshot, take_snapshot,
 };
 pub use summarize::{
     Claim, ClaimBatch, LEASE_MARGIN, LineInput, MAX_CLAIMS, RETRY_PAUSE, StepReport, Worker, claim_work, complete,

@@ -151,6 +151,20 @@ pub fn deliver_reminder(
 ) -> Result<Option<Reminder>> {
     check_container(container)?;
     check_session(session_id)?;
+    // Most calls find nothing new: answer from a read transaction without taking the write lock.
+    let nothing_new = index.journal_read(|j| {
+        let Some(delivered) = j.snapshot_reminded_to(container, session_id)? else {
+            return Ok::<_, JournalError>(Some(None));
+        };
+        let Some(snapshot) = j.snapshot_get(container, session_id)? else {
+            return Ok(Some(None));
+        };
+        let since = delivered.max(snapshot.taken_at_entry);
+        Ok((j.meta(container)?.entries <= since).then(|| Some(Reminder::default())))
+    })?;
+    if let Some(answer) = nothing_new {
+        return Ok(answer);
+    }
     index.journal_write(|j| {
         let Some(delivered) = j.snapshot_reminded_to(container, session_id)? else {
             return Ok(None);
@@ -172,6 +186,36 @@ pub fn deliver_reminder(
         }
         j.set_snapshot_reminded_to(container, session_id, since + entries.len() as u64)?;
         Ok(Some(reminder))
+    })
+}
+
+/// Record that `session_id` was given a view of `container` covering entries `[0, taken_at_entry)` whose text is
+/// `view` (`""` when it saw none), without rendering one now: a process that showed its session an empty view before
+/// the store existed records it once the store exists, so the reminder then lists every entry since. Replaces the
+/// session's earlier snapshot.
+///
+/// Errors: as [`take_snapshot`].
+pub fn record_snapshot(
+    index: &Index,
+    container: &str,
+    session_id: &str,
+    taken_at_entry: u64,
+    view: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    check_container(container)?;
+    check_session(session_id)?;
+    index.journal_write(|j| {
+        j.snapshot_put(
+            container,
+            &SnapshotRow {
+                session_id: session_id.to_owned(),
+                taken_at_entry,
+                taken_at: now,
+                view: view.to_owned(),
+            },
+        )?;
+        Ok(())
     })
 }
 

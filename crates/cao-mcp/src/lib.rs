@@ -42,6 +42,8 @@ mod flush;
 mod handle;
 mod handlers;
 mod params;
+mod session;
+mod summarizer;
 mod tools;
 
 pub mod process;
@@ -54,6 +56,8 @@ pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flush
 pub use handle::ServiceHandle;
 pub use handlers::ToolHandler;
 pub use params::{ForgetParams, ReadParams, RecallParams, SearchParams, StoreParams, ViewParams, ZoomParams};
+pub use session::{ENV_NO_VIEW, OwnSession, SessionStart};
+pub use summarizer::{IDLE_PAUSE, run_summarizer};
 pub use tools::{MemoryTools, SERVER_NAME, local_enabled};
 
 /// Name of the store tool (`Tool::Store`).

@@ -594,6 +594,22 @@ pub(crate) fn take_snapshot(
     })
 }
 
+/// Record that `session_id` started with an empty view of the target's journal (its process showed none, the store
+/// did not exist yet), so its reminder lists every entry.
+///
+/// Errors: as [`take_snapshot`].
+pub(crate) fn record_empty_snapshot(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    target: &JournalTarget,
+    session_id: &str,
+) -> Result<(), MemoryError> {
+    let container = ready(store, settings, ctx, target)?;
+    cao_journal::record_snapshot(store.index(), container.as_str(), session_id, 0, "", store.now())?;
+    Ok(())
+}
+
 /// The `# Memory updated` reminder for `session_id` (spec 001): one row per entry of the target's journal appended
 /// since the session's snapshot by someone else (entries `exclude` matches are the session's own), each entry
 /// listed once; `None` when there is nothing new or the session took no snapshot.

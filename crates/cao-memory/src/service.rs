@@ -426,6 +426,20 @@ impl MemoryService {
         journal::take_snapshot(&self.store, &settings, ctx, target, session_id)
     }
 
+    /// Record that `session_id` started with an empty view (a process that showed its session no view because the
+    /// store did not exist yet), so its reminder lists every entry of the target's journal.
+    ///
+    /// Errors: as [`MemoryService::take_snapshot`].
+    pub fn record_empty_snapshot(
+        &self,
+        ctx: &TerminalContext,
+        target: &JournalTarget,
+        session_id: &str,
+    ) -> Result<(), MemoryError> {
+        let settings = self.ensure_enabled()?;
+        journal::record_empty_snapshot(&self.store, &settings, ctx, target, session_id)
+    }
+
     /// The `# Memory updated` reminder for `session_id`: entries appended since its snapshot by others (those
     /// `exclude` matches are left out), each listed once; `None` when there is nothing to say.
     ///
