@@ -89,11 +89,12 @@ pub fn write_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(internal::store))
 }
 
-/// Admin routes: `DELETE /memory/{key}`, `DELETE /memory`, `DELETE /memory/relationships/{id}`,
-/// `POST /internal/memory/forget` (a delete, as `memory_forget` over `/mcp`).
+/// Admin routes: `DELETE /memory/{key}`, `DELETE /memory/{key}/history` (purge), `DELETE /memory`,
+/// `DELETE /memory/relationships/{id}`, `POST /internal/memory/forget` (a delete, as `memory_forget` over `/mcp`).
 pub fn admin_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(memory::delete_memory))
+        .routes(routes!(memory::purge_memory))
         .routes(routes!(memory::clear_memories))
         .routes(routes!(relationships::delete_relationship))
         .routes(routes!(internal::forget))

@@ -687,6 +687,7 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/memory", &["get", "delete"]),
         ("/memory/export", &["get"]),
         ("/memory/{key}", &["get", "delete"]),
+        ("/memory/{key}/history", &["delete"]),
         ("/memory/relationships", &["get", "post"]),
         ("/memory/relationships/{id}", &["patch", "delete"]),
         ("/memory/relationships/{id}/promote", &["post"]),

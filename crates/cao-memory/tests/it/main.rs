@@ -15,6 +15,7 @@ mod explain;
 mod external_edits;
 mod inject;
 mod inject_related;
+mod journal_purge;
 mod journal_tools;
 mod journal_writes;
 mod lifecycle;
