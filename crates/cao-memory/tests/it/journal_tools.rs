@@ -308,3 +308,24 @@ fn the_injection_mode_picks_the_block_the_view_or_both() {
         None
     );
 }
+
+#[test]
+fn summarize_false_leaves_lines_not_summarized_and_the_default_writes_them() {
+    let f = setup();
+    f.store("project", "deploy", "deploy from main only");
+    let worker = cao_memory::SummarizeWorker::new(std::time::Duration::from_secs(5));
+    let model = cao_model::NoModel::new();
+    let off = f.reopen(Settings::from_value(json!({"memory": {"summarize": false}})));
+    let report = off.summarize_pass(&model, &worker).expect("pass");
+    assert!(report.idle(), "{report:?}");
+    let view = |svc: &cao_memory::MemoryService| svc.view(&f.ctx, &JournalTarget::default()).expect("view").view;
+    assert!(view(&off).contains("0+1|(not summarized yet) note deploy"));
+    let on = f.reopen(Settings::default());
+    let report = on.summarize_pass(&model, &worker).expect("pass");
+    assert_eq!(
+        (report.written, report.model_calls),
+        (1, 0),
+        "kept word for word, no model call"
+    );
+    assert_eq!(view(&on), "<memory>\n0+1|note deploy: deploy from main only\n</memory>");
+}
