@@ -534,42 +534,6 @@ mod tests {
     }
 
     #[test]
-    fn batch_writes_replace_every_file_and_leave_no_temp() {
-        let d = tempfile::tempdir().expect("tempdir");
-        let sub = d.path().join("sub");
-        create_dir_all(&sub).expect("mkdir");
-        create_dir_all(&sub).expect("existing is fine");
-        let a = d.path().join("a.md");
-        let b = sub.join("b.md");
-        fs::write(&a, b"old").expect("write");
-        atomic_write_batch(&[(&a, b"one"), (&b, b"two")], FileMode::Exact(0o644)).expect("batch");
-        assert_eq!(fs::read(&a).expect("read"), b"one");
-        assert_eq!(fs::read(&b).expect("read"), b"two");
-        assert_eq!((mode(&a), mode(&b)), (0o644, 0o644));
-        assert_eq!(names(d.path()), vec![OsString::from("a.md"), OsString::from("sub")]);
-        assert_eq!(names(&sub), vec![OsString::from("b.md")]);
-        atomic_write_batch(&[], FileMode::Private).expect("an empty batch is fine");
-    }
-
-    #[test]
-    fn a_failed_batch_rename_keeps_earlier_files_and_removes_every_temp() {
-        let d = tempfile::tempdir().expect("tempdir");
-        let a = d.path().join("a.md");
-        let blocked = d.path().join("b.md");
-        fs::create_dir(&blocked).expect("mkdir");
-        fs::write(blocked.join("x"), b"x").expect("write");
-        let c = d.path().join("c.md");
-        let err = atomic_write_batch(&[(&a, b"1"), (&blocked, b"2"), (&c, b"3")], FileMode::Private);
-        assert!(err.is_err(), "renaming over a non-empty directory fails");
-        assert_eq!(fs::read(&a).expect("read"), b"1", "renamed before the failure");
-        assert!(!c.exists(), "not renamed after the failure");
-        assert_eq!(names(d.path()), vec![OsString::from("a.md"), OsString::from("b.md")]);
-        let missing = d.path().join("no-such-dir").join("x.md");
-        assert!(atomic_write_batch(&[(&c, b"3"), (&missing, b"4")], FileMode::Private).is_err());
-        assert_eq!(names(d.path()), vec![OsString::from("a.md"), OsString::from("b.md")]);
-    }
-
-    #[test]
     fn temp_file_names_name_their_writer() {
         for (name, pid) in [
             (".k.md.123-0.tmp", Some(123)),
@@ -645,6 +609,42 @@ mod tests {
             FileStamp::read(&d.path().join("gone")).expect_err("missing").kind(),
             io::ErrorKind::NotFound
         );
+    }
+
+    #[test]
+    fn batch_writes_replace_every_file_and_leave_no_temp() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let sub = d.path().join("sub");
+        create_dir_all(&sub).expect("mkdir");
+        create_dir_all(&sub).expect("existing is fine");
+        let a = d.path().join("a.md");
+        let b = sub.join("b.md");
+        fs::write(&a, b"old").expect("write");
+        atomic_write_batch(&[(&a, b"one"), (&b, b"two")], FileMode::Exact(0o644)).expect("batch");
+        assert_eq!(fs::read(&a).expect("read"), b"one");
+        assert_eq!(fs::read(&b).expect("read"), b"two");
+        assert_eq!((mode(&a), mode(&b)), (0o644, 0o644));
+        assert_eq!(names(d.path()), vec![OsString::from("a.md"), OsString::from("sub")]);
+        assert_eq!(names(&sub), vec![OsString::from("b.md")]);
+        atomic_write_batch(&[], FileMode::Private).expect("an empty batch is fine");
+    }
+
+    #[test]
+    fn a_failed_batch_rename_keeps_earlier_files_and_removes_every_temp() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let a = d.path().join("a.md");
+        let blocked = d.path().join("b.md");
+        fs::create_dir(&blocked).expect("mkdir");
+        fs::write(blocked.join("x"), b"x").expect("write");
+        let c = d.path().join("c.md");
+        let err = atomic_write_batch(&[(&a, b"1"), (&blocked, b"2"), (&c, b"3")], FileMode::Private);
+        assert!(err.is_err(), "renaming over a non-empty directory fails");
+        assert_eq!(fs::read(&a).expect("read"), b"1", "renamed before the failure");
+        assert!(!c.exists(), "not renamed after the failure");
+        assert_eq!(names(d.path()), vec![OsString::from("a.md"), OsString::from("b.md")]);
+        let missing = d.path().join("no-such-dir").join("x.md");
+        assert!(atomic_write_batch(&[(&c, b"3"), (&missing, b"4")], FileMode::Private).is_err());
+        assert_eq!(names(d.path()), vec![OsString::from("a.md"), OsString::from("b.md")]);
     }
 
     #[test]

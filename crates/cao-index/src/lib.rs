@@ -10,7 +10,8 @@
 //! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
 //! (see [`RelationshipRow`]; created with the reference's DDL when absent), and `cao_terminals`: terminals registered
 //! with `cao-server` ([`TerminalRow`]), and the journal's `cao_journal_*` tables (entries, summary lines, view state,
-//! leases, snapshots; see [`journal`]).
+//! leases, snapshots; see [`journal`]), and `cao_wiki_dirs`: the stamps of wiki scope directories whose files agreed
+//! with their rows (see [`WikiDirStamp`]).
 //! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and how it departs from the reference's BM25.
 //!
 //! Invariants:
@@ -46,6 +47,7 @@ mod relationships;
 mod row;
 mod schema;
 mod search;
+mod stamps;
 mod terminals;
 mod visibility;
 mod write;
@@ -67,6 +69,7 @@ pub use row::{
 };
 pub use schema::SCHEMA_VERSION;
 pub use search::{ListFilter, matches_all_terms, search_tokens};
+pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;
 pub use visibility::Visibility;
 pub use write::UpsertOutcome;

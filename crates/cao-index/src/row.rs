@@ -108,7 +108,8 @@ impl MemoryRow {
     }
 }
 
-/// One native row as [`Index::file_stamps`](crate::Index::file_stamps) reads it: identity, topic file path and the
+/// One native row as [`Index::file_stamps_in`](crate::Index::file_stamps_in) and
+/// [`Index::file_stamps_rotation`](crate::Index::file_stamps_rotation) read it: identity, topic file path and the
 /// file's stamp when the row was last brought in line with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowStamp {

@@ -149,6 +149,15 @@ CREATE TABLE cao_journal_snapshots (container TEXT NOT NULL, session_id TEXT NOT
     ),
     (
         6,
+        // The stamp of each wiki scope directory whose files all agreed with their rows when it was recorded
+        // (`crate::stamps`): the store lists only directories whose stamp changed since.
+        "
+CREATE TABLE cao_wiki_dirs (scope TEXT NOT NULL, scope_id_key TEXT NOT NULL, size INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, PRIMARY KEY (scope, scope_id_key)) WITHOUT ROWID;
+",
+    ),
+    (
+        7,
         // How far a session's `# Memory updated` reminder has delivered entries (the reminder lists each entry
         // written elsewhere once; a new snapshot resets it).
         "ALTER TABLE cao_journal_snapshots ADD COLUMN reminded_to INTEGER NOT NULL DEFAULT 0;",
@@ -156,7 +165,7 @@ CREATE TABLE cao_journal_snapshots (container TEXT NOT NULL, session_id TEXT NOT
 ];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
@@ -222,6 +231,10 @@ fn reconcile_shared_tables(conn: &Connection) -> rusqlite::Result<()> {
         // Only present from version 2 on; migration 2 computes it from the (now empty) table otherwise.
         if columns(conn, "cao_search_stats")?.iter().any(|(n, _)| n == "tokens") {
             conn.execute_batch("UPDATE cao_search_stats SET tokens = 0; DELETE FROM cao_search_terms;")?;
+        }
+        // The recorded file stamps went with the columns: no directory is known to agree with its rows.
+        if table_exists(conn, "cao_wiki_dirs")? {
+            conn.execute_batch("DELETE FROM cao_wiki_dirs")?;
         }
     }
     conn.execute_batch(OUR_INDEXES)?;

@@ -747,54 +747,6 @@ impl Index {
         })
     }
 
-    /// The identity, topic file path and [`FileStamp`](cao_core::fs::FileStamp) of every decodable native row: what
-    /// the store compares its topic files with to pick up edits made outside the tool. Reads no content.
-    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
-    pub fn file_stamps(&self) -> Result<Vec<crate::RowStamp>> {
-        self.read(|tx| {
-            let mut stmt = tx.prepare(
-                "SELECT scope, scope_id, \"key\", file_path, file_size, file_ctime_ns, file_ino FROM memory_metadata
-                 WHERE source_kind = 'native'",
-            )?;
-            let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get::<_, Option<String>>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    (
-                        r.get::<_, Option<i64>>(4)?,
-                        r.get::<_, Option<i64>>(5)?,
-                        r.get::<_, Option<i64>>(6)?,
-                    ),
-                ))
-            })?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (scope, scope_id, key, file_path, stamp) = row?;
-                let (Some(Ok(scope)), Some(Ok(key))) = (
-                    scope.as_deref().map(str::parse::<Scope>),
-                    key.as_deref().map(Key::parse_strict),
-                ) else {
-                    continue;
-                };
-                out.push(crate::RowStamp {
-                    memory: cao_core::MemoryRef::new(scope, scope_id, key),
-                    file_path: file_path.unwrap_or_default(),
-                    stamp: match stamp {
-                        (Some(size), Some(changed_ns), Some(inode)) => Some(cao_core::fs::FileStamp {
-                            size,
-                            changed_ns,
-                            inode,
-                        }),
-                        _ => None,
-                    },
-                });
-            }
-            Ok(out)
-        })
-    }
-
     /// Native rows that cannot be represented as a [`MemoryRow`] (unknown scope or type, invalid key), which every
     /// other read skips. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
     pub fn invalid_rows(&self) -> Result<Vec<InvalidRow>> {

@@ -494,7 +494,8 @@ impl MemoryService {
     /// killed between its file write and its index transaction) and bring them into the index; remove the temp files
     /// of dead writers it sees. Every read does this itself, at most once per second per process (see
     /// ARCHITECTURE.md "External edits"); call this to force it (benchmarks, embedders that just wrote files).
-    /// Returns what changed; `scanned` counts the files whose stamp differed from the one this process knew.
+    /// Returns what changed; `scanned` counts the files that had to be compared with their rows under their topic
+    /// lock (new files, replaced files, files whose stamp is not the one their row recorded).
     ///
     /// Errors: [`MemoryError::Io`] when the database was removed or replaced; scan, lock and index errors.
     pub fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
@@ -517,18 +518,6 @@ impl MemoryService {
     /// of writers that are gone are removed ([`crate::sweep_temp_files`]).
     pub fn repair(&self) -> Result<RepairReport, MemoryError> {
         self.store.repair()
-    }
-
-    /// Whether the index this service opened is still usable: the home's database file is the one it opened
-    /// (same device and inode; a file deleted or replaced under the running process is not), and it answers a
-    /// query. Reads only; for health reports.
-    ///
-    /// Errors: [`MemoryError::Io`] naming the database file and the remedy when it was removed or replaced;
-    /// [`MemoryError::Index`] when the query fails.
-    pub fn check_index(&self) -> Result<(), MemoryError> {
-        self.store.ensure_index_current()?;
-        self.store.index().has_rows()?;
-        Ok(())
     }
 }
 

@@ -19,20 +19,26 @@
 //!   rebuilds an empty index from the files on open.
 //! - **pickup of external changes** ([`Store::prepare_read`], called before every read answers): topic files edited,
 //!   added or removed outside the tool (by hand, by another program, by a writer killed between its file write and
-//!   its index transaction) are brought into the index. A walk reads each wiki directory and the [`FileStamp`] of
-//!   each topic file through the directory handle (no file is opened) and compares it with the stamp this process
-//!   last saw in the index; only changed, new and vanished files are looked at, under their topic lock
-//!   ([`Store::pick_up_changes`]). Each change goes through one hook, [`Store::apply_external_change`], in one index
+//!   its index transaction) are brought into the index ([`Store::pick_up_changes`]). Every row records the
+//!   [`FileStamp`] (size, ctime, inode) of its file as written; the index records, per scope directory, the stamp the
+//!   directory had when every file in it agreed with its row. A walk `stat`s each scope directory and lists only
+//!   those whose stamp changed (a creation, removal or rename in a directory changes its stamp), comparing names and
+//!   inode numbers from the directory entries with the rows; and it `stat`s the files of [`ROTATION_BATCH`] rows in
+//!   rotation over the index, which finds edits made in place. Only files that disagree with their rows are read,
+//!   under their topic lock, and each change goes through one hook, [`Store::apply_external_change`], in one index
 //!   transaction. A process walks at most once per [`PICKUP_INTERVAL`] (and at most every 20 times the last walk's
 //!   duration, so the walk uses at most 5 % of a busy process), the first read of a process always walks, and
 //!   while one thread walks the others answer from the index as it is. The walk also removes the temp files of
-//!   dead writers ([`sweep_temp_files`]).
+//!   dead writers it sees ([`sweep_temp_files`]).
 //!
 //! Invariants: every write of a memory holds its topic lock from before the file changes until its index
 //! transaction has committed, so file and row change together and two writers of one key serialise; writers of
-//! different keys do not wait for each other. Every row written records the stamp of its file as written. After any
-//! sequence of completed calls, [`Store::repair`] finds nothing to change, and after any change to the files a read
-//! that starts [`PICKUP_INTERVAL`] later answers from an index that agrees with them.
+//! different keys do not wait for each other. Every row written records the stamp of its file as written. A
+//! directory's stamp is recorded only when every file in it agreed with its row, no temp file was in it and it had
+//! not changed for [`DIR_SETTLE`]. After any sequence of completed calls, [`Store::repair`] finds nothing to change.
+//! After a file is created, removed or replaced outside the tool, a read that starts [`PICKUP_INTERVAL`] later
+//! answers from an index that agrees with the files; an edit made in place is seen as soon when the index holds at
+//! most [`ROTATION_BATCH`] rows, and within `rows / ROTATION_BATCH` walks otherwise.
 //!
 //! Layering: this module depends on no feature module of the crate (only on [`crate::error`] and
 //! [`crate::types`]), so it can move to a crate of its own below the features that use it. Relationship purges,
@@ -42,9 +48,9 @@ use crate::error::MemoryError;
 use crate::types::{RepairReport, StoreHealth};
 use cao_core::fs::FileStamp;
 use cao_core::memory_ref::label;
-use cao_core::{CaoHome, Clock, MemoryRef, MemoryType, Settings, SourceKind};
-use cao_index::{AppendWhen, Index, JournalNote, JournalWriter, MemoryRow, SupersedesLookup};
-use cao_wiki::{Topic, TopicLock, WikiLayout};
+use cao_core::{CaoHome, Clock, MemoryRef, MemoryType, Scope, Settings, SourceKind};
+use cao_index::{AppendWhen, Index, JournalNote, JournalWriter, MemoryRow, RowStamp, SupersedesLookup};
+use cao_wiki::{ScopeDir, Topic, TopicLock, WikiLayout};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -56,6 +62,16 @@ pub(crate) const PICKUP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A walk waits at least this many times the previous walk's duration before the next one.
 const PICKUP_COST_FACTOR: u32 = 20;
+
+/// How long before a walk looked at a scope directory the directory must have last changed for its stamp to be
+/// recorded: a change made within the same tick of the file system's clock as the stamp could leave it unchanged,
+/// so a directory that changed more recently is listed again at the next walk.
+pub(crate) const DIR_SETTLE: Duration = Duration::from_secs(2);
+
+/// Rows whose topic file each walk `stat`s, in rotation over the whole index, to find edits made in place (which
+/// change no directory). An index of at most this many rows is checked whole by every walk; a larger one within
+/// `rows / ROTATION_BATCH` walks.
+pub(crate) const ROTATION_BATCH: usize = 4096;
 
 /// One memory home, open. Shared by every clone of a service (behind an `Arc`); safe to use from many threads, and
 /// many processes may open the same home at once.
@@ -76,33 +92,30 @@ pub(crate) struct Store {
     journals: Mutex<HashSet<String>>,
 }
 
-/// What this process knows of the topic files, for [`Store::pick_up_changes`].
+/// The state of this process's pickup of external changes ([`Store::pick_up_changes`]).
 #[derive(Debug, Default)]
 struct Pickup {
-    /// The stamp each native row recorded for its file, as this process last saw it; `None` until the first walk
-    /// loads it from the index.
-    known: Option<HashMap<MemoryRef, Known>>,
-    /// Number of the last walk (to find the rows whose file a walk did not see).
-    walk: u64,
-    /// Rows of the index [`Pickup::known`] leaves out (vault rows, rows that cannot be decoded), as counted when it
-    /// was loaded: with them, the known rows must add up to the index's row count, or another process added a row
-    /// whose file this process never saw (created and removed between two walks) and the map is reloaded.
-    other_rows: usize,
+    /// Where the rotation over the rows goes on (`None` until the first walk picks a start).
+    cursor: Option<i64>,
+    /// Unparsable files already reported, with the stamp they had: not read or reported again until it changes.
+    unparsable: HashMap<PathBuf, FileStamp>,
     /// When the last walk started and how long it took.
     last: Option<(Instant, Duration)>,
     /// A thread is walking now.
     walking: bool,
 }
 
-/// One row as [`Pickup::known`] holds it.
-#[derive(Debug, Clone, Copy)]
-struct Known {
-    /// The file's stamp when the row last agreed with it; `None` = unknown (the file is read at the next walk).
-    stamp: Option<FileStamp>,
-    /// The walk that last saw the file.
-    seen: u64,
-    /// The index has a row for it (as far as this process knows).
-    row: bool,
+/// Most unparsable files [`Pickup::unparsable`] remembers; past it the memory is cleared (they are reported again).
+const UNPARSABLE_MEMORY: usize = 1024;
+
+/// What one walk did so far, and what it must not do twice.
+#[derive(Default)]
+struct Walk {
+    report: RepairReport,
+    /// Memories whose file was compared with its row under the topic lock during this walk.
+    reconciled: HashSet<MemoryRef>,
+    /// Temp files seen, for the sweep.
+    temp_files: Vec<PathBuf>,
 }
 
 /// A change made to the wiki outside the tool, as [`Store::apply_external_change`] records it.
@@ -118,16 +131,16 @@ pub(crate) enum ExternalChange {
 #[derive(Debug)]
 enum FileOutcome {
     /// The row already agreed with the file and recorded its stamp.
-    Current(FileStamp),
+    Current,
     /// The row agrees with the file but recorded another stamp (or none): the caller records this one
     /// ([`Index::set_file_stamps`], batched).
     Agrees(FileStamp),
     /// A row was created from the file.
-    Added(FileStamp),
+    Added,
     /// The row was rebuilt from the file.
-    Updated(FileStamp),
-    /// The file cannot be parsed; its row (if any: the flag) is left alone.
-    Unparsable(FileStamp, String, bool),
+    Updated,
+    /// The file (with this stamp) cannot be parsed, for this reason; its row, if any, is left alone.
+    Unparsable(FileStamp, String),
     /// The file is gone.
     Vanished,
 }
@@ -395,167 +408,220 @@ impl Store {
         Ok(())
     }
 
-    /// Walk the wiki now and bring every change made outside the tool into the index (see the module documentation):
-    /// files whose stamp differs from the one this process knows (or that it does not know) are read under their
-    /// topic lock and their rows added or rebuilt; rows whose file is gone are removed; temp files of dead writers
-    /// are removed. Files that agree with their rows are not opened. Returns what changed (`scanned` counts the
-    /// files whose stamp had to be checked).
+    /// Walk the wiki now and bring every change made outside the tool into the index (see the module documentation).
     ///
-    /// Errors: the scan (memory dir unreadable), locks, index reads and writes.
+    /// 1. Each scope directory is `stat`ed; one whose stamp equals the one recorded in the index
+    ///    ([`Index::wiki_dir_stamps`]) holds the same names as when every file in it agreed with its row, and is not
+    ///    listed. Any other is listed (names and inode numbers, no `stat` per file) and compared with its rows
+    ///    ([`Index::file_stamps_in`]): a file without a row, or whose inode is not the one its row recorded, is
+    ///    brought in under its topic lock; a row without a file is removed. The directory's stamp is then recorded
+    ///    when every file agreed, no temp file was left and the directory last changed at least [`DIR_SETTLE`]
+    ///    before it was `stat`ed (a later change then always gives it another stamp).
+    /// 2. Rows of directories that are gone are removed.
+    /// 3. [`ROTATION_BATCH`] rows, in rotation over the whole index ([`Index::file_stamps_rotation`]), have their
+    ///    file `stat`ed: an edit made in place (same name and inode) or a file gone from an unchanged directory is
+    ///    brought in. An index of at most [`ROTATION_BATCH`] rows is checked whole by every walk.
+    /// 4. Temp files of dead writers seen in listed directories are removed.
+    ///
+    /// Files that agree with their rows are never opened. Returns what changed (`scanned` counts the files that had
+    /// to be compared with their rows under their topic lock).
+    ///
+    /// Errors: the memory dir cannot be read; locks, index reads and writes.
     pub(crate) fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
-        let scan = self.layout.scan()?;
-        let mut report = RepairReport {
-            removed_temp_files: paths_text(remove_stale(&scan.temp_files)),
-            ..RepairReport::default()
+        let dirs = self.layout.scope_dirs()?;
+        let mut walk = Walk {
+            temp_files: dirs.temp_files,
+            ..Walk::default()
         };
-        // Which files changed, which rows lost their file: decided under the state lock, without I/O.
-        let (changed, vanished, walk) = {
-            let mut p = self.pickup_state();
-            if p.known.is_none() {
-                let known = self.load_known()?;
-                p.other_rows = self.index.count_all()?.saturating_sub(known.len());
-                p.known = Some(known);
-            }
-            p.walk += 1;
-            let walk = p.walk;
-            let known = p.known.get_or_insert_with(HashMap::new);
-            let mut changed = Vec::new();
-            for t in scan.topics {
-                let memory = MemoryRef::new(t.scope, t.scope_id, t.key);
-                match known.get_mut(&memory) {
-                    Some(k) => {
-                        k.seen = walk;
-                        if k.stamp.is_none() || k.stamp != t.stamp {
-                            changed.push((memory, t.path));
-                        }
-                    }
-                    None => changed.push((memory, t.path)),
-                }
-            }
-            let vanished: Vec<MemoryRef> = known
-                .iter()
-                .filter(|(_, k)| k.seen != walk)
-                .map(|(m, _)| m.clone())
-                .collect();
-            (changed, vanished, walk)
-        };
-        let mut learned: Vec<(MemoryRef, Known)> = Vec::with_capacity(changed.len());
-        let mut agreeing = StampBatch::new(&self.index);
-        for (memory, path) in changed {
-            report.scanned += 1;
-            let outcome = self.reconcile_file(&memory, &path, false)?;
-            let label = memory.to_string();
-            let known = |stamp, row| Known { stamp, seen: walk, row };
-            let learnt = match outcome {
-                FileOutcome::Current(s) => known(Some(s), true),
-                FileOutcome::Agrees(s) => {
-                    agreeing.push(&memory, s)?;
-                    known(Some(s), true)
-                }
-                FileOutcome::Added(s) => {
-                    report.added.push(label);
-                    known(Some(s), true)
-                }
-                FileOutcome::Updated(s) => {
-                    report.updated.push(label);
-                    known(Some(s), true)
-                }
-                FileOutcome::Unparsable(s, reason, row) => {
-                    report.unparsable.push(format!("{}: {reason}", path.display()));
-                    known(Some(s), row)
-                }
-                // Gone since the scan: the next walk decides (the row goes when the file is still gone).
-                FileOutcome::Vanished => continue,
+        let mut recorded: HashMap<(Scope, Option<String>), FileStamp> = self
+            .index
+            .wiki_dir_stamps()?
+            .into_iter()
+            .map(|d| ((d.scope, d.scope_id), d.stamp))
+            .collect();
+        for dir in &dirs.dirs {
+            let id = (dir.scope, dir.scope_id.clone());
+            let was = recorded.remove(&id);
+            let looked_at = SystemTime::now();
+            let Ok(stamp) = FileStamp::read(&dir.path) else {
+                continue; // Gone since it was found: its rows are checked at the next walk.
             };
-            learned.push((memory, learnt));
-        }
-        agreeing.flush()?;
-        let mut gone = Vec::new();
-        for memory in vanished {
-            if self.reconcile_removal(&memory)? {
-                report.removed.push(memory.to_string());
+            if was == Some(stamp) {
+                continue;
             }
-            if !self
+            let clean = self.reconcile_dir(dir, &mut walk)?;
+            let settled = looked_at
+                .checked_sub(DIR_SETTLE)
+                .is_some_and(|t| stamp.changed_ns <= unix_ns(t));
+            let record = (clean && settled).then_some(stamp);
+            if record != was {
+                self.index
+                    .set_wiki_dir_stamp(dir.scope, dir.scope_id.as_deref(), record)?;
+            }
+        }
+        // Recorded directories that were not found: when really gone (not merely unreadable), their files went
+        // with them. Either way the record is dropped.
+        for ((scope, scope_id), _) in recorded {
+            let gone = self
                 .layout
-                .topic_path(memory.scope, memory.scope_id(), &memory.key)?
-                .exists()
-            {
-                gone.push(memory);
+                .scope_dir(scope, scope_id.as_deref())
+                .is_ok_and(|dir| is_gone(&dir));
+            if gone {
+                for row in self.index.file_stamps_in(scope, scope_id.as_deref())? {
+                    if self.reconcile_removal(&row.memory)? {
+                        walk.report.removed.push(row.memory.to_string());
+                    }
+                }
             }
+            self.index.set_wiki_dir_stamp(scope, scope_id.as_deref(), None)?;
         }
-        for container in self.clear_removed_journals()? {
-            report.journals_cleared.push(container);
-        }
-        let rows = self.index.count_all()?;
-        let mut p = self.pickup_state();
-        let other_rows = p.other_rows;
-        if let Some(known) = p.known.as_mut() {
-            for (memory, k) in learned {
-                known.insert(memory, k);
-            }
-            for memory in gone {
-                known.remove(&memory);
-            }
-            if known.values().filter(|k| k.row).count() + other_rows != rows {
-                // A row this process never saw a file for (or a concurrent write): reload at the next walk.
-                p.known = None;
-            }
-        }
-        Ok(report)
+        self.rotate(&mut walk)?;
+        walk.report.removed_temp_files = paths_text(remove_stale(&walk.temp_files));
+        walk.report.journals_cleared = self.clear_removed_journals()?;
+        Ok(walk.report)
     }
 
-    /// Every native row's identity and recorded file stamp. A row whose stored path is not its topic path (a home
-    /// that was moved, a row the reference wrote elsewhere) gets no stamp, so its file is read once.
-    fn load_known(&self) -> Result<HashMap<MemoryRef, Known>, MemoryError> {
-        let rows = self.index.file_stamps()?;
-        let mut known = HashMap::with_capacity(rows.len());
-        for r in rows {
-            let Ok(path) = self
-                .layout
-                .topic_path(r.memory.scope, r.memory.scope_id(), &r.memory.key)
-            else {
+    /// List one scope directory and compare it with its rows (step 1 of [`Store::pick_up_changes`]). Returns whether
+    /// every file agreed with its row at the end and no temp file was seen (the directory's stamp may be recorded).
+    ///
+    /// Errors: the directory cannot be listed (other than gone), locks, index reads and writes.
+    fn reconcile_dir(&self, dir: &ScopeDir, walk: &mut Walk) -> Result<bool, MemoryError> {
+        let listing = match dir.list() {
+            Ok(l) => l,
+            Err(cao_wiki::WikiError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut clean = listing.temp_files.is_empty();
+        walk.temp_files.extend(listing.temp_files);
+        let rows = self.index.file_stamps_in(dir.scope, dir.scope_id.as_deref())?;
+        let mut by_key: HashMap<&str, &RowStamp> = rows.iter().map(|r| (r.memory.key.as_str(), r)).collect();
+        let mut agreeing = StampBatch::new(&self.index);
+        for topic in &listing.topics {
+            let path = topic.path();
+            let row = by_key.remove(topic.key.as_str());
+            let recorded = row.and_then(|r| r.stamp.filter(|_| Path::new(&r.file_path) == path));
+            // The same inode: the file was not replaced since its row was written (an edit in place is found by
+            // the rotation). Where directory entries do not carry the inode a `stat` has (some overlay file
+            // systems), the whole stamp is compared instead.
+            if recorded.is_some_and(|s| s.inode.to_ne_bytes() == topic.inode.to_ne_bytes() || topic.stamp() == Some(s))
+            {
                 continue;
-            };
-            let stamp = r.stamp.filter(|_| Path::new(&r.file_path) == path);
-            known.insert(
-                r.memory,
-                Known {
-                    stamp,
-                    seen: 0,
-                    row: true,
-                },
-            );
+            }
+            let memory = MemoryRef::new(dir.scope, dir.scope_id.clone(), topic.key.clone());
+            clean &= self.bring_in(&memory, &path, walk, &mut agreeing)?;
         }
-        Ok(known)
+        agreeing.flush()?;
+        for row in by_key.into_values() {
+            if walk.reconciled.contains(&row.memory) {
+                continue;
+            }
+            if self.reconcile_removal(&row.memory)? {
+                walk.report.removed.push(row.memory.to_string());
+            } else {
+                // The file exists after all (created since the listing): look again at the next walk.
+                clean = false;
+            }
+        }
+        Ok(clean)
+    }
+
+    /// Step 3 of [`Store::pick_up_changes`]: `stat` the files of the next [`ROTATION_BATCH`] rows and bring in those
+    /// whose stamp is not the recorded one, or remove the rows whose file is gone.
+    ///
+    /// Errors: locks, index reads and writes.
+    fn rotate(&self, walk: &mut Walk) -> Result<(), MemoryError> {
+        let cursor = match self.pickup_state().cursor {
+            Some(c) => c,
+            // A process's first walk starts where the clock points, so short-lived processes (one walk each)
+            // together cover the whole index too.
+            None => {
+                let span = self.index.max_row_id()?.saturating_add(1).max(1);
+                let secs = SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let step = i64::try_from(ROTATION_BATCH).unwrap_or(i64::MAX);
+                i64::try_from(secs).unwrap_or(0).wrapping_mul(step).rem_euclid(span)
+            }
+        };
+        let (rows, next) = self.index.file_stamps_rotation(cursor, ROTATION_BATCH)?;
+        self.pickup_state().cursor = Some(next);
+        let mut agreeing = StampBatch::new(&self.index);
+        for row in rows {
+            if walk.reconciled.contains(&row.memory) {
+                continue;
+            }
+            let memory = &row.memory;
+            let Ok(path) = self.layout.topic_path(memory.scope, memory.scope_id(), &memory.key) else {
+                continue; // A row no file can belong to (repair reports it).
+            };
+            let recorded = row.stamp.filter(|_| Path::new(&row.file_path) == path);
+            match FileStamp::read(&path) {
+                Ok(s) if Some(s) == recorded => {}
+                Ok(_) => {
+                    self.bring_in(memory, &path, walk, &mut agreeing)?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if self.reconcile_removal(memory)? {
+                        walk.report.removed.push(memory.to_string());
+                    }
+                }
+                Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot stat a topic file"),
+            }
+        }
+        agreeing.flush()
+    }
+
+    /// Compare one topic file with its row under its topic lock and record the outcome in `walk`. Returns whether
+    /// the row agrees with the file now.
+    ///
+    /// Errors: lock, wiki (other than an unparsable file) and index errors.
+    fn bring_in(
+        &self,
+        memory: &MemoryRef,
+        path: &Path,
+        walk: &mut Walk,
+        agreeing: &mut StampBatch<'_>,
+    ) -> Result<bool, MemoryError> {
+        let reported = self.pickup_state().unparsable.get(path).copied();
+        if reported.is_some_and(|r| FileStamp::read(path).is_ok_and(|s| s == r)) {
+            return Ok(false);
+        }
+        walk.report.scanned += 1;
+        walk.reconciled.insert(memory.clone());
+        let label = memory.to_string();
+        Ok(match self.reconcile_file(memory, path, false)? {
+            FileOutcome::Current => true,
+            FileOutcome::Agrees(s) => {
+                agreeing.push(memory, s)?;
+                true
+            }
+            FileOutcome::Added => {
+                walk.report.added.push(label);
+                true
+            }
+            FileOutcome::Updated => {
+                walk.report.updated.push(label);
+                true
+            }
+            FileOutcome::Unparsable(s, reason) => {
+                walk.report.unparsable.push(format!("{}: {reason}", path.display()));
+                let mut p = self.pickup_state();
+                if p.unparsable.len() >= UNPARSABLE_MEMORY {
+                    p.unparsable.clear();
+                }
+                p.unparsable.insert(path.to_owned(), s);
+                false
+            }
+            // Gone since it was listed: the next walk decides (the row goes when the file is still gone).
+            FileOutcome::Vanished => false,
+        })
     }
 
     /// Lock the pickup state (a panic in another thread while holding it leaves plain data: keep going).
     fn pickup_state(&self) -> std::sync::MutexGuard<'_, Pickup> {
         self.pickup.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Record `stamp` as the file stamp of `memory`'s row in this process's view (after a write of this process);
-    /// `None` = the row is gone (a removal of this process).
-    fn note_stamp(&self, memory: &MemoryRef, stamp: Option<FileStamp>) {
-        let mut p = self.pickup_state();
-        let walk = p.walk;
-        if let Some(known) = p.known.as_mut() {
-            match stamp {
-                Some(stamp) => {
-                    known.insert(
-                        memory.clone(),
-                        Known {
-                            stamp: Some(stamp),
-                            seen: walk,
-                            row: true,
-                        },
-                    );
-                }
-                None => {
-                    known.remove(memory);
-                }
-            }
-        }
     }
 
     /// Bring the row of `memory` in line with its topic file at `path`, under the topic lock: the file's stamp is
@@ -579,30 +645,31 @@ impl Store {
                 .as_ref()
                 .is_some_and(|p| p.file_stamp == Some(stamp) && p.file_path == path_text)
         {
-            return Ok(FileOutcome::Current(stamp));
+            return Ok(FileOutcome::Current);
         }
         let stored = match cao_wiki::read_topic_file(path) {
             Ok(Some(stored)) => stored,
             Ok(None) => return Ok(FileOutcome::Vanished),
-            Err(e) => return Ok(FileOutcome::Unparsable(stamp, e.to_string(), prior.is_some())),
+            Err(e) => return Ok(FileOutcome::Unparsable(stamp, e.to_string())),
         };
         let desired = row_from_topic(&stored.topic, memory, path, prior.as_ref(), Some(stamp));
         match &prior {
             None => {
                 self.apply_external_change(ExternalChange::Upsert(Box::new(desired)))?;
-                Ok(FileOutcome::Added(stamp))
+                Ok(FileOutcome::Added)
             }
             Some(p) if !rows_agree(p, &desired) => {
                 self.apply_external_change(ExternalChange::Upsert(Box::new(desired)))?;
-                Ok(FileOutcome::Updated(stamp))
+                Ok(FileOutcome::Updated)
             }
             Some(p) if p.file_stamp != Some(stamp) => Ok(FileOutcome::Agrees(stamp)),
-            Some(_) => Ok(FileOutcome::Current(stamp)),
+            Some(_) => Ok(FileOutcome::Current),
         }
     }
 
     /// Remove the row of `memory` when its topic file is really gone (checked under the topic lock, so a file being
-    /// created is not mistaken for a removed one). Returns whether a row was removed.
+    /// created is not mistaken for a removed one; a file that cannot be `stat`ed, in a directory that cannot be
+    /// read, is not gone). Returns whether a row was removed.
     ///
     /// Errors: lock and index errors.
     fn reconcile_removal(&self, memory: &MemoryRef) -> Result<bool, MemoryError> {
@@ -613,7 +680,7 @@ impl Store {
             }
             _ => None,
         };
-        if path.exists() || self.index.get(memory.scope, memory.scope_id(), &memory.key)?.is_none() {
+        if !is_gone(&path) || self.index.get(memory.scope, memory.scope_id(), &memory.key)?.is_none() {
             return Ok(false);
         }
         self.apply_external_change(ExternalChange::Remove(memory.clone()))?;
@@ -673,8 +740,7 @@ impl Store {
             ..note
         };
         locked.write_prepared(&write)?;
-        // The stamp of the file as written (under the lock, so no other writer changed it since).
-        row.file_stamp = FileStamp::read(&write.path).ok();
+        stamp_written(&write, &mut row);
         let (_, journal_entry) = self
             .index
             .upsert_journaled(&row, &note, AppendWhen::Always)
@@ -683,7 +749,6 @@ impl Store {
                 reason: e.to_string(),
             })?;
         drop(locked);
-        self.note_stamp(&row.memory_ref(), row.file_stamp);
         Ok(Written {
             row,
             created: write.created,
@@ -836,7 +901,7 @@ impl Store {
         if written.is_ok() {
             // The stamps of the files as written (every lock is still held).
             for (_, (_, write, (row, _))) in &mut prepared {
-                row.file_stamp = FileStamp::read(&write.path).ok();
+                stamp_written(write, row);
             }
         }
         let committed = written.and_then(|()| {
@@ -858,9 +923,6 @@ impl Store {
                 .map_err(|e| e.to_string())
         });
         for (n, (locked, write, (row, _))) in prepared {
-            if committed.is_ok() {
-                self.note_stamp(&row.memory_ref(), row.file_stamp);
-            }
             results[n] = Some(match &committed {
                 Ok(ids) => Ok(Written {
                     row,
@@ -937,7 +999,7 @@ impl Store {
             related_keys: prior.as_ref().and_then(|r| r.related_keys.clone()),
             content: content.to_owned(),
             entry_count: write.topic.entry_count() as i64,
-            // Set by the caller once the file is written (the stamp of the file as written, under the lock).
+            // Set once the file is written (`stamp_written`).
             file_stamp: None,
         };
         Ok((write, row))
@@ -969,7 +1031,6 @@ impl Store {
             let (_, entry) = delete()?;
             (false, entry)
         };
-        self.note_stamp(memory, None);
         Ok(Removed {
             existed,
             path,
@@ -1003,7 +1064,6 @@ impl Store {
         };
         let (journal, row_existed) = cao_journal::purge_memory(&self.index, container.as_str(), scope, scope_id, key)?;
         drop(locked);
-        self.note_stamp(memory, None);
         Ok(Purged {
             file_existed,
             row_existed,
@@ -1101,13 +1161,13 @@ impl Store {
             let memory = MemoryRef::new(t.scope, t.scope_id.clone(), t.key.clone());
             containers.insert(t.container.clone());
             match self.reconcile_file(&memory, &t.path, true)? {
-                FileOutcome::Added(_) => report.added.push(memory.to_string()),
-                FileOutcome::Updated(_) => report.updated.push(memory.to_string()),
-                FileOutcome::Unparsable(_, reason, _) => {
+                FileOutcome::Added => report.added.push(memory.to_string()),
+                FileOutcome::Updated => report.updated.push(memory.to_string()),
+                FileOutcome::Unparsable(_, reason) => {
                     report.unparsable.push(format!("{}: {reason}", t.path.display()));
                 }
                 FileOutcome::Agrees(s) => agreeing.push(&memory, s)?,
-                FileOutcome::Current(_) | FileOutcome::Vanished => {}
+                FileOutcome::Current | FileOutcome::Vanished => {}
             }
             seen.insert(memory);
         }
@@ -1133,8 +1193,6 @@ impl Store {
         }
         report.journals_cleared = self.clear_removed_journals()?;
         self.flush_index_md()?;
-        // The next walk reloads what the index now records.
-        self.pickup_state().known = None;
         Ok(report)
     }
 }
@@ -1302,6 +1360,23 @@ fn row_from_topic(
         entry_count: topic.entry_count() as i64,
         file_stamp: stamp,
     }
+}
+
+/// Whether nothing exists at `path` (`stat` says `NotFound`; any other failure is not proof that it is gone).
+fn is_gone(path: &Path) -> bool {
+    matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Nanoseconds since the Unix epoch of `t` (as [`FileStamp::changed_ns`] counts them); 0 before the epoch.
+fn unix_ns(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// Record in `row` the stamp of its topic file as `write` left it (read under the topic lock, so no other writer
+/// changed it since): the row then says which version of the file it agrees with.
+fn stamp_written(write: &cao_wiki::TopicWrite, row: &mut MemoryRow) {
+    row.file_stamp = FileStamp::read(&write.path).ok();
 }
 
 fn rows_agree(a: &MemoryRow, b: &MemoryRow) -> bool {

@@ -296,6 +296,20 @@ impl WikiLayout {
         self.contained(p)
     }
 
+    /// The scope directory of `scope` and `scope_id`: the directory of every [`WikiLayout::topic_path`] of that
+    /// identity (`<wiki_dir(container)>/<scope>` or `.../<scope>/<scope id>` for session and agent).
+    ///
+    /// Errors: as [`WikiLayout::topic_path`].
+    pub fn scope_dir(&self, scope: Scope, scope_id: Option<&str>) -> Result<PathBuf> {
+        let container = self.container_name(scope, scope_id)?;
+        let mut p = self.wiki_dir(container.as_str())?;
+        p.push(scope.as_str());
+        if let (Scope::Session | Scope::Agent, Some(id)) = (scope, scope_id) {
+            p.push(id);
+        }
+        self.contained(p)
+    }
+
     /// Lexical containment: `path` must be `memory_dir` followed by one or more normal components.
     fn contained(&self, path: PathBuf) -> Result<PathBuf> {
         let ok = path
@@ -498,9 +512,7 @@ impl WikiLayout {
         report: &mut ScanReport,
         f: &mut dyn FnMut(&mut ScanReport, &ScopeDir),
     ) {
-        let probe = Key::parse_strict("k").map_err(|e| WikiError::InvalidHeader(e.to_string()));
-        let expected = probe.and_then(|k| self.topic_path(scope, scope_id, &k));
-        if !expected.as_ref().is_ok_and(|p| p.parent() == Some(path.as_path())) {
+        if !self.scope_dir(scope, scope_id).is_ok_and(|p| p == path) {
             report.skip(&path, "not the directory its scope and scope id map to");
             return;
         }
@@ -691,7 +703,13 @@ mod tests {
         for (scope, id, abs, rel) in cases {
             assert_eq!(l.topic_path(scope, id, &k).expect("valid"), PathBuf::from(abs));
             assert_eq!(l.topic_rel_path(scope, id, &k).expect("valid"), rel);
+            assert_eq!(
+                Some(l.scope_dir(scope, id).expect("valid").as_path()),
+                PathBuf::from(abs).parent()
+            );
         }
+        assert!(l.scope_dir(Scope::Session, None).is_err());
+        assert!(l.scope_dir(Scope::Agent, Some("..")).is_err());
         assert_eq!(
             l.index_path("p1").expect("valid"),
             PathBuf::from("/h/memory/p1/wiki/index.md")

@@ -234,8 +234,8 @@ fn health_reports_a_replaced_database() {
 }
 
 /// Rows without a recorded stamp (written by the reference, or before stamps existed) are read once, recorded in
-/// batches, and not read again; another process's writes are recognised by their stamps and never reported as
-/// external changes.
+/// batches, and not read again; another process's writes are recognised by their stamps, never read and never
+/// reported as external changes.
 #[test]
 fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_changes() {
     let f = setup();
@@ -277,11 +277,12 @@ fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_chan
         "nor by a new process"
     );
 
-    // A write by another process: its file and its row change together, with the same stamp.
+    // A write by another process: its file and its row change together, with the same stamp, so the walk that
+    // lists the changed directory finds each file's inode recorded in its row and reads neither.
     store(&f.svc, &f.ctx, "global", "note-1", "a second entry");
     store(&f.svc, &f.ctx, "global", "note-9", "a new note");
     let walk = other.pick_up_changes().expect("walk");
-    assert_eq!(walk.scanned, 2, "{walk:?}");
+    assert_eq!(walk.scanned, 0, "{walk:?}");
     assert!(
         walk.is_clean(),
         "another process's writes are not external changes: {walk:?}"
@@ -314,4 +315,165 @@ fn a_row_created_and_orphaned_between_two_walks_is_dropped() {
         "the orphaned row is gone"
     );
     assert!(f.svc.repair().expect("repair").is_clean());
+}
+
+/// How long a directory must have been unchanged before a walk records its stamp (the store's `DIR_SETTLE`, two
+/// seconds), plus a margin.
+const SETTLED: Duration = Duration::from_millis(2_200);
+
+/// The scope directories the index records as agreeing with their rows, as `scope[/scope id]`.
+fn recorded_dirs(svc: &MemoryService) -> Vec<String> {
+    let mut dirs: Vec<String> = svc
+        .index()
+        .wiki_dir_stamps()
+        .expect("dir stamps")
+        .into_iter()
+        .map(|d| match d.scope_id {
+            Some(id) => format!("{}/{id}", d.scope),
+            None => d.scope.to_string(),
+        })
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// A directory's stamp is recorded only once it has been unchanged for a while (a change in the same tick of the
+/// file system's clock could leave the stamp as it was), and only while every file in it agrees with its row.
+#[test]
+fn a_directory_is_recorded_once_settled_and_forgotten_when_it_changes() {
+    let f = setup();
+    store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
+    store(&f.svc, &f.ctx, "project", "proj-note", "a project note");
+    let walker = another_process(&f.home);
+    walker.pick_up_changes().expect("walk");
+    assert!(
+        recorded_dirs(&walker).is_empty(),
+        "just written: {:?}",
+        recorded_dirs(&walker)
+    );
+    std::thread::sleep(SETTLED);
+    assert!(walker.pick_up_changes().expect("walk").is_clean());
+    assert_eq!(recorded_dirs(&walker), ["global", "project/proj-a"]);
+
+    // A store changes the directory: the next walk lists it again and does not record it until it settles.
+    store(&f.svc, &f.ctx, "global", "later", "written after the record");
+    assert!(walker.pick_up_changes().expect("walk").is_clean());
+    assert!(!recorded_dirs(&walker).contains(&"global".to_owned()));
+    std::thread::sleep(SETTLED);
+    walker.pick_up_changes().expect("walk");
+    assert!(recorded_dirs(&walker).contains(&"global".to_owned()));
+}
+
+/// A recorded directory whose stamp is unchanged is not listed: a walk finds no file added to it. (The record is
+/// forged here to show it; the store records a stamp only when every file agreed.) Any change to the directory
+/// gives it another stamp, and then every file added is found.
+#[test]
+fn a_directory_with_its_recorded_stamp_is_not_listed() {
+    let f = setup();
+    let kept = store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
+    let dir = kept.parent().expect("dir").to_path_buf();
+    let hand = |key: &str| {
+        std::fs::write(
+            dir.join(format!("{key}.md")),
+            format!(
+                "# {key}\n<!-- id: 0f4c2a8e-1111-4222-8333-9444555566{} | scope: global | type: user | tags: manual -->\n\n\
+                 ## 2026-02-03T04:05:06Z\nwritten by hand\n",
+                key.len() + 10
+            ),
+        )
+        .expect("hand-written topic file");
+    };
+    hand("by-hand");
+    let stamp = cao_core::fs::FileStamp::read(&dir).expect("dir stamp");
+    f.svc
+        .index()
+        .set_wiki_dir_stamp(Scope::Global, None, Some(stamp))
+        .expect("forge the record");
+    let walk = another_process(&f.home).pick_up_changes().expect("walk");
+    assert!(walk.added.is_empty(), "the directory was listed: {walk:?}");
+
+    hand("by-hand-2");
+    let walk = another_process(&f.home).pick_up_changes().expect("walk");
+    let mut added = walk.added.clone();
+    added.sort();
+    assert_eq!(added, ["global/by-hand", "global/by-hand-2"], "{walk:?}");
+}
+
+/// An edit made in place changes no directory: the rotation over the rows finds it, in a directory whose stamp is
+/// recorded (not listed) as in one that changed.
+#[test]
+fn an_in_place_edit_in_a_recorded_directory_is_found_by_the_rotation() {
+    let f = setup();
+    let path = store(&f.svc, &f.ctx, "project", "deploy", "deploy with kafka streams");
+    store(&f.svc, &f.ctx, "project", "other", "another project note");
+    std::thread::sleep(SETTLED);
+    let running = another_process(&f.home);
+    running.pick_up_changes().expect("walk");
+    assert!(recorded_dirs(&running).contains(&"project/proj-a".to_owned()));
+
+    edit_in_place(&path, "deploy with kafka streams", "deploy with zookeeper only");
+    assert!(
+        recorded_dirs(&running).contains(&"project/proj-a".to_owned()),
+        "an in-place edit changes no directory"
+    );
+    let walk = running.pick_up_changes().expect("walk");
+    assert_eq!(walk.updated, ["project/proj-a/deploy"], "{walk:?}");
+    assert_eq!(walk.scanned, 1, "only the edited file was read: {walk:?}");
+    assert_eq!(
+        recall_keys(&running, &f.ctx, "zookeeper"),
+        [("deploy".to_owned(), "deploy with zookeeper only".to_owned())]
+    );
+    // A file removed leaves a changed directory: listed again, its row dropped.
+    std::fs::remove_file(&path).expect("remove by hand");
+    let walk = running.pick_up_changes().expect("walk");
+    assert_eq!(walk.removed, ["project/proj-a/deploy"], "{walk:?}");
+}
+
+/// A scope directory removed by hand with everything in it (a session's notes) takes its rows with it.
+#[test]
+fn a_removed_scope_directory_drops_its_rows() {
+    let f = ServiceFixture::builder().project("proj-a").session("sess-gone").open();
+    let note = store(&f.svc, &f.ctx, "session", "sess-note", "a session note");
+    store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
+    std::thread::sleep(SETTLED);
+    let running = another_process(&f.home);
+    running.pick_up_changes().expect("walk");
+    assert!(recorded_dirs(&running).contains(&"session/sess-gone".to_owned()));
+    std::fs::remove_dir_all(note.parent().expect("session dir")).expect("rm -r");
+    let walk = running.pick_up_changes().expect("walk");
+    assert_eq!(walk.removed, ["session/sess-gone/sess-note"], "{walk:?}");
+    assert!(!recorded_dirs(&running).iter().any(|d| d.starts_with("session/")));
+    assert!(running.repair().expect("repair").is_clean());
+}
+
+/// An unparsable file is reported once per process, keeps its directory from being recorded (so a fix made in
+/// place is still seen), and is indexed once it parses.
+#[test]
+fn an_unparsable_file_is_reported_once_and_picked_up_when_fixed() {
+    let f = setup();
+    let kept = store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
+    let broken = kept.with_file_name("broken.md");
+    std::fs::write(&broken, "not a topic file\n").expect("write");
+    std::thread::sleep(SETTLED);
+    let running = another_process(&f.home);
+    let first = running.pick_up_changes().expect("walk");
+    assert_eq!(first.unparsable.len(), 1, "{first:?}");
+    let second = running.pick_up_changes().expect("walk");
+    assert!(second.unparsable.is_empty(), "reported again: {second:?}");
+    assert!(!recorded_dirs(&running).contains(&"global".to_owned()));
+
+    let mut file = std::fs::File::options()
+        .write(true)
+        .truncate(true)
+        .open(&broken)
+        .expect("open");
+    std::io::Write::write_all(
+        &mut file,
+        b"# broken\n<!-- id: 0f4c2a8e-2222-4222-8333-944455556666 | scope: global | type: user | tags: fixed -->\n\n\
+          ## 2026-02-03T04:05:06Z\nfixed in place\n",
+    )
+    .expect("fix in place");
+    drop(file);
+    let walk = running.pick_up_changes().expect("walk");
+    assert_eq!(walk.added, ["global/broken"], "{walk:?}");
 }
