@@ -65,6 +65,11 @@ pub enum MemoryCommand {
     /// Remove expired memories now (project: 90 days after the last update, session: 14 days; user and feedback
     /// memories never expire).
     Cleanup(crate::cleanup::CleanupArgs),
+    /// Check the memories visible from here for orphan pages, stale claims, poisoned access counts, dense keys and
+    /// (with a model) contradictions; read-only. Exits 1 when a finding is an error.
+    Lint(crate::lint::LintArgs),
+    /// Fix what lint finds, one fix per issue type: prints the plan; --apply carries it out (audited).
+    Heal(crate::lint::HealArgs),
     /// Export one scope as an OKF bundle: a directory, or a reproducible .tar.gz archive (a read-only mirror:
     /// edits to the files are not synced back).
     Export(crate::bundle::ExportArgs),

@@ -33,6 +33,8 @@ pub fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter)
         MemoryCommand::Context(a) => return crate::context::run_context(a, out),
         MemoryCommand::Hook(h) => return crate::context::run_hook_stdin(h, out),
         MemoryCommand::Inject(a) => return crate::inject::run(a, out),
+        MemoryCommand::Lint(a) => return crate::lint::run_lint(a, out),
+        MemoryCommand::Heal(a) => return crate::lint::run_heal(a, out),
         other => other,
     };
     // Validation and confirmation first: neither needs the store.
@@ -162,9 +164,13 @@ impl Plan {
             }
             MemoryCommand::Repair(a) => Plan::Repair(a),
             MemoryCommand::Relationships(c) => Plan::Relationships(RelPlan::new(c)?),
-            MemoryCommand::Context(_) | MemoryCommand::Hook(_) | MemoryCommand::Inject(_) => {
+            MemoryCommand::Context(_)
+            | MemoryCommand::Hook(_)
+            | MemoryCommand::Inject(_)
+            | MemoryCommand::Lint(_)
+            | MemoryCommand::Heal(_) => {
                 return Err(CliError::failure(
-                    "context and hook commands do not run through the store plan",
+                    "context, hook, inject, lint and heal commands do not run through the store plan",
                 ));
             }
             MemoryCommand::Cleanup(a) => Plan::Cleanup(a),

@@ -399,6 +399,27 @@ pub fn remove_stale_temp_file(path: &Path, now: SystemTime) -> io::Result<bool> 
     }
 }
 
+/// Take the exclusive advisory lock on `lock_path` without waiting (std [`File::try_lock`]): `Ok(Some(file))` when
+/// it is now held (released when the file is dropped), `Ok(None)` when another holder has it. The lock file is
+/// created with mode 0600 when missing (its directory must exist) and stays on disk.
+///
+/// Errors: the I/O error of opening or locking (other than "held elsewhere").
+pub fn try_lock_exclusive(lock_path: &Path) -> io::Result<Option<File>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(PRIVATE_FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(lock_path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods, reason = "test setup writes fixture files directly")]
 mod tests {
@@ -658,5 +679,24 @@ mod tests {
             io::ErrorKind::AlreadyExists
         );
         assert!(create_dir(&d.path().join("x").join("y")).is_err(), "parent must exist");
+    }
+
+    #[test]
+    fn try_lock_fails_at_once_while_held_and_succeeds_after() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join(".heal.lock");
+        let held = try_lock_exclusive(&p).expect("lock").expect("free");
+        assert_eq!(mode(&p), 0o600);
+        assert!(
+            try_lock_exclusive(&p).expect("no error").is_none(),
+            "held: refused at once"
+        );
+        drop(held);
+        assert!(try_lock_exclusive(&p).expect("lock").is_some(), "released");
+        let target = d.path().join("target");
+        let link = d.path().join(".link.lock");
+        symlink(&target, &link).expect("symlink");
+        assert!(try_lock_exclusive(&link).is_err(), "a symlink is not followed");
+        assert!(!target.exists());
     }
 }

@@ -330,6 +330,64 @@ impl Index {
         })
     }
 
+    /// Set the `related_keys` csv of the native row `(scope, scope_id, key)` (`None` = NULL, "never computed"; `""` =
+    /// computed, none found). Nothing else of the row changes and no search entry is touched. Returns whether the
+    /// row exists. One transaction.
+    ///
+    /// Errors: [`IndexError::Invalid`] when `related_keys` is 1024 bytes or longer (the reference's CHECK; nothing
+    /// written); [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn set_related_keys(
+        &self,
+        scope: Scope,
+        scope_id: Option<&str>,
+        key: &Key,
+        related_keys: Option<&str>,
+    ) -> Result<bool> {
+        if related_keys.is_some_and(|r| r.len() >= 1024) {
+            return Err(IndexError::Invalid(format!(
+                "related_keys of {:?} is {} bytes; the limit is 1023",
+                key.as_str(),
+                related_keys.map_or(0, str::len)
+            )));
+        }
+        self.write(|tx| {
+            let n = tx
+                .prepare_cached(
+                    "UPDATE memory_metadata SET related_keys = ?1
+                     WHERE \"key\" = ?2 AND scope = ?3 AND scope_id IS ?4 AND source_kind = 'native'",
+                )?
+                .execute(params![related_keys, key.as_str(), scope.as_str(), scope_id])?;
+            Ok(n > 0)
+        })
+    }
+
+    /// Set the `access_count` of the native row `(scope, scope_id, key)` to 0 (`last_accessed_at` kept). Returns the
+    /// count it had, `None` when there is no such row. One transaction.
+    ///
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn reset_access_count(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<Option<i64>> {
+        self.write(|tx| {
+            let before: Option<i64> = tx
+                .prepare_cached(
+                    "SELECT access_count FROM memory_metadata
+                     WHERE \"key\" = ?1 AND scope = ?2 AND scope_id IS ?3 AND source_kind = 'native'",
+                )?
+                .query_row(params![key.as_str(), scope.as_str(), scope_id], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })
+                .optional()?
+                .map(Option::unwrap_or_default);
+            if before.is_some() {
+                tx.prepare_cached(
+                    "UPDATE memory_metadata SET access_count = 0
+                     WHERE \"key\" = ?1 AND scope = ?2 AND scope_id IS ?3 AND source_kind = 'native'",
+                )?
+                .execute(params![key.as_str(), scope.as_str(), scope_id])?;
+            }
+            Ok(before)
+        })
+    }
+
     /// Re-tokenise every native row from its stored `key`, `tags` and `content` into fresh FTS tables (renumbering
     /// every `search_rowid`, and indexing rows that lacked one, such as rows only the reference wrote; rows with an
     /// unknown scope or type stay unindexed). One transaction; returns the number of rows indexed. Used by repair. Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].

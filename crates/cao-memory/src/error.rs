@@ -78,6 +78,12 @@ pub enum MemoryError {
         #[source]
         source: std::io::Error,
     },
+    /// Another `cao memory heal` holds the heal lock; nothing was done.
+    #[error("another `cao memory heal` is running: the heal lock {lock} is held; try again when it is done")]
+    HealBusy {
+        /// The lock file (`<home>/memory/.heal.lock`).
+        lock: PathBuf,
+    },
     /// The wiki layer failed.
     #[error(transparent)]
     Wiki(#[from] cao_wiki::WikiError),
@@ -104,6 +110,7 @@ impl MemoryError {
             MemoryError::Bundle(_) => ErrorCode::InvalidBundle,
             MemoryError::PrivateScope(_) => ErrorCode::PrivateScope,
             MemoryError::Io { .. } => ErrorCode::IoError,
+            MemoryError::HealBusy { .. } => ErrorCode::Refused,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
             MemoryError::Index(_) | MemoryError::JournalCorrupt(_) => ErrorCode::IndexError,
         }

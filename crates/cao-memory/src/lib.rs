@@ -12,8 +12,9 @@
 //! - Feature modules of free functions over `&Store`: `write` (store, forget, delete, clear), `recall`,
 //!   `relevance`, `explain`, `inspect` (list, show), `inject` and `inject_related` (the context block),
 //!   `retention`, `export` and `import` (OKF bundles, read and written by `bundle`), `audit` and
-//!   `audit_relationships`, with `visibility`, `supersedes` and `eligibility` as shared
-//!   read rules. Ranking rules are `cao-rank`'s; these modules only gather candidates and call it.
+//!   `audit_relationships`, `lint` (with `lint_claims`, `code_search` and `lint_contradiction`) and `heal`, with
+//!   `visibility`, `supersedes` and `eligibility` as shared read rules. Ranking rules are `cao-rank`'s; these
+//!   modules only gather candidates and call it.
 //! - [`MemoryService`]: a thin facade. Each method resolves the call's settings, checks `memory.enabled` where the
 //!   call needs it (after argument validation for recall and explain) and delegates to one feature function.
 //!
@@ -46,16 +47,23 @@
 pub mod audit;
 mod audit_relationships;
 mod bundle;
+mod code_search;
 mod eligibility;
 mod error;
 mod explain;
 mod explain_table;
 mod export;
+pub mod heal;
 mod import;
 mod inject;
 mod inject_related;
 mod inspect;
 mod journal;
+pub mod lint;
+mod lint_claims;
+mod lint_contradiction;
+mod lint_report;
+mod lint_table;
 #[cfg(test)]
 mod module_graph;
 pub mod provider_files;
@@ -81,6 +89,9 @@ pub use error::MemoryError;
 pub use explain::ExplainRequest;
 pub use explain_table::render_explain_table;
 pub use export::{EXPORT_SCHEMA, ExportDestination, ExportOutcome, ExportRequest};
+pub use heal::{
+    ActionStatus, HEAL_SCHEMA, HealAction, HealActionKind, HealCounts, HealReport, HealRequest, WithoutAction,
+};
 pub use import::{IMPORT_SCHEMA, ImportOutcome, ImportRequest};
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
@@ -93,6 +104,10 @@ pub use journal::{
     SEARCH_QUERY_MAX_BYTES, SearchHit, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport, ViewResult,
     ZoomRequest, ZoomResult, ZoomedEntry, ZoomedLine,
 };
+pub use lint_report::{
+    FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintReport, LintRequest, Severity,
+};
+pub use lint_table::{render_heal_text, render_lint_table};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };

@@ -6,18 +6,20 @@
 use crate::error::MemoryError;
 use crate::explain::ExplainRequest;
 use crate::export::{ExportDestination, ExportOutcome, ExportRequest};
+use crate::heal::{HealReport, HealRequest};
 use crate::import::{ImportOutcome, ImportRequest};
 use crate::inject::ContextRequest;
 use crate::journal::{
     JournalTarget, PurgeResult, ReadRequest, ReadResult, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport,
     ViewResult, ZoomRequest, ZoomResult,
 };
+use crate::lint_report::{LintReport, LintRequest};
 use crate::retention::CleanupReport;
 use crate::store::Store;
 use crate::types::*;
 use crate::{
-    audit, audit_relationships, eligibility, explain, export, import, inject, inspect, journal, recall, retention,
-    write,
+    audit, audit_relationships, eligibility, explain, export, heal, import, inject, inspect, journal, lint, recall,
+    retention, write,
 };
 use cao_core::{CaoHome, Clock, Key, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::Index;
@@ -310,6 +312,65 @@ impl MemoryService {
     pub fn cleanup(&self, dry_run: bool) -> Result<CleanupReport, MemoryError> {
         self.ensure_enabled()?;
         retention::cleanup(&self.store, dry_run)
+    }
+
+    /// Lint the memories the caller sees (`cao memory lint`; see the `lint` module for the detectors, caps and
+    /// severities). Read-only. The contradiction pass uses the model of `memory.model.*` (skipped with `none`; a
+    /// configuration error is reported as a finding). `progress` hears about each stage.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a malformed explicit project id; index and
+    /// scan errors.
+    pub fn lint(
+        &self,
+        ctx: &TerminalContext,
+        req: LintRequest,
+        progress: &dyn Progress,
+    ) -> Result<LintReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        lint::lint_configured(&self.store, &settings, ctx, &req, progress)
+    }
+
+    /// [`MemoryService::lint`] with a given model for the contradiction pass (tests, embedding).
+    ///
+    /// Errors: as [`MemoryService::lint`].
+    pub fn lint_with_model(
+        &self,
+        ctx: &TerminalContext,
+        req: LintRequest,
+        model: &dyn cao_model::Model,
+        progress: &dyn Progress,
+    ) -> Result<LintReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        lint::lint(&self.store, &settings, ctx, &req, Ok(model), progress)
+    }
+
+    /// Plan (and with `req.apply` carry out) the fixes of lint's findings (`cao memory heal`; see the `heal`
+    /// module for the fix of each issue type). The contradiction pass uses the model of `memory.model.*`.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::HealBusy`] when another heal runs (nothing done);
+    /// lint's errors. Failed actions are reported in the report.
+    pub fn heal(
+        &self,
+        ctx: &TerminalContext,
+        req: HealRequest,
+        progress: &dyn Progress,
+    ) -> Result<HealReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        heal::heal_configured(&self.store, &settings, ctx, &req, progress)
+    }
+
+    /// [`MemoryService::heal`] with a given model for the contradiction pass (tests, embedding).
+    ///
+    /// Errors: as [`MemoryService::heal`].
+    pub fn heal_with_model(
+        &self,
+        ctx: &TerminalContext,
+        req: HealRequest,
+        model: &dyn cao_model::Model,
+        progress: &dyn Progress,
+    ) -> Result<HealReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        heal::heal(&self.store, &settings, ctx, &req, Ok(model), progress)
     }
 
     /// Export one scope as an OKF bundle directory or `.tar.gz` archive (spec 000 "cao memory export"; the rules

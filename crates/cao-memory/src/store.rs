@@ -231,6 +231,29 @@ pub(crate) fn journal_writer(terminal_id: Option<String>, session: Option<String
     }
 }
 
+/// Which half of a memory [`Store::remove_recoverable`] expects to find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Presence {
+    /// The topic file and the index row (a live memory).
+    Both,
+    /// A topic file without an index row.
+    FileOnly,
+    /// An index row without a topic file.
+    RowOnly,
+}
+
+/// What [`Store::remove_recoverable`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Recoverable {
+    /// Removed; the text it held (the file's, or the row's content).
+    Removed {
+        /// The removed text.
+        text: String,
+    },
+    /// Not removed, and why (one line).
+    Refused(String),
+}
+
 impl Store {
     /// Open the home: create `memory/` (0700) and the database as needed, and rebuild an empty index from existing
     /// wiki files. `settings` = fixed settings, `None` = `settings.json` read whenever asked.
@@ -734,16 +757,69 @@ impl Store {
             .layout
             .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)?;
         let note = note_of(&entry);
-        let (write, mut row) = self.prepare(&locked, entry)?;
+        let (write, row) = self.prepare(&locked, entry)?;
         let note = JournalNote {
             at: row.updated_at,
             ..note
         };
+        self.commit(locked, write, row, &note)
+    }
+
+    /// Rewrite an existing memory's content under its topic lock: `edit` gets the current row and returns the new
+    /// content (a new entry is appended, type and tags kept, as a store would) or `None` to leave it unchanged.
+    /// Returns what was written, `None` when there is no row or `edit` declined. The read and the write happen
+    /// under one lock, so no store between them is lost. Checks [`Store::ensure_index_current`] first.
+    ///
+    /// Errors: `edit`'s error (nothing written), and those of [`Store::write`].
+    pub(crate) fn rewrite(
+        &self,
+        memory: &MemoryRef,
+        edit: impl FnOnce(&MemoryRow) -> Result<Option<String>, MemoryError>,
+    ) -> Result<Option<Written>, MemoryError> {
+        self.ensure_index_current()?;
+        self.open_journal(&memory.container())?;
+        let locked = self.layout.lock_topic(memory.scope, memory.scope_id(), &memory.key)?;
+        let Some(prior) = self.index.get(memory.scope, memory.scope_id(), &memory.key)? else {
+            return Ok(None);
+        };
+        let Some(content) = edit(&prior)? else {
+            return Ok(None);
+        };
+        let entry = NewEntry {
+            memory: memory.clone(),
+            memory_type: prior.memory_type,
+            tags: prior.tags.clone(),
+            content: &content,
+            provider: None,
+            terminal_id: None,
+            session: None,
+            at: None,
+        };
+        let note = note_of(&entry);
+        let (write, row) = self.prepare(&locked, entry)?;
+        let note = JournalNote {
+            at: row.updated_at,
+            ..note
+        };
+        self.commit(locked, write, row, &note).map(Some)
+    }
+
+    /// The file and index half of one write, under `locked`: replace the topic file, then commit `row` and its
+    /// journal entry (`note`) in one index transaction, then release the lock.
+    ///
+    /// Errors: wiki errors (nothing written); [`MemoryError::PartialWrite`] when the index transaction fails.
+    fn commit(
+        &self,
+        locked: cao_wiki::LockedTopic,
+        write: cao_wiki::TopicWrite,
+        mut row: MemoryRow,
+        note: &JournalNote,
+    ) -> Result<Written, MemoryError> {
         locked.write_prepared(&write)?;
         stamp_written(&write, &mut row);
         let (_, journal_entry) = self
             .index
-            .upsert_journaled(&row, &note, AppendWhen::Always)
+            .upsert_journaled(&row, note, AppendWhen::Always)
             .map_err(|e| MemoryError::PartialWrite {
                 path: write.path.clone(),
                 reason: e.to_string(),
@@ -1070,6 +1146,120 @@ impl Store {
             path,
             journal,
         })
+    }
+
+    /// Remove one memory, or one half of it, keeping its text for the caller to record (heal: whatever is deleted
+    /// stays recoverable). Under the topic lock, the memory must be in the state `want` names, else nothing changes
+    /// and [`Recoverable::Refused`] says why:
+    ///
+    /// - [`Presence::Both`]: file and row; both are removed; the text is the file's.
+    /// - [`Presence::FileOnly`]: a file without a row (a row present means the memory is live: refused); the file
+    ///   is removed; the text is the file's.
+    /// - [`Presence::RowOnly`]: a row without a file (a file present: refused); the row is removed; the text is its
+    ///   content.
+    ///
+    /// A file of more than `max_text` bytes is refused (not removed), so the text can always be kept. The
+    /// container is marked dirty. Relationship edges are the caller's to purge. Checks
+    /// [`Store::ensure_index_current`] first.
+    ///
+    /// Errors: invalid scope id, lock, read, remove and index errors.
+    pub(crate) fn remove_recoverable(
+        &self,
+        memory: &MemoryRef,
+        want: Presence,
+        max_text: usize,
+    ) -> Result<Recoverable, MemoryError> {
+        self.ensure_index_current()?;
+        self.open_journal(&memory.container())?;
+        let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
+        let locked = self.layout.lock_topic(scope, scope_id, key)?;
+        let row = self.index.get(scope, scope_id, key)?;
+        let file_len = match std::fs::symlink_metadata(locked.path()) {
+            Ok(m) => Some(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_err(format!("stat {}", locked.path().display()), e)),
+        };
+        let refused = |why: &str| Ok(Recoverable::Refused(why.to_owned()));
+        match (want, row.is_some(), file_len.is_some()) {
+            (Presence::Both, false, _) => return refused("it has no index row any more"),
+            (Presence::Both, _, false) => return refused("it has no topic file any more"),
+            (Presence::FileOnly, true, _) => return refused("it has an index row now (the memory is live)"),
+            (Presence::FileOnly, _, false) => return refused("the topic file is gone"),
+            (Presence::RowOnly, _, true) => return refused("it has a topic file now (the memory is live)"),
+            (Presence::RowOnly, false, _) => return refused("the index row is gone"),
+            _ => {}
+        }
+        if file_len.is_some_and(|n| n > max_text as u64) {
+            return Ok(Recoverable::Refused(format!(
+                "the topic file is larger than {max_text} bytes; move it aside by hand"
+            )));
+        }
+        let text = match want {
+            Presence::RowOnly => row.as_ref().map(|r| r.content.clone()).unwrap_or_default(),
+            Presence::Both | Presence::FileOnly => {
+                let bytes = std::fs::read(locked.path())
+                    .map_err(|e| io_err(format!("reading {}", locked.path().display()), e))?;
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+        };
+        if file_len.is_some() {
+            locked.remove()?;
+        }
+        if row.is_some() {
+            // A removed row is a delete in the journal (a file without a row never had an entry).
+            self.index.delete_journaled(
+                scope,
+                scope_id,
+                key,
+                &journal_writer(None, None),
+                self.now(),
+                AppendWhen::Always,
+            )?;
+        }
+        self.index.mark_dirty(locked.container())?;
+        Ok(Recoverable::Removed { text })
+    }
+
+    /// Change one memory's legacy `related_keys` csv under its topic lock (so a concurrent store, which carries the
+    /// csv over, cannot undo it): `edit` gets the current value and returns the new one, or `None` to leave it.
+    /// Returns `(before, after)` when it changed, `None` when there is no row or `edit` declined.
+    ///
+    /// Errors: lock and index errors (a value of 1024 bytes or more is refused by the index).
+    pub(crate) fn edit_related_keys(
+        &self,
+        memory: &MemoryRef,
+        edit: impl FnOnce(Option<&str>) -> Option<String>,
+    ) -> Result<Option<(Option<String>, String)>, MemoryError> {
+        self.ensure_index_current()?;
+        let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
+        let _locked = self.layout.lock_topic(scope, scope_id, key)?;
+        let Some(row) = self.index.get(scope, scope_id, key)? else {
+            return Ok(None);
+        };
+        let Some(after) = edit(row.related_keys.as_deref()) else {
+            return Ok(None);
+        };
+        self.index.set_related_keys(scope, scope_id, key, Some(&after))?;
+        Ok(Some((row.related_keys, after)))
+    }
+
+    /// Set one memory's access count to 0; returns the count it had (`None`: no such row).
+    ///
+    /// Errors: index errors.
+    pub(crate) fn reset_access_count(&self, memory: &MemoryRef) -> Result<Option<i64>, MemoryError> {
+        self.ensure_index_current()?;
+        Ok(self
+            .index
+            .reset_access_count(memory.scope, memory.scope_id(), &memory.key)?)
+    }
+
+    /// Rewrite one container's `index.md` from the index now (marks it dirty, then flushes every dirty container).
+    ///
+    /// Errors: index and wiki errors.
+    pub(crate) fn refresh_index_md(&self, container: &str) -> Result<usize, MemoryError> {
+        self.ensure_index_current()?;
+        self.index.mark_dirty(container)?;
+        self.flush_index_md()
     }
 
     /// Record `alias` (a cwd hash) of `project_id`. Best effort: a failure is logged, never returned. Cheap on the

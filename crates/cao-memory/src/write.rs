@@ -8,7 +8,7 @@
 
 use crate::audit::{self, AuditEvent, actor_of};
 use crate::error::MemoryError;
-use crate::store::{NewEntry, Store};
+use crate::store::{NewEntry, Presence, Recoverable, Store};
 use crate::types::{ForgetRequest, ForgetResult, MAX_TAGS_BYTES, StoreRequest, StoreResult, parse_scope};
 use crate::visibility;
 use cao_core::key::normalize_tags;
@@ -295,6 +295,26 @@ pub(crate) fn remove(
 /// The journal writer of a call made as `ctx`: its terminal and session, and this process.
 pub(crate) fn writer_of(ctx: &TerminalContext) -> JournalWriter {
     crate::store::journal_writer(ctx.terminal_id.clone(), ctx.session_name.clone())
+}
+
+/// Remove one memory, or the half of it `want` names, keeping its text ([`Store::remove_recoverable`]); when it
+/// was removed, purge every edge into or out of it (audited with `actor`), as [`remove`] does.
+///
+/// Errors: I/O, index and relationship errors.
+pub(crate) fn remove_recoverable(
+    store: &Store,
+    actor: &str,
+    memory: &MemoryRef,
+    want: Presence,
+    max_text: usize,
+) -> Result<Recoverable, MemoryError> {
+    let outcome = store.remove_recoverable(memory, want, max_text)?;
+    if matches!(outcome, Recoverable::Removed { .. }) {
+        crate::audit_relationships::relationships(store, actor)
+            .purge_memory(memory.scope, memory.scope_id(), &memory.key)
+            .map_err(crate::audit_relationships::lifecycle_error)?;
+    }
+    Ok(outcome)
 }
 
 fn validate_content(content: &str) -> Result<(), MemoryError> {

@@ -2,7 +2,8 @@
 //!
 //! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf]`. Prints one table row per
 //! (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair, hybrid/relevance
-//! included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo questions. The OKF rows
+//! included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo questions; lint and the
+//! heal dry run (no model) go over the whole corpus. The OKF rows
 //! (one run each, n = 1) import a bundle of `size` topics into a fresh home (directory and `.tar.gz`) and export
 //! them again (directory, unchanged directory, `.tar.gz`); `--only okf` runs just those. Numbers are measurements on
 //! this machine, not assertions.
@@ -207,6 +208,7 @@ fn main() -> Result<()> {
             row(size, &format!("index bm25 pool, limit {limit}"), &bm);
             row(size, &format!("index metadata pool, limit {limit}"), &meta);
         }
+        lint_latency(size, &svc, &ctx, tmp.path())?;
         context_latency(size, &svc, &ctx, args.queries)?;
         if size == 10_000 {
             context_rows(size, &svc, &home, &ctx, args.queries)?;
@@ -618,6 +620,43 @@ fn context_rows(size: usize, svc: &MemoryService, home: &CaoHome, ctx: &Terminal
         &format!("context block, {edges} supersedes edges, lifecycle on"),
         &with,
     );
+    Ok(())
+}
+
+/// `cao memory lint` in process over every memory of the corpus, without a model (goal at 10k: < 5 s), three runs;
+/// the repository root is the bench's temp dir (the home inside it is not searched). Also the heal dry run, which
+/// lints and plans.
+fn lint_latency(size: usize, svc: &MemoryService, ctx: &TerminalContext, repo: &std::path::Path) -> Result<()> {
+    let req = || cao_memory::LintRequest {
+        scope: None,
+        repo_root: Some(repo.to_path_buf()),
+    };
+    let mut st = Stats::default();
+    let mut findings = 0;
+    let mut memories = 0;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let r = svc.lint(ctx, req(), &cao_memory::NoProgress)?;
+        st.push(t.elapsed());
+        findings = r.findings.len();
+        memories = r.memories;
+    }
+    eprintln!("[{size}] lint: {memories} memories, {findings} findings");
+    row(size, "lint, no model (whole corpus)", &st);
+    let mut st = Stats::default();
+    for _ in 0..3 {
+        let t = Instant::now();
+        std::hint::black_box(svc.heal(
+            ctx,
+            cao_memory::HealRequest {
+                repo_root: Some(repo.to_path_buf()),
+                ..Default::default()
+            },
+            &cao_memory::NoProgress,
+        )?);
+        st.push(t.elapsed());
+    }
+    row(size, "heal dry run, no model", &st);
     Ok(())
 }
 

@@ -20,6 +20,7 @@ mod hardening_cli;
 mod inject_cli;
 mod journal_cli;
 mod lifecycle_e2e;
+mod lint_cli;
 mod memory_cli;
 mod reference_home;
 mod relationships_cli;

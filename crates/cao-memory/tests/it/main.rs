@@ -19,6 +19,7 @@ mod journal_purge;
 mod journal_tools;
 mod journal_writes;
 mod lifecycle;
+mod lint_heal;
 mod okf;
 mod okf_roundtrip;
 mod properties;
