@@ -78,6 +78,45 @@ pub enum MemoryCommand {
     /// The bundle is untrusted: every topic goes through the same checks as memory_store, rejected files are
     /// listed with their reason. Acts immediately; --dry-run reports exactly what a run would do.
     Import(crate::bundle::ImportArgs),
+    /// Print the live view of a memory journal (the current project's by default): at most 32 KiB of lines
+    /// `id+n|text`, oldest first, inside <memory> ... </memory>.
+    View(ViewArgs),
+    /// Purge one memory: remove its file and index row and erase its text from every version in the journal and
+    /// from every summary line, so it is found nowhere on disk (the way to remove a secret).
+    ///
+    /// Unlike delete, which keeps earlier versions in the journal, this cannot be undone.
+    Purge(PurgeArgs),
+}
+
+/// Arguments of `cao memory view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// The journal of this container: `global`, `federated` or a project id (default: the current project's).
+    #[arg(long, value_name = "C", conflicts_with = "scope")]
+    pub container: Option<String>,
+    /// The journal holding this scope's memories (project: the current project; global, session and agent: the
+    /// global journal; federated).
+    #[arg(long, value_enum, value_name = "SCOPE")]
+    pub scope: Option<ScopeArg>,
+    /// Output format (json: the cao.memory.view/1 object).
+    #[arg(long, value_enum, default_value_t = TextFormat::Text)]
+    pub format: TextFormat,
+}
+
+/// Arguments of `cao memory purge`.
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    /// The memory key (`^[a-z0-9-]{1,60}$`).
+    pub key: String,
+    /// The scope of the memory (its scope id is the current project, session or agent).
+    #[arg(long, value_enum, value_name = "SCOPE", default_value_t = ScopeArg::Project)]
+    pub scope: ScopeArg,
+    /// Do not ask for confirmation (required when stdin is not a terminal).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Output format (json: the cao.memory.purge/1 object).
+    #[arg(long, value_enum, default_value_t = TextFormat::Text)]
+    pub format: TextFormat,
 }
 
 /// Arguments of `cao memory list`.
@@ -351,7 +390,7 @@ pub enum ExplainFormat {
     Json,
 }
 
-/// Output format of `show` and `repair`.
+/// Output format of `show`, `repair`, `view` and `purge`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TextFormat {
     /// Human-readable text.

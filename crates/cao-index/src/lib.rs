@@ -57,8 +57,8 @@ pub use dirty::DirtyMark;
 pub use edges::{EdgeIdentity, RelatedKeys};
 pub use error::{IndexError, Result};
 pub use journal::{
-    Checkpoint, EntryKind, EntryRow, JournalMeta, JournalNote, JournalTx, JournalWriter, LeaseRow, LineRow, NewEntry,
-    SnapshotRow, ViewItem, ViewRow,
+    AppendWhen, Checkpoint, EntryKind, EntryRow, ImportCandidate, JournalMeta, JournalNote, JournalTx, JournalWriter,
+    LeaseRow, LineRow, NewEntry, SnapshotRow, ViewItem, ViewRow,
 };
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter,

@@ -156,10 +156,16 @@ CREATE TABLE cao_wiki_dirs (scope TEXT NOT NULL, scope_id_key TEXT NOT NULL, siz
     ctime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, PRIMARY KEY (scope, scope_id_key)) WITHOUT ROWID;
 ",
     ),
+    (
+        7,
+        // How far a session's `# Memory updated` reminder has delivered entries (the reminder lists each entry
+        // written elsewhere once; a new snapshot resets it).
+        "ALTER TABLE cao_journal_snapshots ADD COLUMN reminded_to INTEGER NOT NULL DEFAULT 0;",
+    ),
 ];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {

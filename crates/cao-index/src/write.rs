@@ -5,7 +5,7 @@ use crate::{Index, IndexError, Result, dirty, partition};
 use cao_core::fs::FileStamp;
 use cao_core::{Container, Key, MemoryRef, MemoryType, Scope, SourceKind};
 use chrono::{DateTime, TimeDelta, Utc};
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 /// What [`Index::upsert`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub(crate) fn trigram_body(key: &str, tags: &str, content: &str) -> String {
 }
 
 /// Add a row's documents to both FTS tables under `search_rowid` and count it.
-fn index_search(tx: &Transaction<'_>, search_rowid: i64, key: &str, tags: &str, content: &str) -> rusqlite::Result<()> {
+fn index_search(tx: &Connection, search_rowid: i64, key: &str, tags: &str, content: &str) -> rusqlite::Result<()> {
     let body = fts_body(key, tags, content);
     let tokens = body_tokens(&body);
     tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body) VALUES (?1, ?2)")?
@@ -66,7 +66,7 @@ pub(crate) fn body_tokens(body: &str) -> i64 {
 }
 
 /// Remove a row's documents from both FTS tables and uncount it.
-fn unindex_search(tx: &Transaction<'_>, search_rowid: i64) -> rusqlite::Result<()> {
+fn unindex_search(tx: &Connection, search_rowid: i64) -> rusqlite::Result<()> {
     let body: Option<String> = tx
         .prepare_cached("SELECT body FROM cao_memory_fts WHERE rowid = ?1")?
         .query_row([search_rowid], |r| r.get(0))
@@ -92,7 +92,7 @@ fn unindex_search(tx: &Transaction<'_>, search_rowid: i64) -> rusqlite::Result<(
 
 /// `(id, search_rowid)` of the native row with this identity.
 fn find_identity(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     scope: Scope,
     scope_id: Option<&str>,
     key: &str,
@@ -211,7 +211,7 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
 }
 
 /// The body of [`Index::delete`] inside an open write transaction: whether a row existed.
-pub(crate) fn delete_in(tx: &Transaction<'_>, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
+pub(crate) fn delete_in(tx: &Connection, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
     let Some((id, search_rowid)) = find_identity(tx, scope, scope_id, key.as_str())? else {
         return Ok(false);
     };
@@ -434,7 +434,7 @@ impl Index {
 /// `(id, key, tags, content, scope, scope_id, memory_type)` of a stored row, as read for a rebuild.
 type StoredText = (String, String, String, String, String, Option<String>, String);
 
-fn delete_row(tx: &Transaction<'_>, id: &str, search_rowid: Option<i64>) -> rusqlite::Result<()> {
+fn delete_row(tx: &Connection, id: &str, search_rowid: Option<i64>) -> rusqlite::Result<()> {
     if let Some(s) = search_rowid {
         unindex_search(tx, s)?;
     }

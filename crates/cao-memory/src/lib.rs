@@ -58,6 +58,7 @@ mod import;
 mod inject;
 mod inject_related;
 mod inspect;
+mod journal;
 pub mod lint;
 mod lint_claims;
 mod lint_contradiction;
@@ -78,6 +79,7 @@ mod write;
 
 pub use audit::{AuditEvent, AuditLog};
 pub use bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
+pub use cao_journal::{Worker as SummarizeWorker, WriterFilter};
 pub use cao_okf::{ConflictPolicy, ExportReport, ImportReport};
 pub use cao_rank::{
     DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, Injection, MAX_EXPLAIN_LIMIT, PoolCounts,
@@ -97,6 +99,11 @@ pub use inject::{
     render_block, scope_char_cap, validate_context_budget,
 };
 pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
+pub use journal::{
+    EntryWriter, JournalTarget, PurgeResult, REMINDER_MAX_ROWS, ReadRequest, ReadResult, SEARCH_MAX_HITS,
+    SEARCH_QUERY_MAX_BYTES, SearchHit, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport, ViewResult,
+    ZoomRequest, ZoomResult, ZoomedEntry, ZoomedLine,
+};
 pub use lint_report::{
     FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintReport, LintRequest, Severity,
 };

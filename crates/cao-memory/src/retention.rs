@@ -191,7 +191,12 @@ fn remove_expired(store: &Store, row: &MemoryRow, now: DateTime<Utc>) -> Result<
         Some(current) if is_expired(current.scope, current.memory_type, current.updated_at, now) => {}
         _ => return Ok(false),
     }
-    crate::write::remove(store, RETENTION_ACTOR, &row.memory_ref())?;
+    crate::write::remove(
+        store,
+        RETENTION_ACTOR,
+        &crate::store::journal_writer(None, None),
+        &row.memory_ref(),
+    )?;
     audit::record(
         store,
         AuditEvent::RetentionRemoval,

@@ -49,7 +49,7 @@ use crate::types::{RepairReport, StoreHealth};
 use cao_core::fs::FileStamp;
 use cao_core::memory_ref::label;
 use cao_core::{CaoHome, Clock, MemoryRef, MemoryType, Scope, Settings, SourceKind};
-use cao_index::{Index, MemoryRow, RowStamp, SupersedesLookup};
+use cao_index::{AppendWhen, Index, JournalNote, JournalWriter, MemoryRow, RowStamp, SupersedesLookup};
 use cao_wiki::{ScopeDir, Topic, TopicLock, WikiLayout};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
@@ -88,6 +88,8 @@ pub(crate) struct Store {
     supersedes_lookup: OnceLock<Arc<SupersedesLookup>>,
     /// The state of the pickup of external changes.
     pickup: Mutex<Pickup>,
+    /// Containers whose journal this process knows to exist ([`Store::open_journal`] ran or found it).
+    journals: Mutex<HashSet<String>>,
 }
 
 /// The state of this process's pickup of external changes ([`Store::pick_up_changes`]).
@@ -177,18 +179,23 @@ pub(crate) struct NewEntry<'a> {
     pub(crate) provider: Option<String>,
     /// Id of the writing terminal, when known.
     pub(crate) terminal_id: Option<String>,
+    /// The writing session (its name, or an agent CLI's session id), when known: the journal entry's writer.
+    pub(crate) session: Option<String>,
     /// The entry's heading time (an import's frontmatter time, whole seconds); `None` = the clock's now. It is also
     /// the row's `updated_at`.
     pub(crate) at: Option<DateTime<Utc>>,
 }
 
-/// What [`Store::write`] did: the row as committed and whether the topic file was created.
+/// What [`Store::write`] did: the row as committed, whether the topic file was created, and the journal entry the
+/// write appended.
 #[derive(Debug)]
 pub(crate) struct Written {
     /// The committed row.
     pub(crate) row: MemoryRow,
     /// True when the topic file did not exist before.
     pub(crate) created: bool,
+    /// The id of the note entry appended to the container's journal.
+    pub(crate) journal_entry: Option<u64>,
 }
 
 /// What [`Store::remove`] did.
@@ -198,6 +205,30 @@ pub(crate) struct Removed {
     pub(crate) existed: bool,
     /// Where the topic file is (or was).
     pub(crate) path: PathBuf,
+    /// The id of the delete entry appended to the container's journal (none when there was no row to delete).
+    pub(crate) journal_entry: Option<u64>,
+}
+
+/// What [`Store::purge`] did.
+#[derive(Debug)]
+pub(crate) struct Purged {
+    /// Whether a topic file existed (and is now gone).
+    pub(crate) file_existed: bool,
+    /// Whether an index row existed (and is now gone).
+    pub(crate) row_existed: bool,
+    /// Where the topic file is (or was).
+    pub(crate) path: PathBuf,
+    /// The journal side of the purge.
+    pub(crate) journal: cao_journal::PurgeReport,
+}
+
+/// Who a journal entry says wrote it: the terminal and session given, and this process.
+pub(crate) fn journal_writer(terminal_id: Option<String>, session: Option<String>) -> JournalWriter {
+    JournalWriter {
+        terminal_id,
+        session,
+        pid: Some(std::process::id()),
+    }
 }
 
 /// Which half of a memory [`Store::remove_recoverable`] expects to find.
@@ -244,6 +275,7 @@ impl Store {
             db_identity,
             supersedes_lookup: OnceLock::new(),
             pickup: Mutex::new(Pickup::default()),
+            journals: Mutex::new(HashSet::new()),
         };
         store.recover_empty_index()?;
         Ok(store)
@@ -468,6 +500,7 @@ impl Store {
         }
         self.rotate(&mut walk)?;
         walk.report.removed_temp_files = paths_text(remove_stale(&walk.temp_files));
+        walk.report.journals_cleared = self.clear_removed_journals()?;
         Ok(walk.report)
     }
 
@@ -684,12 +717,27 @@ impl Store {
     ///
     /// Errors: index errors (nothing written).
     pub(crate) fn apply_external_change(&self, change: ExternalChange) -> Result<(), MemoryError> {
+        // An edit outside the tool has no terminal or session; the process that found it is recorded.
+        let writer = journal_writer(None, None);
+        let now = self.now();
         match change {
             ExternalChange::Upsert(row) => {
-                self.index.upsert(&row)?;
+                let note = JournalNote {
+                    text: row.content.clone(),
+                    writer,
+                    at: now,
+                };
+                self.index.upsert_journaled(&row, &note, AppendWhen::IfOpen)?;
             }
             ExternalChange::Remove(memory) => {
-                self.index.delete(memory.scope, memory.scope_id(), &memory.key)?;
+                self.index.delete_journaled(
+                    memory.scope,
+                    memory.scope_id(),
+                    &memory.key,
+                    &writer,
+                    now,
+                    AppendWhen::IfOpen,
+                )?;
             }
         }
         Ok(())
@@ -703,12 +751,18 @@ impl Store {
     /// [`MemoryError::PartialWrite`] (file written, index not), I/O, wiki and index errors.
     pub(crate) fn write(&self, entry: NewEntry<'_>) -> Result<Written, MemoryError> {
         self.ensure_index_current()?;
+        self.open_journal(&entry.memory.container())?;
         // The lock is held until the index transaction has committed, so file and row change together.
         let locked = self
             .layout
             .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)?;
+        let note = note_of(&entry);
         let (write, row) = self.prepare(&locked, entry)?;
-        self.commit(locked, write, row)
+        let note = JournalNote {
+            at: row.updated_at,
+            ..note
+        };
+        self.commit(locked, write, row, &note)
     }
 
     /// Rewrite an existing memory's content under its topic lock: `edit` gets the current row and returns the new
@@ -723,6 +777,7 @@ impl Store {
         edit: impl FnOnce(&MemoryRow) -> Result<Option<String>, MemoryError>,
     ) -> Result<Option<Written>, MemoryError> {
         self.ensure_index_current()?;
+        self.open_journal(&memory.container())?;
         let locked = self.layout.lock_topic(memory.scope, memory.scope_id(), &memory.key)?;
         let Some(prior) = self.index.get(memory.scope, memory.scope_id(), &memory.key)? else {
             return Ok(None);
@@ -737,14 +792,20 @@ impl Store {
             content: &content,
             provider: None,
             terminal_id: None,
+            session: None,
             at: None,
         };
+        let note = note_of(&entry);
         let (write, row) = self.prepare(&locked, entry)?;
-        self.commit(locked, write, row).map(Some)
+        let note = JournalNote {
+            at: row.updated_at,
+            ..note
+        };
+        self.commit(locked, write, row, &note).map(Some)
     }
 
-    /// The file and index half of one write, under `locked`: replace the topic file, then commit `row` in one index
-    /// transaction, then release the lock.
+    /// The file and index half of one write, under `locked`: replace the topic file, then commit `row` and its
+    /// journal entry (`note`) in one index transaction, then release the lock.
     ///
     /// Errors: wiki errors (nothing written); [`MemoryError::PartialWrite`] when the index transaction fails.
     fn commit(
@@ -752,18 +813,92 @@ impl Store {
         locked: cao_wiki::LockedTopic,
         write: cao_wiki::TopicWrite,
         mut row: MemoryRow,
+        note: &JournalNote,
     ) -> Result<Written, MemoryError> {
         locked.write_prepared(&write)?;
         stamp_written(&write, &mut row);
-        self.index.upsert(&row).map_err(|e| MemoryError::PartialWrite {
-            path: write.path.clone(),
-            reason: e.to_string(),
-        })?;
+        let (_, journal_entry) = self
+            .index
+            .upsert_journaled(&row, note, AppendWhen::Always)
+            .map_err(|e| MemoryError::PartialWrite {
+                path: write.path.clone(),
+                reason: e.to_string(),
+            })?;
         drop(locked);
         Ok(Written {
             row,
             created: write.created,
+            journal_entry,
         })
+    }
+
+    /// Make sure `container` has a journal: the first time (for this process) a container is written, its journal
+    /// is opened with [`cao_journal::open_journal`], which imports the container's existing memories oldest first
+    /// by topic file mtime when no process did so before (spec 001 "Notes and the journal"). Every write of the
+    /// tool and every journal read calls this first; afterwards it costs one set lookup.
+    ///
+    /// Errors: [`MemoryError::Invalid`] for a container that is not a valid name; index errors.
+    pub(crate) fn open_journal(&self, container: &cao_core::Container) -> Result<(), MemoryError> {
+        let name = container.as_str();
+        if self.journal_set().contains(name) {
+            return Ok(());
+        }
+        let file_time = |path: &str| -> Option<i128> {
+            let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+            let since = modified.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+            Some(since.as_nanos() as i128)
+        };
+        let writer = journal_writer(None, None);
+        if let Some(imported) = cao_journal::open_journal(&self.index, name, &file_time, &writer)? {
+            tracing::info!(
+                container = name,
+                imported = imported.end - imported.start,
+                "opened the journal: existing memories imported oldest first"
+            );
+        }
+        self.journal_set().insert(name.to_owned());
+        Ok(())
+    }
+
+    /// Lock the set of containers known to have a journal.
+    fn journal_set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.journals.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Clear the journal of every container whose wiki directory is gone (spec 001: "Removing a project's
+    /// memories/ directory clears its journal at the next turn"), with `secure_delete` and a WAL truncation
+    /// ([`cao_journal::clear`]). Journals without entries are left (a container opened before its first file).
+    /// Returns the containers cleared.
+    ///
+    /// Errors: index errors.
+    pub(crate) fn clear_removed_journals(&self) -> Result<Vec<String>, MemoryError> {
+        let mut cleared = Vec::new();
+        let journals = self.index.journal_read(|j| {
+            let mut out = Vec::new();
+            for c in j.containers()? {
+                if j.meta(&c)?.entries > 0 {
+                    out.push(c);
+                }
+            }
+            Ok::<_, cao_index::IndexError>(out)
+        })?;
+        for container in journals {
+            let Ok(dir) = self.layout.wiki_dir(&container) else {
+                continue;
+            };
+            if dir.is_dir() {
+                continue;
+            }
+            let (entries, _) = cao_journal::clear(&self.index, &container)?;
+            tracing::info!(
+                container,
+                entries,
+                "the container's memory directory is gone; its journal was cleared"
+            );
+            self.journal_set().remove(&container);
+            cleared.push(container);
+        }
+        Ok(cleared)
     }
 
     /// [`Store::write`] of many entries with one data sync and one index transaction for the whole batch (an
@@ -791,6 +926,18 @@ impl Store {
                 })
                 .collect();
         }
+        let mut containers: Vec<cao_core::Container> = entries.iter().map(|e| e.memory.container()).collect();
+        containers.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        containers.dedup();
+        for c in &containers {
+            if let Err(e) = self.open_journal(c) {
+                let reason = e.to_string();
+                return entries
+                    .iter()
+                    .map(|_| Err(MemoryError::Invalid(format!("cannot open the journal: {reason}"))))
+                    .collect();
+            }
+        }
         let mut order: Vec<(usize, NewEntry<'_>)> = entries.into_iter().enumerate().collect();
         order.sort_by(|(_, a), (_, b)| a.memory.cmp(&b.memory));
         let mut prepared = Vec::with_capacity(order.len());
@@ -808,7 +955,16 @@ impl Store {
                 .layout
                 .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)
                 .map_err(MemoryError::from)
-                .and_then(|locked| self.prepare(&locked, entry).map(|(write, row)| (locked, write, row)));
+                .and_then(|locked| {
+                    let note = note_of(&entry);
+                    self.prepare(&locked, entry).map(|(write, row)| {
+                        let note = JournalNote {
+                            at: row.updated_at,
+                            ..note
+                        };
+                        (locked, write, (row, note))
+                    })
+                });
             match step {
                 Ok(p) => prepared.push((n, p)),
                 Err(e) => results[n] = Some(Err(e)),
@@ -816,25 +972,38 @@ impl Store {
         }
         let files: Vec<(&cao_wiki::LockedTopic, &cao_wiki::TopicWrite)> =
             prepared.iter().map(|(_, (locked, write, _))| (locked, write)).collect();
-        let committed = cao_wiki::write_prepared(&files)
-            .map_err(|e| e.to_string())
-            .and_then(|()| {
-                for (_, (_, write, row)) in &mut prepared {
-                    stamp_written(write, row);
-                }
-                // Rows in the order of `entries` (locks were taken in identity order): the index then holds them
-                // in the order the caller gave, as one store after another would.
-                let mut in_order: Vec<(usize, &MemoryRow)> =
-                    prepared.iter().map(|(n, (_, _, row))| (*n, row)).collect();
-                in_order.sort_by_key(|(n, _)| *n);
-                let rows: Vec<MemoryRow> = in_order.into_iter().map(|(_, row)| row.clone()).collect();
-                self.index.upsert_many(&rows).map(|_| ()).map_err(|e| e.to_string())
-            });
-        for (n, (locked, write, row)) in prepared {
+        let written = cao_wiki::write_prepared(&files).map_err(|e| e.to_string());
+        drop(files);
+        if written.is_ok() {
+            // The stamps of the files as written (every lock is still held).
+            for (_, (_, write, (row, _))) in &mut prepared {
+                stamp_written(write, row);
+            }
+        }
+        let committed = written.and_then(|()| {
+            // Rows in the order of `entries` (locks were taken in identity order): the index and the journal then
+            // hold them in the order the caller gave, as one store after another would.
+            let mut in_order: Vec<(usize, &(MemoryRow, JournalNote))> =
+                prepared.iter().map(|(n, (_, _, row))| (*n, row)).collect();
+            in_order.sort_by_key(|(n, _)| *n);
+            let order: Vec<usize> = in_order.iter().map(|(n, _)| *n).collect();
+            let rows: Vec<(MemoryRow, JournalNote)> = in_order.into_iter().map(|(_, row)| row.clone()).collect();
+            self.index
+                .upsert_many_with_journal(&rows)
+                .map(|out| {
+                    order
+                        .into_iter()
+                        .zip(out.into_iter().map(|(_, id)| id))
+                        .collect::<HashMap<usize, u64>>()
+                })
+                .map_err(|e| e.to_string())
+        });
+        for (n, (locked, write, (row, _))) in prepared {
             results[n] = Some(match &committed {
-                Ok(()) => Ok(Written {
+                Ok(ids) => Ok(Written {
                     row,
                     created: write.created,
+                    journal_entry: ids.get(&n).copied(),
                 }),
                 Err(reason) => Err(MemoryError::PartialWrite {
                     path: write.path.clone(),
@@ -865,6 +1034,7 @@ impl Store {
             content,
             provider,
             terminal_id,
+            session: _,
             at,
         } = entry;
         // Read the existing row before touching the file, so an unreadable index fails the call with nothing written.
@@ -916,25 +1086,66 @@ impl Store {
     /// [`Store::ensure_index_current`] first.
     ///
     /// Errors: invalid scope id ([`MemoryError::Wiki`]), I/O and index errors.
-    pub(crate) fn remove(&self, memory: &MemoryRef) -> Result<Removed, MemoryError> {
+    pub(crate) fn remove(&self, memory: &MemoryRef, writer: &JournalWriter) -> Result<Removed, MemoryError> {
         self.ensure_index_current()?;
         let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
         let path = self.layout.topic_path(scope, scope_id, key)?;
-        let existed = if path.parent().is_some_and(Path::exists) {
+        self.open_journal(&memory.container())?;
+        let now = self.now();
+        let delete = || {
+            self.index
+                .delete_journaled(scope, scope_id, key, writer, now, AppendWhen::Always)
+        };
+        let (existed, journal_entry) = if path.parent().is_some_and(Path::exists) {
             let locked = self.layout.lock_topic(scope, scope_id, key)?;
             let existed = locked.remove()?;
-            self.index.delete(scope, scope_id, key)?;
-            self.index.mark_dirty(locked.container())?;
-            existed
+            // The row's deletion marks its container dirty in the same transaction.
+            let (_, entry) = delete()?;
+            (existed, entry)
         } else {
             // No directory, so no file: still drop a stale row.
-            if self.index.delete(scope, scope_id, key)? {
-                self.index
-                    .mark_dirty(self.layout.container_name(scope, scope_id)?.as_str())?;
-            }
-            false
+            let (_, entry) = delete()?;
+            (false, entry)
         };
-        Ok(Removed { existed, path })
+        Ok(Removed {
+            existed,
+            path,
+            journal_entry,
+        })
+    }
+
+    /// Purge one memory (spec 001 "Forget"; `cao memory purge`): under its topic lock the topic file is removed,
+    /// then in one `secure_delete` transaction its index row and search entries are deleted, both full-text
+    /// indexes merged, the text of every version blanked in the journal and every summary line that may hold it
+    /// dropped ([`cao_journal::purge_memory`]), then the database is rebuilt and the WAL truncated, so the text is
+    /// in no file of the home afterwards. No journal entry is appended: the memory's entries read `(purged)`.
+    /// Relationship edges are the caller's to purge.
+    ///
+    /// Errors: invalid scope id, I/O, index and journal errors. When the rebuild fails after the purge committed,
+    /// running the purge again completes it.
+    pub(crate) fn purge(&self, memory: &MemoryRef) -> Result<Purged, MemoryError> {
+        self.ensure_index_current()?;
+        let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
+        let path = self.layout.topic_path(scope, scope_id, key)?;
+        let container = memory.container();
+        self.open_journal(&container)?;
+        let locked = if path.parent().is_some_and(Path::exists) {
+            Some(self.layout.lock_topic(scope, scope_id, key)?)
+        } else {
+            None
+        };
+        let file_existed = match &locked {
+            Some(l) => l.remove()?,
+            None => false,
+        };
+        let (journal, row_existed) = cao_journal::purge_memory(&self.index, container.as_str(), scope, scope_id, key)?;
+        drop(locked);
+        Ok(Purged {
+            file_existed,
+            row_existed,
+            path,
+            journal,
+        })
     }
 
     /// Remove one memory, or one half of it, keeping its text for the caller to record (heal: whatever is deleted
@@ -959,6 +1170,7 @@ impl Store {
         max_text: usize,
     ) -> Result<Recoverable, MemoryError> {
         self.ensure_index_current()?;
+        self.open_journal(&memory.container())?;
         let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
         let locked = self.layout.lock_topic(scope, scope_id, key)?;
         let row = self.index.get(scope, scope_id, key)?;
@@ -994,7 +1206,15 @@ impl Store {
             locked.remove()?;
         }
         if row.is_some() {
-            self.index.delete(scope, scope_id, key)?;
+            // A removed row is a delete in the journal (a file without a row never had an entry).
+            self.index.delete_journaled(
+                scope,
+                scope_id,
+                key,
+                &journal_writer(None, None),
+                self.now(),
+                AppendWhen::Always,
+            )?;
         }
         self.index.mark_dirty(locked.container())?;
         Ok(Recoverable::Removed { text })
@@ -1161,6 +1381,7 @@ impl Store {
         for c in &containers {
             index.mark_dirty(c)?;
         }
+        report.journals_cleared = self.clear_removed_journals()?;
         self.flush_index_md()?;
         Ok(report)
     }
@@ -1258,6 +1479,16 @@ impl<'a> StampBatch<'a> {
             self.pending.clear();
         }
         Ok(())
+    }
+}
+
+/// The journal note of a write (its time is set to the row's `updated_at` once prepared): the entry text and the
+/// writer (terminal, session, this process).
+fn note_of(entry: &NewEntry<'_>) -> JournalNote {
+    JournalNote {
+        text: entry.content.to_owned(),
+        writer: journal_writer(entry.terminal_id.clone(), entry.session.clone()),
+        at: DateTime::UNIX_EPOCH,
     }
 }
 

@@ -201,6 +201,9 @@ pub struct StoreResult {
     pub file_path: String,
     /// `created` for a new key, `updated` when an entry was appended.
     pub action: &'static str,
+    /// The id of the entry this write appended to its container's journal (spec 001: "A receipt from either names
+    /// the number of the entry it appended"); `memory_zoom(id, 1)` reads it whole.
+    pub journal_entry: Option<u64>,
 }
 
 /// One recalled memory: `{key, content, memory_type, scope, tags, file_path, updated_at}`.
@@ -264,6 +267,8 @@ pub struct ForgetResult {
     pub action: &'static str,
     /// Absolute path of the (former) topic file.
     pub path: String,
+    /// The id of the delete entry appended to the container's journal; `null` when there was nothing to delete.
+    pub journal_entry: Option<u64>,
 }
 
 /// The state of a store, for health checks ([`MemoryService::health`](crate::MemoryService::health)). Serialises
@@ -329,6 +334,10 @@ pub struct RepairReport {
     /// from JSON when empty.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub removed_temp_files: Vec<String>,
+    /// Containers whose journal was cleared because their memory directory is gone. Omitted from JSON when
+    /// empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub journals_cleared: Vec<String>,
 }
 
 impl RepairReport {

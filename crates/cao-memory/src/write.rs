@@ -14,6 +14,7 @@ use crate::visibility;
 use cao_core::key::normalize_tags;
 use cao_core::scope::scope_write_allowed;
 use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
+use cao_index::JournalWriter;
 use chrono::{DateTime, Utc};
 
 /// Store (upsert) a memory; see `MemoryService::store` for the rules. Memory must be enabled (the caller checks).
@@ -147,6 +148,7 @@ fn new_entry<'a>(
         content: &p.content,
         provider: ctx.provider.clone(),
         terminal_id: ctx.terminal_id.clone(),
+        session: ctx.session_name.clone(),
         at,
     }
 }
@@ -171,6 +173,7 @@ fn stored(store: &Store, ctx: &TerminalContext, written: crate::store::Written) 
         scope_id: row.scope_id,
         file_path: row.file_path,
         action,
+        journal_entry: written.journal_entry,
     }
 }
 
@@ -219,7 +222,7 @@ fn removed_by(
 ) -> Result<ForgetResult, MemoryError> {
     let scope_id = visibility::target_scope_id(store, ctx, scope, settings)?;
     let memory = MemoryRef::new(scope, scope_id, key.clone());
-    let result = remove(store, actor_of(ctx), &memory)?;
+    let result = remove(store, actor_of(ctx), &writer_of(ctx), &memory)?;
     audit::record(
         store,
         event,
@@ -245,7 +248,7 @@ pub(crate) fn clear(
     let rows = visibility::visible_rows(store, ctx, settings, Some(scope), None, false, usize::MAX)?;
     let mut n = 0;
     for row in rows {
-        let result = remove(store, actor_of(ctx), &row.memory_ref())?;
+        let result = remove(store, actor_of(ctx), &writer_of(ctx), &row.memory_ref())?;
         audit::record(
             store,
             AuditEvent::Clear,
@@ -262,13 +265,19 @@ pub(crate) fn clear(
     Ok(n)
 }
 
-/// Remove one memory (topic file, index row) through [`Store::remove`], then every edge into or out of it, each
+/// Remove one memory (topic file, index row; a delete entry in its journal written by `writer`) through
+/// [`Store::remove`], then every edge into or out of it, each
 /// purged edge audited with `actor`. Edges are purged whether or not the file existed, as the reference does: a
 /// later memory with the same key must not inherit them.
 ///
 /// Errors: I/O and index errors.
-pub(crate) fn remove(store: &Store, actor: &str, memory: &MemoryRef) -> Result<ForgetResult, MemoryError> {
-    let removed = store.remove(memory)?;
+pub(crate) fn remove(
+    store: &Store,
+    actor: &str,
+    writer: &JournalWriter,
+    memory: &MemoryRef,
+) -> Result<ForgetResult, MemoryError> {
+    let removed = store.remove(memory, writer)?;
     crate::audit_relationships::relationships(store, actor)
         .purge_memory(memory.scope, memory.scope_id(), &memory.key)
         .map_err(crate::audit_relationships::lifecycle_error)?;
@@ -279,7 +288,13 @@ pub(crate) fn remove(store: &Store, actor: &str, memory: &MemoryRef) -> Result<F
         scope: memory.scope,
         action: if removed.existed { "deleted" } else { "absent" },
         path: removed.path.to_string_lossy().into_owned(),
+        journal_entry: removed.journal_entry,
     })
+}
+
+/// The journal writer of a call made as `ctx`: its terminal and session, and this process.
+pub(crate) fn writer_of(ctx: &TerminalContext) -> JournalWriter {
+    crate::store::journal_writer(ctx.terminal_id.clone(), ctx.session_name.clone())
 }
 
 /// Remove one memory, or the half of it `want` names, keeping its text ([`Store::remove_recoverable`]); when it

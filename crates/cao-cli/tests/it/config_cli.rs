@@ -67,7 +67,9 @@ fn list_on_a_fresh_home_shows_defaults_and_writes_nothing() {
             "memory.model.name",
             "memory.model.api_key_env",
             "memory.model.command",
-            "memory.model.timeout_ms"
+            "memory.model.timeout_ms",
+            "memory.injection.mode",
+            "memory.summarize",
         ]
     );
     assert!(!settings_path(&home).exists(), "reading never creates settings.json");

@@ -687,6 +687,7 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/memory", &["get", "delete"]),
         ("/memory/export", &["get"]),
         ("/memory/{key}", &["get", "delete"]),
+        ("/memory/{key}/history", &["delete"]),
         ("/memory/relationships", &["get", "post"]),
         ("/memory/relationships/{id}", &["patch", "delete"]),
         ("/memory/relationships/{id}/promote", &["post"]),
@@ -696,6 +697,10 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/internal/memory/recall", &["post"]),
         ("/internal/memory/store", &["post"]),
         ("/internal/memory/forget", &["post"]),
+        ("/internal/memory/view", &["post"]),
+        ("/internal/memory/zoom", &["post"]),
+        ("/internal/memory/search", &["post"]),
+        ("/internal/memory/read", &["post"]),
         ("/internal/memory/context", &["post"]),
     ];
     let mut documented: Vec<String> = paths.keys().cloned().collect();
