@@ -22,6 +22,7 @@ mod properties;
 mod provider_files;
 mod read_path;
 mod recall;
+mod related;
 mod relationship_audit;
 mod relationships;
 mod retention;
