@@ -7,8 +7,9 @@
 //! - the legacy `related_keys` csv of the row (keys in rank order, `,`-joined; `""` = computed, none found), which
 //!   recall's `include_related` expansion and the `<cao-memory>` block read;
 //! - `relates_to` edges of origin `compiler` (status active, rank = position), through `cao-lifecycle`'s
-//!   producer-scoped recompute, so human edges and edges an operator rejected or deleted are never touched, and
-//!   every change gets its audit line.
+//!   producer-scoped recompute, so human edges and edges an operator rejected or deleted are never touched. These
+//!   derived edges get no audit line of their own (the store that caused them has one); operator changes to them
+//!   (reject, delete) are audited as any other.
 //!
 //! Query terms: the search terms of key, tags and latest entry ([`cao_core::text::search_terms`], stemmed as the
 //! index is), without English function words ([`FUNCTION_WORDS`]) and one-character terms, ordered by frequency in
@@ -100,11 +101,11 @@ pub(crate) struct Refreshed {
 }
 
 /// Run the related pass for the memory `row` (just committed): find its related memories, write its `related_keys`
-/// csv under its topic lock (only when it changes) and recompute its `compiler` `relates_to` edges, audited as
-/// `actor`. Best effort: `None` and a warn log (key and error, no content) when any step fails; the store that
+/// csv under its topic lock (only when it changes) and recompute its `compiler` `relates_to` edges (not
+/// audited, see the module documentation). Best effort: `None` and a warn log (key and error, no content) when any step fails; the store that
 /// triggered it has already succeeded.
-pub(crate) fn refresh(store: &Store, actor: &str, row: &MemoryRow) -> Option<Refreshed> {
-    match try_refresh(store, actor, row) {
+pub(crate) fn refresh(store: &Store, row: &MemoryRow) -> Option<Refreshed> {
+    match try_refresh(store, row) {
         Ok(r) => Some(r),
         Err(e) => {
             tracing::warn!(
@@ -118,7 +119,7 @@ pub(crate) fn refresh(store: &Store, actor: &str, row: &MemoryRow) -> Option<Ref
     }
 }
 
-fn try_refresh(store: &Store, actor: &str, row: &MemoryRow) -> Result<Refreshed, crate::error::MemoryError> {
+fn try_refresh(store: &Store, row: &MemoryRow) -> Result<Refreshed, crate::error::MemoryError> {
     let keys = find(store, row)?;
     // At most three keys of at most `MAX_KEY_LEN` (60) bytes: always under the index's 1024-byte limit.
     let value = keys.iter().map(Key::as_str).collect::<Vec<_>>().join(",");
@@ -137,17 +138,64 @@ fn try_refresh(store: &Store, actor: &str, row: &MemoryRow) -> Result<Refreshed,
             attributes: None,
         })
         .collect();
-    crate::audit_relationships::relationships(store, actor)
-        .recompute(
-            row.scope,
-            row.scope_id.as_deref(),
-            row.key.as_str(),
-            RelOrigin::Compiler,
-            RelType::RelatesTo,
-            edges,
-        )
-        .map_err(crate::audit_relationships::lifecycle_error)?;
+    // Not audited: compiler edges are derived from the store (which has its own audit line) and are recomputed
+    // from the index on every store of the memory; a line per derived edge would bury the operators' changes.
+    let rels = cao_lifecycle::RelationshipService::new(store.index().clone(), std::sync::Arc::clone(store.clock()));
+    if edges_current(&rels, row, &keys)? {
+        return Ok(Refreshed { keys });
+    }
+    rels.recompute(
+        row.scope,
+        row.scope_id.as_deref(),
+        row.key.as_str(),
+        RelOrigin::Compiler,
+        RelType::RelatesTo,
+        edges,
+    )
+    .map_err(crate::audit_relationships::lifecycle_error)?;
     Ok(Refreshed { keys })
+}
+
+/// Whether `row`'s `compiler` `relates_to` edges already are what a recompute to `keys` would leave: each key has
+/// an edge (an active one at its rank, computed at the row's `updated_at`, or one an operator rejected or deleted,
+/// which a recompute keeps), and no other active or proposed edge exists. Then the recompute is skipped, so an
+/// unchanged result costs a read, not a write transaction.
+fn edges_current(
+    rels: &cao_lifecycle::RelationshipService,
+    row: &MemoryRow,
+    keys: &[Key],
+) -> Result<bool, crate::error::MemoryError> {
+    let filter = cao_lifecycle::RelationshipFilter {
+        scope: Some(row.scope),
+        scope_id: Some(row.scope_id.clone().unwrap_or_default()),
+        source_key: Some(row.key.clone()),
+        status: None,
+        stale: false,
+    };
+    let current: Vec<_> = rels
+        .list(&filter)
+        .map_err(crate::audit_relationships::lifecycle_error)?
+        .into_iter()
+        .filter(|r| r.origin == RelOrigin::Compiler && r.rel_type == RelType::RelatesTo)
+        .collect();
+    let wanted = keys.iter().enumerate().all(|(i, k)| {
+        current.iter().any(|r| {
+            r.target_key == k.as_str()
+                && (matches!(r.status, RelStatus::Rejected | RelStatus::Deleted)
+                    || (r.status == RelStatus::Active
+                        && r.rank == i64::try_from(i).ok()
+                        && r.confidence.is_none()
+                        && r.attributes.is_none()
+                        && r.source_updated_at == Some(row.updated_at)))
+        })
+    });
+    let no_extra = current.iter().all(|r| {
+        matches!(
+            r.status,
+            RelStatus::Rejected | RelStatus::Deleted | RelStatus::Superseded
+        ) || keys.iter().any(|k| k.as_str() == r.target_key)
+    });
+    Ok(wanted && no_extra)
 }
 
 #[cfg(test)]

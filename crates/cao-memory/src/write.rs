@@ -114,7 +114,7 @@ pub(crate) fn commit(
     at: Option<DateTime<Utc>>,
 ) -> Result<StoreResult, MemoryError> {
     let written = store.write(new_entry(ctx, p, scope_id, at))?;
-    crate::related::refresh(store, actor_of(ctx), &written.row);
+    crate::related::refresh(store, &written.row);
     Ok(stored(store, ctx, written))
 }
 
@@ -134,7 +134,7 @@ pub(crate) fn commit_batch(
     let results = store.write_batch(entries);
     // Every row of the batch is committed before any related pass, so imported topics can relate to each other.
     for written in results.iter().flatten() {
-        crate::related::refresh(store, actor_of(ctx), &written.row);
+        crate::related::refresh(store, &written.row);
     }
     results
         .into_iter()
