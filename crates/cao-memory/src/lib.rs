@@ -12,7 +12,7 @@
 //! - Feature modules of free functions over `&Store`: `write` (store, forget, delete, clear), `recall`,
 //!   `relevance`, `explain`, `inspect` (list, show), `inject` and `inject_related` (the context block),
 //!   `retention`, `export` and `import` (OKF bundles, read and written by `bundle`), `audit` and
-//!   `audit_relationships`, `lint` (with `lint_claims`, `code_search` and `lint_contradiction`) and `heal`, with
+//!   `audit_relationships`, `related` (the related-memory pass after every store), `lint` (with `lint_claims`, `code_search` and `lint_contradiction`) and `heal`, with
 //!   `visibility`, `supersedes` and `eligibility` as shared read rules. Ranking rules are `cao-rank`'s; these
 //!   modules only gather candidates and call it.
 //! - [`MemoryService`]: a thin facade. Each method resolves the call's settings, checks `memory.enabled` where the
@@ -68,6 +68,7 @@ mod lint_table;
 mod module_graph;
 pub mod provider_files;
 mod recall;
+mod related;
 mod relevance;
 pub mod retention;
 mod service;

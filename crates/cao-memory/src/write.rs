@@ -3,7 +3,8 @@
 //! Each call validates every argument before any I/O, resolves the target scope id, goes through the store's write
 //! protocol ([`Store::write`], [`Store::remove`]) and appends one audit line. A store is [`prepare`] (every rule
 //! that needs no I/O) then [`commit`]; an import runs each bundle topic through the same two steps
-//! ([`commit_batch`] for many at once). Removing a memory also purges every
+//! ([`commit_batch`] for many at once). Every committed store then runs the related-memory pass
+//! ([`crate::related`]). Removing a memory also purges every
 //! relationship edge into or out of it ([`remove`]), audited as the acting caller.
 
 use crate::audit::{self, AuditEvent, actor_of};
@@ -102,7 +103,8 @@ pub(crate) fn prepare(req: &StoreRequest) -> Result<Prepared, MemoryError> {
 }
 
 /// Write a prepared store into `scope_id` (resolved by the caller) through [`Store::write`], with the entry at `at`
-/// (`None` = now), and append its audit line.
+/// (`None` = now), run the related-memory pass on the committed row ([`crate::related::refresh`], best effort:
+/// it never fails the store) and append the audit line.
 ///
 /// Errors: [`MemoryError::Corrupt`], [`MemoryError::PartialWrite`], I/O and index errors.
 pub(crate) fn commit(
@@ -113,11 +115,13 @@ pub(crate) fn commit(
     at: Option<DateTime<Utc>>,
 ) -> Result<StoreResult, MemoryError> {
     let written = store.write(new_entry(ctx, p, scope_id, at))?;
+    crate::related::refresh(store, &written.row);
     Ok(stored(store, ctx, written))
 }
 
 /// [`commit`] of many prepared stores into one `scope_id` through [`Store::write_batch`] (one data sync and one
-/// index transaction), each with its entry time; results in order, each failing alone as the batch allows.
+/// index transaction), each with its entry time, then the related-memory pass of each written row; results in
+/// order, each failing alone as the batch allows.
 pub(crate) fn commit_batch(
     store: &Store,
     ctx: &TerminalContext,
@@ -128,8 +132,12 @@ pub(crate) fn commit_batch(
         .iter()
         .map(|(p, at)| new_entry(ctx, p, scope_id.map(str::to_owned), *at))
         .collect();
-    store
-        .write_batch(entries)
+    let results = store.write_batch(entries);
+    // Every row of the batch is committed before any related pass, so imported topics can relate to each other.
+    for written in results.iter().flatten() {
+        crate::related::refresh(store, &written.row);
+    }
+    results
         .into_iter()
         .map(|r| r.map(|written| stored(store, ctx, written)))
         .collect()

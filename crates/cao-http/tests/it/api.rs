@@ -300,8 +300,8 @@ async fn memory_routes_list_show_delete_clear() {
 #[tokio::test]
 async fn relationship_routes() {
     let f = fixture();
-    store(&f, "alpha", "first fact", "global", json!({})).await;
-    store(&f, "beta", "second fact", "global", json!({})).await;
+    store(&f, "alpha", "first apple", "global", json!({})).await;
+    store(&f, "beta", "second bicycle", "global", json!({})).await;
     let create = json!({"scope": "global", "source_key": "alpha", "target_key": "beta", "type": "relates_to",
         "confidence": 0.4});
     let (status, rel) = post(&f.app, "/memory/relationships", create.clone()).await;
