@@ -273,7 +273,10 @@ fn journal_service_rows(size: usize, svc: &MemoryService, ctx: &TerminalContext,
         view = svc.view(ctx, &target)?;
         st.push(t.elapsed());
     }
-    eprintln!("[{size}] settled view: {} lines, {} bytes, {} left out", view.lines, view.bytes, view.left_out);
+    eprintln!(
+        "[{size}] settled view: {} lines, {} bytes, {} left out",
+        view.lines, view.bytes, view.left_out
+    );
     row(size, &format!("view, settled ({entries} entries)"), &st);
     zoom_rows(size, &view.view, n, |id, n| {
         svc.zoom(
