@@ -5,7 +5,7 @@
 //! Columns: `id` (uuid text), `session_name` (required), `workflow_name`, `task_label` (required), `agent_profile`,
 //! `source_terminal_id`, `success` (0/1), `score` (0..100 or NULL), `friction_notes` (text, `''` when none),
 //! `created_at` (the reference's datetime text, see [`format_db_ts`]). Indexed by `(session_name, created_at)` and
-//! `(agent_profile, created_at)` (migration 6).
+//! `(agent_profile, created_at)` (migration 8).
 //!
 //! This module only stores and reads rows; the rules for what may be stored (trimming, caps, the score range) are
 //! `cao-learn`'s.

@@ -25,9 +25,15 @@ const PROJECT_ALIASES_INDEX_DDL: &str = "CREATE INDEX ix_project_aliases_project
 
 /// Columns we add to `memory_metadata` when missing. All have defaults (or are nullable) so the reference's
 /// inserts, which do not name them, keep working.
-const EXTRA_COLUMNS: [(&str, &str); 3] = [
+const EXTRA_COLUMNS: [(&str, &str); 6] = [
     ("content", "TEXT NOT NULL DEFAULT ''"),
     ("entry_count", "INTEGER NOT NULL DEFAULT 1"),
+    // The topic file's stamp (`cao_core::fs::FileStamp`: size, ctime in ns, inode) when the row was last brought
+    // in line with the file; NULL = unknown. The store compares it with the file to pick up edits made outside the
+    // tool without reading unchanged files.
+    ("file_size", "INTEGER"),
+    ("file_ctime_ns", "INTEGER"),
+    ("file_ino", "INTEGER"),
     // Key of the row in both FTS tables (see `crate::partition`). The implicit rowid of a table without an INTEGER
     // PRIMARY KEY may be renumbered by VACUUM, so the FTS tables are keyed by this column instead. NULL = not
     // indexed (a row only the reference has written; `cao memory repair` indexes it).
@@ -143,6 +149,21 @@ CREATE TABLE cao_journal_snapshots (container TEXT NOT NULL, session_id TEXT NOT
     ),
     (
         6,
+        // The stamp of each wiki scope directory whose files all agreed with their rows when it was recorded
+        // (`crate::stamps`): the store lists only directories whose stamp changed since.
+        "
+CREATE TABLE cao_wiki_dirs (scope TEXT NOT NULL, scope_id_key TEXT NOT NULL, size INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, PRIMARY KEY (scope, scope_id_key)) WITHOUT ROWID;
+",
+    ),
+    (
+        7,
+        // How far a session's `# Memory updated` reminder has delivered entries (the reminder lists each entry
+        // written elsewhere once; a new snapshot resets it).
+        "ALTER TABLE cao_journal_snapshots ADD COLUMN reminded_to INTEGER NOT NULL DEFAULT 0;",
+    ),
+    (
+        8,
         // The self-learning loop's outcomes (spec 004 "Phase 1 — outcome capture"; `crate::outcomes` documents every
         // column). The table keeps the reference's name, so it is created only when absent (a reference-written
         // database may already hold it), with the two indexes the listing uses: by session and by agent profile,
@@ -168,7 +189,7 @@ CREATE INDEX IF NOT EXISTS ix_workflow_outcomes_agent_created ON workflow_outcom
 ];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
@@ -234,6 +255,10 @@ fn reconcile_shared_tables(conn: &Connection) -> rusqlite::Result<()> {
         // Only present from version 2 on; migration 2 computes it from the (now empty) table otherwise.
         if columns(conn, "cao_search_stats")?.iter().any(|(n, _)| n == "tokens") {
             conn.execute_batch("UPDATE cao_search_stats SET tokens = 0; DELETE FROM cao_search_terms;")?;
+        }
+        // The recorded file stamps went with the columns: no directory is known to agree with its rows.
+        if table_exists(conn, "cao_wiki_dirs")? {
+            conn.execute_batch("DELETE FROM cao_wiki_dirs")?;
         }
     }
     conn.execute_batch(OUR_INDEXES)?;

@@ -515,12 +515,26 @@ impl Index {
         query: &str,
         limit: usize,
     ) -> Result<Vec<(MemoryRow, f64)>> {
-        let tokens = search_tokens(query);
+        self.bm25_pool_terms(vis, memory_type, &search_tokens(query), limit)
+    }
+
+    /// [`Index::bm25_pool`] of already-made search terms: `tokens` are distinct stemmed terms as
+    /// [`search_tokens`] returns them (or as [`cao_core::text::search_terms`] makes them), used as given. The cost
+    /// grows with the number of tokens (one document-frequency lookup each), not with the corpus beyond the
+    /// pruned candidate set, so callers that build a query from a whole document bound the tokens first.
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn bm25_pool_terms(
+        &self,
+        vis: &Visibility,
+        memory_type: Option<MemoryType>,
+        tokens: &[String],
+        limit: usize,
+    ) -> Result<Vec<(MemoryRow, f64)>> {
         if tokens.is_empty() || vis.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
         self.read(|tx| {
-            let (docs, present_chosen) = chosen_tokens(tx, &tokens)?;
+            let (docs, present_chosen) = chosen_tokens(tx, tokens)?;
             if present_chosen.is_empty() {
                 return Ok(Vec::new());
             }
@@ -774,6 +788,15 @@ impl Index {
                 [],
                 |r| r.get::<_, bool>(0),
             )?)
+        })
+    }
+
+    /// Number of rows of every kind (native and vault), counted on the smallest index of the table, so it does not
+    /// read the rows themselves. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn count_all(&self) -> Result<usize> {
+        self.read(|tx| {
+            let n: i64 = tx.query_row("SELECT count(*) FROM memory_metadata", [], |r| r.get(0))?;
+            Ok(usize::try_from(n).unwrap_or(0))
         })
     }
 

@@ -2,9 +2,10 @@
 
 use crate::row::{MemoryRow, format_db_ts, format_db_ts_secs, opt_ts};
 use crate::{Index, IndexError, Result, dirty, partition};
-use cao_core::{Container, Key, MemoryType, Scope, SourceKind};
+use cao_core::fs::FileStamp;
+use cao_core::{Container, Key, MemoryRef, MemoryType, Scope, SourceKind};
 use chrono::{DateTime, TimeDelta, Utc};
-use rusqlite::{OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 /// What [`Index::upsert`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +37,7 @@ pub(crate) fn trigram_body(key: &str, tags: &str, content: &str) -> String {
 }
 
 /// Add a row's documents to both FTS tables under `search_rowid` and count it.
-fn index_search(tx: &Transaction<'_>, search_rowid: i64, key: &str, tags: &str, content: &str) -> rusqlite::Result<()> {
+fn index_search(tx: &Connection, search_rowid: i64, key: &str, tags: &str, content: &str) -> rusqlite::Result<()> {
     let body = fts_body(key, tags, content);
     let tokens = body_tokens(&body);
     tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body) VALUES (?1, ?2)")?
@@ -65,7 +66,7 @@ pub(crate) fn body_tokens(body: &str) -> i64 {
 }
 
 /// Remove a row's documents from both FTS tables and uncount it.
-fn unindex_search(tx: &Transaction<'_>, search_rowid: i64) -> rusqlite::Result<()> {
+fn unindex_search(tx: &Connection, search_rowid: i64) -> rusqlite::Result<()> {
     let body: Option<String> = tx
         .prepare_cached("SELECT body FROM cao_memory_fts WHERE rowid = ?1")?
         .query_row([search_rowid], |r| r.get(0))
@@ -91,7 +92,7 @@ fn unindex_search(tx: &Transaction<'_>, search_rowid: i64) -> rusqlite::Result<(
 
 /// `(id, search_rowid)` of the native row with this identity.
 fn find_identity(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     scope: Scope,
     scope_id: Option<&str>,
     key: &str,
@@ -136,7 +137,7 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
                          source_terminal_id = ?5, token_estimate = ?6, updated_at = ?7,
                          last_compiled_at = coalesce(?8, last_compiled_at),
                          related_keys = coalesce(?9, related_keys), content = ?10, entry_count = ?11,
-                         search_rowid = ?12
+                         search_rowid = ?12, file_size = ?14, file_ctime_ns = ?15, file_ino = ?16
                      WHERE id = ?13",
             )?
             .execute(params![
@@ -153,6 +154,9 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
                 row.entry_count,
                 s,
                 id,
+                row.file_stamp.map(|f| f.size),
+                row.file_stamp.map(|f| f.changed_ns),
+                row.file_stamp.map(|f| f.inode),
             ])?;
             index_search(tx, s, key, &row.tags, &row.content)?;
             UpsertOutcome { id, created: false }
@@ -166,8 +170,9 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
                 "INSERT INTO memory_metadata (id, \"key\", memory_type, scope, scope_id, source_kind, file_path,
                      tags, source_provider, source_terminal_id, token_estimate, created_at, updated_at,
                      access_count, last_accessed_at, last_compiled_at, related_keys, content, entry_count,
-                     search_rowid)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                     search_rowid, file_size, file_ctime_ns, file_ino)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+                     ?21, ?22, ?23)",
             )?
             .execute(params![
                 row.id,
@@ -190,6 +195,9 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
                 row.content,
                 row.entry_count,
                 s,
+                row.file_stamp.map(|f| f.size),
+                row.file_stamp.map(|f| f.changed_ns),
+                row.file_stamp.map(|f| f.inode),
             ])?;
             index_search(tx, s, key, &row.tags, &row.content)?;
             UpsertOutcome {
@@ -203,7 +211,7 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
 }
 
 /// The body of [`Index::delete`] inside an open write transaction: whether a row existed.
-pub(crate) fn delete_in(tx: &Transaction<'_>, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
+pub(crate) fn delete_in(tx: &Connection, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
     let Some((id, search_rowid)) = find_identity(tx, scope, scope_id, key.as_str())? else {
         return Ok(false);
     };
@@ -236,6 +244,34 @@ impl Index {
             check_related_keys(row)?;
         }
         self.write(|tx| rows.iter().map(|row| upsert_in(tx, row)).collect())
+    }
+
+    /// Record, for each `(memory, stamp)`, that the native row of `memory` agrees with its topic file as it is now
+    /// (`stamp`), without changing anything else (no dirty mark, no search re-index), in one transaction. Rows that
+    /// do not exist are skipped. Returns how many rows were updated.
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn set_file_stamps(&self, stamps: &[(MemoryRef, FileStamp)]) -> Result<usize> {
+        if stamps.is_empty() {
+            return Ok(0);
+        }
+        self.write(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE memory_metadata SET file_size = ?4, file_ctime_ns = ?5, file_ino = ?6
+                 WHERE \"key\" = ?1 AND scope = ?2 AND scope_id IS ?3 AND source_kind = 'native'",
+            )?;
+            let mut n = 0;
+            for (memory, stamp) in stamps {
+                n += stmt.execute(params![
+                    memory.key.as_str(),
+                    memory.scope.as_str(),
+                    memory.scope_id(),
+                    stamp.size,
+                    stamp.changed_ns,
+                    stamp.inode
+                ])?;
+            }
+            Ok(n)
+        })
     }
 
     /// Delete the native row `(scope, scope_id, key)` and its search entries; marks its container dirty.
@@ -398,7 +434,7 @@ impl Index {
 /// `(id, key, tags, content, scope, scope_id, memory_type)` of a stored row, as read for a rebuild.
 type StoredText = (String, String, String, String, String, Option<String>, String);
 
-fn delete_row(tx: &Transaction<'_>, id: &str, search_rowid: Option<i64>) -> rusqlite::Result<()> {
+fn delete_row(tx: &Connection, id: &str, search_rowid: Option<i64>) -> rusqlite::Result<()> {
     if let Some(s) = search_rowid {
         unindex_search(tx, s)?;
     }

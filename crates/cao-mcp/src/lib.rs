@@ -1,11 +1,14 @@
-//! `cao-mcp`: the MCP tools agents use to store, recall and forget memories and to take part in the self-learning
-//! loop (layer 4; over `cao-memory` and `cao-protocol`).
+//! `cao-mcp`: the MCP tools agents use to store, recall, forget and browse memories and to take part in the
+//! self-learning loop (layer 4; over `cao-memory` and `cao-protocol`).
 //!
-//! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with the memory tools (spec 000 "MCP Tools"):
+//! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with ten tools (spec 000 "MCP Tools", spec 001 "Zoom and
+//! search", spec 004 "Phase 1 — outcome capture" and "The retrospector agent"):
 //! - `memory_store(content, scope="project", memory_type="project", key?, tags?)`
 //! - `memory_recall(query?, scope?, memory_type?, limit=10 (1..100), search_mode="hybrid", sort_by="recency",
 //!   include_related=false)`
 //! - `memory_forget(key, scope="project")`
+//! - `memory_view(scope="project")`, `memory_zoom(id, n, scope="project")`, `memory_search(query)`,
+//!   `memory_read(key, scope?)`: the journal (no tool can purge; that is an operator command)
 //!
 //! and the self-learning tools (spec 004; off unless `memory.learning_enabled`, answering a `disabled: true`
 //! payload then):
@@ -45,6 +48,8 @@ mod flush;
 mod handle;
 mod handlers;
 mod params;
+mod session;
+mod summarizer;
 mod tools;
 
 pub mod process;
@@ -56,7 +61,12 @@ pub use error::disabled_payload;
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};
 pub use handle::ServiceHandle;
 pub use handlers::ToolHandler;
-pub use params::{ForgetParams, ListOutcomesParams, RecallParams, ReportOutcomeParams, StoreLessonParams, StoreParams};
+pub use params::{
+    ForgetParams, ListOutcomesParams, ReadParams, RecallParams, ReportOutcomeParams, SearchParams, StoreLessonParams,
+    StoreParams, ViewParams, ZoomParams,
+};
+pub use session::{ENV_NO_VIEW, OwnSession, SessionStart};
+pub use summarizer::{IDLE_PAUSE, run_summarizer};
 pub use tools::{MemoryTools, SERVER_NAME, local_enabled};
 
 /// Name of the store tool (`Tool::Store`).
@@ -65,6 +75,14 @@ pub const STORE: &str = Tool::Store.name();
 pub const RECALL: &str = Tool::Recall.name();
 /// Name of the forget tool (`Tool::Forget`).
 pub const FORGET: &str = Tool::Forget.name();
+/// Name of the view tool (`Tool::View`).
+pub const VIEW: &str = Tool::View.name();
+/// Name of the zoom tool (`Tool::Zoom`).
+pub const ZOOM: &str = Tool::Zoom.name();
+/// Name of the search tool (`Tool::Search`).
+pub const SEARCH: &str = Tool::Search.name();
+/// Name of the read tool (`Tool::Read`).
+pub const READ: &str = Tool::Read.name();
 /// Name of the outcome-reporting tool (`Tool::ReportOutcome`).
 pub const REPORT_OUTCOME: &str = Tool::ReportOutcome.name();
 /// Name of the outcome-listing tool (`Tool::ListOutcomes`).

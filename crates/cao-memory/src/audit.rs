@@ -52,12 +52,14 @@ pub enum AuditEvent {
     Clear,
     /// Retention removed an expired memory.
     RetentionRemoval,
+    /// An operator purged a memory: its file, row and the text of every version in the journal.
+    Purge,
     /// `cao memory heal --apply` changed a memory (the line names the action and carries what it removed).
     Heal,
 }
 
 impl AuditEvent {
-    /// The wire name (`store`, `forget`, `delete`, `clear`, `retention_removal`, `heal`).
+    /// The wire name (`store`, `forget`, `delete`, `clear`, `retention_removal`, `purge`, `heal`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Store => "store",
@@ -65,6 +67,7 @@ impl AuditEvent {
             Self::Delete => "delete",
             Self::Clear => "clear",
             Self::RetentionRemoval => "retention_removal",
+            Self::Purge => "purge",
             Self::Heal => "heal",
         }
     }

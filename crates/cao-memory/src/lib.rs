@@ -4,15 +4,18 @@
 //!
 //! Structure (the rust-analyzer `ide` pattern):
 //! - `store`: the crate-private `Store` (home, wiki layout, index, clock, settings, database identity, supersedes
-//!   lookup) and the write protocol: lock, atomic file write, one index transaction, remove, access counting,
-//!   `index.md` flush, repair, the "index current" check. It uses no feature module, so it can become a crate of
+//!   lookup, external-change pickup) and the write protocol: lock, atomic file write, one index transaction, remove,
+//!   access counting, `index.md` flush, repair, the "index current" check, health, and `prepare_read`, the step every
+//!   read feature runs first (a removed or replaced database is refused; topic files changed outside the tool are
+//!   picked up, at most once per second per process); [`sweep_temp_files`] removes crash leftovers. It uses no feature module, so it can become a crate of
 //!   its own (below the features that need it).
 //! - Feature modules of free functions over `&Store`: `write` (store, forget, delete, clear), `recall`,
 //!   `relevance`, `explain`, `inspect` (list, show), `inject` and `inject_related` (the context block),
 //!   `retention`, `export` and `import` (OKF bundles, read and written by `bundle`), `audit` and
-//!   `audit_relationships`, `lint` (with `lint_claims`, `code_search` and `lint_contradiction`) and `heal`, the
-//!   self-learning features `outcomes` (report/list outcomes), `lessons` (`store_lesson`) and `promote` (lessons
-//!   into agent profiles; the rules are `cao-learn`'s), with
+//!   `audit_relationships`, `related` (the related-memory pass after every store), `lint` (with `lint_claims`,
+//!   `code_search` and `lint_contradiction`) and `heal`, the self-learning features `outcomes` (report/list
+//!   outcomes), `lessons` (`store_lesson`) and `promote` (lessons into agent profiles; the rules are `cao-learn`'s),
+//!   with
 //!   `visibility`, `supersedes` and `eligibility` as shared read rules. Ranking rules are `cao-rank`'s; these
 //!   modules only gather candidates and call it.
 //! - [`MemoryService`]: a thin facade. Each method resolves the call's settings, checks `memory.enabled` where the
@@ -32,7 +35,10 @@
 //! - After any sequence of completed calls, the index agrees with the wiki files (`repair` finds nothing).
 //! - `index.md` is a derived view: stores only mark its container dirty; [`MemoryService::flush_index_md`]
 //!   rewrites dirty ones, so store cost does not grow with the corpus.
-//! - Recall never reads topic files; it is served from the index (metadata + FTS5).
+//! - Recall is served from the index (metadata + FTS5); the only topic files a read opens are the ones whose stamp
+//!   (size, ctime, inode) changed since the index recorded it (the external-edit pickup).
+//! - No read answers from a database file that was removed or replaced after the service opened it.
+//! - No memory can close or open the `<cao-memory>` block ([`neutralize_delimiters`] in [`render_block`]).
 //! - Only the store writes files or index rows (relationship edges are written by `cao-lifecycle`'s service, which
 //!   the features obtain through `audit_relationships`).
 
@@ -55,6 +61,7 @@ mod import;
 mod inject;
 mod inject_related;
 mod inspect;
+mod journal;
 mod lessons;
 pub mod lint;
 mod lint_claims;
@@ -67,6 +74,7 @@ mod outcomes;
 mod promote;
 pub mod provider_files;
 mod recall;
+mod related;
 mod relevance;
 pub mod retention;
 mod service;
@@ -78,6 +86,7 @@ mod write;
 
 pub use audit::{AuditEvent, AuditLog};
 pub use bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
+pub use cao_journal::{Worker as SummarizeWorker, WriterFilter};
 pub use cao_learn::OutcomeDraft;
 pub use cao_okf::{ConflictPolicy, ExportReport, ImportReport};
 pub use cao_rank::{
@@ -94,9 +103,15 @@ pub use heal::{
 pub use import::{IMPORT_SCHEMA, ImportOutcome, ImportRequest};
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
-    MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, render_block, scope_char_cap,
+    MAX_CONTEXT_BUDGET, MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, neutralize_delimiters,
+    render_block, scope_char_cap, validate_context_budget,
 };
 pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
+pub use journal::{
+    EntryWriter, JournalTarget, PurgeResult, REMINDER_MAX_ROWS, ReadRequest, ReadResult, SEARCH_MAX_HITS,
+    SEARCH_QUERY_MAX_BYTES, SearchHit, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport, ViewResult,
+    ZoomRequest, ZoomResult, ZoomedEntry, ZoomedLine,
+};
 pub use lessons::LessonRequest;
 pub use lint_report::{
     FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintReport, LintRequest, Severity,
@@ -111,4 +126,5 @@ pub use provider_files::{
 };
 pub use retention::{CleanupReport, ExpiredMemory};
 pub use service::MemoryService;
+pub use store::{sweep_at_startup, sweep_temp_files};
 pub use types::*;

@@ -45,6 +45,14 @@ pub enum Tool {
     Recall,
     /// `memory_forget(key, scope)`: remove a memory (spec 000 "MCP Tools").
     Forget,
+    /// `memory_view(scope)`: the journal's live view (spec 001 "The view").
+    View,
+    /// `memory_zoom(id, n, scope)`: open line `id+n` of the journal's summary tree (spec 001 "Zoom and search").
+    Zoom,
+    /// `memory_search(query)`: current memories by word (spec 001 "Zoom and search").
+    Search,
+    /// `memory_read(key, scope)`: a memory's current text (spec 001 "Zoom and search").
+    Read,
     /// `report_outcome(task_label, success, score?, friction_notes?, workflow_name?, agent_profile?)`: record one
     /// unit of agent work (spec 004 "Phase 1 — outcome capture").
     ReportOutcome,
@@ -58,10 +66,14 @@ pub enum Tool {
 
 impl Tool {
     /// Every tool, in the order `tools/list` shows them.
-    pub const ALL: [Tool; 6] = [
+    pub const ALL: [Tool; 10] = [
         Tool::Store,
         Tool::Recall,
         Tool::Forget,
+        Tool::View,
+        Tool::Zoom,
+        Tool::Search,
+        Tool::Read,
         Tool::ReportOutcome,
         Tool::ListOutcomes,
         Tool::StoreLesson,
@@ -86,6 +98,30 @@ impl Tool {
                 name: "memory_forget",
                 internal_path: "/internal/memory/forget",
                 access: Access::Admin,
+                empty_list: None,
+            },
+            Tool::View => ToolSpec {
+                name: "memory_view",
+                internal_path: "/internal/memory/view",
+                access: Access::Read,
+                empty_list: None,
+            },
+            Tool::Zoom => ToolSpec {
+                name: "memory_zoom",
+                internal_path: "/internal/memory/zoom",
+                access: Access::Read,
+                empty_list: None,
+            },
+            Tool::Search => ToolSpec {
+                name: "memory_search",
+                internal_path: "/internal/memory/search",
+                access: Access::Read,
+                empty_list: Some("hits"),
+            },
+            Tool::Read => ToolSpec {
+                name: "memory_read",
+                internal_path: "/internal/memory/read",
+                access: Access::Read,
                 empty_list: None,
             },
             Tool::ReportOutcome => ToolSpec {
@@ -163,6 +199,10 @@ mod tests {
                 ("memory_store", "/internal/memory/store", Access::Write),
                 ("memory_recall", "/internal/memory/recall", Access::Read),
                 ("memory_forget", "/internal/memory/forget", Access::Admin),
+                ("memory_view", "/internal/memory/view", Access::Read),
+                ("memory_zoom", "/internal/memory/zoom", Access::Read),
+                ("memory_search", "/internal/memory/search", Access::Read),
+                ("memory_read", "/internal/memory/read", Access::Read),
                 ("report_outcome", "/internal/outcomes/report", Access::Write),
                 ("list_outcomes", "/internal/outcomes/list", Access::Read),
                 ("store_lesson", "/internal/memory/lesson", Access::Write),
@@ -170,7 +210,7 @@ mod tests {
         );
         assert_eq!(
             Tool::names(),
-            "memory_store, memory_recall, memory_forget, report_outcome, list_outcomes, store_lesson"
+            "memory_store, memory_recall, memory_forget, memory_view, memory_zoom, memory_search, memory_read, report_outcome, list_outcomes, store_lesson"
         );
     }
 
@@ -193,10 +233,23 @@ mod tests {
     }
 
     #[test]
-    fn only_reads_leave_memories_unchanged_and_only_recall_lists() {
+    fn only_reads_leave_memories_unchanged_and_only_recall_and_search_list() {
         assert!(Tool::Store.writes() && Tool::Forget.writes() && !Tool::Recall.writes());
+        for t in [Tool::View, Tool::Zoom, Tool::Search, Tool::Read] {
+            assert!(!t.writes(), "{t} reads only");
+        }
         assert!(Tool::ReportOutcome.writes() && Tool::StoreLesson.writes() && !Tool::ListOutcomes.writes());
         assert_eq!(Tool::Recall.spec().empty_list, Some("memories"));
-        assert!(Tool::ALL.iter().filter(|t| t.spec().empty_list.is_some()).count() == 1);
+        assert_eq!(Tool::Search.spec().empty_list, Some("hits"));
+        assert!(Tool::ALL.iter().filter(|t| t.spec().empty_list.is_some()).count() == 2);
+    }
+
+    #[test]
+    fn no_tool_can_purge() {
+        // Purging (spec 001 "Forget": "The model has no command for it") is an operator command only.
+        for t in Tool::ALL {
+            assert!(!t.name().contains("purge"), "{t}");
+            assert!(!t.internal_path().contains("purge") && !t.internal_path().contains("history"));
+        }
     }
 }

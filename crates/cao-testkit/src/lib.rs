@@ -7,6 +7,8 @@
 //!   `CAO_HOME` and git isolation variables), no standard input, and a deadline, capturing exit code and output;
 //! - [`conformance_dir`] / [`conformance_cases`]: the reference's shared conformance cases, for every crate that
 //!   replays them;
+//! - [`injection`]: hostile memory content that tries to break out of the `<cao-memory>` block, and the check that
+//!   a block stays sealed (every injection route is tested with it);
 //! - [`tarball`]: hand-made (hostile) tar.gz archives for bundle tests;
 //! - [`locomo`]: the LoCoMo conversations of `../shared/data/locomo` (real input for benchmarks and tests);
 //! - `service` (feature `service`): an in-process `MemoryService` on a temp home with a fixed clock and a caller
@@ -29,6 +31,7 @@
 mod conformance;
 #[cfg(feature = "fake-model")]
 pub mod fake_model;
+pub mod injection;
 pub mod locomo;
 #[cfg(feature = "service")]
 pub mod service;

@@ -6,7 +6,7 @@
 //! them; a second heal while one holds the lock fails at once naming it. Golden (insta) tests of the text and JSON
 //! output; the JSON validates against docs/schemas/.
 
-use crate::common::{PROJECT, cao_env, filters, full_context, json, t0};
+use crate::common::{PROJECT, cao_env, filters, forget_compiled_relations, full_context, json, t0};
 use cao_core::{CaoHome, FixedClock, Settings};
 use cao_memory::{MemoryService, StoreRequest};
 use cao_testkit::fake_model::{FakeModel, Reply};
@@ -99,6 +99,8 @@ fn planted_home() -> TempHome {
         "deploy",
         &format!("The service listens on port 9090. {PAD}"),
     );
+    // Only the planted relations are under test; the related pass would also relate the similar LoCoMo turns.
+    forget_compiled_relations(&svc, clock.clone());
     let lost = svc
         .layout()
         .topic_path(

@@ -41,6 +41,8 @@ pub enum SettingKind {
     Argv,
     /// A whole number of milliseconds, 1..=3600000.
     Millis,
+    /// An injection mode: `block`, `view` or `both` ([`InjectionMode`]).
+    InjectionMode,
     /// A list of directories: a JSON list of absolute paths (or `~/`-relative ones, expanded with `$HOME` when
     /// read); on the command line and in the environment, paths separated by `:` (as `PATH`). At most
     /// [`super::learning::MAX_AGENT_DIRS`] entries of at most 4096 bytes, no NUL.
@@ -56,7 +58,8 @@ impl SettingKind {
             | SettingKind::Provider
             | SettingKind::Url
             | SettingKind::Name
-            | SettingKind::EnvVarName => "string",
+            | SettingKind::EnvVarName
+            | SettingKind::InjectionMode => "string",
             SettingKind::Argv | SettingKind::Dirs => "list",
             SettingKind::Millis => "integer",
         }
@@ -73,6 +76,7 @@ impl SettingKind {
             SettingKind::EnvVarName => model::ENV_NAME_EXPECTED,
             SettingKind::Argv => model::ARGV_EXPECTED,
             SettingKind::Millis => model::MILLIS_EXPECTED,
+            SettingKind::InjectionMode => INJECTION_MODE_EXPECTED,
             SettingKind::Dirs => super::learning::DIRS_EXPECTED,
         }
     }
@@ -225,6 +229,71 @@ pub const MEMORY_MODEL_TIMEOUT_MS: SettingKey = SettingKey {
     doc: "Timeout of one model request in milliseconds (1..3600000); a command is killed when it passes.",
 };
 
+/// `memory.injection.mode`: what a new session is given (spec 001 "The view"; default `block`, so nothing changes
+/// for existing users).
+pub const MEMORY_INJECTION_MODE: SettingKey = SettingKey {
+    name: "memory.injection.mode",
+    kind: SettingKind::InjectionMode,
+    default: SettingDefault::Text("block"),
+    env: "CAO_MEMORY_INJECTION_MODE",
+    doc: "What a new session is given: block (the <cao-memory> block), view (the journal's 32 KiB view of the \
+          project) or both.",
+};
+
+/// `memory.summarize`: long-running processes write the journal's summary lines (spec 001 "Summaries and spend").
+pub const MEMORY_SUMMARIZE: SettingKey = SettingKey {
+    name: "memory.summarize",
+    kind: SettingKind::Bool,
+    default: SettingDefault::Bool(true),
+    env: "CAO_MEMORY_SUMMARIZE",
+    doc: "Let cao-server and cao-mcp-server write the journal's summary lines in the background (two at a time).",
+};
+
+/// What a new session is given ([`MEMORY_INJECTION_MODE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum InjectionMode {
+    /// The `<cao-memory>` block only (the default).
+    #[default]
+    Block,
+    /// The journal's view only.
+    View,
+    /// The block, then the view.
+    Both,
+}
+
+impl InjectionMode {
+    /// `block`, `view` or `both`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InjectionMode::Block => "block",
+            InjectionMode::View => "view",
+            InjectionMode::Both => "both",
+        }
+    }
+
+    /// The mode named `s` (exact, lowercase); `None` for anything else.
+    pub fn parse(s: &str) -> Option<InjectionMode> {
+        match s {
+            "block" => Some(InjectionMode::Block),
+            "view" => Some(InjectionMode::View),
+            "both" => Some(InjectionMode::Both),
+            _ => None,
+        }
+    }
+
+    /// Whether the `<cao-memory>` block is injected.
+    pub fn block(self) -> bool {
+        matches!(self, InjectionMode::Block | InjectionMode::Both)
+    }
+
+    /// Whether the journal's view is injected (and session snapshots and reminders are kept).
+    pub fn view(self) -> bool {
+        matches!(self, InjectionMode::View | InjectionMode::Both)
+    }
+}
+
+/// What a valid injection mode looks like.
+const INJECTION_MODE_EXPECTED: &str = "one of block, view, both";
 /// `memory.learning_enabled`: the opt-in self-learning loop's outcome capture and lessons (spec 004 "Feature flags").
 /// Nested under `memory.enabled`; fails closed.
 pub const MEMORY_LEARNING_ENABLED: SettingKey = SettingKey {
@@ -267,6 +336,8 @@ pub const KEYS: &[SettingKey] = &[
     MEMORY_MODEL_API_KEY_ENV,
     MEMORY_MODEL_COMMAND,
     MEMORY_MODEL_TIMEOUT_MS,
+    MEMORY_INJECTION_MODE,
+    MEMORY_SUMMARIZE,
     MEMORY_LEARNING_ENABLED,
     MEMORY_INSTRUCTION_PROMOTION_ENABLED,
     AGENTS_DIRS,
@@ -318,6 +389,10 @@ pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
         SettingKind::EnvVarName => checked(model::parse_env_name(raw)),
         SettingKind::Argv => checked(model::parse_argv(raw)),
         SettingKind::Millis => checked(model::parse_millis(raw)),
+        SettingKind::InjectionMode => match InjectionMode::parse(raw) {
+            Some(m) => Ok(Value::String(m.as_str().to_owned())),
+            None => Err(invalid()),
+        },
         SettingKind::Dirs => checked(super::learning::parse_dirs(raw)),
         SettingKind::Bool => match raw {
             "true" => Ok(Value::Bool(true)),
@@ -506,6 +581,26 @@ impl Settings {
     pub fn explain_enabled(&self) -> bool {
         self.effective_bool(&MEMORY_EXPLAIN_ENABLED)
     }
+
+    /// `memory.summarize` (env `CAO_MEMORY_SUMMARIZE`), default true: long-running processes write the journal's
+    /// summary lines.
+    pub fn summarize_enabled(&self) -> bool {
+        self.effective_bool(&MEMORY_SUMMARIZE)
+    }
+
+    /// `memory.injection.mode` (env `CAO_MEMORY_INJECTION_MODE`), default `block`; an invalid value warns and
+    /// reads as `block`.
+    pub fn injection_mode(&self) -> InjectionMode {
+        let eff = self.effective(&MEMORY_INJECTION_MODE);
+        if let Some(w) = &eff.warning {
+            tracing::warn!(setting = MEMORY_INJECTION_MODE.name, "{w}");
+        }
+        eff.value
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(InjectionMode::parse)
+            .unwrap_or_default()
+    }
 }
 
 /// A rejected value for a message: [`brief`], or [`HIDDEN_VALUE`] for a kind that must not echo it.
@@ -557,7 +652,7 @@ mod tests {
             assert!(k.env.starts_with("CAO_"), "{}", k.env);
             match (k.kind, k.default) {
                 (SettingKind::Bool, SettingDefault::Bool(_))
-                | (SettingKind::Provider, SettingDefault::Text(_))
+                | (SettingKind::Provider | SettingKind::InjectionMode, SettingDefault::Text(_))
                 | (SettingKind::Millis, SettingDefault::Int(_))
                 | (
                     SettingKind::ProjectId
@@ -574,6 +669,44 @@ mod tests {
         }
         let err = lookup("memory.Enabled").expect_err("case-sensitive");
         assert!(err.to_string().contains("memory.lifecycle.enabled"), "{err}");
+    }
+
+    #[test]
+    fn injection_mode_and_summarize_follow_env_file_default_and_refuse_other_words() {
+        let file = json!({"memory": {"injection": {"mode": "view"}, "summarize": false}});
+        assert_eq!(
+            eff(file.clone(), &MEMORY_INJECTION_MODE, &[]).value,
+            Some(json!("view"))
+        );
+        assert_eq!(
+            eff(
+                file.clone(),
+                &MEMORY_INJECTION_MODE,
+                &[("CAO_MEMORY_INJECTION_MODE", "both")]
+            )
+            .value,
+            Some(json!("both"))
+        );
+        let e = eff(
+            json!({"memory": {"injection": {"mode": "Views"}}}),
+            &MEMORY_INJECTION_MODE,
+            &[],
+        );
+        assert_eq!((e.value, e.source), (Some(json!("block")), SettingSource::Default));
+        assert!(e.warning.is_some_and(|w| w.contains("block, view, both")));
+        assert_eq!(eff(json!({}), &MEMORY_INJECTION_MODE, &[]).value, Some(json!("block")));
+        assert_eq!(eff(file, &MEMORY_SUMMARIZE, &[]).value, Some(json!(false)));
+        assert_eq!(eff(json!({}), &MEMORY_SUMMARIZE, &[]).value, Some(json!(true)));
+        assert!(parse_value(&MEMORY_INJECTION_MODE, "both").is_ok());
+        assert!(parse_value(&MEMORY_INJECTION_MODE, "all").is_err());
+        for (m, block, view) in [
+            (InjectionMode::Block, true, false),
+            (InjectionMode::View, false, true),
+            (InjectionMode::Both, true, true),
+        ] {
+            assert_eq!((m.block(), m.view()), (block, view));
+            assert_eq!(InjectionMode::parse(m.as_str()), Some(m));
+        }
     }
 
     #[test]

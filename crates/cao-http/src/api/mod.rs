@@ -62,8 +62,8 @@ over 4 MiB."
 pub struct ApiDoc;
 
 /// Read routes: `GET /memory`, `GET /memory/export`, `GET /memory/{key}`, `GET /memory/relationships`,
-/// `GET /terminals/{id}/memory-context`, `GET /outcomes`, `POST /internal/memory/recall`,
-/// `POST /internal/memory/context`, `POST /internal/outcomes/list`.
+/// `GET /terminals/{id}/memory-context`, `GET /outcomes`, `POST /internal/memory/{recall,view,zoom,search,read,context}`,
+/// `POST /internal/outcomes/list`.
 pub fn read_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(memory::list_memories))
@@ -73,6 +73,10 @@ pub fn read_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(terminals::memory_context))
         .routes(routes!(outcomes::list_outcomes))
         .routes(routes!(internal::recall))
+        .routes(routes!(internal::view))
+        .routes(routes!(internal::zoom))
+        .routes(routes!(internal::search))
+        .routes(routes!(internal::read))
         .routes(routes!(internal::context))
         .routes(routes!(internal::list_outcomes))
 }
@@ -93,11 +97,12 @@ pub fn write_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(internal::store_lesson))
 }
 
-/// Admin routes: `DELETE /memory/{key}`, `DELETE /memory`, `DELETE /memory/relationships/{id}`,
-/// `POST /internal/memory/forget` (a delete, as `memory_forget` over `/mcp`).
+/// Admin routes: `DELETE /memory/{key}`, `DELETE /memory/{key}/history` (purge), `DELETE /memory`,
+/// `DELETE /memory/relationships/{id}`, `POST /internal/memory/forget` (a delete, as `memory_forget` over `/mcp`).
 pub fn admin_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(memory::delete_memory))
+        .routes(routes!(memory::purge_memory))
         .routes(routes!(memory::clear_memories))
         .routes(routes!(relationships::delete_relationship))
         .routes(routes!(internal::forget))

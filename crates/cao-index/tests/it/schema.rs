@@ -253,6 +253,14 @@ fn the_reference_fixture_database_opens_and_keeps_every_row() {
 fn a_rebuilt_shared_table_drops_stale_search_entries() {
     let db = TestDb::new();
     db.index.upsert(&global("alpha", "zebra crossing", 0)).expect("upsert");
+    let dir_stamp = cao_core::fs::FileStamp {
+        size: 1,
+        changed_ns: 2,
+        inode: 3,
+    };
+    db.index
+        .set_wiki_dir_stamp(Scope::Global, None, Some(dir_stamp))
+        .expect("dir stamp");
     let path = db.path();
     let TestDb { dir: _dir, index } = db;
     drop(index);
@@ -273,6 +281,10 @@ fn a_rebuilt_shared_table_drops_stale_search_entries() {
     let index = Index::open(&path).expect("reopen");
     assert_eq!(index.count().expect("count"), 1);
     assert_eq!(index.unindexed_count().expect("unindexed"), 1);
+    assert!(
+        index.wiki_dir_stamps().expect("dir stamps").is_empty(),
+        "the rows' file stamps are gone, so no directory is known to agree with them"
+    );
     assert!(
         index
             .bm25_pool(&Visibility::all(), None, "zebra", 5)

@@ -105,6 +105,8 @@ fn planted() -> (ServiceFixture, PathBuf) {
     }
     store(&fx, "poisoned", "", "Short but recalled far too often.");
     store(&fx, "pointer", "", "Points at a memory that does not exist.");
+    // Only the planted relations below are under test; the related pass would also relate the similar fillers.
+    crate::forget_compiled_relations(&fx.svc, fx.clock.clone());
     // related_keys: six spokes name the hub (dense); one names a missing key.
     let spokes: String = (0..6)
         .map(|i| format!("UPDATE memory_metadata SET related_keys = 'hub' WHERE \"key\" = 'spoke-{i}';"))
