@@ -3,7 +3,7 @@
 //! It works directly on the local store (the home from `CAO_HOME`, `CAO_HOME_DIR`, or
 //! `~/.aws/cli-agent-orchestrator`) through `cao_memory::MemoryService`; no server is needed.
 //! Commands: `cao memory list [--query Q --explain] | show | delete | clear | repair | relationships | context | hook
-//! | inject | cleanup | export | import | lint | heal | view | purge` (see `cao memory --help`) and `cao config get | set
+//! | inject | cleanup | export | import | lint | heal | view | inspect | purge` (see `cao memory --help`) and `cao config get | set
 //! | unset | list` (see `cao config --help`).
 //!
 //! Invariants:
@@ -22,6 +22,7 @@ mod confirm;
 mod context;
 mod error;
 mod inject;
+mod inspect;
 mod lint;
 mod memory;
 mod output;

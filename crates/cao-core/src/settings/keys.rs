@@ -43,6 +43,8 @@ pub enum SettingKind {
     Millis,
     /// An injection mode: `block`, `view` or `both` ([`InjectionMode`]).
     InjectionMode,
+    /// A switch spelled `on` or `off` (a string, as the `[ui]` settings of spec 001 are).
+    Switch,
 }
 
 impl SettingKind {
@@ -55,7 +57,8 @@ impl SettingKind {
             | SettingKind::Url
             | SettingKind::Name
             | SettingKind::EnvVarName
-            | SettingKind::InjectionMode => "string",
+            | SettingKind::InjectionMode
+            | SettingKind::Switch => "string",
             SettingKind::Argv => "list",
             SettingKind::Millis => "integer",
         }
@@ -73,6 +76,7 @@ impl SettingKind {
             SettingKind::Argv => model::ARGV_EXPECTED,
             SettingKind::Millis => model::MILLIS_EXPECTED,
             SettingKind::InjectionMode => INJECTION_MODE_EXPECTED,
+            SettingKind::Switch => SWITCH_EXPECTED,
         }
     }
 
@@ -244,6 +248,20 @@ pub const MEMORY_SUMMARIZE: SettingKey = SettingKey {
     doc: "Let cao-server and cao-mcp-server write the journal's summary lines in the background (two at a time).",
 };
 
+/// `ui.tree_drawing`: whether the memory inspector's detail pane draws the tree around the selection as boxes (`on`)
+/// or with the outline's tree lines (`off`) (spec 001 "The inspector": `mermaid = "off"` under `[ui]`).
+pub const UI_TREE_DRAWING: SettingKey = SettingKey {
+    name: "ui.tree_drawing",
+    kind: SettingKind::Switch,
+    default: SettingDefault::Text("on"),
+    env: "CAO_UI_TREE_DRAWING",
+    doc: "How the memory inspector draws the tree around the selection: on (boxes) or off (the outline's tree \
+          lines).",
+};
+
+/// What a valid switch looks like.
+const SWITCH_EXPECTED: &str = "one of on, off";
+
 /// What a new session is given ([`MEMORY_INJECTION_MODE`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum InjectionMode {
@@ -305,6 +323,7 @@ pub const KEYS: &[SettingKey] = &[
     MEMORY_MODEL_TIMEOUT_MS,
     MEMORY_INJECTION_MODE,
     MEMORY_SUMMARIZE,
+    UI_TREE_DRAWING,
 ];
 
 /// The known setting named `name` (exact, case-sensitive).
@@ -356,6 +375,10 @@ pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
         SettingKind::InjectionMode => match InjectionMode::parse(raw) {
             Some(m) => Ok(Value::String(m.as_str().to_owned())),
             None => Err(invalid()),
+        },
+        SettingKind::Switch => match raw {
+            "on" | "off" => Ok(Value::String(raw.to_owned())),
+            _ => Err(invalid()),
         },
         SettingKind::Bool => match raw {
             "true" => Ok(Value::Bool(true)),
@@ -550,6 +573,17 @@ impl Settings {
         self.effective_bool(&MEMORY_SUMMARIZE)
     }
 
+    /// `ui.tree_drawing` (env `CAO_UI_TREE_DRAWING`), default `on`: true when the memory inspector draws the tree
+    /// around the selection as boxes, false (`off`) for the outline's tree lines. An invalid value warns and reads
+    /// as `on`.
+    pub fn tree_drawing(&self) -> bool {
+        let eff = self.effective(&UI_TREE_DRAWING);
+        if let Some(w) = &eff.warning {
+            tracing::warn!(setting = UI_TREE_DRAWING.name, "{w}");
+        }
+        eff.value.as_ref().and_then(Value::as_str) != Some("off")
+    }
+
     /// `memory.injection.mode` (env `CAO_MEMORY_INJECTION_MODE`), default `block`; an invalid value warns and
     /// reads as `block`.
     pub fn injection_mode(&self) -> InjectionMode {
@@ -606,11 +640,16 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), KEYS.len());
         for k in KEYS {
-            assert!(k.name.starts_with("memory.") && !k.name.ends_with('.'), "{}", k.name);
+            // Two sections: the memory system's and the inspector's (`[ui]` of spec 001).
+            assert!(
+                (k.name.starts_with("memory.") || k.name.starts_with("ui.")) && !k.name.ends_with('.'),
+                "{}",
+                k.name
+            );
             assert!(k.env.starts_with("CAO_"), "{}", k.env);
             match (k.kind, k.default) {
                 (SettingKind::Bool, SettingDefault::Bool(_))
-                | (SettingKind::Provider | SettingKind::InjectionMode, SettingDefault::Text(_))
+                | (SettingKind::Provider | SettingKind::InjectionMode | SettingKind::Switch, SettingDefault::Text(_))
                 | (SettingKind::Millis, SettingDefault::Int(_))
                 | (
                     SettingKind::ProjectId
@@ -664,6 +703,26 @@ mod tests {
             assert_eq!((m.block(), m.view()), (block, view));
             assert_eq!(InjectionMode::parse(m.as_str()), Some(m));
         }
+    }
+
+    #[test]
+    fn tree_drawing_is_on_or_off_and_anything_else_reads_as_on() {
+        assert_eq!(eff(json!({}), &UI_TREE_DRAWING, &[]).value, Some(json!("on")));
+        let off = json!({"ui": {"tree_drawing": "off"}});
+        assert_eq!(eff(off.clone(), &UI_TREE_DRAWING, &[]).value, Some(json!("off")));
+        assert_eq!(
+            eff(off, &UI_TREE_DRAWING, &[("CAO_UI_TREE_DRAWING", "on")]).value,
+            Some(json!("on"))
+        );
+        let e = eff(json!({"ui": {"tree_drawing": "boxes"}}), &UI_TREE_DRAWING, &[]);
+        assert_eq!((e.value, e.source), (Some(json!("on")), SettingSource::Default));
+        assert!(e.warning.is_some_and(|w| w.contains("on, off")));
+        let e = eff(json!({"ui": {"tree_drawing": false}}), &UI_TREE_DRAWING, &[]);
+        assert_eq!(e.source, SettingSource::Default);
+        assert!(parse_value(&UI_TREE_DRAWING, "off").is_ok());
+        assert!(parse_value(&UI_TREE_DRAWING, "OFF").is_err());
+        assert!(parse_value(&UI_TREE_DRAWING, "false").is_err());
+        assert!(Settings::from_value(json!({})).tree_drawing());
     }
 
     #[test]
