@@ -32,9 +32,12 @@ pub struct Mechanism {
     pub status: JournalStatus,
     /// The live view ([`crate::view`]).
     pub view: View,
+    /// Every line of the view state, oldest first: the view shows those from `view.left_out` on; the older ones
+    /// are left out while the lines add up to more than [`crate::VIEW_MAX_BYTES`] (summaries pending).
+    pub lines: Vec<Address>,
     /// Lines being written now (unexpired leases with a holder), in address order.
     pub being_written: Vec<Address>,
-    /// Every pair of sibling lines both in the view, in merge order ([`merge_order`] with the current N): the first
+    /// Every pair of sibling lines both in the view state, in merge order ([`merge_order`] with the current N): the first
     /// is the next pair to merge (once its parent is written, when it is not yet).
     pub pairs: Vec<ViewPair>,
     /// Whether the view's lines add up to more than [`crate::VIEW_MAX_BYTES`] (merges are due).
@@ -87,9 +90,16 @@ pub fn mechanism(index: &Index, container: &str, now: DateTime<Utc>) -> Result<M
             .into_iter()
             .filter_map(|(id, n)| Address::new(id, n).ok())
             .collect();
+        let mut lines = Vec::new();
+        j.view_scan(container, false, |item| {
+            if let Ok(a) = Address::new(item.row.id, item.row.n) {
+                lines.push(a);
+            }
+            true
+        })?;
         let mut pairs = Vec::new();
-        for w in view.lines.windows(2) {
-            let (a, b) = (w[0].address, w[1].address);
+        for w in lines.windows(2) {
+            let (a, b) = (w[0], w[1]);
             if a.sibling() == Some(b)
                 && a.id() < b.id()
                 && let Some(parent) = a.parent()
@@ -105,6 +115,7 @@ pub fn mechanism(index: &Index, container: &str, now: DateTime<Utc>) -> Result<M
         Ok(Mechanism {
             status,
             view,
+            lines,
             being_written,
             pairs,
             over_budget: tree.over_budget(),

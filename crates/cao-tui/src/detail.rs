@@ -133,7 +133,13 @@ pub fn placing(state: &State, node: &Node) -> String {
             None => "Not under any line shown in this mode.".to_owned(),
         };
     }
-    let mut out = String::from("A view line. ");
+    let mut out = if state.left_out(a) {
+        String::from(
+            "A view line left out of the view until summaries are written (the lines add up to more than 32 KiB). ",
+        )
+    } else {
+        String::from("A view line. ")
+    };
     if node.line.is_none() {
         out.push_str(if node.being_written {
             "Its summary is being written now. "

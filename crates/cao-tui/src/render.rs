@@ -170,6 +170,12 @@ fn outline_item(state: &State, row: &Row) -> ListItem<'static> {
                 address.to_string(),
                 level_bar(*address),
             ))];
+            if state.left_out(*address) && *depth == 0 {
+                spans.push(Span::styled(
+                    "[left out] ",
+                    Style::default().add_modifier(Modifier::DIM),
+                ));
+            }
             if let Some(s) = since {
                 spans.push(Span::styled(
                     format!("[{}] ", s.as_str()),

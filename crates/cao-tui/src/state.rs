@@ -289,9 +289,14 @@ impl State {
         self.top_lines().into_iter().find(|t| t.contains(address))
     }
 
-    /// Whether `address` is a line of the live view.
+    /// Whether `address` is a line of the live view state (shown, or left out while summaries are pending).
     pub fn in_view(&self, address: Address) -> bool {
-        self.loaded.mechanism.view.lines.iter().any(|l| l.address == address)
+        self.loaded.mechanism.lines.contains(&address)
+    }
+
+    /// Whether `address` is a line of the view state that the view leaves out (summaries pending).
+    pub fn left_out(&self, address: Address) -> bool {
+        address.end() <= self.loaded.mechanism.view.left_out && self.in_view(address)
     }
 
     /// Rebuild the rows from the mode and the expanded lines, reading the lines not read yet.
@@ -299,12 +304,15 @@ impl State {
         let mut rows = Vec::new();
         match self.mode {
             Mode::Live => {
-                let view = &self.loaded.mechanism.view;
-                if view.left_out > 0 {
-                    rows.push(Row::Notice(cao_journal::render::omission_notice(view.left_out)));
+                // The view as the model reads it; while entries are left out, the notice, then the left-out lines
+                // of the view state (the model does not see them until their summaries are written), then the
+                // lines shown.
+                let m = &self.loaded.mechanism;
+                if m.view.left_out > 0 {
+                    rows.push(Row::Notice(cao_journal::render::omission_notice(m.view.left_out)));
                 }
-                for l in &view.lines {
-                    self.push_tree(&mut rows, l.address, 0, None, None);
+                for a in &m.lines {
+                    self.push_tree(&mut rows, *a, 0, None, None);
                 }
             }
             Mode::Session { session } => {
@@ -406,10 +414,22 @@ impl State {
         if self.rows.is_empty() {
             return;
         }
-        let i = i.min(self.rows.len() - 1);
+        let mut i = i.min(self.rows.len() - 1);
+        // A notice is not selectable: the nearest line row after it, else before it.
+        if self.rows[i].address().is_none() {
+            match (
+                self.rows[i..].iter().position(|r| r.address().is_some()),
+                self.rows[..i].iter().rposition(|r| r.address().is_some()),
+            ) {
+                (Some(k), _) => i += k,
+                (None, Some(k)) => i = k,
+                (None, None) => {}
+            }
+        }
         if i != self.selected {
             self.armed = None;
             self.detail_scroll = 0;
+            self.revealed = None;
         }
         self.selected = i;
         self.keep_visible();
@@ -502,7 +522,10 @@ impl State {
             Key::Down => self.move_by(1),
             Key::PageUp => self.move_by(-(self.page.max(1) as isize)),
             Key::PageDown => self.move_by(self.page.max(1) as isize),
-            Key::Home => self.select(0),
+            Key::Home => {
+                self.select(0);
+                self.scroll = 0;
+            }
             Key::End => self.select(usize::MAX),
             Key::Right => self.right(source),
             Key::Left => self.left(source),
