@@ -68,8 +68,11 @@ pub fn detail(state: &State) -> Option<Detail> {
         if let Some(s) = &w.session {
             who.push(format!("session {s}"));
         }
-        if let Some(p) = w.pid {
-            who.push(format!("pid {p}"));
+        // The process only when nothing else names the writer (a pid says little once the process is gone).
+        if who.is_empty()
+            && let Some(p) = w.pid
+        {
+            who.push(format!("process {p}"));
         }
         let who = if who.is_empty() {
             "an unknown writer".to_owned()

@@ -220,11 +220,16 @@ fn header(state: &State) -> Vec<Line<'static>> {
             Span::raw(format!(" · {} · {mode}", state.loaded.container)),
         ]),
         Line::from(format!(
-            "{} entries · {} view lines · {summarizing}",
-            m.status.entries,
-            m.view.lines.len()
+            "{} · {} · {summarizing}",
+            plural(m.status.entries, "entry", "entries"),
+            plural(m.view.lines.len() as u64, "view line", "view lines"),
         )),
     ]
+}
+
+/// `1 entry`, `2 entries`.
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Draw `state` on `frame`.

@@ -323,6 +323,10 @@ impl State {
                     )),
                     Some(snap) => {
                         let lines = cao_journal::parse_view(&snap.view);
+                        // The snapshot's omission notice, when it left entries out, as the model read it.
+                        if let Some(notice) = snap.view.lines().nth(1).filter(|l| l.starts_with('(')) {
+                            rows.push(Row::Notice(notice.to_owned()));
+                        }
                         if lines.is_empty() {
                             rows.push(Row::Notice(if snap.taken_at_entry == 0 {
                                 format!("Session {} started with an empty view.", snap.session_id)
