@@ -70,6 +70,7 @@ fn list_on_a_fresh_home_shows_defaults_and_writes_nothing() {
             "memory.model.timeout_ms",
             "memory.injection.mode",
             "memory.summarize",
+            "ui.tree_drawing",
         ]
     );
     assert!(!settings_path(&home).exists(), "reading never creates settings.json");
