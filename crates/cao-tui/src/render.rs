@@ -311,9 +311,9 @@ pub fn render(state: &State, frame: &mut Frame) {
     } else {
         let mut lines: Vec<Line> = Vec::new();
         if let Some(d) = detail(state) {
-            lines.extend(d.facts.into_iter().map(Line::from));
+            lines.extend(d.facts.iter().map(|f| Line::from(clean(f))));
             lines.push(Line::from(""));
-            lines.push(Line::from(d.placing));
+            lines.push(Line::from(clean(&d.placing)));
             lines.push(Line::from(""));
             lines.extend(clean_lines(&d.text).into_iter().map(Line::from));
             lines.push(Line::from(""));

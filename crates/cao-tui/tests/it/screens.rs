@@ -119,3 +119,20 @@ fn session_mode_before_any_snapshot_says_no_request_is_prepared() {
     assert!(text.contains("No request has been prepared yet"), "{text}");
     assert_snapshot!("session_mode_no_request", text);
 }
+
+#[test]
+fn control_characters_in_memory_text_never_reach_the_screen() {
+    let fx = cao_testkit::service::ServiceFixture::builder()
+        .project(crate::common::PROJECT)
+        .open();
+    fx.store(
+        "project",
+        "hostile",
+        "# Hostile\u{1b}]52;c;ZXZpbA==\u{7}\nred \u{1b}[31m text\rover",
+    );
+    let mut src = source(&fx, Settings::default());
+    let mut state = open(&mut src);
+    let text = screen(&mut state, 120, 20);
+    assert!(text.contains("hostile"), "{text}");
+    assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
+}
