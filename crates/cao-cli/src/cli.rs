@@ -93,6 +93,10 @@ pub enum MemoryCommand {
     /// Print the live view of a memory journal (the current project's by default): at most 32 KiB of lines
     /// `id+n|text`, oldest first, inside <memory> ... </memory>.
     View(ViewArgs),
+    /// Open the memory inspector on a journal (the current project's by default): the view as the model reads it,
+    /// each line opening into the lines it was made from, what merges next, and delete or purge on the newest
+    /// entry of a memory. Needs a terminal.
+    Inspect(InspectArgs),
     /// Purge one memory: remove its file and index row and erase its text from every version in the journal and
     /// from every summary line, so it is found nowhere on disk (the way to remove a secret).
     ///
@@ -113,6 +117,17 @@ pub struct ViewArgs {
     /// Output format (json: the cao.memory.view/1 object).
     #[arg(long, value_enum, default_value_t = TextFormat::Text)]
     pub format: TextFormat,
+}
+
+/// Arguments of `cao memory inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The journal of this project id (default: the current project's).
+    #[arg(long, value_name = "P", conflicts_with = "container")]
+    pub project_id: Option<String>,
+    /// The journal of this container: `global`, `federated` or a project id.
+    #[arg(long, value_name = "C")]
+    pub container: Option<String>,
 }
 
 /// Arguments of `cao memory purge`.

@@ -142,6 +142,25 @@ impl Address {
     pub fn covers(self, entry: u64) -> bool {
         self.id <= entry && entry < self.end()
     }
+
+    /// The zoom path from this line down to `target` (spec 001 "The inspector": `4 zooms from the view: 368+8 ›
+    /// 372+4 › 374+2 › 375+1`): the lines zoom opens one after the other, each a child of the one before, ending
+    /// with `target`; this line itself is not included. Empty when `target` is this line; `None` when this line
+    /// does not contain `target` or `target` is not a line of this line's subtree (misaligned sizes cannot occur for
+    /// two valid addresses, so containment is the only condition).
+    pub fn zoom_path(self, target: Address) -> Option<Vec<Address>> {
+        if !self.contains(target) {
+            return None;
+        }
+        let mut path = Vec::new();
+        let mut at = self;
+        while at != target {
+            let (left, right) = at.children()?;
+            at = if left.contains(target) { left } else { right };
+            path.push(at);
+        }
+        Some(path)
+    }
 }
 
 impl fmt::Display for Address {
@@ -179,6 +198,18 @@ impl FromStr for Address {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_zoom_path_of_the_spec_example() {
+        let a = |s: &str| s.parse::<Address>().expect("valid");
+        assert_eq!(
+            a("368+8").zoom_path(a("375+1")),
+            Some(vec![a("372+4"), a("374+2"), a("375+1")])
+        );
+        assert_eq!(a("368+8").zoom_path(a("368+8")), Some(vec![]));
+        assert_eq!(a("368+8").zoom_path(a("376+1")), None);
+        assert_eq!(a("368+8").zoom_path(a("368+16")), None);
+    }
 
     #[test]
     fn the_spec_example() {

@@ -18,7 +18,9 @@
 //!   processes through leases;
 //! - [`purge`]: removing a memory's text from the journal and every line that may hold it;
 //! - [`take_snapshot`], [`snapshot`], [`reminder_rows`], [`deliver_reminder`] (each entry listed once per
-//!   snapshot), [`render_reminder`]: what a session saw and what it has not seen.
+//!   snapshot), [`render_reminder`]: what a session saw and what it has not seen;
+//! - [`mechanism`], [`nodes`], [`sessions`], [`entries_since`], [`memory_entries`], [`written_by_session`],
+//!   [`parse_view`], [`Address::zoom_path`]: what the memory inspector reads.
 //!
 //! Invariants (property-tested in `tests/it`):
 //! - Addresses are well formed: n a power of two, id a multiple of n, `id + n <= N` for every stored line.
@@ -35,6 +37,7 @@
 mod address;
 mod append;
 mod error;
+mod inspect;
 mod purge;
 pub mod render;
 mod snapshot;
@@ -47,6 +50,10 @@ pub use address::{Address, AddressError, MAX_ENTRIES};
 pub use append::{append, clear, has_journal, import_entries, open_journal};
 pub use cao_index::{AppendWhen, EntryKind, EntryRow, JournalNote, JournalWriter, LineRow, NewEntry, SnapshotRow};
 pub use error::{JournalError, Result};
+pub use inspect::{
+    Mechanism, Node, SESSIONS_MAX, ViewPair, entries_since, mechanism, memory_entries, nodes, parse_view, sessions,
+    written_by_session,
+};
 pub use purge::{PurgeReport, purge, purge_memory};
 pub use render::{LINE_MAX_BYTES, VIEW_MAX_BYTES};
 pub use snapshot::{

@@ -538,7 +538,20 @@ pub(crate) fn purge(
     let scope = scope.unwrap_or(Scope::Project);
     let scope_id = visibility::target_scope_id(store, ctx, scope, settings)?;
     let memory = MemoryRef::new(scope, scope_id, key.clone());
-    let purged = store.purge(&memory)?;
+    purge_memory(store, ctx, &memory)
+}
+
+/// Purge the memory with the exact identity `memory` (the memory inspector purges the memory of the entry it shows,
+/// which may belong to another session or agent than the caller's); as [`purge`] otherwise.
+///
+/// Errors: I/O, index and journal errors.
+pub(crate) fn purge_memory(
+    store: &Store,
+    ctx: &TerminalContext,
+    memory: &MemoryRef,
+) -> Result<PurgeResult, MemoryError> {
+    let (scope, key) = (memory.scope, &memory.key);
+    let purged = store.purge(memory)?;
     crate::audit_relationships::relationships(store, actor_of(ctx))
         .purge_memory(memory.scope, memory.scope_id(), &memory.key)
         .map_err(crate::audit_relationships::lifecycle_error)?;

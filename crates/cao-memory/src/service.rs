@@ -24,7 +24,7 @@ use crate::{
     audit, audit_relationships, eligibility, explain, export, heal, import, inject, inspect, journal, lessons, lint,
     outcomes, promote, recall, retention, write,
 };
-use cao_core::{CaoHome, Clock, Key, Scope, Settings, SystemClock, TerminalContext};
+use cao_core::{CaoHome, Clock, Key, MemoryRef, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::Index;
 use cao_learn::OutcomeDraft;
 use cao_lifecycle::RelationshipService;
@@ -80,6 +80,11 @@ impl MemoryService {
     /// The SQLite index (for diagnostics and tests).
     pub fn index(&self) -> &Index {
         self.store.index()
+    }
+
+    /// The time now by this service's clock (the system clock, or the one given to [`MemoryService::open_with`]).
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.store.now()
     }
 
     /// The wiki layout.
@@ -165,6 +170,15 @@ impl MemoryService {
     pub fn delete(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<ForgetResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         write::delete(&self.store, &settings, ctx, key, scope)
+    }
+
+    /// Delete the memory with the exact identity `memory` (operator; the memory inspector's `d` on the newest entry
+    /// of a memory, which may be another session's or agent's). A missing memory is `action: "absent"`.
+    ///
+    /// Errors: [`MemoryError::Disabled`], I/O and index errors.
+    pub fn delete_memory(&self, ctx: &TerminalContext, memory: &MemoryRef) -> Result<ForgetResult, MemoryError> {
+        self.ensure_enabled()?;
+        write::delete_memory(&self.store, ctx, memory)
     }
 
     /// Delete every memory of `scope` visible to the caller (its session/agent/project; global and federated
@@ -475,6 +489,15 @@ impl MemoryService {
     pub fn purge(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<PurgeResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         journal::purge(&self.store, &settings, ctx, key, scope)
+    }
+
+    /// Purge the memory with the exact identity `memory` (the memory inspector's `x` on the newest entry of a
+    /// memory, which may be another session's or agent's); as [`MemoryService::purge`] otherwise.
+    ///
+    /// Errors: [`MemoryError::Disabled`], I/O, index and journal errors.
+    pub fn purge_memory(&self, ctx: &TerminalContext, memory: &MemoryRef) -> Result<PurgeResult, MemoryError> {
+        self.ensure_enabled()?;
+        journal::purge_memory(&self.store, ctx, memory)
     }
 
     /// Take the view for `session_id` and record it as the session's snapshot (session start and each rebuild).

@@ -230,17 +230,40 @@ fn removed_by(
 ) -> Result<ForgetResult, MemoryError> {
     let scope_id = visibility::target_scope_id(store, ctx, scope, settings)?;
     let memory = MemoryRef::new(scope, scope_id, key.clone());
-    let result = remove(store, actor_of(ctx), &writer_of(ctx), &memory)?;
+    removed_as(store, ctx, event, &memory)
+}
+
+/// Remove the memory `memory` names (its exact identity, whoever's scope id it has) and audit it as `event`.
+fn removed_as(
+    store: &Store,
+    ctx: &TerminalContext,
+    event: AuditEvent,
+    memory: &MemoryRef,
+) -> Result<ForgetResult, MemoryError> {
+    let result = remove(store, actor_of(ctx), &writer_of(ctx), memory)?;
     audit::record(
         store,
         event,
         actor_of(ctx),
-        scope,
+        memory.scope,
         memory.scope_id(),
         &result.key,
         result.action,
     );
     Ok(result)
+}
+
+/// Delete the memory with the exact identity `memory` (operator: the memory inspector deletes the memory of the
+/// entry it shows, which may belong to another session or agent than the caller's); audited as a delete by `ctx`.
+/// A missing memory is `action: "absent"`, as for [`delete`].
+///
+/// Errors: I/O and index errors.
+pub(crate) fn delete_memory(
+    store: &Store,
+    ctx: &TerminalContext,
+    memory: &MemoryRef,
+) -> Result<ForgetResult, MemoryError> {
+    removed_as(store, ctx, AuditEvent::Delete, memory)
 }
 
 /// Delete every memory of `scope` visible to the caller; see `MemoryService::clear`. Returns how many were

@@ -72,7 +72,8 @@ fn list_on_a_fresh_home_shows_defaults_and_writes_nothing() {
             "memory.summarize",
             "memory.learning_enabled",
             "memory.instruction_promotion_enabled",
-            "agents.dirs"
+            "agents.dirs",
+            "ui.tree_drawing",
         ]
     );
     assert!(!settings_path(&home).exists(), "reading never creates settings.json");

@@ -18,6 +18,7 @@ mod context_terminal_cli;
 mod explain_cli;
 mod hardening_cli;
 mod inject_cli;
+mod inspect_cli;
 mod journal_cli;
 mod learning_cli;
 mod lifecycle_e2e;

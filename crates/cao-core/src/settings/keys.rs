@@ -47,6 +47,8 @@ pub enum SettingKind {
     /// read); on the command line and in the environment, paths separated by `:` (as `PATH`). At most
     /// [`super::learning::MAX_AGENT_DIRS`] entries of at most 4096 bytes, no NUL.
     Dirs,
+    /// A switch spelled `on` or `off` (a string, as the `[ui]` settings of spec 001 are).
+    Switch,
 }
 
 impl SettingKind {
@@ -59,7 +61,8 @@ impl SettingKind {
             | SettingKind::Url
             | SettingKind::Name
             | SettingKind::EnvVarName
-            | SettingKind::InjectionMode => "string",
+            | SettingKind::InjectionMode
+            | SettingKind::Switch => "string",
             SettingKind::Argv | SettingKind::Dirs => "list",
             SettingKind::Millis => "integer",
         }
@@ -78,6 +81,7 @@ impl SettingKind {
             SettingKind::Millis => model::MILLIS_EXPECTED,
             SettingKind::InjectionMode => INJECTION_MODE_EXPECTED,
             SettingKind::Dirs => super::learning::DIRS_EXPECTED,
+            SettingKind::Switch => SWITCH_EXPECTED,
         }
     }
 
@@ -249,6 +253,20 @@ pub const MEMORY_SUMMARIZE: SettingKey = SettingKey {
     doc: "Let cao-server and cao-mcp-server write the journal's summary lines in the background (two at a time).",
 };
 
+/// `ui.tree_drawing`: whether the memory inspector's detail pane draws the tree around the selection as boxes (`on`)
+/// or with the outline's tree lines (`off`) (spec 001 "The inspector": `mermaid = "off"` under `[ui]`).
+pub const UI_TREE_DRAWING: SettingKey = SettingKey {
+    name: "ui.tree_drawing",
+    kind: SettingKind::Switch,
+    default: SettingDefault::Text("on"),
+    env: "CAO_UI_TREE_DRAWING",
+    doc: "How the memory inspector draws the tree around the selection: on (boxes) or off (the outline's tree \
+          lines).",
+};
+
+/// What a valid switch looks like.
+const SWITCH_EXPECTED: &str = "one of on, off";
+
 /// What a new session is given ([`MEMORY_INJECTION_MODE`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum InjectionMode {
@@ -341,6 +359,7 @@ pub const KEYS: &[SettingKey] = &[
     MEMORY_LEARNING_ENABLED,
     MEMORY_INSTRUCTION_PROMOTION_ENABLED,
     AGENTS_DIRS,
+    UI_TREE_DRAWING,
 ];
 
 /// The known setting named `name` (exact, case-sensitive).
@@ -394,6 +413,10 @@ pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
             None => Err(invalid()),
         },
         SettingKind::Dirs => checked(super::learning::parse_dirs(raw)),
+        SettingKind::Switch => match raw {
+            "on" | "off" => Ok(Value::String(raw.to_owned())),
+            _ => Err(invalid()),
+        },
         SettingKind::Bool => match raw {
             "true" => Ok(Value::Bool(true)),
             "false" => Ok(Value::Bool(false)),
@@ -588,6 +611,17 @@ impl Settings {
         self.effective_bool(&MEMORY_SUMMARIZE)
     }
 
+    /// `ui.tree_drawing` (env `CAO_UI_TREE_DRAWING`), default `on`: true when the memory inspector draws the tree
+    /// around the selection as boxes, false (`off`) for the outline's tree lines. An invalid value warns and reads
+    /// as `on`.
+    pub fn tree_drawing(&self) -> bool {
+        let eff = self.effective(&UI_TREE_DRAWING);
+        if let Some(w) = &eff.warning {
+            tracing::warn!(setting = UI_TREE_DRAWING.name, "{w}");
+        }
+        eff.value.as_ref().and_then(Value::as_str) != Some("off")
+    }
+
     /// `memory.injection.mode` (env `CAO_MEMORY_INJECTION_MODE`), default `block`; an invalid value warns and
     /// reads as `block`.
     pub fn injection_mode(&self) -> InjectionMode {
@@ -644,15 +678,16 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), KEYS.len());
         for k in KEYS {
+            // Three sections: the memory system's, the agent profiles' and the inspector's (`[ui]` of spec 001).
             assert!(
-                ["memory.", "agents."].iter().any(|p| k.name.starts_with(p)) && !k.name.ends_with('.'),
+                ["memory.", "agents.", "ui."].iter().any(|p| k.name.starts_with(p)) && !k.name.ends_with('.'),
                 "{}",
                 k.name
             );
             assert!(k.env.starts_with("CAO_"), "{}", k.env);
             match (k.kind, k.default) {
                 (SettingKind::Bool, SettingDefault::Bool(_))
-                | (SettingKind::Provider | SettingKind::InjectionMode, SettingDefault::Text(_))
+                | (SettingKind::Provider | SettingKind::InjectionMode | SettingKind::Switch, SettingDefault::Text(_))
                 | (SettingKind::Millis, SettingDefault::Int(_))
                 | (
                     SettingKind::ProjectId
@@ -707,6 +742,26 @@ mod tests {
             assert_eq!((m.block(), m.view()), (block, view));
             assert_eq!(InjectionMode::parse(m.as_str()), Some(m));
         }
+    }
+
+    #[test]
+    fn tree_drawing_is_on_or_off_and_anything_else_reads_as_on() {
+        assert_eq!(eff(json!({}), &UI_TREE_DRAWING, &[]).value, Some(json!("on")));
+        let off = json!({"ui": {"tree_drawing": "off"}});
+        assert_eq!(eff(off.clone(), &UI_TREE_DRAWING, &[]).value, Some(json!("off")));
+        assert_eq!(
+            eff(off, &UI_TREE_DRAWING, &[("CAO_UI_TREE_DRAWING", "on")]).value,
+            Some(json!("on"))
+        );
+        let e = eff(json!({"ui": {"tree_drawing": "boxes"}}), &UI_TREE_DRAWING, &[]);
+        assert_eq!((e.value, e.source), (Some(json!("on")), SettingSource::Default));
+        assert!(e.warning.is_some_and(|w| w.contains("on, off")));
+        let e = eff(json!({"ui": {"tree_drawing": false}}), &UI_TREE_DRAWING, &[]);
+        assert_eq!(e.source, SettingSource::Default);
+        assert!(parse_value(&UI_TREE_DRAWING, "off").is_ok());
+        assert!(parse_value(&UI_TREE_DRAWING, "OFF").is_err());
+        assert!(parse_value(&UI_TREE_DRAWING, "false").is_err());
+        assert!(Settings::from_value(json!({})).tree_drawing());
     }
 
     #[test]

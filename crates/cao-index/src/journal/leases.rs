@@ -117,4 +117,21 @@ impl JournalTx<'_> {
             .query_row(params![container, now_ms], |r| r.get(0))?;
         Ok(from_sql(n))
     }
+
+    /// The lines of `container` under an unexpired lease with a holder (being written now), as `(id, n)` in address
+    /// order. Errors: as above.
+    pub fn active_lease_lines(&self, container: &str, now_ms: i64) -> Result<Vec<(u64, u64)>> {
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT id, n FROM cao_journal_leases WHERE container = ?1 AND holder <> '' AND expires_at > ?2
+                 ORDER BY id, n",
+            )?
+            .query_map(params![container, now_ms], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+            })?
+            .map(|r| r.map(|(i, n)| (from_sql(i), from_sql(n))))
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
 }

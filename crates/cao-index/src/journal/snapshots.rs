@@ -87,6 +87,32 @@ impl JournalTx<'_> {
             .optional()?)
     }
 
+    /// Every snapshot of `container`, the most recently taken first (ties by session id), at most `limit`: the
+    /// sessions the memory inspector's "This session" mode offers. Errors: [`crate::IndexError::Sqlite`].
+    pub fn snapshots_all(&self, container: &str, limit: usize) -> Result<Vec<SnapshotRow>> {
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT session_id, taken_at_entry, taken_at, view FROM cao_journal_snapshots WHERE container = ?1
+                 ORDER BY taken_at DESC, session_id LIMIT ?2",
+            )?
+            .query_map(params![container, to_sql(limit as u64)?], |r| {
+                Ok(SnapshotRow {
+                    session_id: r.get(0)?,
+                    taken_at_entry: from_sql(r.get(1)?),
+                    taken_at: r
+                        .get::<_, String>(2)
+                        .ok()
+                        .as_deref()
+                        .and_then(parse_db_ts)
+                        .unwrap_or(DateTime::UNIX_EPOCH),
+                    view: r.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
     /// Blank the stored view text of every snapshot of `container` taken after entry `from` was appended
     /// (`taken_at_entry > from`), keeping its entry count. Returns how many were blanked.
     /// Errors: [`crate::IndexError::Sqlite`].
