@@ -115,9 +115,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// The workspace root: xtask lives in `<root>/xtask`.
+/// The workspace root: xtask lives in `<root>/xtask`. `cargo run` (which `cargo xtask` is) sets
+/// `CARGO_MANIFEST_DIR` for the process, so that value wins over the one compiled in: a build directory shared by
+/// two checkouts (`CARGO_TARGET_DIR`, a copied `target/`) must not make one checkout's gate run on the other.
 fn workspace_root() -> Result<PathBuf> {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let runtime = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from);
+    let manifest_dir = runtime.as_deref().unwrap_or(Path::new(env!("CARGO_MANIFEST_DIR")));
     let root = manifest_dir
         .parent()
         .with_context(|| format!("xtask manifest dir {} has no parent", manifest_dir.display()))?;
