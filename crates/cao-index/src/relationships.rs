@@ -205,6 +205,8 @@ pub struct RelationshipFilter {
     pub scope_id: Option<String>,
     /// Only edges leaving this memory key.
     pub source_key: Option<Key>,
+    /// Only edges into this memory key (served by the target index).
+    pub target_key: Option<Key>,
     /// Only edges in this status.
     pub status: Option<RelStatus>,
     /// Only stale edges ([`RelationshipRecord::is_stale`]).
@@ -505,6 +507,10 @@ impl Index {
         }
         if let Some(k) = &filter.source_key {
             clauses.push("r.source_key = ?");
+            params.push(Value::Text(k.as_str().to_owned()));
+        }
+        if let Some(k) = &filter.target_key {
+            clauses.push("r.target_key = ?");
             params.push(Value::Text(k.as_str().to_owned()));
         }
         if let Some(st) = filter.status {

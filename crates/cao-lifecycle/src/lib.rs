@@ -328,6 +328,7 @@ impl RelationshipService {
             scope: Some(scope),
             scope_id: Some(scope_id.unwrap_or_default().to_owned()),
             source_key: Some(source.clone()),
+            target_key: None,
             status: None,
             stale: false,
         };

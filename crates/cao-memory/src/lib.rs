@@ -66,6 +66,7 @@ mod lint_report;
 mod lint_table;
 #[cfg(test)]
 mod module_graph;
+mod overview;
 pub mod provider_files;
 mod recall;
 mod related;
@@ -109,6 +110,7 @@ pub use lint_report::{
     FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintReport, LintRequest, Severity,
 };
 pub use lint_table::{render_heal_text, render_lint_table};
+pub use overview::{ContainerSummary, JournalSummary};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };

@@ -224,6 +224,7 @@ pub async fn list_relationships(
         scope: q.scope.map(Scope::from),
         scope_id,
         source_key: q.source_key.as_deref().map(strict_key).transpose()?,
+        target_key: None,
         status: Some(q.status.map_or(RelStatus::Active, RelStatus::from)),
         stale: q.stale.unwrap_or(false),
     };
