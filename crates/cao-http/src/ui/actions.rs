@@ -63,7 +63,11 @@ pub(crate) struct PurgeForm {
     confirm: Option<String>,
 }
 
-fn target(scope_raw: &str, key_raw: &str, scope_id: Option<String>) -> Result<(Scope, cao_core::Key, TerminalContext), ApiError> {
+fn target(
+    scope_raw: &str,
+    key_raw: &str,
+    scope_id: Option<String>,
+) -> Result<(Scope, cao_core::Key, TerminalContext), ApiError> {
     let key = strict_key(key_raw)?;
     let scope: Scope = scope_raw
         .parse()
@@ -90,7 +94,10 @@ pub(crate) async fn delete(
     with_service(&state.api, move |svc| {
         let r = svc.delete(&call_ctx, &k, Some(scope))?;
         if !r.deleted {
-            return Err(ApiError::not_found(format!("no memory {:?} in scope {scope}", k.as_str())));
+            return Err(ApiError::not_found(format!(
+                "no memory {:?} in scope {scope}",
+                k.as_str()
+            )));
         }
         flush.mark();
         Ok(())
@@ -125,7 +132,10 @@ pub(crate) async fn purge(
     let r = with_service(&state.api, move |svc| {
         let r = svc.purge(&call_ctx, &k, Some(scope))?;
         if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 {
-            return Err(ApiError::not_found(format!("no memory {:?} in scope {scope}", k.as_str())));
+            return Err(ApiError::not_found(format!(
+                "no memory {:?} in scope {scope}",
+                k.as_str()
+            )));
         }
         flush.mark();
         Ok(r)

@@ -52,11 +52,7 @@ impl Token {
 
 /// 64 random lowercase hex digits (two v4 UUIDs' 122 random bits each, from the OS generator).
 fn new_value() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
+    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
 }
 
 fn well_formed(v: &str) -> bool {
@@ -114,7 +110,10 @@ pub async fn require_token(req: Request, next: Next) -> Response {
         );
     };
     if !form_matches(&parts.headers, &bytes) {
-        tracing::warn!(path = parts.uri.path(), "refused a UI form without a matching CSRF token");
+        tracing::warn!(
+            path = parts.uri.path(),
+            "refused a UI form without a matching CSRF token"
+        );
         return super::layout::error_page(
             StatusCode::FORBIDDEN,
             "csrf_refused",
@@ -140,7 +139,13 @@ mod tests {
         let b = Token::for_request(&HeaderMap::new());
         assert!(a.fresh && well_formed(&a.value) && a.value != b.value);
         let kept = Token::for_request(&with_cookie(&format!("x=1; {COOKIE}={}", a.value)));
-        assert_eq!(kept, Token { value: a.value.clone(), fresh: false });
+        assert_eq!(
+            kept,
+            Token {
+                value: a.value.clone(),
+                fresh: false
+            }
+        );
         let cookie = a.set_cookie();
         let cookie = cookie.to_str().expect("ascii");
         assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/ui"));
@@ -152,9 +157,15 @@ mod tests {
         let h = with_cookie(&format!("{COOKIE}={t}"));
         assert!(form_matches(&h, format!("csrf={t}&key=x").as_bytes()));
         assert!(!form_matches(&h, b"key=x"), "no field");
-        assert!(!form_matches(&h, format!("csrf={}", "cd".repeat(32)).as_bytes()), "another value");
+        assert!(
+            !form_matches(&h, format!("csrf={}", "cd".repeat(32)).as_bytes()),
+            "another value"
+        );
         assert!(!form_matches(&h, format!("csrf={t}&csrf={t}").as_bytes()), "two fields");
-        assert!(!form_matches(&HeaderMap::new(), format!("csrf={t}").as_bytes()), "no cookie");
+        assert!(
+            !form_matches(&HeaderMap::new(), format!("csrf={t}").as_bytes()),
+            "no cookie"
+        );
         let short = with_cookie(&format!("{COOKIE}=abc"));
         assert!(!form_matches(&short, b"csrf=abc"), "a malformed cookie is no token");
         let two = with_cookie(&format!("{COOKIE}={t}; {COOKIE}={t}"));

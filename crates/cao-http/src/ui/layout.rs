@@ -89,7 +89,11 @@ pub fn error_page(status: StatusCode, code: &str, message: &str) -> Response {
             p { a href="/ui" { "Back to the containers" } }
         }
     };
-    let mut resp = (status, axum::response::Html(shell("Error", None, None, false, body).into_string())).into_response();
+    let mut resp = (
+        status,
+        axum::response::Html(shell("Error", None, None, false, body).into_string()),
+    )
+        .into_response();
     set_html(&mut resp);
     resp
 }

@@ -19,7 +19,8 @@
 //! - **Untrusted text.** Memory content, keys, tags, findings and journal lines are only ever interpolated by maud,
 //!   which escapes them; a stored `<script>` renders as text. Every answer carries a strict
 //!   `Content-Security-Policy` (`default-src 'none'`; script and style only from `/ui/static/`; no inline script or
-//!   style; `frame-ancestors 'none'`; `form-action 'self'`), `X-Frame-Options: DENY`, `nosniff`, `no-referrer` and
+//!   style; `frame-ancestors 'none'`; `form-action 'self'`), `X-Frame-Options: DENY`, `nosniff`, `Referrer-Policy: same-origin` (not `no-referrer`, under which a browser sends
+//!   `Origin: null` with its own forms, which the edge refuses) and
 //!   `Cache-Control: no-store`.
 //! - **CSRF.** Every state-changing form is a POST checked by the edge's Origin rule and a double-submit token
 //!   ([`csrf`]).
@@ -28,9 +29,9 @@
 //! - **Lists page.** Browse, relationships and findings show [`PAGE_SIZE`] rows per page; nothing renders a whole
 //!   store.
 
+mod actions;
 pub mod csrf;
 pub mod layout;
-mod actions;
 mod pages;
 
 use crate::api::{ApiError, ApiState};
@@ -204,17 +205,13 @@ async fn security_headers(mut resp: Response) -> Response {
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
 }
 
 async fn script() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
-        UI_JS,
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], UI_JS).into_response()
 }
 
 async fn stylesheet() -> Response {

@@ -456,7 +456,11 @@ pub(crate) async fn memory(
 ) -> UiResult {
     let key = strict_key(&key_raw)?;
     let scope = parse_scope(Some(&scope_raw))?.ok_or_else(|| ApiError::invalid("a scope is required"))?;
-    let scope_id = if scope.needs_scope_id() { nonempty(q.scope_id.clone()) } else { None };
+    let scope_id = if scope.needs_scope_id() {
+        nonempty(q.scope_id.clone())
+    } else {
+        None
+    };
     if let Some(id) = &scope_id {
         context_for(scope, Some(id.clone()))?;
     }
@@ -473,7 +477,10 @@ pub(crate) async fn memory(
             };
             let scope_id = memory.as_ref().and_then(|m| m.scope_id.clone()).or(scope_id);
             if scope.needs_scope_id() && scope_id.is_none() {
-                return Err(ApiError::not_found(format!("no memory {:?} in scope {scope}", key.as_str())));
+                return Err(ApiError::not_found(format!(
+                    "no memory {:?} in scope {scope}",
+                    key.as_str()
+                )));
             }
             let rels = svc.relationships(cao_memory::audit::actor_of(&TerminalContext::default()));
             let filter = RelationshipFilter {
@@ -491,7 +498,10 @@ pub(crate) async fn memory(
             })?;
             let (history, versions) = svc.history(&key, scope, scope_id.as_deref(), HISTORY_SHOWN)?;
             if memory.is_none() && versions == 0 {
-                return Err(ApiError::not_found(format!("no memory {:?} in scope {scope}", key.as_str())));
+                return Err(ApiError::not_found(format!(
+                    "no memory {:?} in scope {scope}",
+                    key.as_str()
+                )));
             }
             Ok(MemoryPage {
                 memory,
@@ -563,7 +573,13 @@ pub(crate) async fn memory(
 /// A key as an HTML `pattern` (keys are `[a-z0-9-]`, which need no escaping in a pattern but `-` outside a class).
 fn regex_literal(key: &str) -> String {
     key.chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_string() } else { format!("\\{c}") })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_string()
+            } else {
+                format!("\\{c}")
+            }
+        })
         .collect()
 }
 
@@ -696,7 +712,13 @@ pub(crate) async fn relationships(State(state): State<UiState>, ctx: Ctx, Query(
             ..RelationshipFilter::default()
         })?;
         let total = all.len();
-        Ok((all.into_iter().skip(page_no * PAGE_SIZE).take(PAGE_SIZE).collect::<Vec<_>>(), total))
+        Ok((
+            all.into_iter()
+                .skip(page_no * PAGE_SIZE)
+                .take(PAGE_SIZE)
+                .collect::<Vec<_>>(),
+            total,
+        ))
     })
     .await?;
     let can_write = ctx.allows(ApiScope::Write);
@@ -743,7 +765,13 @@ pub(crate) async fn relationships(State(state): State<UiState>, ctx: Ctx, Query(
         }
         (pager(page_no, total > (page_no + 1) * PAGE_SIZE, |p| format!("/ui/relationships?{}", query_string(&[("status", status_str), ("page", &p.to_string())]))))
     };
-    Ok(page(&ctx, StatusCode::OK, "Relationships", Some("/ui/relationships"), body))
+    Ok(page(
+        &ctx,
+        StatusCode::OK,
+        "Relationships",
+        Some("/ui/relationships"),
+        body,
+    ))
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1043,10 +1071,7 @@ mod tests {
     #[test]
     fn view_lines_keep_addresses_and_drop_tags_and_notices() {
         let v = "<memory>\n(3 oldest entries are left out)\n0+2|a|b\n2+1|c\n</memory>";
-        assert_eq!(
-            view_lines(v),
-            vec![(0, 2, "a|b".to_owned()), (2, 1, "c".to_owned())]
-        );
+        assert_eq!(view_lines(v), vec![(0, 2, "a|b".to_owned()), (2, 1, "c".to_owned())]);
     }
 
     #[test]

@@ -15,3 +15,4 @@ mod keep_alive;
 mod router;
 #[cfg(target_os = "linux")]
 mod settings_reads;
+mod ui;
