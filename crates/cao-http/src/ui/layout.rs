@@ -133,7 +133,7 @@ pub fn csrf_field(ctx: &Ctx) -> Markup {
 /// A horizontal gauge of `value` out of `max` (inline SVG, no style attribute); `over` marks it when above.
 pub fn gauge(value: u64, max: u64, label: &str) -> Markup {
     const W: u64 = 160;
-    let filled = if max == 0 { 0 } else { (value.min(max) * W) / max };
+    let filled = (value.min(max) * W).checked_div(max).unwrap_or(0);
     let class = if value > max {
         "gauge over"
     } else if value * 10 >= max * 9 {
