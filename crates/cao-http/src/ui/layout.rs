@@ -109,7 +109,7 @@ pub fn sign_in_page(message: &str) -> Response {
             p.message { (message) }
             form #token-form data-token-form="1" action="/ui" method="get" {
                 label for="token" { "Bearer token" }
-                input #token type="password" name="token-input" autocomplete="off" required;
+                input #token type="password" autocomplete="off" required;
                 button type="submit" { "Use this token" }
             }
             p.hint { "The token is kept in this tab's session storage only, and sent as an Authorization header." }
