@@ -607,6 +607,18 @@ impl RelationshipService {
         Ok(self.index.relationships(filter)?.into_iter().map(Into::into).collect())
     }
 
+    /// One page of [`RelationshipService::list`]: at most `limit` edges after the first `offset`, and how many match
+    /// in all (the page is cut in SQL unless `filter.stale` is set). Errors: [`LifecycleError::Index`].
+    pub fn list_page(
+        &self,
+        filter: &RelationshipFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Relationship>, usize)> {
+        let (page, total) = self.index.relationships_page(filter, offset, limit)?;
+        Ok((page.into_iter().map(Into::into).collect(), total))
+    }
+
     /// Delete every edge (any origin, any status) into or out of the memory `(key, scope, scope_id)`; called when it
     /// is forgotten. Returns the number of rows deleted; each is reported to the audit sink as a purge.
     /// Errors: [`LifecycleError::Index`].

@@ -707,18 +707,14 @@ pub(crate) async fn relationships(State(state): State<UiState>, ctx: Ctx, Query(
     let page_no = q.page.unwrap_or(0).min(100_000);
     let (rows, total) = with_service(&state.api, move |svc| {
         let rels = svc.relationships(cao_memory::audit::actor_of(&TerminalContext::default()));
-        let all = rels.list(&RelationshipFilter {
-            status: Some(status),
-            ..RelationshipFilter::default()
-        })?;
-        let total = all.len();
-        Ok((
-            all.into_iter()
-                .skip(page_no * PAGE_SIZE)
-                .take(PAGE_SIZE)
-                .collect::<Vec<_>>(),
-            total,
-        ))
+        Ok(rels.list_page(
+            &RelationshipFilter {
+                status: Some(status),
+                ..RelationshipFilter::default()
+            },
+            page_no * PAGE_SIZE,
+            PAGE_SIZE,
+        )?)
     })
     .await?;
     let can_write = ctx.allows(ApiScope::Write);
