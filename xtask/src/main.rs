@@ -335,7 +335,7 @@ fn test(root: &Path) -> Result<ExitCode> {
                 .fail(
                     "e2e",
                     &format!(
-                        "`{} -m pytest` with the `mcp` and `httpx` packages is not available; install the test \
+                        "`{} -m pytest` with the `mcp`, `httpx` and `selenium` packages is not available; install the test \
                          dependencies with `pip install -r tests/e2e/requirements.txt`",
                         python().to_string_lossy()
                     ),
@@ -417,7 +417,7 @@ fn deny(root: &Path, gate: &mut Gate) -> Result<()> {
 /// Whether the Python interpreter can import what the end-to-end tests need.
 fn python_has_test_deps(root: &Path) -> bool {
     Command::new(python())
-        .args(["-c", "import pytest, mcp, httpx"])
+        .args(["-c", "import pytest, mcp, httpx, selenium"])
         .current_dir(root)
         .output()
         .is_ok_and(|o| o.status.success())

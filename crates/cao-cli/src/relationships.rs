@@ -163,6 +163,7 @@ impl RelPlan {
                         (None, None) => None,
                     },
                     source_key: source_key.clone(),
+                    target_key: None,
                     status: Some(*status),
                     stale: *stale,
                 };

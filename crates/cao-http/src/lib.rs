@@ -7,6 +7,8 @@
 //!   ([`context_from_headers`]): `X-CAO-Terminal-Id`, `X-CAO-Session-Name`, `X-CAO-Agent-Profile`,
 //!   `X-CAO-Provider`, `X-CAO-Cwd` (absolute path; the project identity is derived from it) and
 //!   `X-CAO-Project-Id` (explicit project id, beats the cwd).
+//! - `/ui`: the operator's web UI ([`ui`]): server-rendered HTML pages over the same service calls as the REST
+//!   API, behind the same edge and scope layers, with CSRF tokens on its forms.
 //! - `GET /health`: `200 {"status": "ok", "version", "implementation": "cao-rs", "memory_enabled", "index"}` with
 //!   `index` `ok` (the open database is the home's and answers) or `not_open` (no call has opened the store yet);
 //!   `503 {"status": "degraded", ..., "index": "unusable", "message"}` when the database was deleted or replaced
@@ -60,6 +62,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub mod api;
+pub mod ui;
 
 /// Header carrying the caller's terminal id.
 pub const HEADER_TERMINAL_ID: &str = "x-cao-terminal-id";
@@ -157,14 +160,13 @@ pub fn router(svc: ServiceHandle, config: HttpConfig) -> Router {
 /// `memory.enabled` switch is still read from `svc`'s home before anything reaches `backend`.
 pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<dyn cao_mcp::MemoryBackend>) -> Router {
     let tools = MemoryTools::new(svc.clone(), Arc::new(HeaderContext), config.flush.clone()).with_backend(backend);
-    let (api_router, doc) = api_router(
-        api::ApiState {
-            svc: svc.clone(),
-            tools: tools.clone(),
-            flush: config.flush.clone(),
-        },
-        config.auth.clone(),
-    );
+    let api_state = api::ApiState {
+        svc: svc.clone(),
+        tools: tools.clone(),
+        flush: config.flush.clone(),
+    };
+    let ui_router = ui::ui_router(api_state.clone(), config.auth.clone());
+    let (api_router, doc) = api_router(api_state, config.auth.clone());
     let mcp_config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -188,6 +190,7 @@ pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<
         )
         .with_state(svc.clone())
         .merge(api_router)
+        .merge(ui_router)
         .route("/openapi.json", get(openapi_json).with_state(Arc::new(doc)))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed);

@@ -205,6 +205,8 @@ pub struct RelationshipFilter {
     pub scope_id: Option<String>,
     /// Only edges leaving this memory key.
     pub source_key: Option<Key>,
+    /// Only edges into this memory key (served by the target index).
+    pub target_key: Option<Key>,
     /// Only edges in this status.
     pub status: Option<RelStatus>,
     /// Only stale edges ([`RelationshipRecord::is_stale`]).
@@ -493,30 +495,49 @@ impl Index {
     ///
     /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
     pub fn relationships(&self, filter: &RelationshipFilter) -> Result<Vec<RelationshipRecord>> {
-        let mut clauses: Vec<&str> = Vec::new();
-        let mut params: Vec<Value> = Vec::new();
-        if let Some(s) = filter.scope {
-            clauses.push("r.scope = ?");
-            params.push(Value::Text(s.as_str().to_owned()));
+        self.relationships_window(filter, None)
+    }
+
+    /// One page of [`Index::relationships`]: at most `limit` edges after the first `offset` of that order, and the
+    /// number of matching edges in all. Without the stale filter the page is cut in SQL (only its rows are
+    /// decoded); with it, after the stale check.
+    ///
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn relationships_page(
+        &self,
+        filter: &RelationshipFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<RelationshipRecord>, usize)> {
+        if filter.stale {
+            let all = self.relationships(filter)?;
+            let total = all.len();
+            return Ok((all.into_iter().skip(offset).take(limit).collect(), total));
         }
-        if let Some(id) = &filter.scope_id {
-            clauses.push("r.scope_id = ?");
-            params.push(Value::Text(id.clone()));
-        }
-        if let Some(k) = &filter.source_key {
-            clauses.push("r.source_key = ?");
-            params.push(Value::Text(k.as_str().to_owned()));
-        }
-        if let Some(st) = filter.status {
-            clauses.push("r.status = ?");
-            params.push(Value::Text(st.as_str().to_owned()));
-        }
-        let where_sql = if clauses.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", clauses.join(" AND "))
+        let (sql_where, params) = relationship_where(filter);
+        let total: i64 = self.read(|tx| {
+            Ok(tx.query_row(
+                &format!("SELECT count(*) FROM memory_relationships r {sql_where}"),
+                rusqlite::params_from_iter(params.iter()),
+                |r| r.get(0),
+            )?)
+        })?;
+        let page = self.relationships_window(filter, Some((offset, limit)))?;
+        Ok((page, usize::try_from(total).unwrap_or(0)))
+    }
+
+    /// [`Index::relationships`], optionally only `(offset, limit)` of the order (cut in SQL).
+    fn relationships_window(
+        &self,
+        filter: &RelationshipFilter,
+        window: Option<(usize, usize)>,
+    ) -> Result<Vec<RelationshipRecord>> {
+        let (where_sql, params) = relationship_where(filter);
+        let cut = match window {
+            Some((offset, limit)) => format!(" LIMIT {limit} OFFSET {offset}"),
+            None => String::new(),
         };
-        let sql = format!("SELECT {EDGE_COLUMNS} FROM {EDGE_FROM} {where_sql} ORDER BY {EDGE_ORDER}");
+        let sql = format!("SELECT {EDGE_COLUMNS} FROM {EDGE_FROM} {where_sql} ORDER BY {EDGE_ORDER}{cut}");
         self.read(|tx| {
             let mut stmt = tx.prepare(&sql)?;
             let decoded = stmt
@@ -529,7 +550,41 @@ impl Index {
                 .collect())
         })
     }
+}
 
+/// The `WHERE` clause of a filter (every value bound; the stale filter is applied after decoding).
+fn relationship_where(filter: &RelationshipFilter) -> (String, Vec<Value>) {
+    let mut clauses: Vec<&str> = Vec::new();
+    let mut params: Vec<Value> = Vec::new();
+    if let Some(s) = filter.scope {
+        clauses.push("r.scope = ?");
+        params.push(Value::Text(s.as_str().to_owned()));
+    }
+    if let Some(id) = &filter.scope_id {
+        clauses.push("r.scope_id = ?");
+        params.push(Value::Text(id.clone()));
+    }
+    if let Some(k) = &filter.source_key {
+        clauses.push("r.source_key = ?");
+        params.push(Value::Text(k.as_str().to_owned()));
+    }
+    if let Some(k) = &filter.target_key {
+        clauses.push("r.target_key = ?");
+        params.push(Value::Text(k.as_str().to_owned()));
+    }
+    if let Some(st) = filter.status {
+        clauses.push("r.status = ?");
+        params.push(Value::Text(st.as_str().to_owned()));
+    }
+    let where_sql = if clauses.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", clauses.join(" AND "))
+    };
+    (where_sql, params)
+}
+
+impl Index {
     /// Set the status of edge `id` to `to` (and `updated_at` to `now`) unless its current status is in `refuse`;
     /// the check and the write are one transaction.
     ///

@@ -791,6 +791,33 @@ impl Index {
         })
     }
 
+    /// The number of native rows of each `(scope, scope_id)`, ordered by scope then scope id (the containers
+    /// overview). Rows with a scope this crate does not know are left out. One grouped pass over
+    /// `idx_memory_scope`. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn scope_counts(&self) -> Result<Vec<(Scope, Option<String>, u64)>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT scope, scope_id, count(*) FROM memory_metadata WHERE source_kind = 'native'
+                 GROUP BY scope, scope_id ORDER BY scope, scope_id",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (scope, scope_id, n) = row?;
+                if let Ok(scope) = scope.parse::<Scope>() {
+                    out.push((scope, scope_id, u64::try_from(n).unwrap_or(0)));
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// Number of rows of every kind (native and vault), counted on the smallest index of the table, so it does not
     /// read the rows themselves. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
     pub fn count_all(&self) -> Result<usize> {

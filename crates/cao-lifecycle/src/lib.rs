@@ -328,6 +328,7 @@ impl RelationshipService {
             scope: Some(scope),
             scope_id: Some(scope_id.unwrap_or_default().to_owned()),
             source_key: Some(source.clone()),
+            target_key: None,
             status: None,
             stale: false,
         };
@@ -604,6 +605,18 @@ impl RelationshipService {
     /// Errors: [`LifecycleError::Index`].
     pub fn list(&self, filter: &RelationshipFilter) -> Result<Vec<Relationship>> {
         Ok(self.index.relationships(filter)?.into_iter().map(Into::into).collect())
+    }
+
+    /// One page of [`RelationshipService::list`]: at most `limit` edges after the first `offset`, and how many match
+    /// in all (the page is cut in SQL unless `filter.stale` is set). Errors: [`LifecycleError::Index`].
+    pub fn list_page(
+        &self,
+        filter: &RelationshipFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Relationship>, usize)> {
+        let (page, total) = self.index.relationships_page(filter, offset, limit)?;
+        Ok((page.into_iter().map(Into::into).collect(), total))
     }
 
     /// Delete every edge (any origin, any status) into or out of the memory `(key, scope, scope_id)`; called when it

@@ -325,25 +325,7 @@ pub(crate) fn zoom(
     let container = ready(store, settings, ctx, &req.target)?;
     let z = cao_journal::zoom(store.index(), container.as_str(), address)?;
     let (entry, lines) = match z {
-        Zoom::Entry(e) => (
-            Some(ZoomedEntry {
-                address: e.address.to_string(),
-                kind: e.kind.as_str(),
-                name: e.name,
-                key: e.key.as_str().to_owned(),
-                scope: e.scope,
-                scope_id: e.scope_id,
-                text: e.text,
-                status: e.status.as_str(),
-                replaced_by: e.replaced_by,
-                written_at: cao_core::time::format_ts(e.at),
-                writer: EntryWriter {
-                    terminal_id: e.writer.terminal_id,
-                    session: e.writer.session,
-                },
-            }),
-            Vec::new(),
-        ),
+        Zoom::Entry(e) => (Some(zoomed_entry(e)), Vec::new()),
         Zoom::Pair { children, .. } => (
             None,
             children
@@ -364,6 +346,60 @@ pub(crate) fn zoom(
         entry,
         lines,
     })
+}
+
+/// The versions of one memory in its container's journal, newest first: each entry whole, as zoom with n = 1 shows
+/// it (text, status, writer, time), at most `limit` of them, and the total number of its entries. A memory never
+/// written through the tool (or whose container has no journal yet) has none. Read-only apart from the journal's
+/// first opening; no access is counted.
+///
+/// Errors: [`MemoryError::Invalid`] for a project memory without a scope id; index and journal errors.
+pub(crate) fn history(
+    store: &Store,
+    key: &Key,
+    scope: Scope,
+    scope_id: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<ZoomedEntry>, usize), MemoryError> {
+    store.prepare_read()?;
+    let scope_id = if scope.needs_scope_id() { scope_id } else { None };
+    if scope.needs_scope_id() && scope_id.is_none() {
+        return Err(MemoryError::Invalid(format!("scope {scope} needs a scope id")));
+    }
+    let container = Container::of(scope, scope_id);
+    store.open_journal(&container)?;
+    let ids = store
+        .index()
+        .journal_read(|j| Ok::<_, MemoryError>(j.memory_entry_ids(container.as_str(), scope, scope_id, key)?))?;
+    let total = ids.len();
+    let mut out = Vec::new();
+    for id in ids.into_iter().rev().take(limit) {
+        let address = Address::new(id, 1).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        if let Zoom::Entry(e) = cao_journal::zoom(store.index(), container.as_str(), address)? {
+            out.push(zoomed_entry(e));
+        }
+    }
+    Ok((out, total))
+}
+
+/// The service's shape of a whole entry.
+fn zoomed_entry(e: cao_journal::EntryView) -> ZoomedEntry {
+    ZoomedEntry {
+        address: e.address.to_string(),
+        kind: e.kind.as_str(),
+        name: e.name,
+        key: e.key.as_str().to_owned(),
+        scope: e.scope,
+        scope_id: e.scope_id,
+        text: e.text,
+        status: e.status.as_str(),
+        replaced_by: e.replaced_by,
+        written_at: cao_core::time::format_ts(e.at),
+        writer: EntryWriter {
+            terminal_id: e.writer.terminal_id,
+            session: e.writer.session,
+        },
+    }
 }
 
 /// The lowercase words of a query: runs of letters and digits, distinct, in order.

@@ -71,6 +71,7 @@ mod lint_table;
 #[cfg(test)]
 mod module_graph;
 mod outcomes;
+mod overview;
 mod promote;
 pub mod provider_files;
 mod recall;
@@ -118,6 +119,7 @@ pub use lint_report::{
 };
 pub use lint_table::{render_heal_text, render_lint_table};
 pub use outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
+pub use overview::{ContainerSummary, JournalSummary};
 pub use promote::{
     IneligibleLesson, MAX_CANDIDATES, PROMOTE_SCHEMA, PlannedChange, PromoteRequest, PromotionReport, SkippedChange,
 };

@@ -169,6 +169,7 @@ fn edges_current(
         scope: Some(row.scope),
         scope_id: Some(row.scope_id.clone().unwrap_or_default()),
         source_key: Some(row.key.clone()),
+        target_key: None,
         status: None,
         stale: false,
     };

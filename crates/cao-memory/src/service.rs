@@ -11,18 +11,19 @@ use crate::import::{ImportOutcome, ImportRequest};
 use crate::inject::ContextRequest;
 use crate::journal::{
     JournalTarget, PurgeResult, ReadRequest, ReadResult, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport,
-    ViewResult, ZoomRequest, ZoomResult,
+    ViewResult, ZoomRequest, ZoomResult, ZoomedEntry,
 };
 use crate::lessons::LessonRequest;
 use crate::lint_report::{LintReport, LintRequest};
 use crate::outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
+use crate::overview::ContainerSummary;
 use crate::promote::{PromoteRequest, PromotionReport};
 use crate::retention::CleanupReport;
 use crate::store::Store;
 use crate::types::*;
 use crate::{
     audit, audit_relationships, eligibility, explain, export, heal, import, inject, inspect, journal, lessons, lint,
-    outcomes, promote, recall, retention, write,
+    outcomes, overview, promote, recall, retention, write,
 };
 use cao_core::{CaoHome, Clock, Key, MemoryRef, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::Index;
@@ -478,6 +479,34 @@ impl MemoryService {
     pub fn read(&self, ctx: &TerminalContext, req: &ReadRequest) -> Result<ReadResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         journal::read(&self.store, &settings, ctx, req)
+    }
+
+    /// The containers overview: every container holding a memory or a journal (`global`, `federated`, then the
+    /// projects), with its memory counts per scope and its journal's counters and view size (see the `overview`
+    /// module). Read-only; no access is counted.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Io`] when the database was removed or replaced; index and
+    /// journal errors.
+    pub fn containers(&self) -> Result<Vec<ContainerSummary>, MemoryError> {
+        self.ensure_enabled()?;
+        overview::containers(&self.store)
+    }
+
+    /// The versions of the memory `(key, scope, scope_id)` in its container's journal, newest first, at most
+    /// `limit`, each whole as zoom shows it (text, status, writer, time), and how many versions it has in all.
+    /// `scope_id` is ignored for global and federated. Read-only; no access is counted.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] when a project, session or agent memory has no
+    /// scope id; index and journal errors.
+    pub fn history(
+        &self,
+        key: &Key,
+        scope: Scope,
+        scope_id: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<ZoomedEntry>, usize), MemoryError> {
+        self.ensure_enabled()?;
+        journal::history(&self.store, key, scope, scope_id, limit)
     }
 
     /// Purge one memory (operator only; `cao memory purge`, `DELETE /memory/{key}/history`; spec 001 "Forget"): its

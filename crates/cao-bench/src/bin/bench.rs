@@ -1,6 +1,6 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
-//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf|journal|learning]`. Prints one
+//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf|journal|learning|ui]`. Prints one
 //! table row per (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair,
 //! hybrid/relevance included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo
 //! questions; lint and the heal dry run (no model) go over the whole corpus. The OKF rows
@@ -11,7 +11,9 @@
 //! and settled, zoom) and the first opening of a journal over 10,000 existing topics; `--only journal` runs the store
 //! fill and these alone. The learning rows (spec 004) record `size` outcomes and list a session's newest 50, and plan
 //! a promotion over an agent scope of `min(size, 10000)` lessons plus the context block with that agent scope
-//! injected; `--only learning` runs just those. Numbers are measurements on this machine, not assertions.
+//! injected; `--only learning` runs just those. The web UI rows time each main page over HTTP on the release
+//! `cao-server` (goal: p95 under 100 ms at 100,000 memories); `--only ui` runs the store fill and these alone.
+//! Numbers are measurements on this machine, not assertions.
 #![allow(clippy::print_stdout)]
 
 use anyhow::{Context, Result};
@@ -28,6 +30,7 @@ struct Args {
     only_okf: bool,
     only_journal: bool,
     only_learning: bool,
+    only_ui: bool,
 }
 
 fn args() -> Result<Args> {
@@ -38,6 +41,7 @@ fn args() -> Result<Args> {
         only_okf: false,
         only_journal: false,
         only_learning: false,
+        only_ui: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -49,6 +53,7 @@ fn args() -> Result<Args> {
             "--only" if v == "okf" => a.only_okf = true,
             "--only" if v == "journal" => a.only_journal = true,
             "--only" if v == "learning" => a.only_learning = true,
+            "--only" if v == "ui" => a.only_ui = true,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -123,6 +128,17 @@ fn main() -> Result<()> {
         row(size, "store (upsert new key; file, row and journal entry)", &st);
         if args.only_journal {
             journal_service_rows(size, &svc, &ctx, args.queries)?;
+            continue;
+        }
+        if args.only_ui {
+            svc.flush_index_md()?;
+            let Some((mut child, addr)) = spawn_server(&root)? else {
+                anyhow::bail!("--only ui needs the release cao-server next to this binary");
+            };
+            let measured = ui_pages(size, &addr, &questions);
+            let _ = std::process::Command::new("kill").arg(child.id().to_string()).status();
+            let _ = child.wait();
+            measured?;
             continue;
         }
         // The walk for changes made outside the tool (every read runs it when due, at most once per second). Right
@@ -669,26 +685,11 @@ fn okf_rows(size: usize, turns: &[String]) -> Result<()> {
 /// Start the release `cao-server` on this home, send MCP recalls over HTTP (one connection each, sequentially),
 /// and report their latency and the server's peak resident set size (VmHWM).
 fn server_rss(size: usize, root: &std::path::Path, questions: &[String]) -> Result<()> {
-    use std::io::{BufRead, Read, Write};
-    let exe = std::env::current_exe()?;
-    let Some(server) = exe.parent().map(|d| d.join("cao-server")).filter(|p| p.exists()) else {
+    use std::io::{Read, Write};
+    let Some((mut child, addr)) = spawn_server(root)? else {
         eprintln!("(cao-server binary not built; skipping the server measurement)");
         return Ok(());
     };
-    let mut child = std::process::Command::new(&server)
-        .args(["--port", "0"])
-        .env("CAO_HOME", root)
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
-    let stderr = child.stderr.take().context("server stderr")?;
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let addr = loop {
-        let line = lines.next().context("server exited before listening")??;
-        if let Some(rest) = line.strip_prefix("cao-server listening on http://") {
-            break rest.trim().to_owned();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
     let mut st = Stats::default();
     for (i, q) in questions.iter().cycle().take(200).enumerate() {
         let body = serde_json::json!({
@@ -737,8 +738,94 @@ fn server_rss(size: usize, root: &std::path::Path, questions: &[String]) -> Resu
         }
     }
     http_load(size, &addr, questions)?;
+    ui_pages(size, &addr, questions)?;
     let _ = std::process::Command::new("kill").arg(child.id().to_string()).status();
     let _ = child.wait();
+    Ok(())
+}
+
+/// Start the release `cao-server` (next to this binary) on `root` on a free port: the child and its `host:port`.
+/// `None` when the binary is not built.
+fn spawn_server(root: &std::path::Path) -> Result<Option<(std::process::Child, String)>> {
+    use std::io::BufRead;
+    let exe = std::env::current_exe()?;
+    let Some(server) = exe.parent().map(|d| d.join("cao-server")).filter(|p| p.exists()) else {
+        return Ok(None);
+    };
+    let mut child = std::process::Command::new(&server)
+        .args(["--port", "0"])
+        .env("CAO_HOME", root)
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let stderr = child.stderr.take().context("server stderr")?;
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines.next().context("server exited before listening")??;
+        if let Some(rest) = line.strip_prefix("cao-server listening on http://") {
+            break rest.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    Ok(Some((child, addr)))
+}
+
+/// The web UI's pages over HTTP on the running server (one keep-alive connection, sequential GETs, whole answer
+/// read): the containers overview, the first and the 100th page of the browse list, a search with the explain
+/// table, a memory page, the relationship queue and the active edges, and the project journal's view. Each row is
+/// the answer time of that page as a browser's request sees it.
+fn ui_pages(size: usize, addr: &str, questions: &[String]) -> Result<()> {
+    let deep = (size / 50).saturating_sub(1).min(100);
+    let q = |s: &str| s.replace(|c: char| !c.is_ascii_alphanumeric(), "+");
+    let pages: Vec<(String, String)> = vec![
+        ("/ui".into(), "UI containers overview".into()),
+        ("/ui/memories".into(), "UI browse, first page of 50".into()),
+        (
+            format!("/ui/memories?page={deep}"),
+            format!("UI browse, page {} of 50", deep + 1),
+        ),
+        (
+            "/ui/memories?scope=project&scope_id=bench-project".into(),
+            "UI browse one project".into(),
+        ),
+        (
+            "/ui/memory/project/m0?scope_id=bench-project".into(),
+            "UI memory page (relationships, history)".into(),
+        ),
+        ("/ui/relationships".into(), "UI relationship review queue".into()),
+        (
+            "/ui/relationships?status=active".into(),
+            "UI active relationships, first page".into(),
+        ),
+        (
+            "/ui/journal?container=bench-project".into(),
+            "UI journal view (project)".into(),
+        ),
+    ];
+    for (path, name) in &pages {
+        let mut conn = KeepAlive::connect(addr)?;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").into_bytes();
+        conn.call(&request)?;
+        let mut st = Stats::default();
+        for _ in 0..50 {
+            let t = Instant::now();
+            conn.call(&request)?;
+            st.push(t.elapsed());
+        }
+        row(size, &format!("{name} (GET {path})"), &st);
+    }
+    let mut conn = KeepAlive::connect(addr)?;
+    let mut st = Stats::default();
+    for question in questions.iter().take(50) {
+        let request = format!(
+            "GET /ui/memories?q={}&explain=1 HTTP/1.1\r\nHost: {addr}\r\n\r\n",
+            q(question)
+        )
+        .into_bytes();
+        let t = Instant::now();
+        conn.call(&request)?;
+        st.push(t.elapsed());
+    }
+    row(size, "UI search with explain (GET /ui/memories?q=..&explain=1)", &st);
     Ok(())
 }
 

@@ -194,7 +194,9 @@ fn service(svc: &MemoryService) -> RelationshipService {
     svc.relationships(cao_memory::audit::actor_of(&cao_core::TerminalContext::default()))
 }
 
-fn check_id(id: &str) -> ApiResult<()> {
+/// The rule of a relationship id in a path: 1..=[`MAX_ID_LEN`] characters without control characters (422
+/// otherwise).
+pub(crate) fn check_id(id: &str) -> ApiResult<()> {
     if id.is_empty() || id.len() > MAX_ID_LEN || id.chars().any(char::is_control) {
         return Err(ApiError::invalid(format!(
             "invalid relationship id: 1..={MAX_ID_LEN} characters without control characters"
@@ -224,6 +226,7 @@ pub async fn list_relationships(
         scope: q.scope.map(Scope::from),
         scope_id,
         source_key: q.source_key.as_deref().map(strict_key).transpose()?,
+        target_key: None,
         status: Some(q.status.map_or(RelStatus::Active, RelStatus::from)),
         stale: q.stale.unwrap_or(false),
     };

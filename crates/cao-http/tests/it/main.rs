@@ -16,3 +16,4 @@ mod outcomes;
 mod router;
 #[cfg(target_os = "linux")]
 mod settings_reads;
+mod ui;

@@ -209,6 +209,22 @@ fn listing_filters_and_staleness() {
         }),
         ["e1", "e3"]
     );
+    assert_eq!(
+        ids(RelationshipFilter {
+            target_key: Some(key("c")),
+            ..Default::default()
+        }),
+        ["e2", "e3"]
+    );
+    let page = |f: &RelationshipFilter, offset: usize, limit: usize| -> (Vec<String>, usize) {
+        let (rows, total) = ix.relationships_page(f, offset, limit).expect("page");
+        (rows.into_iter().map(|r| r.row.id).collect(), total)
+    };
+    let every = RelationshipFilter::default();
+    assert_eq!(page(&every, 0, 2), (vec!["e1".to_owned(), "e2".to_owned()], 3));
+    assert_eq!(page(&every, 2, 2), (vec!["e3".to_owned()], 3));
+    assert_eq!(page(&every, 5, 2), (Vec::<String>::new(), 3));
+    assert_eq!(page(&project, 1, 5), (vec!["e3".to_owned()], 2));
     let stale = RelationshipFilter {
         stale: true,
         ..Default::default()

@@ -329,3 +329,72 @@ fn summarize_false_leaves_lines_not_summarized_and_the_default_writes_them() {
     );
     assert_eq!(view(&on), "<memory>\n0+1|note deploy: deploy from main only\n</memory>");
 }
+
+#[test]
+fn the_containers_overview_counts_each_scope_and_reads_each_journal() {
+    let f = ServiceFixture::builder()
+        .at(utc(2026, 4, 1, 9, 0, 0))
+        .project(PROJECT)
+        .session("sess-1")
+        .open();
+    let empty = f.svc.containers().expect("containers");
+    assert_eq!(
+        empty.iter().map(|c| c.container.as_str()).collect::<Vec<_>>(),
+        ["global", "federated"],
+        "global and federated are always listed"
+    );
+    assert!(
+        empty.iter().all(|c| c.memories == 0 && c.journal.is_none()),
+        "{empty:?}"
+    );
+    f.store("project", "a", "first project note");
+    f.store("project", "b", "second project note");
+    f.store("global", "g", "a global note");
+    f.clock.advance(chrono::Duration::minutes(5));
+    f.store("session", "s", "a session note");
+    let all = f.svc.containers().expect("containers");
+    let names: Vec<&str> = all.iter().map(|c| c.container.as_str()).collect();
+    assert_eq!(names, ["global", "federated", PROJECT]);
+    let global = &all[0];
+    assert_eq!(global.counts, vec![(Scope::Global, 1), (Scope::Session, 1)]);
+    assert_eq!(global.memories, 2);
+    let journal = global.journal.as_ref().expect("the global journal");
+    assert_eq!(journal.entries, 2);
+    assert_eq!(
+        journal.last_write,
+        Some(utc(2026, 4, 1, 9, 5, 0)),
+        "the newest entry's time"
+    );
+    assert!(journal.view_bytes > 18 && journal.view_bytes < 32 * 1024, "{journal:?}");
+    let project = &all[2];
+    assert_eq!(
+        (project.memories, project.journal.as_ref().map(|j| j.entries)),
+        (2, Some(2))
+    );
+    assert!(all[1].journal.is_none(), "no federated write, no federated journal");
+}
+
+#[test]
+fn a_memorys_history_lists_its_versions_newest_first_with_their_status() {
+    let f = setup();
+    let key = cao_core::Key::parse_strict("notes").expect("key");
+    f.store("project", "notes", "version one");
+    f.store("project", "other", "another memory between the versions");
+    f.clock.advance(chrono::Duration::minutes(1));
+    f.store("project", "notes", "version two");
+    let (versions, total) = f.svc.history(&key, Scope::Project, Some(PROJECT), 10).expect("history");
+    assert_eq!(total, 2);
+    let seen: Vec<(&str, &str, &str)> = versions.iter().map(|v| (v.text.as_str(), v.status, v.kind)).collect();
+    assert_eq!(
+        seen,
+        [("version two", "current", "note"), ("version one", "rewritten", "note")]
+    );
+    let (limited, total) = f.svc.history(&key, Scope::Project, Some(PROJECT), 1).expect("history");
+    assert_eq!((limited.len(), total), (1, 2));
+    assert!(matches!(
+        f.svc.history(&key, Scope::Project, None, 10),
+        Err(MemoryError::Invalid(_))
+    ));
+    let none = cao_core::Key::parse_strict("never-written").expect("key");
+    assert_eq!(f.svc.history(&none, Scope::Global, None, 10).expect("history").1, 0);
+}

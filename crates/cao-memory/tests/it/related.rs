@@ -36,6 +36,7 @@ fn edges(fx: &ServiceFixture, scope: Scope, scope_id: Option<&str>, key: &str) -
         scope: Some(scope),
         scope_id: Some(scope_id.unwrap_or_default().to_owned()),
         source_key: Some(Key::parse_strict(key).expect("key")),
+        target_key: None,
         status: None,
         stale: false,
     };
@@ -165,6 +166,7 @@ fn human_and_rejected_edges_survive_the_recompute() {
             scope: Some(Scope::Project),
             scope_id: Some("proj-a".into()),
             source_key: Some(Key::parse_strict("kafka-partitions").expect("key")),
+            target_key: None,
             status: None,
             stale: false,
         })

@@ -1,0 +1,219 @@
+//! `/ui`: the operator's web UI, server-rendered HTML over the same `cao-memory` calls as the REST routes.
+//!
+//! Pages: `/ui` (containers: counts, journal size, the view gauge), `/ui/memories` (browse and search with filters,
+//! search mode, order and the `cao.memory.explain/1` comparison), `/ui/memory/{scope}/{key}` (a memory, its
+//! relationships in and out, its journal versions with diffs; delete, purge), `/ui/relationships` (the review queue:
+//! promote, reject), `/ui/lint` and `/ui/heal` (findings, the heal plan, apply), `/ui/journal` (the live view; lines
+//! expand in place through `/ui/journal/zoom`). The navigation is one table ([`layout::NAV`]).
+//!
+//! Invariants:
+//! - **One edge, one auth.** The routes are part of the one router, so the [`edge`](crate::edge) layer (Host
+//!   allow-list, same-origin state changes, the body limit) covers them like every route. Each route group carries
+//!   the REST API's scope layer ([`require_scope`]): pages `cao:read`; promote and reject `cao:write`; delete, purge
+//!   and heal `cao:admin`. With auth on, a 401 or 403 from that layer is answered as an HTML page (sign-in, or the
+//!   missing scope); the script keeps the token in `sessionStorage` and sends it as `Authorization: Bearer` on every
+//!   navigation and form of the tab. Only the two static files are served without a token.
+//! - **No second copy of a rule.** Handlers validate with the REST API's helpers (`strict_key`, `context_for`) and
+//!   call `MemoryService` / `RelationshipService` through [`api::with_service`] exactly as the REST routes do
+//!   (settings read once, the disabled switch, operator access counting by `memory.non_accessing_inspection`).
+//! - **Untrusted text.** Memory content, keys, tags, findings and journal lines are only ever interpolated by maud,
+//!   which escapes them; a stored `<script>` renders as text. Every answer carries a strict
+//!   `Content-Security-Policy` (`default-src 'none'`; script and style only from `/ui/static/`; no inline script or
+//!   style; `frame-ancestors 'none'`; `form-action 'self'`), `X-Frame-Options: DENY`, `nosniff`, `Referrer-Policy: same-origin` (not `no-referrer`, under which a browser sends
+//!   `Origin: null` with its own forms, which the edge refuses) and
+//!   `Cache-Control: no-store`.
+//! - **CSRF.** Every state-changing form is a POST checked by the edge's Origin rule and a double-submit token
+//!   ([`csrf`]).
+//! - **Reading works without JavaScript.** Links and GET forms are plain HTML; `/ui/static/ui.js` (vendored in the
+//!   binary, no build step) only adds the token header, in-place zoom and the live journal refresh.
+//! - **Lists page.** Browse, relationships and findings show [`PAGE_SIZE`] rows per page; nothing renders a whole
+//!   store.
+
+mod actions;
+pub mod csrf;
+pub mod layout;
+mod pages;
+
+use crate::api::{ApiError, ApiState};
+use crate::auth::{ApiScope, Authenticator, Principal, require_scope};
+use axum::Router;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{from_fn, map_response};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use std::convert::Infallible;
+
+/// Rows per page of every paged list.
+pub const PAGE_SIZE: usize = 50;
+
+/// The Content-Security-Policy of every UI answer.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
+                       form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/// The vendored progressive-enhancement script (plain JavaScript, no dependencies).
+pub const UI_JS: &str = include_str!("assets/ui.js");
+/// The stylesheet.
+pub const UI_CSS: &str = include_str!("assets/ui.css");
+
+/// State of the UI handlers.
+#[derive(Debug, Clone)]
+pub struct UiState {
+    /// The REST API's state: the same service handle and flush signal.
+    pub api: ApiState,
+    /// Whether bearer-token auth is on (the pages say so; the script then sends the token).
+    pub auth_on: bool,
+}
+
+/// What every page handler knows about its request: the CSRF token for its forms, the verified caller (auth on),
+/// and whether auth is on.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// The page's CSRF token ([`csrf::Token::for_request`]).
+    pub csrf: csrf::Token,
+    /// The caller the scope layer verified, when auth is on.
+    pub principal: Option<Principal>,
+    /// Whether auth is on.
+    pub auth_on: bool,
+}
+
+impl Ctx {
+    /// Whether the caller may do what needs `scope` (always, with auth off).
+    pub fn allows(&self, scope: ApiScope) -> bool {
+        !self.auth_on || self.principal.as_ref().is_some_and(|p| p.allows(scope))
+    }
+}
+
+impl FromRequestParts<UiState> for Ctx {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &UiState) -> Result<Self, Self::Rejection> {
+        Ok(Ctx {
+            csrf: csrf::Token::for_request(&parts.headers),
+            principal: parts.extensions.get::<Principal>().cloned(),
+            auth_on: state.auth_on,
+        })
+    }
+}
+
+/// A failed page: an [`ApiError`] (status, stable code, message) answered as an HTML error page.
+#[derive(Debug)]
+pub struct UiError(pub ApiError);
+
+impl From<ApiError> for UiError {
+    fn from(e: ApiError) -> Self {
+        UiError(e)
+    }
+}
+
+impl From<cao_memory::MemoryError> for UiError {
+    fn from(e: cao_memory::MemoryError) -> Self {
+        UiError(e.into())
+    }
+}
+
+impl From<cao_lifecycle::LifecycleError> for UiError {
+    fn from(e: cao_lifecycle::LifecycleError) -> Self {
+        UiError(e.into())
+    }
+}
+
+impl IntoResponse for UiError {
+    fn into_response(self) -> Response {
+        layout::error_page(self.0.status, &self.0.code, &self.0.message)
+    }
+}
+
+/// Result of a UI handler.
+pub type UiResult = Result<Response, UiError>;
+
+/// The `/ui` routes (module docs), to be merged into the router before the edge layer is applied.
+pub fn ui_router(api: ApiState, auth: Option<Authenticator>) -> Router {
+    let state = UiState {
+        api,
+        auth_on: auth.is_some(),
+    };
+    let read = Router::new()
+        .route("/ui", get(pages::overview))
+        .route("/ui/", get(pages::overview))
+        .route("/ui/memories", get(pages::browse))
+        .route("/ui/memory/{scope}/{key}", get(pages::memory))
+        .route("/ui/relationships", get(pages::relationships))
+        .route("/ui/lint", get(pages::lint))
+        .route("/ui/heal", get(pages::heal_plan))
+        .route("/ui/journal", get(pages::journal))
+        .route("/ui/journal/zoom", get(pages::zoom))
+        .route_layer(require_scope(auth.clone(), ApiScope::Read));
+    let write = Router::new()
+        .route("/ui/relationships/{id}/promote", post(actions::promote))
+        .route("/ui/relationships/{id}/reject", post(actions::reject))
+        .route_layer(from_fn(csrf::require_token))
+        .route_layer(require_scope(auth.clone(), ApiScope::Write));
+    let admin = Router::new()
+        .route("/ui/memory/{scope}/{key}/delete", post(actions::delete))
+        .route("/ui/memory/{scope}/{key}/purge", post(actions::purge))
+        .route("/ui/heal/apply", post(actions::heal_apply))
+        .route_layer(from_fn(csrf::require_token))
+        .route_layer(require_scope(auth, ApiScope::Admin));
+    Router::new()
+        .merge(read)
+        .merge(write)
+        .merge(admin)
+        .layer(map_response(html_rejections))
+        .route("/ui/static/ui.js", get(script))
+        .route("/ui/static/ui.css", get(stylesheet))
+        .with_state(state)
+        .layer(map_response(security_headers))
+}
+
+/// The scope layer's JSON 401/403 as HTML pages: sign-in for 401, the missing scope for 403.
+async fn html_rejections(resp: Response) -> Response {
+    let challenge = resp
+        .headers()
+        .get(header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let Some(challenge) = challenge else {
+        return resp;
+    };
+    let mut out = match resp.status() {
+        StatusCode::UNAUTHORIZED => layout::sign_in_page("Enter a bearer token to continue."),
+        StatusCode::FORBIDDEN => {
+            let scope = challenge
+                .split("scope=\"")
+                .nth(1)
+                .and_then(|s| s.split('"').next())
+                .unwrap_or("a higher");
+            layout::error_page(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                &format!("this needs the {scope} scope, which your token does not grant"),
+            )
+        }
+        _ => return resp,
+    };
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        out.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    out
+}
+
+/// The security headers of every UI answer (module docs).
+async fn security_headers(mut resp: Response) -> Response {
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+async fn script() -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], UI_JS).into_response()
+}
+
+async fn stylesheet() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], UI_CSS).into_response()
+}

@@ -1,0 +1,351 @@
+"""The memory web UI (/ui) in a real browser: headless Chromium driven through chromedriver with selenium.
+
+A seeded cao-server is started per test; every page is opened, searched, clicked and screenshotted (PNG files in
+target/e2e-ui/). A page counts as broken when it is blank, an error page or a JSON error answer. Chromium and
+chromedriver come from Debian's `chromium` and `chromium-driver` packages (`.ci/run` installs them).
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import pathlib
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import NoAlertPresentException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from conftest import REPO, Server, Workspace, start_server
+from test_auth import AUDIENCE, ISSUER, jwks_url, token  # noqa: F401 (jwks_url is a fixture)
+
+SHOTS = REPO / "target" / "e2e-ui"
+XSS = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+WIDE = (1280, 900)
+NARROW = (390, 844)
+
+
+def _browser_paths() -> tuple[str, str]:
+    chrome = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    if not chrome or not driver:
+        pytest.fail(
+            "the UI tests need Chromium and chromedriver: `apt-get install chromium chromium-driver` "
+            "(.ci/run installs them)",
+            pytrace=False,
+        )
+    return chrome, driver
+
+
+@pytest.fixture
+def browser(tmp_path: pathlib.Path) -> Iterator[WebDriver]:
+    chrome, driver_path = _browser_paths()
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let selenium-manager look for downloads
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chrome
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        f"--window-size={WIDE[0]},{WIDE[1]}",
+    ):
+        opts.add_argument(arg)
+    drv = webdriver.Chrome(service=Service(executable_path=driver_path), options=opts)
+    drv.set_page_load_timeout(60)
+    yield drv
+    drv.quit()
+
+
+def shot(drv: WebDriver, name: str) -> pathlib.Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    assert drv.save_screenshot(str(path)), f"screenshot {name} was not written"
+    return path
+
+
+def assert_no_alert(drv: WebDriver) -> None:
+    try:
+        text = drv.switch_to.alert.text
+    except NoAlertPresentException:
+        return
+    pytest.fail(f"a dialog opened: {text!r}")
+
+
+def assert_page(drv: WebDriver, name: str, *, heading: str | None = None) -> None:
+    """The current page is a real UI page (not blank, not an error, not JSON); screenshot it."""
+    assert_no_alert(drv)
+    shot(drv, name)
+    body = drv.find_element(By.TAG_NAME, "body").text.strip()
+    assert body, f"{name}: blank page"
+    assert not body.startswith("{"), f"{name}: a JSON answer instead of a page: {body[:300]}"
+    errors = drv.find_elements(By.CSS_SELECTOR, "section.error")
+    assert not errors, f"{name}: error page: {errors[0].text if errors else ''}"
+    assert drv.find_elements(By.CSS_SELECTOR, "header.top nav a"), f"{name}: no navigation"
+    if heading is not None:
+        h1 = drv.find_element(By.TAG_NAME, "h1").text
+        assert heading in h1, f"{name}: heading {h1!r}"
+
+
+def wait_for(drv: WebDriver, css: str, timeout: float = 20) -> Any:
+    return WebDriverWait(drv, timeout).until(lambda d: d.find_elements(By.CSS_SELECTOR, css))[0]
+
+
+def store(server: Server, key: str, content: str, scope: str = "global", bearer: str | None = None, **ctx: str) -> dict:
+    headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+    r = httpx.post(
+        f"{server.url}/internal/memory/store",
+        json={"key": key, "content": content, "scope": scope, "tags": "ui,e2e", "context": ctx},
+        headers=headers,
+        timeout=30,
+    )
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def propose(server: Server, source: str, target: str) -> str:
+    r = httpx.post(
+        f"{server.url}/memory/relationships",
+        json={"scope": "global", "source_key": source, "target_key": target, "type": "relates_to", "status": "proposal"},
+        timeout=30,
+    )
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def seed(server: Server, ws: Workspace) -> dict[str, str]:
+    store(server, "deploy-steps", "Deploy with `make release`.\nThen tag the commit.")
+    store(server, "deploy-steps", "Deploy with `make release` from a clean tree.\nThen tag the commit and push tags.")
+    store(server, "test-runner", "Run the tests with cargo nextest; the e2e tests need python3.")
+    store(server, "release-notes", "Release notes live in CHANGELOG.md and mention every deploy.")
+    store(
+        server,
+        "build-notes",
+        "How the build works.\n\nThe old build config lived in /nonexistent-cao-ui-e2e/build.toml, now removed.",
+    )
+    store(server, "xss-probe", XSS)
+    store(server, "shared-tip", "A tip shared by every project: deploy on Tuesdays.", scope="federated")
+    proj = store(server, "project-layout", "Sources live under crates/; deploy scripts under .ci/.", scope="project", cwd=str(ws.cwd))
+    return {
+        "promote": propose(server, "deploy-steps", "release-notes"),
+        "reject": propose(server, "test-runner", "xss-probe"),
+        "project": proj["scope_id"],
+    }
+
+
+@pytest.fixture
+def seeded(ws: Workspace) -> Iterator[tuple[Server, dict[str, str]]]:
+    srv = start_server(ws)
+    ids = seed(srv, ws)
+    yield srv, ids
+    if srv.proc.poll() is None:
+        srv.stop()
+
+
+def test_every_page_search_explain_review_lint_heal_and_zoom(browser: WebDriver, seeded: Any) -> None:
+    server, ids = seeded
+    drv = browser
+
+    drv.get(f"{server.url}/ui")
+    assert_page(drv, "overview", heading="Containers")
+    rows = {r.get_attribute("data-container") for r in drv.find_elements(By.CSS_SELECTOR, "tr[data-container]")}
+    assert {"global", "federated", ids["project"]} <= rows, rows
+    assert drv.find_elements(By.CSS_SELECTOR, "svg.gauge"), "the view gauge is drawn"
+
+    drv.get(f"{server.url}/ui/memories")
+    assert_page(drv, "browse", heading="Browse")
+    keys = [a.text for a in drv.find_elements(By.CSS_SELECTOR, "a.key")]
+    assert {"deploy-steps", "test-runner", "xss-probe", "shared-tip", "project-layout"} <= set(keys), keys
+
+    # Search with explain on, through the form.
+    box = drv.find_element(By.NAME, "q")
+    box.clear()
+    box.send_keys("deploy")
+    drv.find_element(By.CSS_SELECTOR, "input[name=explain]").click()
+    drv.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()
+    wait_for(drv, "section[data-explain=report]")
+    assert_page(drv, "search-explain", heading="Browse")
+    explained = [r.find_element(By.CSS_SELECTOR, "td a").text for r in drv.find_elements(By.CSS_SELECTOR, "table.explain tbody tr")]
+    assert "deploy-steps" in explained, explained
+    found = [a.text for a in drv.find_elements(By.CSS_SELECTOR, "table.memories a.key")]
+    assert "deploy-steps" in found and "test-runner" not in found, found
+
+    # Open a memory: entries, relationships, journal history with a diff.
+    drv.find_element(By.LINK_TEXT, "deploy-steps").click()
+    wait_for(drv, "pre[data-content=current]")
+    assert_page(drv, "memory", heading="deploy-steps")
+    assert "clean tree" in drv.find_element(By.CSS_SELECTOR, "pre[data-content=current]").text
+    assert drv.find_elements(By.CSS_SELECTOR, "table.relationships tr[data-status=proposal]"), "the outgoing proposal"
+    versions = drv.find_elements(By.CSS_SELECTOR, "ol.history > li")
+    assert len(versions) == 2, len(versions)
+    versions[0].find_element(By.TAG_NAME, "summary").click()
+    inserted = versions[0].find_element(By.CSS_SELECTOR, "pre.diff .ins").text
+    assert "clean tree" in inserted, inserted
+    shot(drv, "memory-diff")
+
+    # The review queue: promote one proposal, reject the other.
+    drv.get(f"{server.url}/ui/relationships")
+    assert_page(drv, "relationships", heading="Relationships")
+    drv.find_element(By.CSS_SELECTOR, f"tr[data-rel='{ids['promote']}'] button[data-action=promote]").click()
+    wait_for(drv, "p[data-done=promoted]")
+    assert_page(drv, "relationships-promoted")
+    drv.find_element(By.CSS_SELECTOR, f"tr[data-rel='{ids['reject']}'] button[data-action=reject]").click()
+    wait_for(drv, "p[data-done=rejected]")
+    assert_page(drv, "relationships-rejected")
+    assert not drv.find_elements(By.CSS_SELECTOR, "tr[data-rel]"), "the queue is empty"
+    statuses = {
+        r["id"]: r["status"]
+        for status in ("active", "rejected")
+        for r in httpx.get(f"{server.url}/memory/relationships", params={"status": status}, timeout=30).json()["relationships"]
+    }
+    assert statuses.get(ids["promote"]) == "active" and statuses.get(ids["reject"]) == "rejected", statuses
+
+    # Lint, then the heal plan, applied with its confirmation.
+    drv.get(f"{server.url}/ui/lint")
+    assert_page(drv, "lint", heading="Lint")
+    drv.find_element(By.CSS_SELECTOR, "button[data-action=run-lint]").click()
+    wait_for(drv, "p[data-lint=summary]")
+    issues = [r.text for r in drv.find_elements(By.CSS_SELECTOR, "table.findings tbody tr")]
+    assert any("stale_claim" in t and "build-notes" in t for t in issues), issues
+    drv.find_element(By.CSS_SELECTOR, "a[data-action=heal-plan]").click()
+    wait_for(drv, "form[data-action=heal-apply]")
+    assert_page(drv, "heal-plan", heading="Heal plan")
+    assert "strip_paragraph" in drv.find_element(By.CSS_SELECTOR, "table.heal").text
+    drv.find_element(By.CSS_SELECTOR, "form[data-action=heal-apply] input[name=confirm]").click()
+    drv.find_element(By.CSS_SELECTOR, "form[data-action=heal-apply] button[type=submit]").click()
+    wait_for(drv, "p[data-done=healed]")
+    assert_page(drv, "heal-applied", heading="Heal applied")
+    assert drv.find_elements(By.CSS_SELECTOR, "table.heal tr[data-status=applied]"), "an action was applied"
+    healed = httpx.get(f"{server.url}/memory/build-notes", params={"scope": "global"}, timeout=30).json()
+    assert "/nonexistent-cao-ui-e2e" not in healed["content"], healed
+
+    # The journal: lines expand in place (zoom), down to an entry.
+    drv.get(f"{server.url}/ui/journal?container=global")
+    assert_page(drv, "journal", heading="Journal")
+    first = drv.find_element(By.CSS_SELECTOR, "ol.journal > li > details")
+    first.find_element(By.TAG_NAME, "summary").click()
+    WebDriverWait(drv, 20).until(lambda d: first.get_attribute("data-loaded") == "yes")
+    expanded = first.find_element(By.CSS_SELECTOR, "div.zoom")
+    assert expanded.find_elements(By.CSS_SELECTOR, "div.entry, ol.journal"), expanded.get_attribute("innerHTML")
+    shot(drv, "journal-zoom")
+    # Without the script the same line is a link to the zoom page.
+    drv.get(f"{server.url}/ui/journal/zoom?container=global&id=0&n=1")
+    assert_page(drv, "zoom-page", heading="Zoom 0+1")
+
+
+def test_a_stored_script_renders_as_text(browser: WebDriver, seeded: Any) -> None:
+    server, _ = seeded
+    drv = browser
+    drv.get(f"{server.url}/ui/memories?q=alert")
+    assert_page(drv, "xss-search", heading="Browse")
+    assert "<script>alert(1)</script>" in drv.find_element(By.CSS_SELECTOR, "table.memories").text
+    drv.get(f"{server.url}/ui/memory/global/xss-probe")
+    time.sleep(0.5)  # give an injected handler (onerror) the chance to run, were one there
+    assert_page(drv, "xss-memory", heading="xss-probe")
+    assert drv.find_element(By.CSS_SELECTOR, "pre[data-content=current]").text == XSS
+    assert not drv.find_elements(By.CSS_SELECTOR, "main script, main img"), "markup from the memory became elements"
+    csp = httpx.get(f"{server.url}/ui/memory/global/xss-probe", timeout=30).headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp, csp
+
+
+def test_cross_origin_and_tokenless_form_posts_are_refused(browser: WebDriver, seeded: Any) -> None:
+    server, _ = seeded
+    target = f"{server.url}/ui/memory/global/test-runner/delete"
+    page = (
+        f"<!doctype html><title>elsewhere</title><form method=post action='{target}'>"
+        "<input type=hidden name=csrf value=guess><button id=go type=submit>go</button></form>"
+    ).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        drv = browser
+        drv.get(f"http://127.0.0.1:{other.server_address[1]}/")
+        drv.find_element(By.ID, "go").click()
+        WebDriverWait(drv, 20).until(lambda d: "cross_origin_refused" in d.find_element(By.TAG_NAME, "body").text)
+        shot(drv, "cross-origin-refused")
+    finally:
+        other.shutdown()
+        other.server_close()
+    still = httpx.get(f"{server.url}/memory/test-runner", params={"scope": "global"}, timeout=30)
+    assert still.status_code == 200, "the cross-origin post deleted nothing"
+
+    # Same origin but without the page's token (a request the edge alone would let through): refused too.
+    r = httpx.post(target, data={"csrf": "0" * 64}, headers={"Origin": server.url}, timeout=30)
+    assert r.status_code == 403 and "csrf_refused" in r.text, r.text
+    assert httpx.get(f"{server.url}/memory/test-runner", params={"scope": "global"}, timeout=30).status_code == 200
+
+
+def test_with_auth_a_read_only_token_reads_but_cannot_delete(browser: WebDriver, ws: Workspace, jwks_url: str) -> None:  # noqa: F811
+    server = start_server(ws, CAO_AUTH_JWKS=jwks_url, CAO_AUTH_AUDIENCE=AUDIENCE, CAO_AUTH_ISSUER=ISSUER)
+    try:
+        store(server, "guarded", "Only admins may delete this.", bearer=token("cao:write"))
+        drv = browser
+        drv.get(f"{server.url}/ui")
+        wait_for(drv, "form[data-token-form]")
+        shot(drv, "auth-sign-in")
+        drv.find_element(By.CSS_SELECTOR, "form[data-token-form] input[type=password]").send_keys(token("cao:read"))
+        drv.find_element(By.CSS_SELECTOR, "form[data-token-form] button").click()
+        wait_for(drv, "tr[data-container]")
+        assert_page(drv, "auth-overview", heading="Containers")
+        assert "cao:read" in drv.find_element(By.CSS_SELECTOR, "header .who").text
+
+        # A reload keeps the tab signed in (the token is in sessionStorage).
+        drv.get(f"{server.url}/ui/memory/global/guarded")
+        wait_for(drv, "pre[data-content=current]")
+        assert_page(drv, "auth-memory", heading="guarded")
+        drv.find_element(By.CSS_SELECTOR, "form[data-action=delete] button").click()
+        wait_for(drv, "section.error")
+        shot(drv, "auth-delete-refused")
+        assert "cao:admin" in drv.find_element(By.CSS_SELECTOR, "section.error").text
+    finally:
+        still = httpx.get(
+            f"{server.url}/memory/guarded",
+            params={"scope": "global"},
+            headers={"Authorization": f"Bearer {token('cao:read')}"},
+            timeout=30,
+        )
+        server.stop()
+    assert still.status_code == 200, "a read-only token deleted a memory"
+
+
+def test_main_pages_wide_and_narrow(browser: WebDriver, seeded: Any) -> None:
+    """Screenshots of the main pages at a desktop and a phone width (docs/ui/ holds a copy)."""
+    server, _ = seeded
+    drv = browser
+    pages = {
+        "containers": "/ui",
+        "browse": "/ui/memories",
+        "search-explain": "/ui/memories?q=deploy&explain=1&sort=relevance",
+        "memory": "/ui/memory/global/deploy-steps",
+        "relationships": "/ui/relationships",
+        "lint": "/ui/lint",
+        "journal": "/ui/journal?container=global",
+    }
+    for width, (w, h) in (("wide", WIDE), ("narrow", NARROW)):
+        drv.set_window_size(w, h)
+        for name, path in pages.items():
+            drv.get(f"{server.url}{path}")
+            assert_page(drv, f"{name}-{width}")
