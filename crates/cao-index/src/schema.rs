@@ -43,6 +43,8 @@ CREATE INDEX IF NOT EXISTS cao_idx_memory_type_recency
     ON memory_metadata (scope, scope_id, memory_type, updated_at DESC, \"key\" ASC);
 CREATE INDEX IF NOT EXISTS cao_idx_memory_scope_recency
     ON memory_metadata (scope, updated_at DESC, \"key\" ASC, scope_id ASC);
+CREATE INDEX IF NOT EXISTS cao_idx_memory_created
+    ON memory_metadata (scope, scope_id, created_at, \"key\");
 ";
 
 /// Our versioned migrations: `(version, SQL)`. Applied in order, each recorded in `cao_schema_migrations`.
@@ -141,10 +143,27 @@ CREATE TABLE cao_journal_snapshots (container TEXT NOT NULL, session_id TEXT NOT
     taken_at_entry INTEGER NOT NULL, taken_at TEXT NOT NULL, view TEXT NOT NULL, UNIQUE (container, session_id));
 ",
     ),
+    (
+        6,
+        // The two-field lexical document (docs/decisions/0008-lexical-ranking.md): the BM25 table gets a `context`
+        // column (key, tags, stored date, the previous memory's text) next to `body` (the content), both as indexed
+        // terms without stop words; the statistics count each field's terms. The search tables are emptied here and
+        // refilled from the stored rows right after this step (`crate::write::rebuild_in`).
+        "
+DROP TABLE IF EXISTS cao_memory_fts_vocab;
+DROP TABLE IF EXISTS cao_memory_fts;
+CREATE VIRTUAL TABLE cao_memory_fts USING fts5(body, context, tokenize='ascii');
+CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row');
+ALTER TABLE cao_search_stats ADD COLUMN context_tokens INTEGER NOT NULL DEFAULT 0;
+",
+    ),
 ];
 
+/// The migration after which every indexed row is re-tokenised from its stored text.
+const REINDEX_AFTER: i64 = 6;
+
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
@@ -161,6 +180,16 @@ pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             "INSERT INTO cao_schema_migrations (version, applied_at) VALUES (?1, strftime('%Y-%m-%d %H:%M:%f', 'now'))",
             [version],
         )?;
+    }
+    if current < REINDEX_AFTER {
+        crate::write::rebuild_in(conn, crate::write::Rebuild::Indexed).map_err(|e| match e {
+            crate::IndexError::Sqlite(e) => e,
+            // Only the partition allocator's capacity error is possible here (billions of rows).
+            other => rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                Some(other.to_string()),
+            ),
+        })?;
     }
     Ok(())
 }
@@ -208,8 +237,12 @@ fn reconcile_shared_tables(conn: &Connection) -> rusqlite::Result<()> {
              DELETE FROM cao_search_partitions;",
         )?;
         // Only present from version 2 on; migration 2 computes it from the (now empty) table otherwise.
-        if columns(conn, "cao_search_stats")?.iter().any(|(n, _)| n == "tokens") {
+        let stats = columns(conn, "cao_search_stats")?;
+        if stats.iter().any(|(n, _)| n == "tokens") {
             conn.execute_batch("UPDATE cao_search_stats SET tokens = 0; DELETE FROM cao_search_terms;")?;
+        }
+        if stats.iter().any(|(n, _)| n == "context_tokens") {
+            conn.execute_batch("UPDATE cao_search_stats SET context_tokens = 0;")?;
         }
     }
     conn.execute_batch(OUR_INDEXES)?;

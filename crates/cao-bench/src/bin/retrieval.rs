@@ -26,9 +26,10 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use std::sync::Arc;
 
-const CONFIGS: [(&str, &str, &str); 5] = [
+const CONFIGS: [(&str, &str, &str); 6] = [
     ("bm25", "bm25", "recency"),
     ("hybrid", "hybrid", "recency"),
+    ("bm25-score", "bm25", "score"),
     ("score", "hybrid", "score"),
     ("relevance", "hybrid", "relevance"),
     ("metadata", "metadata", "recency"),

@@ -3,6 +3,7 @@
 use crate::common::*;
 use cao_core::{MemoryType, Scope};
 use cao_index::{Index, IndexError, Visibility};
+use cao_rank::Bm25;
 use rusqlite::Connection;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
@@ -91,7 +92,9 @@ fn eight_processes_opening_a_new_file_at_once_all_succeed() {
         (1..=cao_index::SCHEMA_VERSION).collect::<Vec<_>>(),
         "each migration applied once"
     );
-    let hits = index.bm25_pool(&Visibility::all(), None, "opener", 20).expect("bm25");
+    let hits = index
+        .bm25_pool(&Visibility::all(), None, "opener", 20, &Bm25::DEFAULT)
+        .expect("bm25");
     assert_eq!(hits.len(), 8);
 }
 
@@ -199,7 +202,7 @@ fn a_reference_database_gains_our_columns_and_keeps_its_rows() {
     assert_eq!(index.unindexed_count().expect("unindexed"), 1);
     assert_eq!(
         index
-            .bm25_pool(&Visibility::all(), None, "fixtures", 5)
+            .bm25_pool(&Visibility::all(), None, "fixtures", 5, &Bm25::DEFAULT)
             .expect("bm25")
             .len(),
         1
@@ -219,7 +222,9 @@ fn a_reference_database_gains_our_columns_and_keeps_its_rows() {
     // A rebuild of the search tables indexes the remaining reference row (key and tags only; no content yet).
     assert_eq!(index.rebuild_search_index().expect("rebuild"), 2);
     assert_eq!(index.unindexed_count().expect("unindexed"), 0);
-    let hits = index.bm25_pool(&Visibility::all(), None, "cargo", 5).expect("bm25");
+    let hits = index
+        .bm25_pool(&Visibility::all(), None, "cargo", 5, &Bm25::DEFAULT)
+        .expect("bm25");
     assert_eq!(
         keys(&hits.into_iter().map(|(r, _)| r).collect::<Vec<_>>()),
         ["build-commands"]
@@ -275,12 +280,14 @@ fn a_rebuilt_shared_table_drops_stale_search_entries() {
     assert_eq!(index.unindexed_count().expect("unindexed"), 1);
     assert!(
         index
-            .bm25_pool(&Visibility::all(), None, "zebra", 5)
+            .bm25_pool(&Visibility::all(), None, "zebra", 5, &Bm25::DEFAULT)
             .expect("bm25")
             .is_empty()
     );
     index.upsert(&global("beta", "zebra again", 1)).expect("upsert");
-    let hits = index.bm25_pool(&Visibility::all(), None, "zebra", 5).expect("bm25");
+    let hits = index
+        .bm25_pool(&Visibility::all(), None, "zebra", 5, &Bm25::DEFAULT)
+        .expect("bm25");
     assert_eq!(
         hits.len(),
         1,

@@ -140,6 +140,8 @@ fn hybrid_puts_metadata_hits_before_bm25_fill() {
 fn score_prefers_relevance_recency_and_usage() {
     let w = world();
     w.put("old-strong", "project", "postgres vacuum tuning postgres vacuum");
+    // Between the two, so the new note's context (the memory created before it) is not the old one's text.
+    w.put("between", "project", "lunch menu for the offsite");
     w.clock.advance(chrono::Duration::days(200));
     w.put(
         "new-weak",
@@ -149,8 +151,8 @@ fn score_prefers_relevance_recency_and_usage() {
     let got = w.keys(q("postgres vacuum", "bm25", "score"));
     assert_eq!(
         got,
-        ["old-strong", "new-weak"],
-        "BM25 weight 0.5 beats recency 0.3 here"
+        ["old-strong", "new-weak", "between"],
+        "BM25 weight 0.5 beats recency 0.3 here; \"between\" matches only through its context (the old note's text)"
     );
     // usage: most accessed first.
     for _ in 0..3 {
@@ -165,14 +167,21 @@ fn score_prefers_relevance_recency_and_usage() {
             .expect("recall");
         w.clock.advance(chrono::Duration::seconds(61));
     }
-    assert_eq!(w.keys(q("postgres", "hybrid", "usage")), ["new-weak", "old-strong"]);
+    // "between" is a BM25 hit through its context; never accessed, it follows by updated_at (newer than old-strong).
+    assert_eq!(
+        w.keys(q("postgres", "hybrid", "usage")),
+        ["new-weak", "between", "old-strong"]
+    );
 }
 
 #[test]
 fn access_is_counted_once_per_minute_per_returned_row() {
     let w = world();
-    w.put("a", "global", "alpha");
+    // A memory's context holds its neighbours' text (the memories created just before and after it): "between"
+    // keeps "b" from carrying "alpha", so "b" shares nothing with the query.
     w.put("b", "global", "beta");
+    w.put("between", "global", "gamma");
+    w.put("a", "global", "alpha");
     let key = Key::parse_strict("a").expect("key");
     let count = |w: &World| {
         w.svc
@@ -232,4 +241,72 @@ fn upsert_appends_and_recall_returns_the_newest_entry() {
         w.keys(q("kafka", "bm25", "recency")).is_empty(),
         "only the current content is searched"
     );
+}
+
+/// Contextual retrieval: a memory that answers without the query's words (a reply) is found through its neighbour's
+/// text, below the memory that has the words itself; `memory.recall.context_weight` 0 turns that off, and stop words
+/// never match.
+#[test]
+fn neighbours_text_finds_replies_below_direct_matches() {
+    let w = world();
+    w.put(
+        "t1",
+        "project",
+        "Caroline: did you go to the pride parade last weekend?",
+    );
+    w.put("t2", "project", "Melanie: yes, we went with the kids and loved it");
+    w.put("t3", "project", "Caroline: my new job at the shelter starts monday");
+    w.put("t4", "project", "Melanie: what did you cook for dinner");
+    w.put("t5", "project", "Caroline: a vegetable curry with rice");
+    let got = w.keys(q("pride parade", "bm25", "recency"));
+    assert_eq!(
+        got,
+        ["t1", "t2"],
+        "the reply after the question is found, ranked below it"
+    );
+    assert_eq!(w.keys(q("pride parade", "hybrid", "recency")), ["t1", "t2"]);
+    assert_eq!(w.keys(q("pride parade", "hybrid", "score")), ["t1", "t2"]);
+    let off = w.fx.reopen(cao_core::Settings::from_value(
+        serde_json::json!({"memory": {"recall": {"context_weight": 0}}}),
+    ));
+    let keys = |req| -> Vec<String> {
+        off.recall(&w.ctx, req)
+            .expect("recall")
+            .memories
+            .into_iter()
+            .map(|m| m.key)
+            .collect()
+    };
+    assert_eq!(keys(q("pride parade", "bm25", "recency")), ["t1"]);
+    assert!(
+        w.keys(q("what did you", "bm25", "recency")).is_empty(),
+        "stop words only"
+    );
+}
+
+/// The BM25 parameters come from the settings: with full length normalisation (b = 1) a short memory with one
+/// mention beats a long one with two; without it (b = 0) the two mentions win.
+#[test]
+fn bm25_parameters_follow_the_settings() {
+    let w = world();
+    w.put(
+        "long",
+        "global",
+        &format!("kafka kafka {}", "filler words about other things ".repeat(12)),
+    );
+    w.put("gap", "global", "unrelated lunch menu");
+    w.put("short", "global", "kafka");
+    let with = |b: f64| -> Vec<String> {
+        let svc = w.fx.reopen(cao_core::Settings::from_value(serde_json::json!({
+            "memory": {"recall": {"bm25_b": b, "bm25_k1": 1.2, "context_weight": 0}}
+        })));
+        svc.recall(&w.ctx, q("kafka", "bm25", "recency"))
+            .expect("recall")
+            .memories
+            .into_iter()
+            .map(|m| m.key)
+            .collect()
+    };
+    assert_eq!(with(1.0), ["short", "long"]);
+    assert_eq!(with(0.0), ["long", "short"]);
 }
