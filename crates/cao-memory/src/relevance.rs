@@ -40,6 +40,10 @@ pub(crate) struct RankedPool {
 
 /// The relevance pool for `query` over `groups` (see the module doc), lexical values from `lexical`. `keep` drops
 /// rows a curator recall may not see (explicit recall and explain keep everything).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the request's parts, each used once; no natural grouping"
+)]
 pub(crate) fn pool(
     store: &Store,
     groups: &[ScopeGroup],

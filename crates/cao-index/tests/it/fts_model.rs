@@ -40,8 +40,12 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Identity -> (content, updated_at seconds, memory type, created_at seconds).
-type Model = BTreeMap<(usize, Option<usize>), (String, i64, MemoryType, i64)>;
+/// A model row's identity: (key index, session index).
+type ModelId = (usize, Option<usize>);
+/// A model row: (content, updated_at seconds, memory type, created_at seconds).
+type ModelRow = (String, i64, MemoryType, i64);
+/// Identity -> row.
+type Model = BTreeMap<ModelId, ModelRow>;
 
 /// `(key, scope_id)` of a row.
 type Id = (String, Option<String>);
@@ -126,7 +130,7 @@ fn model_context(model: &Model, id: &(usize, Option<usize>)) -> Vec<String> {
     let (_, updated, _, created) = &model[id];
     let me = (*created, KEYS[id.0]);
     let same = || model.iter().filter(|((_, s), _)| *s == id.1);
-    let order = |(k, c): (&(usize, Option<usize>), &(String, i64, MemoryType, i64))| (c.3, KEYS[k.0]);
+    let order = |(k, c): (&ModelId, &ModelRow)| (c.3, KEYS[k.0]);
     let before = same()
         .filter(|r| order(*r) < me)
         .max_by(|a, b| order(*a).cmp(&order(*b)))
