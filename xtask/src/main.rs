@@ -2,7 +2,9 @@
 //!
 //! - `test`: the full gate CI runs — tidy, `cargo deny check` (skipped with the reason when cargo-deny is not
 //!   installed; its advisories check skipped when the advisory database cannot be fetched), fmt, clippy, Rust tests,
-//!   doctests, then the Python end-to-end tests in `tests/e2e` against freshly built debug binaries, then
+//!   doctests, then the Python end-to-end tests in `tests/e2e` against freshly built debug binaries (with the Python
+//!   reference installed on demand into a virtualenv in the target directory, for the OKF interoperability tests),
+//!   then
 //!   `fuzz-api` with its defaults (skipped when schemathesis cannot be installed). Stops at the first failing step
 //!   and names it.
 //! - `tidy`: the workspace's structural rules from `cargo metadata` (layering of `[workspace.metadata.layers]`,
@@ -341,6 +343,16 @@ fn test(root: &Path) -> Result<ExitCode> {
         cmd.args(["-m", "pytest", "-q", "tests/e2e"])
             .current_dir(root)
             .env("CAO_BIN_DIR", &bin_dir);
+        match reference_python(root)? {
+            Some(py) => {
+                cmd.env("CAO_REFERENCE_PYTHON", py);
+            }
+            None => gate.skip(
+                "e2e reference",
+                "the Python reference could not be installed from tests/e2e/reference-requirements.txt; the OKF \
+                 interoperability tests skip",
+            ),
+        }
         gate.run("e2e (pytest)", cmd)?;
     }
 
@@ -645,34 +657,60 @@ fn schemathesis(root: &Path) -> Result<Option<PathBuf>> {
             .output()
             .is_ok_and(|o| o.status.success())
     };
-    if works(&exe) {
-        return Ok(Some(exe));
-    }
     let requirements = root.join("tests").join("fuzz").join("requirements.txt");
+    Ok(venv_with(&venv, &requirements, "fuzz-api", || works(&exe)).then_some(exe))
+}
+
+/// The Python of the reference virtualenv (`<target>/reference-venv`) holding the Python reference pinned in
+/// `tests/e2e/reference-requirements.txt` (cli-agent-orchestrator), installed on first use. The reference gets its
+/// own virtualenv because its dependencies must not mix with the test runner's: they bring a pytest plugin
+/// (libtmux's) that stops pytest 9 from starting, and a `cao` command of their own. `Ok(None)` when it cannot be
+/// installed (no network): the reason is printed, and the OKF interoperability tests skip saying why.
+fn reference_python(root: &Path) -> Result<Option<PathBuf>> {
+    let venv = target_dir(root)?.join("reference-venv");
+    let python = venv.join("bin").join("python");
+    let works = |python: &Path| {
+        Command::new(python)
+            .args([
+                "-c",
+                "import importlib.util, sys; sys.exit(importlib.util.find_spec('cli_agent_orchestrator') is None)",
+            ])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let requirements = root.join("tests").join("e2e").join("reference-requirements.txt");
+    Ok(venv_with(&venv, &requirements, "e2e reference", || works(&python)).then_some(python))
+}
+
+/// Make `venv` a virtualenv with `requirements` installed unless `ready()` already holds; whether it holds after.
+fn venv_with(venv: &Path, requirements: &Path, step: &str, ready: impl Fn() -> bool) -> bool {
+    if ready() {
+        return true;
+    }
     println!(
-        "==> [fuzz-api] installing {} into {}",
+        "==> [{step}] installing {} into {}",
         requirements.display(),
         venv.display()
     );
     let made = Command::new(python())
         .args(["-m", "venv"])
-        .arg(&venv)
+        .arg(venv)
         .status()
         .is_ok_and(|s| s.success());
     if !made {
         println!("could not create a Python virtualenv at {}", venv.display());
-        return Ok(None);
+        return false;
     }
     let installed = Command::new(venv.join("bin").join("python"))
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
-        .arg(&requirements)
+        .arg(requirements)
         .status()
         .is_ok_and(|s| s.success());
-    if !installed || !works(&exe) {
-        println!("could not install schemathesis from {}", requirements.display());
-        return Ok(None);
+    if !installed || !ready() {
+        println!("could not install {}", requirements.display());
+        return false;
     }
-    Ok(Some(exe))
+    true
 }
 
 /// `cargo xtask fuzz-api`; fails when schemathesis cannot be installed.

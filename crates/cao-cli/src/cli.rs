@@ -65,6 +65,14 @@ pub enum MemoryCommand {
     /// Remove expired memories now (project: 90 days after the last update, session: 14 days; user and feedback
     /// memories never expire).
     Cleanup(crate::cleanup::CleanupArgs),
+    /// Export one scope as an OKF bundle: a directory, or a reproducible .tar.gz archive (a read-only mirror:
+    /// edits to the files are not synced back).
+    Export(crate::bundle::ExportArgs),
+    /// Import an OKF bundle (a directory or a .tar.gz archive) into global, project or federated.
+    ///
+    /// The bundle is untrusted: every topic goes through the same checks as memory_store, rejected files are
+    /// listed with their reason. Acts immediately; --dry-run reports exactly what a run would do.
+    Import(crate::bundle::ImportArgs),
 }
 
 /// Arguments of `cao memory list`.

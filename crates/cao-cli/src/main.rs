@@ -3,7 +3,7 @@
 //! It works directly on the local store (the home from `CAO_HOME`, `CAO_HOME_DIR`, or
 //! `~/.aws/cli-agent-orchestrator`) through `cao_memory::MemoryService`; no server is needed.
 //! Commands: `cao memory list [--query Q --explain] | show | delete | clear | repair | relationships | context | hook
-//! | inject | cleanup` (see `cao memory --help`) and `cao config get | set | unset | list` (see `cao config --help`).
+//! | inject | cleanup | export | import` (see `cao memory --help`) and `cao config get | set | unset | list` (see `cao config --help`).
 //!
 //! Invariants:
 //! - Exit codes: 0 success, 1 failure (one `error:` line on stderr, sometimes a `hint:` line), 2 usage error
@@ -13,6 +13,7 @@
 //! - Never blocks on stdin unless stdin is a terminal; never panics on user input (`main` returns an exit code).
 //! - Every command that opened the store refreshes dirty `index.md` files before exiting.
 
+mod bundle;
 mod cleanup;
 mod cli;
 mod config;

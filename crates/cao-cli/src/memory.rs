@@ -93,6 +93,8 @@ enum Plan {
     Repair(RepairArgs),
     Relationships(RelPlan),
     Cleanup(crate::cleanup::CleanupArgs),
+    Export(crate::bundle::ExportPlan),
+    Import(crate::bundle::ImportPlan),
 }
 
 impl Plan {
@@ -138,6 +140,8 @@ impl Plan {
                 ));
             }
             MemoryCommand::Cleanup(a) => Plan::Cleanup(a),
+            MemoryCommand::Export(a) => Plan::Export(crate::bundle::export_plan(a)?),
+            MemoryCommand::Import(a) => Plan::Import(crate::bundle::import_plan(a)?),
         })
     }
 
@@ -145,6 +149,7 @@ impl Plan {
     fn writes(&self) -> bool {
         matches!(self, Plan::Delete { .. } | Plan::Clear { .. } | Plan::Repair(_))
             || matches!(self, Plan::Cleanup(a) if !a.dry_run)
+            || matches!(self, Plan::Import(p) if p.writes())
     }
 
     fn execute(&self, svc: &MemoryService, ctx: &TerminalContext, out: &mut dyn Write) -> Result<(), CliError> {
@@ -233,6 +238,12 @@ impl Plan {
             Plan::Relationships(p) => emit(out, &p.execute(svc, ctx)?),
             Plan::Cleanup(a) => {
                 let (text, failed) = crate::cleanup::execute(svc, a)?;
+                emit(out, &text)?;
+                failed.map_or(Ok(()), Err)
+            }
+            Plan::Export(p) => emit(out, &crate::bundle::run_export(svc, ctx, p)?),
+            Plan::Import(p) => {
+                let (text, failed) = crate::bundle::run_import(svc, ctx, p)?;
                 emit(out, &text)?;
                 failed.map_or(Ok(()), Err)
             }

@@ -367,6 +367,17 @@ impl Index {
         self.write(|tx| upsert_in(tx, row))
     }
 
+    /// [`Index::upsert`] of every row of `rows`, in order, in one transaction (bulk writers: an import commits a
+    /// batch of topics at once). Either every row is written or none is. Returns each row's outcome.
+    ///
+    /// Errors: as [`Index::upsert`] for any row (nothing written).
+    pub fn upsert_many(&self, rows: &[MemoryRow]) -> Result<Vec<UpsertOutcome>> {
+        for row in rows {
+            check_related_keys(row)?;
+        }
+        self.write(|tx| rows.iter().map(|row| upsert_in(tx, row)).collect())
+    }
+
     /// Delete the native row `(scope, scope_id, key)` and its search entries; marks its container dirty.
     /// Returns whether a row existed. Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
     pub fn delete(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {

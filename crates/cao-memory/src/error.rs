@@ -61,6 +61,14 @@ pub enum MemoryError {
         /// The index failure.
         reason: String,
     },
+    /// An import bundle was refused as a whole (unreadable, not a gzip tar archive, over a size or count limit);
+    /// nothing was planned or written. The message names the bundle and the reason, never file content.
+    #[error("bundle refused: {0}")]
+    Bundle(String),
+    /// An export of a private scope (session, agent) without the explicit opt-in (`--include-private`; never
+    /// over HTTP).
+    #[error("the {0} scope is private; exporting it needs --include-private (and is never served over HTTP)")]
+    PrivateScope(cao_core::Scope),
     /// A file-system operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -90,6 +98,8 @@ impl MemoryError {
             MemoryError::Unauthorized { .. } => ErrorCode::ScopeNotAllowed,
             MemoryError::Corrupt { .. } => ErrorCode::CorruptTopicFile,
             MemoryError::PartialWrite { .. } => ErrorCode::MemoryMetadataPartialWrite,
+            MemoryError::Bundle(_) => ErrorCode::InvalidBundle,
+            MemoryError::PrivateScope(_) => ErrorCode::PrivateScope,
             MemoryError::Io { .. } => ErrorCode::IoError,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
             MemoryError::Index(_) => ErrorCode::IndexError,

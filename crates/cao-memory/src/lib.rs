@@ -9,7 +9,8 @@
 //!   its own (below the features that need it).
 //! - Feature modules of free functions over `&Store`: `write` (store, forget, delete, clear), `recall`,
 //!   `relevance`, `explain`, `inspect` (list, show), `inject` and `inject_related` (the context block),
-//!   `retention`, `audit` and `audit_relationships`, with `visibility`, `supersedes` and `eligibility` as shared
+//!   `retention`, `export` and `import` (OKF bundles, read and written by `bundle`), `audit` and
+//!   `audit_relationships`, with `visibility`, `supersedes` and `eligibility` as shared
 //!   read rules. Ranking rules are `cao-rank`'s; these modules only gather candidates and call it.
 //! - [`MemoryService`]: a thin facade. Each method resolves the call's settings, checks `memory.enabled` where the
 //!   call needs it (after argument validation for recall and explain) and delegates to one feature function.
@@ -39,10 +40,13 @@
 
 pub mod audit;
 mod audit_relationships;
+mod bundle;
 mod eligibility;
 mod error;
 mod explain;
 mod explain_table;
+mod export;
+mod import;
 mod inject;
 mod inject_related;
 mod inspect;
@@ -60,6 +64,8 @@ mod visibility;
 mod write;
 
 pub use audit::{AuditEvent, AuditLog};
+pub use bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
+pub use cao_okf::{ConflictPolicy, ExportReport, ImportReport};
 pub use cao_rank::{
     DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, Injection, MAX_EXPLAIN_LIMIT, PoolCounts,
     RecencyConstants,
@@ -67,6 +73,8 @@ pub use cao_rank::{
 pub use error::MemoryError;
 pub use explain::ExplainRequest;
 pub use explain_table::render_explain_table;
+pub use export::{EXPORT_SCHEMA, ExportDestination, ExportOutcome, ExportRequest};
+pub use import::{IMPORT_SCHEMA, ImportOutcome, ImportRequest};
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
     MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, render_block, scope_char_cap,

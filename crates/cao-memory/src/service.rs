@@ -5,11 +5,15 @@
 
 use crate::error::MemoryError;
 use crate::explain::ExplainRequest;
+use crate::export::{ExportDestination, ExportOutcome, ExportRequest};
+use crate::import::{ImportOutcome, ImportRequest};
 use crate::inject::ContextRequest;
 use crate::retention::CleanupReport;
 use crate::store::Store;
 use crate::types::*;
-use crate::{audit, audit_relationships, eligibility, explain, inject, inspect, recall, retention, write};
+use crate::{
+    audit, audit_relationships, eligibility, explain, export, import, inject, inspect, recall, retention, write,
+};
 use cao_core::{CaoHome, Clock, Key, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::Index;
 use cao_lifecycle::RelationshipService;
@@ -272,6 +276,55 @@ impl MemoryService {
     pub fn cleanup(&self, dry_run: bool) -> Result<CleanupReport, MemoryError> {
         self.ensure_enabled()?;
         retention::cleanup(&self.store, dry_run)
+    }
+
+    /// Export one scope as an OKF bundle directory or `.tar.gz` archive (spec 000 "cao memory export"; the rules
+    /// are in the `export` module): private scopes only with `include_private`, the project resolved like every
+    /// command, every file rendered by `cao-okf` and written only when its bytes change, `prune` for directories.
+    /// Reads only the store. `progress` sees the file writes.
+    ///
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::PrivateScope`], [`MemoryError::Invalid`] (scope id,
+    /// destination), [`MemoryError::Io`], index errors.
+    pub fn export(
+        &self,
+        ctx: &TerminalContext,
+        req: &ExportRequest,
+        dest: &ExportDestination,
+        progress: &dyn Progress,
+    ) -> Result<ExportOutcome, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        export::export(&self.store, &settings, ctx, req, dest, progress)
+    }
+
+    /// The `.tar.gz` bytes of an export (the HTTP route: `GET /memory/export`), and its outcome; nothing is
+    /// written. Callers that serve it refuse private scopes themselves (pass `include_private: false`).
+    ///
+    /// Errors: as [`MemoryService::export`], without the destination errors.
+    pub fn export_archive(
+        &self,
+        ctx: &TerminalContext,
+        req: &ExportRequest,
+    ) -> Result<(Vec<u8>, ExportOutcome), MemoryError> {
+        let settings = self.ensure_enabled()?;
+        export::export_archive(&self.store, &settings, ctx, req)
+    }
+
+    /// Import an OKF bundle (a directory or a `.tar.gz` archive) into the global, project or federated scope (spec
+    /// 000 "cao memory import"; the rules are in the `import` module): the bundle is untrusted and read within
+    /// limits, every topic is planned by `cao-okf` and checked by the same rules as `memory_store`, and a real run
+    /// writes through the store's write protocol in batches. A dry run reports exactly what a real run would do and
+    /// writes nothing. Per-file problems are rejections in the report, not errors. `progress` sees the writes.
+    ///
+    /// Errors (nothing written): [`MemoryError::Disabled`], [`MemoryError::Invalid`] (target scope, project),
+    /// [`MemoryError::Bundle`] (the bundle refused whole), index errors.
+    pub fn import(
+        &self,
+        ctx: &TerminalContext,
+        req: &ImportRequest,
+        progress: &dyn Progress,
+    ) -> Result<ImportOutcome, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        import::import(&self.store, &settings, ctx, req, progress)
     }
 
     /// The audit log of this home (`<home>/memory/logs/`).

@@ -83,6 +83,9 @@ pub(crate) struct NewEntry<'a> {
     pub(crate) provider: Option<String>,
     /// Id of the writing terminal, when known.
     pub(crate) terminal_id: Option<String>,
+    /// The entry's heading time (an import's frontmatter time, whole seconds); `None` = the clock's now. It is also
+    /// the row's `updated_at`.
+    pub(crate) at: Option<DateTime<Utc>>,
 }
 
 /// What [`Store::write`] did: the row as committed and whether the topic file was created.
@@ -218,6 +221,112 @@ impl Store {
     /// [`MemoryError::PartialWrite`] (file written, index not), I/O, wiki and index errors.
     pub(crate) fn write(&self, entry: NewEntry<'_>) -> Result<Written, MemoryError> {
         self.ensure_index_current()?;
+        // The lock is held until the index transaction has committed, so file and row change together.
+        let locked = self
+            .layout
+            .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)?;
+        let (write, row) = self.prepare(&locked, entry)?;
+        locked.write_prepared(&write)?;
+        self.index.upsert(&row).map_err(|e| MemoryError::PartialWrite {
+            path: write.path.clone(),
+            reason: e.to_string(),
+        })?;
+        drop(locked);
+        Ok(Written {
+            row,
+            created: write.created,
+        })
+    }
+
+    /// [`Store::write`] of many entries with one data sync and one index transaction for the whole batch (an
+    /// import): every topic lock is taken (in `(scope, scope id, key)` order, so two batch writers never wait for
+    /// each other in a cycle), each new file text is computed and verified, the files are written by
+    /// [`cao_wiki::write_prepared`], the rows by [`Index::upsert_many`] in the order of `entries`, then the locks are
+    /// released. Results are
+    /// in the order of `entries`. An entry that cannot be prepared (its existing file is corrupt, ...) fails alone;
+    /// a failure of the batch file write or of the transaction fails every prepared entry (the transaction failing
+    /// after the files were written is [`MemoryError::PartialWrite`]). A memory must appear at most once in a
+    /// batch (a repeat fails alone).
+    ///
+    /// Errors (per entry): as [`Store::write`].
+    pub(crate) fn write_batch(&self, entries: Vec<NewEntry<'_>>) -> Vec<Result<Written, MemoryError>> {
+        let mut results: Vec<Option<Result<Written, MemoryError>>> = entries.iter().map(|_| None).collect();
+        if let Err(e) = self.ensure_index_current() {
+            let reason = e.to_string();
+            return entries
+                .iter()
+                .map(|_| {
+                    Err(MemoryError::Io {
+                        context: reason.clone(),
+                        source: std::io::Error::from(std::io::ErrorKind::NotFound),
+                    })
+                })
+                .collect();
+        }
+        let mut order: Vec<(usize, NewEntry<'_>)> = entries.into_iter().enumerate().collect();
+        order.sort_by(|(_, a), (_, b)| a.memory.cmp(&b.memory));
+        let mut prepared = Vec::with_capacity(order.len());
+        let mut previous: Option<MemoryRef> = None;
+        for (n, entry) in order {
+            if previous.as_ref() == Some(&entry.memory) {
+                results[n] = Some(Err(MemoryError::Invalid(format!(
+                    "{} appears twice in one batch",
+                    entry.memory
+                ))));
+                continue;
+            }
+            previous = Some(entry.memory.clone());
+            let step = self
+                .layout
+                .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)
+                .map_err(MemoryError::from)
+                .and_then(|locked| self.prepare(&locked, entry).map(|(write, row)| (locked, write, row)));
+            match step {
+                Ok(p) => prepared.push((n, p)),
+                Err(e) => results[n] = Some(Err(e)),
+            }
+        }
+        let files: Vec<(&cao_wiki::LockedTopic, &cao_wiki::TopicWrite)> =
+            prepared.iter().map(|(_, (locked, write, _))| (locked, write)).collect();
+        let committed = cao_wiki::write_prepared(&files)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                // Rows in the order of `entries` (locks were taken in identity order): the index then holds them
+                // in the order the caller gave, as one store after another would.
+                let mut in_order: Vec<(usize, &MemoryRow)> =
+                    prepared.iter().map(|(n, (_, _, row))| (*n, row)).collect();
+                in_order.sort_by_key(|(n, _)| *n);
+                let rows: Vec<MemoryRow> = in_order.into_iter().map(|(_, row)| row.clone()).collect();
+                self.index.upsert_many(&rows).map(|_| ()).map_err(|e| e.to_string())
+            });
+        for (n, (locked, write, row)) in prepared {
+            results[n] = Some(match &committed {
+                Ok(()) => Ok(Written {
+                    row,
+                    created: write.created,
+                }),
+                Err(reason) => Err(MemoryError::PartialWrite {
+                    path: write.path.clone(),
+                    reason: format!("the batch write failed ({reason}); some files of the batch may be written"),
+                }),
+            });
+            drop(locked);
+        }
+        results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(MemoryError::Invalid("entry left out of its batch".into()))))
+            .collect()
+    }
+
+    /// Under `locked` (the entry's topic lock): read the prior row, compute and verify the new file text
+    /// ([`cao_wiki::LockedTopic::prepare_upsert`]) and build the row to commit. Writes nothing.
+    ///
+    /// Errors: [`MemoryError::Corrupt`] (the existing file is unparsable), wiki and index errors.
+    fn prepare(
+        &self,
+        locked: &cao_wiki::LockedTopic,
+        entry: NewEntry<'_>,
+    ) -> Result<(cao_wiki::TopicWrite, MemoryRow), MemoryError> {
         let NewEntry {
             memory: MemoryRef { scope, scope_id, key },
             memory_type,
@@ -225,19 +334,20 @@ impl Store {
             content,
             provider,
             terminal_id,
+            at,
         } = entry;
-        // The lock is held until the index transaction has committed, so file and row change together.
-        let locked = self.layout.lock_topic(scope, scope_id.as_deref(), &key)?;
         // Read the existing row before touching the file, so an unreadable index fails the call with nothing written.
         let prior = self.index.get(scope, scope_id.as_deref(), &key)?;
-        let now = self.now();
-        let write = locked.upsert(memory_type, &tags, now, content).map_err(|e| match e {
-            cao_wiki::WikiError::Corrupt { reason } => MemoryError::Corrupt {
-                path: locked.path().to_path_buf(),
-                reason,
-            },
-            other => MemoryError::from(other),
-        })?;
+        let at = at.unwrap_or_else(|| self.now());
+        let write = locked
+            .prepare_upsert(memory_type, &tags, at, content)
+            .map_err(|e| match e {
+                cao_wiki::WikiError::Corrupt { reason } => MemoryError::Corrupt {
+                    path: locked.path().to_path_buf(),
+                    reason,
+                },
+                other => MemoryError::from(other),
+            })?;
         let row = MemoryRow {
             id: prior
                 .as_ref()
@@ -257,7 +367,7 @@ impl Store {
                 .as_ref()
                 .map(|r| r.created_at)
                 .unwrap_or_else(|| write.topic.created_at()),
-            updated_at: now,
+            updated_at: at,
             access_count: prior.as_ref().map_or(0, |r| r.access_count),
             last_accessed_at: prior.as_ref().and_then(|r| r.last_accessed_at),
             last_compiled_at: prior.as_ref().and_then(|r| r.last_compiled_at),
@@ -265,15 +375,7 @@ impl Store {
             content: content.to_owned(),
             entry_count: write.topic.entry_count() as i64,
         };
-        self.index.upsert(&row).map_err(|e| MemoryError::PartialWrite {
-            path: write.path.clone(),
-            reason: e.to_string(),
-        })?;
-        drop(locked);
-        Ok(Written {
-            row,
-            created: write.created,
-        })
+        Ok((write, row))
     }
 
     /// Remove one memory's topic file (under its lock), its index row and mark its container dirty. A missing file

@@ -309,3 +309,24 @@ impl std::fmt::Display for RepairReport {
         Ok(())
     }
 }
+
+/// Receives the progress of a long bulk operation (an export's file writes, an import's topic writes); the CLI draws
+/// a bar on stderr for large bundles. Calls come from the thread running the operation.
+pub trait Progress {
+    /// A phase begins: `total` steps (files or topics) to do.
+    fn start(&self, phase: &str, total: u64);
+    /// `n` more steps are done.
+    fn advance(&self, n: u64);
+    /// The phase is over.
+    fn finish(&self);
+}
+
+/// A [`Progress`] that shows nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {
+    fn start(&self, _phase: &str, _total: u64) {}
+    fn advance(&self, _n: u64) {}
+    fn finish(&self) {}
+}

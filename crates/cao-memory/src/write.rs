@@ -1,7 +1,9 @@
 //! The writing calls: store (upsert), forget, delete and clear (spec 000 "memory_store", "memory_forget").
 //!
 //! Each call validates every argument before any I/O, resolves the target scope id, goes through the store's write
-//! protocol ([`Store::write`], [`Store::remove`]) and appends one audit line. Removing a memory also purges every
+//! protocol ([`Store::write`], [`Store::remove`]) and appends one audit line. A store is [`prepare`] (every rule
+//! that needs no I/O) then [`commit`]; an import runs each bundle topic through the same two steps
+//! ([`commit_batch`] for many at once). Removing a memory also purges every
 //! relationship edge into or out of it ([`remove`]), audited as the acting caller.
 
 use crate::audit::{self, AuditEvent, actor_of};
@@ -12,8 +14,10 @@ use crate::visibility;
 use cao_core::key::normalize_tags;
 use cao_core::scope::scope_write_allowed;
 use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
+use chrono::{DateTime, Utc};
 
 /// Store (upsert) a memory; see `MemoryService::store` for the rules. Memory must be enabled (the caller checks).
+/// [`prepare`], then the target scope id, then [`commit`].
 ///
 /// Errors: [`MemoryError::Invalid`], [`MemoryError::Secret`], [`MemoryError::Unauthorized`],
 /// [`MemoryError::Corrupt`], [`MemoryError::PartialWrite`], I/O and index errors.
@@ -23,6 +27,34 @@ pub(crate) fn store(
     ctx: &TerminalContext,
     req: StoreRequest,
 ) -> Result<StoreResult, MemoryError> {
+    let prepared = prepare(&req)?;
+    let scope_id = visibility::target_scope_id(store, ctx, prepared.scope, settings)?;
+    commit(store, ctx, &prepared, scope_id, None)
+}
+
+/// A `memory_store` call that passed every rule that needs no I/O ([`prepare`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Prepared {
+    /// The target scope.
+    pub(crate) scope: Scope,
+    /// The type label.
+    pub(crate) memory_type: MemoryType,
+    /// The normalised tags.
+    pub(crate) tags: String,
+    /// The sanitised (or derived) key.
+    pub(crate) key: Key,
+    /// The content, as given.
+    pub(crate) content: String,
+}
+
+/// Every rule of `memory_store` that needs no I/O, in order: scope and type names, content (non-empty, at most
+/// [`cao_wiki::MAX_CONTENT_BYTES`], no NUL), tags (normalised, at most [`MAX_TAGS_BYTES`], writable in the header),
+/// the key (service sanitising rule, or derived from content), the caller's write authorisation, and for federated
+/// the secret gate over content, tags and the given key. An import runs each planned topic through this same
+/// function.
+///
+/// Errors: [`MemoryError::Invalid`], [`MemoryError::Secret`], [`MemoryError::Unauthorized`].
+pub(crate) fn prepare(req: &StoreRequest) -> Result<Prepared, MemoryError> {
     let scope = parse_scope(req.scope.as_deref(), Scope::Project)?;
     let memory_type = match req.memory_type.as_deref() {
         None => MemoryType::Project,
@@ -59,34 +91,87 @@ pub(crate) fn store(
     {
         return Err(MemoryError::Secret { pattern });
     }
-    let scope_id = visibility::target_scope_id(store, ctx, scope, settings)?;
-    let written = store.write(NewEntry {
-        memory: MemoryRef::new(scope, scope_id, key),
+    Ok(Prepared {
+        scope,
         memory_type,
         tags,
-        content: &req.content,
+        key,
+        content: req.content.clone(),
+    })
+}
+
+/// Write a prepared store into `scope_id` (resolved by the caller) through [`Store::write`], with the entry at `at`
+/// (`None` = now), and append its audit line.
+///
+/// Errors: [`MemoryError::Corrupt`], [`MemoryError::PartialWrite`], I/O and index errors.
+pub(crate) fn commit(
+    store: &Store,
+    ctx: &TerminalContext,
+    p: &Prepared,
+    scope_id: Option<String>,
+    at: Option<DateTime<Utc>>,
+) -> Result<StoreResult, MemoryError> {
+    let written = store.write(new_entry(ctx, p, scope_id, at))?;
+    Ok(stored(store, ctx, written))
+}
+
+/// [`commit`] of many prepared stores into one `scope_id` through [`Store::write_batch`] (one data sync and one
+/// index transaction), each with its entry time; results in order, each failing alone as the batch allows.
+pub(crate) fn commit_batch(
+    store: &Store,
+    ctx: &TerminalContext,
+    items: &[(&Prepared, Option<DateTime<Utc>>)],
+    scope_id: Option<&str>,
+) -> Vec<Result<StoreResult, MemoryError>> {
+    let entries = items
+        .iter()
+        .map(|(p, at)| new_entry(ctx, p, scope_id.map(str::to_owned), *at))
+        .collect();
+    store
+        .write_batch(entries)
+        .into_iter()
+        .map(|r| r.map(|written| stored(store, ctx, written)))
+        .collect()
+}
+
+fn new_entry<'a>(
+    ctx: &TerminalContext,
+    p: &'a Prepared,
+    scope_id: Option<String>,
+    at: Option<DateTime<Utc>>,
+) -> NewEntry<'a> {
+    NewEntry {
+        memory: MemoryRef::new(p.scope, scope_id, p.key.clone()),
+        memory_type: p.memory_type,
+        tags: p.tags.clone(),
+        content: &p.content,
         provider: ctx.provider.clone(),
         terminal_id: ctx.terminal_id.clone(),
-    })?;
+        at,
+    }
+}
+
+/// The audit line and the result of a committed store.
+fn stored(store: &Store, ctx: &TerminalContext, written: crate::store::Written) -> StoreResult {
     let action = if written.created { "created" } else { "updated" };
     let row = written.row;
     audit::record(
         store,
         AuditEvent::Store,
         actor_of(ctx),
-        scope,
+        row.scope,
         row.scope_id.as_deref(),
         row.key.as_str(),
         action,
     );
-    Ok(StoreResult {
+    StoreResult {
         success: true,
         key: row.key.as_str().to_owned(),
-        scope,
+        scope: row.scope,
         scope_id: row.scope_id,
         file_path: row.file_path,
         action,
-    })
+    }
 }
 
 /// Forget a memory by key (agent tool); see `MemoryService::forget`. Memory must be enabled.

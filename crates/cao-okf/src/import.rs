@@ -7,7 +7,8 @@
 //! 1. The path must be a safe bundle path ([`crate::path::validate_bundle_path`]); a path seen before is rejected.
 //! 2. Not `*.md`, a file named `index.md` / `manifest.md`, or under `history/`: ignored (not counted).
 //! 3. A symlink (or anything the pipeline found escaping the bundle): rejected. A nested path: rejected. The stem
-//!    must survive [`cao_core::Key::sanitize`] unchanged. A directory or device named `*.md`: rejected.
+//!    must survive [`cao_core::Key::sanitize`] unchanged. A directory or device named `*.md`: rejected. A file
+//!    the reader did not read because it is over its per-file cap ([`EntryKind::TooLarge`]): rejected.
 //! 4. The bytes must be UTF-8; `\r\n` and `\r` become `\n` (Python's universal newlines).
 //! 5. Frontmatter ([`crate::frontmatter`]): required, must parse, must carry a non-null `type` (an unknown type
 //!    becomes `reference`); `tags` a list or a csv string; a timestamp-shaped but impossible `timestamp` rejects
@@ -143,6 +144,8 @@ pub enum EntryKind<'a> {
     Link,
     /// A directory, device, fifo or socket.
     NotRegular,
+    /// A regular file larger than the reader's per-file cap (its size in bytes): its bytes were not read.
+    TooLarge(u64),
 }
 
 /// One path of a bundle as the pipeline found it.
@@ -181,6 +184,8 @@ pub enum RejectReason {
     StemNotKey,
     /// A directory or special file with a `.md` name.
     NotRegular,
+    /// The file is larger than the bundle reader reads (its size in bytes); nothing of it was read.
+    TooLarge(u64),
     /// The bytes are not UTF-8 (byte offset of the first invalid sequence).
     NotUtf8(usize),
     /// No `---` frontmatter block.
@@ -214,6 +219,7 @@ impl fmt::Display for RejectReason {
                 f.write_str("filename stem fails key sanitizer round-trip (keys are [a-z0-9-], at most 60)")
             }
             RejectReason::NotRegular => f.write_str("not a regular file"),
+            RejectReason::TooLarge(size) => write!(f, "the file is too large to be a topic ({size} bytes)"),
             RejectReason::NotUtf8(at) => write!(f, "not valid UTF-8 (at byte {at})"),
             RejectReason::NoFrontmatter => {
                 f.write_str("no frontmatter: the file must start with a `---` block carrying `type`")
@@ -441,6 +447,7 @@ pub fn plan_file(opts: &ImportOptions, entry: BundleEntry<'_>, existing: &impl E
         (_, EntryKind::Link) => return reject(rel, RejectReason::Link),
         (BundlePathKind::Rejected(reason), _) => return reject(rel, reason.clone()),
         (_, EntryKind::NotRegular) => return reject(rel, RejectReason::NotRegular),
+        (_, EntryKind::TooLarge(size)) => return reject(rel, RejectReason::TooLarge(size)),
         (BundlePathKind::Topic(_), EntryKind::File(_)) => {}
     }
     let (BundlePathKind::Topic(key), EntryKind::File(bytes)) = (kind, entry.kind) else {

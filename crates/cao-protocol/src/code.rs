@@ -33,6 +33,10 @@ pub enum ErrorCode {
     SecretDetected,
     /// The caller may not write that scope.
     ScopeNotAllowed,
+    /// A private scope (session, agent) was asked for without opting in (`--include-private`).
+    PrivateScope,
+    /// An OKF bundle (directory or archive) cannot be imported as a whole: not a bundle, over a limit, unsafe.
+    InvalidBundle,
     /// An existing topic file cannot be parsed.
     CorruptTopicFile,
     /// The topic file was written but the index was not (`cao memory repair` fixes it).
@@ -59,7 +63,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidKey,
         ErrorCode::MemoryDisabled,
@@ -67,6 +71,8 @@ impl ErrorCode {
         ErrorCode::NotFound,
         ErrorCode::SecretDetected,
         ErrorCode::ScopeNotAllowed,
+        ErrorCode::PrivateScope,
+        ErrorCode::InvalidBundle,
         ErrorCode::CorruptTopicFile,
         ErrorCode::MemoryMetadataPartialWrite,
         ErrorCode::IoError,
@@ -99,6 +105,8 @@ impl ErrorCode {
             ErrorCode::NotFound => row("not_found", StatusCode::NOT_FOUND, true),
             ErrorCode::SecretDetected => row("secret_detected", UNPROCESSABLE, true),
             ErrorCode::ScopeNotAllowed => row("scope_not_allowed", StatusCode::FORBIDDEN, true),
+            ErrorCode::PrivateScope => row("private_scope", StatusCode::FORBIDDEN, true),
+            ErrorCode::InvalidBundle => row("invalid_bundle", UNPROCESSABLE, true),
             ErrorCode::CorruptTopicFile => row("corrupt_topic_file", INTERNAL, false),
             ErrorCode::MemoryMetadataPartialWrite => row("memory_metadata_partial_write", INTERNAL, false),
             ErrorCode::IoError => row("io_error", INTERNAL, false),
@@ -169,6 +177,8 @@ mod tests {
             ("memory_disabled", 404),
             ("not_found", 404),
             ("scope_not_allowed", 403),
+            ("private_scope", 403),
+            ("invalid_bundle", 422),
             ("refused", 409),
             ("bad_request", 400),
             ("index_error", 500),

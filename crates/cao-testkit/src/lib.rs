@@ -7,6 +7,8 @@
 //!   `CAO_HOME` and git isolation variables), no standard input, and a deadline, capturing exit code and output;
 //! - [`conformance_dir`] / [`conformance_cases`]: the reference's shared conformance cases, for every crate that
 //!   replays them;
+//! - [`tarball`]: hand-made (hostile) tar.gz archives for bundle tests;
+//! - [`locomo`]: the LoCoMo conversations of `../shared/data/locomo` (real input for benchmarks and tests);
 //! - `service` (feature `service`): an in-process `MemoryService` on a temp home with a fixed clock and a caller
 //!   context (`service::ServiceFixture`, `service::utc`).
 //!
@@ -23,8 +25,10 @@
 )]
 
 mod conformance;
+pub mod locomo;
 #[cfg(feature = "service")]
 pub mod service;
+pub mod tarball;
 
 pub use conformance::{cases_at, conformance_cases, conformance_dir};
 

@@ -132,6 +132,31 @@ impl LockedTopic {
     /// file does not parse; nothing written), [`WikiError::NotARegularFile`], [`WikiError::WriteVerification`],
     /// [`WikiError::Io`].
     pub fn upsert(&self, memory_type: MemoryType, tags: &str, ts: DateTime<Utc>, content: &str) -> Result<TopicWrite> {
+        let write = self.prepare_upsert(memory_type, tags, ts, content)?;
+        self.write_prepared(&write)?;
+        Ok(write)
+    }
+
+    /// Write one prepared upsert of this topic ([`LockedTopic::prepare_upsert`]) with
+    /// [`cao_core::fs::atomic_write`] (fsync of the file and its directory).
+    ///
+    /// Errors: [`WikiError::Io`].
+    pub fn write_prepared(&self, write: &TopicWrite) -> Result<()> {
+        atomic_write(&self.path, write.text.as_bytes()).map_err(|e| WikiError::io("write", &self.path, e))
+    }
+
+    /// Everything [`LockedTopic::upsert`] does except the write: read the file, compute the new text and verify
+    /// that it parses back to `content` with one more entry and the same id. Nothing is written; pass the result
+    /// to [`LockedTopic::write_prepared`] (or [`write_prepared`] for a batch) while this lock is held.
+    ///
+    /// Errors: as [`LockedTopic::upsert`], except write errors.
+    pub fn prepare_upsert(
+        &self,
+        memory_type: MemoryType,
+        tags: &str,
+        ts: DateTime<Utc>,
+        content: &str,
+    ) -> Result<TopicWrite> {
         let existing = self.read()?;
         let header = TopicHeader {
             key: self.key.to_string(),
@@ -156,7 +181,6 @@ impl LockedTopic {
                 topic.header().id
             )));
         }
-        atomic_write(&self.path, text.as_bytes()).map_err(|e| WikiError::io("write", &self.path, e))?;
         Ok(TopicWrite {
             path: self.path.clone(),
             rel_path: self.rel_path.clone(),
@@ -191,4 +215,22 @@ impl LockedTopic {
         }
         Ok(true)
     }
+}
+
+/// Write several prepared upserts ([`LockedTopic::prepare_upsert`]) with one data sync for the batch
+/// ([`cao_core::fs::atomic_write_batch`], private files): each file is replaced atomically and none is renamed
+/// before all are durable. Each write must come from its own lock, which the caller holds until it has recorded the
+/// writes elsewhere (its index transaction). Bulk writers use this instead of one fsync per file.
+///
+/// Errors: [`WikiError::Io`] naming the first file of the batch; files renamed before a failure stay written (see
+/// [`cao_core::fs::atomic_write_batch`]).
+pub fn write_prepared(batch: &[(&LockedTopic, &TopicWrite)]) -> Result<()> {
+    let items: Vec<(&Path, &[u8])> = batch
+        .iter()
+        .map(|(locked, write)| (locked.path.as_path(), write.text.as_bytes()))
+        .collect();
+    cao_core::fs::atomic_write_batch(&items, cao_core::fs::FileMode::Private).map_err(|e| {
+        let first = items.first().map_or_else(PathBuf::new, |(p, _)| p.to_path_buf());
+        WikiError::io("write (batch starting at)", &first, e)
+    })
 }

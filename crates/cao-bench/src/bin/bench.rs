@@ -1,9 +1,11 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
-//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR]`. Prints one table row per
+//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf]`. Prints one table row per
 //! (size, operation) with p50/p99 in milliseconds; the recall rows (each search_mode/sort_by pair, hybrid/relevance
-//! included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo questions. Numbers are
-//! measurements on this machine, not assertions.
+//! included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo questions. The OKF rows
+//! (one run each, n = 1) import a bundle of `size` topics into a fresh home (directory and `.tar.gz`) and export
+//! them again (directory, unchanged directory, `.tar.gz`); `--only okf` runs just those. Numbers are measurements on
+//! this machine, not assertions.
 #![allow(clippy::print_stdout)]
 
 use anyhow::{Context, Result};
@@ -17,6 +19,7 @@ struct Args {
     sizes: Vec<usize>,
     queries: usize,
     home: Option<std::path::PathBuf>,
+    only_okf: bool,
 }
 
 fn args() -> Result<Args> {
@@ -24,6 +27,7 @@ fn args() -> Result<Args> {
         sizes: vec![1_000, 10_000, 100_000],
         queries: 200,
         home: None,
+        only_okf: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -32,6 +36,7 @@ fn args() -> Result<Args> {
             "--sizes" => a.sizes = v.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?,
             "--queries" => a.queries = v.parse()?,
             "--home" => a.home = Some(v.into()),
+            "--only" if v == "okf" => a.only_okf = true,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -79,6 +84,12 @@ fn main() -> Result<()> {
     };
     println!("| memories | operation | p50 ms | p99 ms | n |");
     println!("|---:|---|---:|---:|---:|");
+    if args.only_okf {
+        for &size in &args.sizes {
+            okf_rows(size, &turns)?;
+        }
+        return Ok(());
+    }
     for &size in &args.sizes {
         let fill_start = Instant::now();
         while stored + 200 < size {
@@ -177,7 +188,117 @@ fn main() -> Result<()> {
         }
         cold_cli(size, &root)?;
         server_rss(size, &root, &questions)?;
+        okf_rows(size, &turns)?;
     }
+    Ok(())
+}
+
+/// One timed run as a row (n = 1).
+fn once<T>(size: usize, op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let t = Instant::now();
+    let out = f()?;
+    let mut st = Stats::default();
+    st.push(t.elapsed());
+    row(size, op, &st);
+    Ok(out)
+}
+
+/// OKF export and import of `size` topics: a bundle rendered by `cao-okf` from LoCoMo turns (what an export
+/// writes), imported into a fresh home from a directory, exported from it (directory, the same directory again
+/// with nothing changed, `.tar.gz`), and the archive imported into another fresh home.
+fn okf_rows(size: usize, turns: &[String]) -> Result<()> {
+    use cao_core::{Key, MemoryType, Scope};
+    use cao_memory::{ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, NoProgress};
+    let tmp = tempfile::tempdir()?;
+    let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")?.to_utc();
+    let topics: Vec<cao_okf::ExportTopic> = (0..size)
+        .map(|i| {
+            let at = t0 + chrono::Duration::minutes(i as i64);
+            Ok(cao_okf::ExportTopic {
+                key: Key::parse_strict(&format!("m{i}"))?,
+                scope_id: None,
+                memory_type: MemoryType::Project,
+                tags: format!("t{}", i % 50),
+                created_at: at,
+                updated_at: at,
+                content: format!("{} (note {i})", turns[i % turns.len()]),
+                history: Vec::new(),
+            })
+        })
+        .collect::<Result<_>>()?;
+    let opts = cao_okf::ExportOptions {
+        scope: Scope::Global,
+        scope_id: None,
+        include_history: false,
+        redact: false,
+    };
+    let bundle = cao_okf::render_bundle(&opts, &topics)?;
+    let source = tmp.path().join("bundle");
+    cao_core::fs::create_dir_all(&source)?;
+    let files: Vec<(std::path::PathBuf, &String)> = bundle.files.iter().map(|(p, t)| (source.join(p), t)).collect();
+    for chunk in files.chunks(1000) {
+        let items: Vec<(&std::path::Path, &[u8])> = chunk.iter().map(|(p, t)| (p.as_path(), t.as_bytes())).collect();
+        cao_core::fs::atomic_write_batch(&items, cao_core::fs::FileMode::UmaskDefault)?;
+    }
+    let open = |name: &str| {
+        MemoryService::open_with(
+            CaoHome::new(tmp.path().join(name)),
+            Settings::default(),
+            Arc::new(SystemClock),
+        )
+    };
+    let ctx = TerminalContext {
+        cwd: Some(tmp.path().to_path_buf()),
+        ..Default::default()
+    };
+    let import = |svc: &MemoryService, src: &std::path::Path| -> Result<()> {
+        let out = svc.import(
+            &ctx,
+            &ImportRequest {
+                source: src.to_path_buf(),
+                scope: Scope::Global,
+                conflict: ConflictPolicy::Skip,
+                dry_run: false,
+            },
+            &NoProgress,
+        )?;
+        anyhow::ensure!(
+            out.report.imported == size && out.report.rejected == 0 && out.stopped.is_none(),
+            "import of {size} topics: {:?}",
+            out.report
+        );
+        Ok(())
+    };
+    let a = open("home-a")?;
+    once(size, "OKF import from a directory (fresh home)", || import(&a, &source))?;
+    let export = |dest: ExportDestination| -> Result<()> {
+        let out = a.export(&ctx, &ExportRequest::new(Scope::Global), &dest, &NoProgress)?;
+        anyhow::ensure!(
+            out.report.exported + out.report.unchanged == size,
+            "export: {:?}",
+            out.report
+        );
+        Ok(())
+    };
+    let dir = tmp.path().join("export");
+    once(size, "OKF export to a directory", || {
+        export(ExportDestination::Directory {
+            path: dir.clone(),
+            prune: false,
+        })
+    })?;
+    once(size, "OKF export to the same directory, unchanged", || {
+        export(ExportDestination::Directory {
+            path: dir.clone(),
+            prune: true,
+        })
+    })?;
+    let archive = tmp.path().join("export.tar.gz");
+    once(size, "OKF export to a .tar.gz", || {
+        export(ExportDestination::Archive { path: archive.clone() })
+    })?;
+    let b = open("home-b")?;
+    once(size, "OKF import from a .tar.gz (fresh home)", || import(&b, &archive))?;
     Ok(())
 }
 

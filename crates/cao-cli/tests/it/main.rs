@@ -9,6 +9,7 @@
 )]
 
 mod bad_input;
+mod bundle_cli;
 mod cleanup_cli;
 mod common;
 mod config_cli;

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ErrorBody {
     /// Stable snake_case code: an [`ErrorCode`] (`invalid_argument`, `memory_disabled`, `not_found`,
-    /// `secret_detected`, `scope_not_allowed`, `index_error`, `missing_memory`, `refused`, `invalid_key`,
+    /// `secret_detected`, `scope_not_allowed`, `private_scope`, `invalid_bundle`, `index_error`, `missing_memory`, `refused`, `invalid_key`,
     /// `bad_request`, `internal_error`, `remote_unavailable`, ...), or a remote owner's code relayed as it is.
     pub error: String,
     /// One actionable line naming the offending value.

@@ -16,6 +16,7 @@
 //!   call, a context block) is given them too.
 
 pub mod error;
+pub mod export;
 pub mod internal;
 pub mod memory;
 pub mod relationships;
@@ -58,11 +59,12 @@ over 4 MiB."
 )]
 pub struct ApiDoc;
 
-/// Read routes: `GET /memory`, `GET /memory/{key}`, `GET /memory/relationships`,
+/// Read routes: `GET /memory`, `GET /memory/export`, `GET /memory/{key}`, `GET /memory/relationships`,
 /// `GET /terminals/{id}/memory-context`, `POST /internal/memory/recall`, `POST /internal/memory/context`.
 pub fn read_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(memory::list_memories))
+        .routes(routes!(export::export_memories))
         .routes(routes!(memory::get_memory))
         .routes(routes!(relationships::list_relationships))
         .routes(routes!(terminals::memory_context))

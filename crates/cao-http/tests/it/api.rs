@@ -99,6 +99,7 @@ async fn disabled_memory_answers_404_everywhere_and_touches_nothing() {
     let calls: Vec<(Method, &str, Option<Value>)> = vec![
         (Method::GET, "/memory", None),
         (Method::GET, "/memory/some-key", None),
+        (Method::GET, "/memory/export?scope=global", None),
         (Method::DELETE, "/memory/some-key?scope=global", None),
         (Method::DELETE, "/memory?scope=global", None),
         (Method::GET, "/memory/relationships", None),
@@ -684,6 +685,7 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/mcp", &["post"]),
         ("/openapi.json", &["get"]),
         ("/memory", &["get", "delete"]),
+        ("/memory/export", &["get"]),
         ("/memory/{key}", &["get", "delete"]),
         ("/memory/relationships", &["get", "post"]),
         ("/memory/relationships/{id}", &["patch", "delete"]),
@@ -734,6 +736,17 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
                 "{method} {p} answered undeclared {status}: {resp}"
             );
         }
+    }
+
+    // Every schema reference resolves.
+    let schemas_defined = doc["components"]["schemas"].as_object().expect("schemas");
+    let text = doc.to_string();
+    for (at, _) in text.match_indices("#/components/schemas/") {
+        let name: String = text[at + "#/components/schemas/".len()..]
+            .chars()
+            .take_while(|c| *c != '"')
+            .collect();
+        assert!(schemas_defined.contains_key(&name), "dangling reference to {name}");
     }
 
     // Responses carry the required fields of their declared schemas.
@@ -827,4 +840,119 @@ async fn non_accessing_inspection_stops_operator_views_counting() {
             assert_eq!(body["access_count"], 1, "agent recall still counts: {body}");
         }
     }
+}
+
+/// `GET /memory/export`: the raw response (status, headers, body bytes).
+async fn export_raw(app: &Router, query: &str) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let req = Request::builder()
+        .method(Method::GET)
+        .uri(format!("/memory/export{query}"))
+        .header("host", "127.0.0.1")
+        .body(Body::empty())
+        .expect("request");
+    let resp = app.clone().oneshot(req).await.expect("router is infallible");
+    let status = resp.status();
+    let headers = resp.headers().clone();
+    let bytes = to_bytes(resp.into_body(), 1 << 24).await.expect("body");
+    (status, headers, bytes.to_vec())
+}
+
+/// `(path, text)` of every entry of a `.tar.gz`.
+fn untar(bytes: &[u8]) -> Vec<(String, String)> {
+    use std::io::Read as _;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    let mut out = Vec::new();
+    for e in archive.entries().expect("a tar archive") {
+        let mut e = e.expect("entry");
+        let path = e.path().expect("path").to_string_lossy().into_owned();
+        let mut text = String::new();
+        e.read_to_string(&mut text).expect("text");
+        out.push((path, text));
+    }
+    out
+}
+
+#[tokio::test]
+async fn export_serves_a_reproducible_archive_and_never_a_private_scope() {
+    let f = fixture();
+    store(&f, "alpha", "Alpha fact. Second sentence.", "global", json!({})).await;
+    store(
+        &f,
+        "beta",
+        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789AB",
+        "global",
+        json!({}),
+    )
+    .await;
+    store(&f, "gamma", "Project fact.", "project", json!({"project_id": "proj-1"})).await;
+    store(&f, "note", "Session note.", "session", json!({"session_name": "s-1"})).await;
+
+    let (status, headers, bytes) = export_raw(&f.app, "?scope=global").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[axum::http::header::CONTENT_TYPE], "application/gzip");
+    assert_eq!(
+        headers[axum::http::header::CONTENT_DISPOSITION],
+        "attachment; filename=\"cao-memory-global.tar.gz\""
+    );
+    let files = untar(&bytes);
+    let names: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        names,
+        ["alpha.md", "index.md", "manifest.md"],
+        "the secret topic is left out"
+    );
+    assert!(files[0].1.contains("description: \"Alpha fact.\""), "{}", files[0].1);
+    let (_, _, again) = export_raw(&f.app, "?scope=global").await;
+    assert_eq!(again, bytes, "the same memories give the same bytes");
+    let (_, _, redacted) = export_raw(&f.app, "?scope=global&redact=true&include_history=true&format=okf").await;
+    let files = untar(&redacted);
+    assert!(
+        files
+            .iter()
+            .any(|(p, t)| p == "beta.md" && t.contains("[REDACTED:") && !t.contains("ghp_")),
+        "{files:?}"
+    );
+
+    let (status, _, bytes) = export_raw(&f.app, "?scope=project&scope_id=proj-1").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        untar(&bytes)
+            .iter()
+            .any(|(p, t)| p == "manifest.md" && t.contains("- scope_id: proj-1"))
+    );
+
+    for scope in ["session", "agent"] {
+        let got = get(&f.app, &format!("/memory/export?scope={scope}&scope_id=s-1")).await;
+        assert_error(&got, StatusCode::FORBIDDEN, "private_scope");
+    }
+    assert_error(
+        &get(&f.app, "/memory/export").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_argument",
+    );
+    assert_error(
+        &get(&f.app, "/memory/export?scope=project").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_argument",
+    );
+    assert_error(
+        &get(&f.app, "/memory/export?scope=global&scope_id=x").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_argument",
+    );
+    assert_error(
+        &get(&f.app, "/memory/export?scope=project&scope_id=..%2Fx").await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_argument",
+    );
+    assert_error(
+        &get(&f.app, "/memory/export?scope=global&redact=maybe").await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    );
+    assert_error(
+        &get(&f.app, "/memory/export?scope=global&format=cao").await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    );
 }

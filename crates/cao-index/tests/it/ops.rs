@@ -646,3 +646,40 @@ fn many_visible_scope_ids_use_the_join_path_with_the_same_answers() {
     );
     assert_eq!(ix.metadata_pool(&any, None, "marker", 100).expect("meta").len(), 21);
 }
+
+#[test]
+fn upsert_many_writes_all_rows_in_one_transaction_or_none() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    ix.upsert(&global("kept", "old text", 0)).expect("insert");
+    let before = ix.write_transactions();
+    let rows = vec![global("kept", "new text", 10), global("fresh", "brand new", 11)];
+    let out = ix.upsert_many(&rows).expect("batch");
+    assert_eq!(ix.write_transactions(), before + 1, "one transaction for the batch");
+    assert_eq!(out.iter().map(|o| o.created).collect::<Vec<_>>(), [false, true]);
+    assert_eq!(
+        ix.get(Scope::Global, None, &key("kept"))
+            .expect("get")
+            .expect("row")
+            .content,
+        "new text"
+    );
+    // Content only: "kept" is "fresh"'s neighbour and has "brand" in its context.
+    let content_only = Bm25::new(0.9, 0.25, 0.0).expect("valid");
+    let hits = ix
+        .bm25_pool(&Visibility::all(), None, "brand", 10, &content_only)
+        .expect("bm25");
+    assert_eq!(
+        hits.iter().map(|(r, _)| r.key.as_str()).collect::<Vec<_>>(),
+        ["fresh"],
+        "search tables written in the batch"
+    );
+    let mut bad = global("late", "x", 12);
+    bad.related_keys = Some("k".repeat(2000));
+    assert!(ix.upsert_many(&[global("early", "y", 12), bad]).is_err());
+    assert!(
+        ix.get(Scope::Global, None, &key("early")).expect("get").is_none(),
+        "a refused batch writes nothing"
+    );
+    assert!(ix.upsert_many(&[]).expect("empty batch").is_empty());
+}

@@ -15,6 +15,8 @@ mod explain;
 mod inject;
 mod inject_related;
 mod lifecycle;
+mod okf;
+mod okf_roundtrip;
 mod properties;
 mod provider_files;
 mod read_path;

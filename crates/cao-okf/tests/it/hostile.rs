@@ -80,6 +80,15 @@ fn links_nesting_and_odd_entries() {
         FileOutcome::Rejected(RejectReason::NotRegular)
     );
     assert_eq!(
+        outcome_of(Scope::Global, b"huge.md", EntryKind::TooLarge(1 << 30)),
+        FileOutcome::Rejected(RejectReason::TooLarge(1 << 30))
+    );
+    // A file too large to read is ignored like any other when its name is not a topic's.
+    assert_eq!(
+        outcome_of(Scope::Global, b"history/huge.md", EntryKind::TooLarge(1 << 30)),
+        FileOutcome::Ignored(IgnoreReason::History)
+    );
+    assert_eq!(
         outcome_of(Scope::Global, b"Evil.md", file(OK)),
         FileOutcome::Rejected(RejectReason::StemNotKey)
     );

@@ -296,3 +296,47 @@ fn concurrent_upserts_lose_nothing() {
     all.dedup();
     assert_eq!(all.len(), 40);
 }
+
+#[test]
+fn prepared_upserts_write_nothing_until_written_as_a_batch() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let layout = WikiLayout::new(home.path().join("memory"));
+    let (a, b) = (key("alpha"), key("beta"));
+    layout
+        .upsert_topic(
+            Scope::Global,
+            None,
+            &a,
+            MemoryType::Project,
+            "",
+            ts("2026-01-01T00:00:00Z"),
+            "one",
+        )
+        .expect("create alpha");
+    let before = fs::read_to_string(layout.topic_path(Scope::Global, None, &a).expect("path")).expect("read");
+    let la = layout.lock_topic(Scope::Global, None, &a).expect("lock alpha");
+    let lb = layout.lock_topic(Scope::Project, Some("proj"), &b).expect("lock beta");
+    let wa = la
+        .prepare_upsert(MemoryType::User, "t", ts("2026-01-02T00:00:00Z"), "two")
+        .expect("prepare alpha");
+    let wb = lb
+        .prepare_upsert(MemoryType::Project, "", ts("2026-01-03T00:00:00Z"), "new")
+        .expect("prepare beta");
+    assert!(!wa.created && wb.created);
+    assert_eq!(
+        fs::read_to_string(la.path()).expect("read"),
+        before,
+        "prepare writes nothing"
+    );
+    assert!(!lb.path().exists(), "prepare creates no file");
+    cao_wiki::write_prepared(&[(&la, &wa), (&lb, &wb)]).expect("batch");
+    assert_eq!(fs::read_to_string(la.path()).expect("read"), wa.text);
+    assert_eq!(fs::read_to_string(lb.path()).expect("read"), wb.text);
+    assert_eq!(mode(lb.path()), 0o600);
+    let read = layout
+        .read_topic(Scope::Global, None, &a)
+        .expect("read")
+        .expect("exists");
+    assert_eq!(read.topic.entry_count(), 2);
+    assert_eq!(read.topic.current_content(), "two");
+}
