@@ -159,8 +159,8 @@ fn candidates(
 /// The best `limit` `(search_rowid, score)` pairs, best first (ties by search rowid).
 ///
 /// Candidates come from the rarest terms G (as many as fit in [`PRUNE_MAX_CANDIDATES`] by document frequency, at
-/// least one), each scored on every query term. When G matches fewer than `limit` visible rows it grows by the next
-/// rarest term while the frequencies stay within four times the budget, and then to every term. A row that
+/// least one), each scored on every query term. While G matches fewer than `limit` visible rows it grows by the next
+/// rarest term (only that term's rows are read). A row that
 /// matches none of G scores at most the sum of [`LexicalScorer::term_bound`] over the other terms; when the
 /// `limit`-th candidate scores above that the answer is exact, otherwise such a row can be missing from the pool
 /// (its score is bounded by the frequent terms' low IDF). This keeps long natural-language queries at a few
@@ -184,18 +184,14 @@ fn top(
         budget += by_df[split].df;
         split += 1;
     }
-    let mut found = loop {
-        let found = candidates(tx, plan, vis, memory_type, scorer, corpus, terms, &by_df[..split])?;
-        if found.len() >= limit || split == by_df.len() {
-            break found;
-        }
-        budget += by_df[split].df;
-        split = if budget > 4 * PRUNE_MAX_CANDIDATES {
-            by_df.len()
-        } else {
-            split + 1
-        };
-    };
+    let mut found = candidates(tx, plan, vis, memory_type, scorer, corpus, terms, &by_df[..split])?;
+    // Too few: add the next rarest term's rows, one term at a time (each candidate is already scored on every term).
+    let mut seen: std::collections::HashSet<i64> = found.iter().map(|(r, _)| *r).collect();
+    while found.len() < limit && split < by_df.len() {
+        let more = candidates(tx, plan, vis, memory_type, scorer, corpus, terms, &by_df[split..=split])?;
+        found.extend(more.into_iter().filter(|(r, _)| seen.insert(*r)));
+        split += 1;
+    }
     found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     found.truncate(limit);
     Ok(found)
