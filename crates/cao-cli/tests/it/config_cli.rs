@@ -67,7 +67,10 @@ fn list_on_a_fresh_home_shows_defaults_and_writes_nothing() {
             "memory.model.name",
             "memory.model.api_key_env",
             "memory.model.command",
-            "memory.model.timeout_ms"
+            "memory.model.timeout_ms",
+            "memory.recall.bm25_k1",
+            "memory.recall.bm25_b",
+            "memory.recall.context_weight"
         ]
     );
     assert!(!settings_path(&home).exists(), "reading never creates settings.json");
