@@ -35,7 +35,19 @@ async def call(session: ClientSession, tool: str, **args: Any) -> dict[str, Any]
 
 async def check_tool_list(session: ClientSession) -> None:
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert sorted(tools) == ["memory_forget", "memory_recall", "memory_store"]
+    assert sorted(tools) == [
+        "memory_forget",
+        "memory_read",
+        "memory_recall",
+        "memory_search",
+        "memory_store",
+        "memory_view",
+        "memory_zoom",
+    ]
+    assert not any("purge" in name for name in tools), "no tool can purge"
+    assert tools["memory_zoom"].inputSchema["required"] == ["id", "n"]
+    assert tools["memory_search"].inputSchema["required"] == ["query"]
+    assert tools["memory_read"].inputSchema["required"] == ["key"]
 
     store = tools["memory_store"].inputSchema
     assert store["required"] == ["content"]
@@ -203,13 +215,56 @@ async def run_flow(session: ClientSession, home: pathlib.Path, cwd: pathlib.Path
     bad_mode = await call(session, "memory_recall", search_mode="fuzzy")
     assert bad_mode["success"] is False and "search_mode" in bad_mode["error"], bad_mode
 
+    # -- the journal: receipts name their entries; view, zoom, search and read
+    assert (first["journal_entry"], again["journal_entry"]) == (0, 1), (first, again)
+    assert [r["journal_entry"] for r in stored] == [2, 3, 4], stored
+    view = await call(session, "memory_view")
+    assert view["view"].startswith("<memory>\n") and view["view"].endswith("</memory>"), view
+    assert (view["entries"], view["lines"], view["left_out"]) == (5, 5, 0), view
+    lines = view["view"].splitlines()[1:-1]
+    assert [line.split("|", 1)[0] for line in lines] == ["0+1", "1+1", "2+1", "3+1", "4+1"], view
+    assert "testing-framework" in lines[0], lines
+    entry = (await call(session, "memory_zoom", id=1, n=1))["entry"]
+    assert (entry["key"], entry["text"], entry["status"]) == (
+        "testing-framework",
+        "Use pytest with -q; never unittest",
+        "current",
+    ), entry
+    older = (await call(session, "memory_zoom", id="0", n=1))["entry"]
+    assert (older["text"], older["status"], older["replaced_by"]) == (
+        "Always use pytest for testing in this project",
+        "rewritten",
+        1,
+    ), older
+    pair = await call(session, "memory_zoom", id=0, n=2)
+    assert [line["address"] for line in pair["lines"]] == ["0+1", "1+1"], pair
+    for bad_args in ({"id": 1, "n": 2}, {"id": 0, "n": 3}, {"id": 0, "n": 8}):
+        refused = await call(session, "memory_zoom", **bad_args)
+        assert refused["success"] is False and refused["error_kind"] == "invalid_argument", (bad_args, refused)
+    found = await call(session, "memory_search", query="testing")
+    assert found["hits"][0]["key"] == "testing-framework" and found["hits"][0]["score"] >= 3, found
+    assert found["hits"][0]["matching_line"] == "Use pytest with -q; never unittest", found
+    newest_first = await call(session, "memory_search", query="pytest")
+    assert [h["key"] for h in newest_first["hits"]][:1] == ["plugins"], newest_first
+    read = await call(session, "memory_read", key="testing-framework")
+    assert (read["content"], read["journal_entry"], read["scope"]) == (
+        "Use pytest with -q; never unittest",
+        1,
+        "project",
+    ), read
+    missing = await call(session, "memory_read", key="no-such-memory")
+    assert missing["success"] is False and missing["error_kind"] == "not_found", missing
+
     # -- forget
     gone = await call(session, "memory_forget", key="testing-framework")
     assert (gone["success"], gone["deleted"], gone["action"], gone["scope"]) == (True, True, "deleted", "project")
+    assert gone["journal_entry"] == 5, gone
+    assert (await call(session, "memory_zoom", id=1, n=1))["entry"]["status"] == "deleted"
     assert not topic.exists()
     assert "testing-framework" not in keys(await call(session, "memory_recall", query="pytest"))
     absent = await call(session, "memory_forget", key="testing-framework", scope="project")
     assert (absent["success"], absent["deleted"], absent["action"]) == (True, False, "absent"), absent
+    assert absent["journal_entry"] is None, absent
     other = await call(session, "memory_forget", key="answer-style", scope="global")
     assert other["deleted"] is True
     assert keys(await call(session, "memory_recall", scope="global")) == [auto["key"]]
@@ -222,9 +277,15 @@ async def run_disabled(session: ClientSession) -> None:
         ("memory_store", {"content": "should not be written", "scope": "global", "key": "nope"}),
         ("memory_recall", {"query": "anything"}),
         ("memory_forget", {"key": "nope", "scope": "global"}),
+        ("memory_view", {}),
+        ("memory_zoom", {"id": 0, "n": 1}),
+        ("memory_search", {"query": "anything"}),
+        ("memory_read", {"key": "nope"}),
     ):
         payload = await call(session, tool, **args)
         assert payload["success"] is False and payload["disabled"] is True, payload
         assert payload["error"].startswith("memory is disabled"), payload
         if tool == "memory_recall":
             assert payload["memories"] == []
+        if tool == "memory_search":
+            assert payload["hits"] == []

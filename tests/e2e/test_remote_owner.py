@@ -47,6 +47,18 @@ def test_node_stores_and_recalls_through_the_owner(tmp_path: pathlib.Path, ws: W
                 assert recalled["memories"][0]["content"] == "Indent with tabs in this repo"
                 refused = await _flow.call(session, "memory_recall", sort_by="sideways")
                 assert refused["success"] is False and refused["error_kind"] == "invalid_argument", refused
+                # The journal tools go to the owner too.
+                assert stored["journal_entry"] == 0, stored
+                view = await _flow.call(session, "memory_view")
+                assert view["entries"] == 1 and "0+1|" in view["view"], view
+                entry = (await _flow.call(session, "memory_zoom", id=0, n=1))["entry"]
+                assert (entry["key"], entry["text"]) == ("indent-style", "Indent with tabs in this repo"), entry
+                hits = await _flow.call(session, "memory_search", query="indent")
+                assert [h["key"] for h in hits["hits"]] == ["indent-style"], hits
+                read = await _flow.call(session, "memory_read", key="indent-style")
+                assert read["content"] == "Indent with tabs in this repo", read
+                bad = await _flow.call(session, "memory_zoom", id=1, n=2)
+                assert bad["success"] is False and bad["error_kind"] == "invalid_argument", bad
 
         asyncio.run(store_and_recall())
         assert [p.name for p in topic_files(ws.home)] == ["indent-style.md"]

@@ -2,7 +2,7 @@
 //!
 //! - [`locomo`] loads the LoCoMo conversations from `../shared/data/locomo/locomo6.json` (or `CAO_LOCOMO`); it is
 //!   `cao_testkit::locomo`, shared with the tests.
-//! - [`Stats`] summarises latency samples (p50/p99 in milliseconds).
+//! - [`Stats`] summarises latency samples (nearest-rank percentiles in milliseconds).
 
 use std::time::Duration;
 

@@ -14,23 +14,20 @@
 //! Text reports have the reference CLI's lines; bundle paths and reasons in them pass [`crate::output::one_line`],
 //! so a hostile file name cannot break a line or smuggle terminal escapes. `--json` / `--format json` print the
 //! `cao.memory.export/1` / `cao.memory.import/1` objects (docs/schemas/). A progress bar is drawn on stderr when it
-//! is a terminal and more than [`PROGRESS_MIN`] files or topics are written.
+//! is a terminal and more than [`crate::progress::PROGRESS_MIN`] files or topics are written.
 
 use crate::cli::{ScopeArg, TextFormat};
 use crate::error::CliError;
 use crate::output::{self, one_line};
+use crate::progress::Bar;
 use cao_core::{Scope, TerminalContext};
 use cao_memory::{
     ConflictPolicy, ExportDestination, ExportOutcome, ExportRequest, ImportOutcome, ImportRequest, MemoryError,
-    MemoryService, Progress,
+    MemoryService,
 };
 use clap::{Args, ValueEnum};
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 use std::path::PathBuf;
-
-/// Fewest steps (files or topics) that get a progress bar.
-pub const PROGRESS_MIN: u64 = 300;
 
 /// The archive formats (`okf` only, as the reference registers today).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -308,47 +305,6 @@ pub fn import_text(o: &ImportOutcome, source: &str) -> String {
         let _ = writeln!(s, "  rejected '{}': {}", one_line(rel), one_line(reason));
     }
     s
-}
-
-/// A progress bar on stderr, drawn only when stderr is a terminal and a phase has more than [`PROGRESS_MIN`] steps.
-struct Bar {
-    terminal: bool,
-    bar: std::cell::RefCell<Option<indicatif::ProgressBar>>,
-}
-
-impl Bar {
-    fn for_stderr() -> Bar {
-        Bar {
-            terminal: std::io::stderr().is_terminal(),
-            bar: std::cell::RefCell::new(None),
-        }
-    }
-}
-
-impl Progress for Bar {
-    fn start(&self, phase: &str, total: u64) {
-        if !self.terminal || total <= PROGRESS_MIN {
-            return;
-        }
-        let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} ({eta})") {
-            bar.set_style(style);
-        }
-        bar.set_message(phase.to_owned());
-        *self.bar.borrow_mut() = Some(bar);
-    }
-
-    fn advance(&self, n: u64) {
-        if let Some(bar) = self.bar.borrow().as_ref() {
-            bar.inc(n);
-        }
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = self.bar.borrow_mut().take() {
-            bar.finish_and_clear();
-        }
-    }
 }
 
 #[cfg(test)]

@@ -65,6 +65,11 @@ pub enum MemoryCommand {
     /// Remove expired memories now (project: 90 days after the last update, session: 14 days; user and feedback
     /// memories never expire).
     Cleanup(crate::cleanup::CleanupArgs),
+    /// Check the memories visible from here for orphan pages, stale claims, poisoned access counts, dense keys and
+    /// (with a model) contradictions; read-only. Exits 1 when a finding is an error.
+    Lint(crate::lint::LintArgs),
+    /// Fix what lint finds, one fix per issue type: prints the plan; --apply carries it out (audited).
+    Heal(crate::lint::HealArgs),
     /// Export one scope as an OKF bundle: a directory, or a reproducible .tar.gz archive (a read-only mirror:
     /// edits to the files are not synced back).
     Export(crate::bundle::ExportArgs),
@@ -73,12 +78,53 @@ pub enum MemoryCommand {
     /// The bundle is untrusted: every topic goes through the same checks as memory_store, rejected files are
     /// listed with their reason. Acts immediately; --dry-run reports exactly what a run would do.
     Import(crate::bundle::ImportArgs),
+    /// Print the live view of a memory journal (the current project's by default): at most 32 KiB of lines
+    /// `id+n|text`, oldest first, inside <memory> ... </memory>.
+    View(ViewArgs),
+    /// Purge one memory: remove its file and index row and erase its text from every version in the journal and
+    /// from every summary line, so it is found nowhere on disk (the way to remove a secret).
+    ///
+    /// Unlike delete, which keeps earlier versions in the journal, this cannot be undone.
+    Purge(PurgeArgs),
+}
+
+/// Arguments of `cao memory view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// The journal of this container: `global`, `federated` or a project id (default: the current project's).
+    #[arg(long, value_name = "C", conflicts_with = "scope")]
+    pub container: Option<String>,
+    /// The journal holding this scope's memories (project: the current project; global, session and agent: the
+    /// global journal; federated).
+    #[arg(long, value_enum, value_name = "SCOPE")]
+    pub scope: Option<ScopeArg>,
+    /// Output format (json: the cao.memory.view/1 object).
+    #[arg(long, value_enum, default_value_t = TextFormat::Text)]
+    pub format: TextFormat,
+}
+
+/// Arguments of `cao memory purge`.
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    /// The memory key (`^[a-z0-9-]{1,60}$`).
+    pub key: String,
+    /// The scope of the memory (its scope id is the current project, session or agent).
+    #[arg(long, value_enum, value_name = "SCOPE", default_value_t = ScopeArg::Project)]
+    pub scope: ScopeArg,
+    /// Do not ask for confirmation (required when stdin is not a terminal).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Output format (json: the cao.memory.purge/1 object).
+    #[arg(long, value_enum, default_value_t = TextFormat::Text)]
+    pub format: TextFormat,
 }
 
 /// Arguments of `cao memory list`.
 ///
 /// Two modes share the scope flags (spec 000 "On-demand relevance explain", "CLI Commands"):
-/// - the ordinary list: `[--all] [--scope S] [--type T] [--json]`, at most [`LIST_ROWS`] rows;
+/// - the ordinary list: `[--all] [--scope S] [--type T] [--json] [--offset N | --all-rows]`, at most
+///   [`LIST_ROWS`] rows per page (`--offset N` skips the first N rows of the order; `--all-rows` shows every row;
+///   `--limit` is not used for paging because the spec reserves it for explain);
 /// - explain: `--query Q --explain [--limit N] [--format table|json]` plus the same scope flags.
 ///
 /// Which flags go together is checked by [`ListArgs::mode`] (a usage error, exit 2, before any I/O). `--limit` and
@@ -97,6 +143,12 @@ pub struct ListArgs {
     /// Print the list as a JSON array of memory objects (ordinary list only).
     #[arg(long)]
     pub json: bool,
+    /// Skip the first N rows of the listing's order: `--offset 100` is the second page of 100 (ordinary list only).
+    #[arg(long, value_name = "N")]
+    pub offset: Option<usize>,
+    /// Show every row instead of pages of 100 (ordinary list only; not with --offset).
+    #[arg(long, conflicts_with = "offset")]
+    pub all_rows: bool,
     /// The query to explain (needs --explain). May start with `-` (`--query -camping`).
     #[arg(long, value_name = "Q", allow_hyphen_values = true)]
     pub query: Option<String>,
@@ -124,9 +176,20 @@ pub enum ListMode {
         memory_type: Option<MemoryType>,
         /// A JSON array instead of the table.
         json: bool,
+        /// Which rows of the order.
+        page: ListPage,
     },
     /// The relevance explain report.
     Explain(ExplainArgs),
+}
+
+/// Which rows of the ordinary list's order are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListPage {
+    /// [`LIST_ROWS`] rows after skipping this many (`--offset`; 0 = the first page).
+    From(usize),
+    /// Every row (`--all-rows`).
+    All,
 }
 
 /// A validated `cao memory list --query Q --explain` command line.
@@ -150,7 +213,7 @@ impl ListArgs {
     /// Check which flags go together and return the mode.
     ///
     /// Errors ([`CliError::Usage`], exit 2; nothing has been read or written): `--json` with `--explain` (the
-    /// message points at `--format json`); `--explain` without `--query`; `--query` without `--explain`; an
+    /// message points at `--format json`); `--offset` or `--all-rows` with `--explain`; `--explain` without `--query`; `--query` without `--explain`; an
     /// explicit `--limit` or `--format` without `--explain`, whatever its value; an empty or whitespace-only
     /// query; a query over [`MAX_QUERY_BYTES`] bytes.
     pub fn mode(self) -> Result<ListMode, CliError> {
@@ -158,12 +221,18 @@ impl ListArgs {
         if self.json && self.explain {
             return usage("--json is for the ordinary list; with --explain use --format json");
         }
+        if self.explain && (self.offset.is_some() || self.all_rows) {
+            return usage("--offset and --all-rows page the ordinary list; --explain reports --limit N rows");
+        }
         if !self.explain {
             if self.query.is_some() {
                 return usage("--query needs --explain: cao memory list --query Q --explain");
             }
             if self.limit.is_some() {
-                return usage("--limit applies only to --explain; the ordinary list shows at most 100 rows");
+                return usage(
+                    "--limit applies only to --explain; page the ordinary list with --offset N or show it whole with \
+                     --all-rows",
+                );
             }
             if self.format.is_some() {
                 return usage("--format applies only to --explain; use --json for a machine-readable ordinary list");
@@ -173,6 +242,11 @@ impl ListArgs {
                 scope: self.scope.map(Into::into),
                 memory_type: self.memory_type.map(Into::into),
                 json: self.json,
+                page: if self.all_rows {
+                    ListPage::All
+                } else {
+                    ListPage::From(self.offset.unwrap_or(0))
+                },
             });
         }
         let Some(raw) = self.query else {
@@ -316,7 +390,7 @@ pub enum ExplainFormat {
     Json,
 }
 
-/// Output format of `show` and `repair`.
+/// Output format of `show`, `repair`, `view` and `purge`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TextFormat {
     /// Human-readable text.
@@ -453,8 +527,31 @@ mod tests {
                 all: false,
                 scope: Some(Scope::Project),
                 memory_type: None,
-                json: true
+                json: true,
+                page: ListPage::From(0),
             }
         );
+        assert!(matches!(
+            mode_of(&["--offset", "200"]),
+            Ok(ListMode::List {
+                page: ListPage::From(200),
+                ..
+            })
+        ));
+        assert!(matches!(
+            mode_of(&["--all-rows", "--json"]),
+            Ok(ListMode::List {
+                page: ListPage::All,
+                json: true,
+                ..
+            })
+        ));
+        for argv in [
+            &["--query", "q", "--explain", "--offset", "3"][..],
+            &["--query", "q", "--explain", "--all-rows"],
+        ] {
+            assert!(matches!(mode_of(argv), Err(CliError::Usage(_))), "{argv:?}");
+        }
+        assert!(Cli::try_parse_from(["cao", "memory", "list", "--offset", "1", "--all-rows"]).is_err());
     }
 }

@@ -6,12 +6,23 @@
 //!   `--terminal-id ID` takes the caller from a terminal registered with `POST /terminals` (its session, agent
 //!   profile and cwd, from the index's `cao_terminals` table) instead; an unknown id fails (exit 1).
 //! - `hook claude-code` is a Claude Code command hook. It reads the hook's JSON from stdin (`cwd`,
-//!   `hook_event_name`, ...), builds the block for the hook's cwd, and for `SessionStart` and `UserPromptSubmit`
-//!   prints `{"hookSpecificOutput":{"hookEventName":<event>,"additionalContext":<block>}}` (Claude Code adds
-//!   `additionalContext` to the model's context). It never fails the hook: any problem (bad JSON, unknown event,
-//!   unreadable store) is logged on stderr, nothing is printed, and the exit code is 0, because exit code 2 would
-//!   block the user's prompt. Claude Code's own `session_id` is not a cao session name and is not used; the
-//!   session scope comes from `CAO_SESSION_NAME` when cao started the terminal.
+//!   `hook_event_name`, `session_id`, `source`, ...) and prints
+//!   `{"hookSpecificOutput":{"hookEventName":<event>,"additionalContext":<text>}}` (Claude Code adds
+//!   `additionalContext` to the model's context). What `<text>` is follows `memory.injection.mode` (spec 001 "When
+//!   the view changes"):
+//!   - `SessionStart` (sources startup, resume, clear and compact alike): the block (`block`), the journal's view
+//!     of the hook's project (`view`) or both; with the view, the view taken is recorded as the snapshot of the
+//!     hook's `session_id`, so it holds still until the next SessionStart (a resume, clear or compact rebuilds it);
+//!   - `UserPromptSubmit`: the block (`block`, `both`) and, with the view, a `# Memory updated` reminder listing one
+//!     row per journal entry written since the snapshot by someone else (`- <id>+1 note <key>: <first line>`),
+//!     each entry once; entries written from this terminal (`CAO_TERMINAL_ID`, else `CAO_SESSION_NAME`) are left
+//!     out.
+//!
+//!   It never fails the hook: any problem (bad JSON, unknown event, unreadable store) is logged on stderr, nothing
+//!   is printed, and the exit code is 0, because exit code 2 would block the user's prompt. Claude Code's
+//!   `session_id` names the snapshot only; the session scope of memories comes from `CAO_SESSION_NAME` when cao
+//!   started the terminal. With a remote memory owner (`CAO_MEMORY_API_URL`) the hook prints the owner's context
+//!   (which follows the owner's mode) and keeps no snapshot: snapshots and reminders live with the local journal.
 //!
 //! Neither command creates the store: when the memory directory does not exist there is nothing to inject. With
 //! `CAO_MEMORY_API_URL` set (and memory enabled locally) the block comes from that memory owner ([`crate::remote`]).
@@ -19,7 +30,7 @@
 use crate::error::CliError;
 use crate::output::emit;
 use cao_core::{CaoHome, Settings, TerminalContext};
-use cao_memory::{ContextRequest, MemoryService};
+use cao_memory::{ContextRequest, JournalTarget, MemoryService, WriterFilter};
 use clap::{Args, Subcommand};
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -48,9 +59,17 @@ pub struct ContextArgs {
     /// Explicit project id; default `$CAO_PROJECT_ID`, then `memory.project_id`, git remote, cwd hash.
     #[arg(long, value_name = "P")]
     pub project_id: Option<String>,
-    /// Total character budget; each of the three scopes gets min(1000, N / 3).
-    #[arg(long, value_name = "N", default_value_t = cao_memory::DEFAULT_CONTEXT_BUDGET)]
+    /// Total character budget, 1-1000000 (the HTTP context routes' rule); each of the three scopes gets
+    /// min(1000, N / 3).
+    #[arg(long, value_name = "N", default_value_t = cao_memory::DEFAULT_CONTEXT_BUDGET, value_parser = parse_budget)]
     pub budget: usize,
+}
+
+/// `--budget`: an integer checked by [`cao_memory::validate_context_budget`], the one budget rule (a bad value is a
+/// usage error, exit 2).
+pub(crate) fn parse_budget(raw: &str) -> Result<usize, String> {
+    let n: i64 = raw.trim().parse().map_err(|e| format!("not an integer: {e}"))?;
+    cao_memory::validate_context_budget(n).map_err(|e| e.to_string())
 }
 
 /// `cao memory hook <agent-cli>`.
@@ -200,11 +219,15 @@ fn claude_code(event_arg: Option<&str>, input: &mut dyn Read, home: CaoHome) -> 
     {
         ctx.cwd = Some(PathBuf::from(cwd));
     }
-    let block = build(home, &ctx, cao_memory::DEFAULT_CONTEXT_BUDGET).map_err(|e| match e {
+    let session_id = payload
+        .get("session_id")
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty());
+    let text = hook_text(home, &ctx, event, session_id).map_err(|e| match e {
         CliError::Failure { message, .. } | CliError::Usage(message) => message,
         CliError::Aborted => "aborted".to_owned(),
     })?;
-    Ok(block.map(|b| {
+    Ok(text.map(|b| {
         serde_json::json!({
             "hookSpecificOutput": {
                 "hookEventName": event.name(),
@@ -213,6 +236,68 @@ fn claude_code(event_arg: Option<&str>, input: &mut dyn Read, home: CaoHome) -> 
         })
         .to_string()
     }))
+}
+
+/// What a hook event adds to the session (see the module documentation), `None` when nothing.
+///
+/// Errors: an invalid project or session id, an unreadable store.
+fn hook_text(
+    home: CaoHome,
+    ctx: &TerminalContext,
+    event: ClaudeEvent,
+    session_id: Option<&str>,
+) -> Result<Option<String>, CliError> {
+    let budget = cao_memory::DEFAULT_CONTEXT_BUDGET;
+    let settings = Settings::load(&home);
+    if !settings.memory_enabled() {
+        tracing::info!("memory is disabled (memory.enabled / CAO_MEMORY_ENABLED); no context");
+        return Ok(None);
+    }
+    if let Some(owner) = crate::remote::owner()? {
+        return crate::remote::block(owner, ctx, budget).map_err(CliError::failure);
+    }
+    if !home.memory_dir().is_dir() {
+        return Ok(None);
+    }
+    let svc = MemoryService::open(home)?.with_settings(settings.clone());
+    let req = ContextRequest { budget: Some(budget) };
+    match event {
+        ClaudeEvent::SessionStart => Ok(svc.session_context(ctx, req, session_id)?),
+        ClaudeEvent::UserPromptSubmit => {
+            let mode = settings.injection_mode();
+            let block = if mode.block() {
+                svc.context_block_registry(ctx, req, &svc.eligibility_registry())?
+            } else {
+                None
+            };
+            let reminder = match session_id {
+                Some(id) if mode.view() => {
+                    svc.reminder(ctx, &JournalTarget::default(), id, own_writes(ctx).as_ref())?
+                }
+                _ => None,
+            };
+            Ok(match (block, reminder) {
+                (Some(b), Some(r)) => Some(format!("{b}\n\n{r}")),
+                (b, r) => b.or(r),
+            })
+        }
+    }
+}
+
+/// The entries a reminder leaves out as this terminal's own: those written with its terminal id, else with its
+/// session name; `None` (nothing left out) when neither is known.
+fn own_writes(ctx: &TerminalContext) -> Option<WriterFilter> {
+    match (&ctx.terminal_id, &ctx.session_name) {
+        (Some(t), _) => Some(WriterFilter {
+            terminal_id: Some(t.clone()),
+            ..WriterFilter::default()
+        }),
+        (None, Some(s)) => Some(WriterFilter {
+            session: Some(s.clone()),
+            ..WriterFilter::default()
+        }),
+        (None, None) => None,
+    }
 }
 
 /// The block for `ctx`, or `None` when memory is disabled or nothing is stored yet (the store is not created).

@@ -43,8 +43,10 @@ pub struct InjectArgs {
     /// Explicit project id; default `$CAO_PROJECT_ID`, then `memory.project_id`, git remote, DIR hash.
     #[arg(long, value_name = "P")]
     pub project_id: Option<String>,
-    /// Total character budget; each of the three scopes gets min(1000, N / 3).
-    #[arg(long, value_name = "N", default_value_t = cao_memory::DEFAULT_CONTEXT_BUDGET)]
+    /// Total character budget, 1-1000000 (the HTTP context routes' rule); each of the three scopes gets
+    /// min(1000, N / 3).
+    #[arg(long, value_name = "N", default_value_t = cao_memory::DEFAULT_CONTEXT_BUDGET,
+        value_parser = crate::context::parse_budget)]
     pub budget: usize,
     /// Output format.
     #[arg(long, value_enum, default_value_t = TextFormat::Text)]

@@ -3,7 +3,8 @@
 //! It works directly on the local store (the home from `CAO_HOME`, `CAO_HOME_DIR`, or
 //! `~/.aws/cli-agent-orchestrator`) through `cao_memory::MemoryService`; no server is needed.
 //! Commands: `cao memory list [--query Q --explain] | show | delete | clear | repair | relationships | context | hook
-//! | inject | cleanup | export | import` (see `cao memory --help`) and `cao config get | set | unset | list` (see `cao config --help`).
+//! | inject | cleanup | export | import | lint | heal | view | purge` (see `cao memory --help`) and `cao config get | set
+//! | unset | list` (see `cao config --help`).
 //!
 //! Invariants:
 //! - Exit codes: 0 success, 1 failure (one `error:` line on stderr, sometimes a `hint:` line), 2 usage error
@@ -21,8 +22,10 @@ mod confirm;
 mod context;
 mod error;
 mod inject;
+mod lint;
 mod memory;
 mod output;
+mod progress;
 mod relationships;
 mod remote;
 

@@ -12,8 +12,8 @@
 //! handler is installed for this: the detail is written directly.
 
 use crate::cli::{
-    ClearArgs, DeleteArgs, ExplainArgs, ExplainFormat, LIST_ROWS, ListMode, MemoryCommand, RepairArgs, ShowArgs,
-    TextFormat,
+    ClearArgs, DeleteArgs, ExplainArgs, ExplainFormat, LIST_ROWS, ListMode, ListPage, MemoryCommand, PurgeArgs,
+    RepairArgs, ShowArgs, TextFormat, ViewArgs,
 };
 use crate::confirm::{Prompter, confirm};
 use crate::error::CliError;
@@ -21,7 +21,7 @@ use crate::output;
 use crate::output::emit;
 use crate::relationships::RelPlan;
 use cao_core::{CaoHome, Key, Scope, Settings, TerminalContext};
-use cao_memory::{ExplainRequest, ListRequest, MemoryError, MemoryService};
+use cao_memory::{ExplainRequest, JournalTarget, ListRequest, MemoryError, MemoryService};
 use std::io::Write;
 
 /// Run one memory subcommand, writing its result to `out`.
@@ -33,6 +33,8 @@ pub fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter)
         MemoryCommand::Context(a) => return crate::context::run_context(a, out),
         MemoryCommand::Hook(h) => return crate::context::run_hook_stdin(h, out),
         MemoryCommand::Inject(a) => return crate::inject::run(a, out),
+        MemoryCommand::Lint(a) => return crate::lint::run_lint(a, out),
+        MemoryCommand::Heal(a) => return crate::lint::run_heal(a, out),
         other => other,
     };
     // Validation and confirmation first: neither needs the store.
@@ -76,6 +78,7 @@ enum Plan {
         scope: Option<Scope>,
         memory_type: Option<cao_core::MemoryType>,
         json: bool,
+        page: ListPage,
     },
     Explain(ExplainArgs),
     Show {
@@ -95,6 +98,31 @@ enum Plan {
     Cleanup(crate::cleanup::CleanupArgs),
     Export(crate::bundle::ExportPlan),
     Import(crate::bundle::ImportPlan),
+    View {
+        target: JournalTarget,
+        format: TextFormat,
+    },
+    Purge {
+        key: Key,
+        scope: Scope,
+        format: TextFormat,
+    },
+}
+
+/// Schema name of `cao memory view --format json` (docs/schemas/cao.memory.view-1.json).
+pub const VIEW_SCHEMA: &str = "cao.memory.view/1";
+
+/// Schema name of `cao memory purge --format json` (docs/schemas/cao.memory.purge-1.json).
+pub const PURGE_SCHEMA: &str = "cao.memory.purge/1";
+
+/// `value` (a service result object) as a schema'd report: its `success` field replaced by `schema`.
+fn schema_object(schema: &str, value: impl serde::Serialize) -> Result<String, CliError> {
+    let mut v = serde_json::to_value(value).map_err(|e| CliError::failure(e.to_string()))?;
+    if let Some(map) = v.as_object_mut() {
+        map.remove("success");
+        map.insert("schema".to_owned(), serde_json::Value::String(schema.to_owned()));
+    }
+    output::json(&v).map_err(CliError::failure)
 }
 
 impl Plan {
@@ -106,11 +134,13 @@ impl Plan {
                     scope,
                     memory_type,
                     json,
+                    page,
                 } => Plan::List {
                     all,
                     scope,
                     memory_type,
                     json,
+                    page,
                 },
                 ListMode::Explain(e) => Plan::Explain(e),
             },
@@ -134,21 +164,72 @@ impl Plan {
             }
             MemoryCommand::Repair(a) => Plan::Repair(a),
             MemoryCommand::Relationships(c) => Plan::Relationships(RelPlan::new(c)?),
-            MemoryCommand::Context(_) | MemoryCommand::Hook(_) | MemoryCommand::Inject(_) => {
+            MemoryCommand::Context(_)
+            | MemoryCommand::Hook(_)
+            | MemoryCommand::Inject(_)
+            | MemoryCommand::Lint(_)
+            | MemoryCommand::Heal(_) => {
                 return Err(CliError::failure(
-                    "context and hook commands do not run through the store plan",
+                    "context, hook, inject, lint and heal commands do not run through the store plan",
                 ));
             }
             MemoryCommand::Cleanup(a) => Plan::Cleanup(a),
             MemoryCommand::Export(a) => Plan::Export(crate::bundle::export_plan(a)?),
             MemoryCommand::Import(a) => Plan::Import(crate::bundle::import_plan(a)?),
+            MemoryCommand::View(ViewArgs {
+                container,
+                scope,
+                format,
+            }) => {
+                if let Some(c) = container
+                    .as_deref()
+                    .filter(|c| !cao_core::container::is_safe_segment(c))
+                {
+                    return Err(CliError::Usage(format!(
+                        "--container {:?} is not global, federated or a project id (1 to 255 bytes of \
+                         [A-Za-z0-9._-], not . or ..)",
+                        c.chars().take(64).collect::<String>()
+                    )));
+                }
+                Plan::View {
+                    target: JournalTarget {
+                        scope: scope.map(|s| Scope::from(s).to_string()),
+                        container,
+                    },
+                    format,
+                }
+            }
+            MemoryCommand::Purge(PurgeArgs {
+                key,
+                scope,
+                yes,
+                format,
+            }) => {
+                let key = parse_key(&key)?;
+                confirm(
+                    prompter,
+                    &format!(
+                        "Purge memory '{key}'? Its text is erased from every version in the journal and from every \
+                         summary; this cannot be undone."
+                    ),
+                    yes,
+                    "purge",
+                )?;
+                Plan::Purge {
+                    key,
+                    scope: scope.into(),
+                    format,
+                }
+            }
         })
     }
 
     /// Whether the command changes the store (then a failed index.md refresh is a failure).
     fn writes(&self) -> bool {
-        matches!(self, Plan::Delete { .. } | Plan::Clear { .. } | Plan::Repair(_))
-            || matches!(self, Plan::Cleanup(a) if !a.dry_run)
+        matches!(
+            self,
+            Plan::Delete { .. } | Plan::Clear { .. } | Plan::Repair(_) | Plan::Purge { .. }
+        ) || matches!(self, Plan::Cleanup(a) if !a.dry_run)
             || matches!(self, Plan::Import(p) if p.writes())
     }
 
@@ -159,17 +240,23 @@ impl Plan {
                 scope,
                 memory_type,
                 json,
+                page,
             } => {
+                let (limit, offset) = match page {
+                    ListPage::From(offset) => (LIST_ROWS, *offset),
+                    ListPage::All => (usize::MAX, 0),
+                };
                 let req = ListRequest {
                     scope: *scope,
                     memory_type: *memory_type,
                     all: *all,
-                    limit: Some(LIST_ROWS),
+                    limit: Some(limit),
+                    offset,
                     // Operator view: spec 000 "Non-accessing operator inspection".
                     record_access: !svc.settings().non_accessing_inspection(),
                 };
                 let memories = svc.list(ctx, req.clone())?;
-                if memories.len() == LIST_ROWS {
+                if memories.len() == LIST_ROWS && *page != ListPage::All {
                     // Is there more? One row past the cut, read without counting an access.
                     let probe = ListRequest {
                         limit: Some(LIST_ROWS + 1),
@@ -177,9 +264,15 @@ impl Plan {
                         ..req
                     };
                     if svc.list(ctx, probe)?.len() > LIST_ROWS {
+                        let next = offset + LIST_ROWS;
+                        let shown = if offset == 0 {
+                            format!("the first {LIST_ROWS} memories")
+                        } else {
+                            format!("memories {} to {next}", offset + 1)
+                        };
                         tracing::warn!(
-                            "showing the first {LIST_ROWS} memories (scope precedence, then newest first); narrow \
-                             the listing with --scope or --type, or page through GET /memory on cao-server"
+                            "showing {shown} (scope precedence, then newest first); the next page is --offset {next}, \
+                             --all-rows shows every row, --scope or --type narrow the listing"
                         );
                     }
                 }
@@ -242,6 +335,40 @@ impl Plan {
                 failed.map_or(Ok(()), Err)
             }
             Plan::Export(p) => emit(out, &crate::bundle::run_export(svc, ctx, p)?),
+            Plan::View { target, format } => {
+                let view = svc.view(ctx, target)?;
+                let text = match format {
+                    TextFormat::Text => format!("{}\n", view.view),
+                    TextFormat::Json => schema_object(VIEW_SCHEMA, &view)?,
+                };
+                emit(out, &text)
+            }
+            Plan::Purge { key, scope, format } => {
+                let r = svc.purge(ctx, key, Some(*scope))?;
+                if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 {
+                    return Err(CliError::failure(format!(
+                        "memory '{key}' not found in scope '{scope}' (no file, no index row, no journal entry)"
+                    )));
+                }
+                if r.wal_busy {
+                    tracing::warn!(
+                        "another process kept the WAL from being truncated; its old frames are overwritten by the \
+                         next checkpoint (run the purge again to force it)"
+                    );
+                }
+                let text = match format {
+                    TextFormat::Text => format!(
+                        "Purged memory '{key}' (scope: {scope}): {} version(s) erased from the journal, {} summary \
+                         line(s) dropped, file {}, index row {}.\n",
+                        r.versions_purged,
+                        r.lines_dropped,
+                        if r.file_deleted { "removed" } else { "absent" },
+                        if r.row_deleted { "removed" } else { "absent" },
+                    ),
+                    TextFormat::Json => schema_object(PURGE_SCHEMA, &r)?,
+                };
+                emit(out, &text)
+            }
             Plan::Import(p) => {
                 let (text, failed) = crate::bundle::run_import(svc, ctx, p)?;
                 emit(out, &text)?;

@@ -2,9 +2,10 @@
 //! one writer of what they render is [`emit`].
 //!
 //! Formats follow the reference CLI (notes "h. CLI"): the list table's columns are left-aligned to 30/10/12/20
-//! characters and never truncated; times are UTC, `%Y-%m-%d %H:%M` in the table and `%Y-%m-%d %H:%M:%S` in `show`.
+//! characters and never truncated (a longer key or tag list widens its column for the whole table); times are UTC, `%Y-%m-%d %H:%M` in the table and `%Y-%m-%d %H:%M:%S` in `show`.
 //! Fields that end up inside one table row or one `Key:`-style line have control characters escaped, so a stored
-//! value can never break the layout or smuggle terminal escape sequences into a listing.
+//! value can never break the layout or smuggle terminal escape sequences into a listing; `show` prints the content
+//! with every control character but line breaks and tabs escaped the same way ([`multi_line`]).
 
 use crate::error::CliError;
 use cao_memory::Memory;
@@ -23,10 +24,15 @@ pub fn emit(out: &mut dyn Write, text: &str) -> Result<(), CliError> {
     }
 }
 
-/// The table header line (83 characters).
-pub fn list_header() -> String {
+/// Width of the KEY column when every key fits (the reference CLI's 30).
+const KEY_WIDTH: usize = 30;
+/// Width of the TAGS column when every tag list fits (the reference CLI's 20).
+const TAGS_WIDTH: usize = 20;
+
+/// The table header line for these KEY and TAGS widths (83 characters with the reference's widths).
+fn header_with(key_width: usize, tags_width: usize) -> String {
     format!(
-        "{:<30} {:<10} {:<12} {:<20} {}",
+        "{:<key_width$} {:<10} {:<12} {:<tags_width$} {}",
         "KEY", "SCOPE", "TYPE", "TAGS", "UPDATED"
     )
 }
@@ -34,24 +40,30 @@ pub fn list_header() -> String {
 /// The `list --format table` output: header, a line of `-` as long as the header, one row per memory; or
 /// `No memories found.` when `memories` is empty. Always ends with a newline. A row of a memory labelled with a
 /// lifecycle status ends with ` [<status>]` (e.g. ` [superseded]`); unlabelled rows are unchanged.
+///
+/// Columns are the reference's (KEY 30, SCOPE 10, TYPE 12, TAGS 20 characters); a key or tag list longer than its
+/// column widens that column for the whole table (header and dashes included), so every row stays aligned and
+/// nothing is truncated.
 pub fn list_table(memories: &[Memory]) -> String {
     if memories.is_empty() {
         return "No memories found.\n".to_owned();
     }
-    let header = list_header();
+    let keys: Vec<String> = memories.iter().map(|m| one_line(&m.key)).collect();
+    let tags: Vec<String> = memories.iter().map(|m| one_line(&m.tags)).collect();
+    let widest = |cells: &[String], min: usize| cells.iter().map(|c| c.chars().count()).fold(min, usize::max);
+    let (key_width, tags_width) = (widest(&keys, KEY_WIDTH), widest(&tags, TAGS_WIDTH));
+    let header = header_with(key_width, tags_width);
     let mut out = String::with_capacity((memories.len() + 2) * (header.len() + 1));
     out.push_str(&header);
     out.push('\n');
     out.push_str(&"-".repeat(header.chars().count()));
     out.push('\n');
-    for m in memories {
+    for ((m, key), tags) in memories.iter().zip(&keys).zip(&tags) {
         let _ = write!(
             out,
-            "{:<30} {:<10} {:<12} {:<20} {}",
-            one_line(&m.key),
+            "{key:<key_width$} {:<10} {:<12} {tags:<tags_width$} {}",
             m.scope.as_str(),
             m.memory_type.as_str(),
-            one_line(&m.tags),
             m.updated_at.format("%Y-%m-%d %H:%M")
         );
         if let Some(status) = m.lifecycle_status {
@@ -82,8 +94,9 @@ pub fn show_text(m: &Memory) -> String {
     let _ = writeln!(out, "Updated: {}", m.updated_at.format("%Y-%m-%d %H:%M:%S"));
     let _ = writeln!(out, "File:    {}", one_line(&m.file_path));
     out.push('\n');
-    out.push_str(&m.content);
-    if !m.content.ends_with('\n') {
+    let content = multi_line(&m.content);
+    out.push_str(&content);
+    if !content.ends_with('\n') {
         out.push('\n');
     }
     out
@@ -103,12 +116,24 @@ pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, String> {
 
 /// `s` with every control character (including newline, tab, ESC) replaced by its Rust escape (`\n`, `\u{1b}`).
 pub fn one_line(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
+    escape_controls(s, |_| false)
+}
+
+/// `s` with every control character except line feed and tab replaced by its Rust escape (`\r`, `\u{1b}`,
+/// `\u{9b}`): text shown over several lines keeps its lines and indentation, but cannot move the cursor, change
+/// colours or the window title, or overwrite what was printed before it.
+pub fn multi_line(s: &str) -> String {
+    escape_controls(s, |c| matches!(c, '\n' | '\t'))
+}
+
+/// `s` with every control character that `keep` does not accept replaced by its Rust escape.
+fn escape_controls(s: &str, keep: impl Fn(char) -> bool) -> String {
+    if !s.chars().any(|c| c.is_control() && !keep(c)) {
         return s.to_owned();
     }
     s.chars()
         .map(|c| {
-            if c.is_control() {
+            if c.is_control() && !keep(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
@@ -147,22 +172,50 @@ mod tests {
 
     #[test]
     fn header_matches_the_reference_width() {
-        assert_eq!(list_header().len(), 83);
-        assert!(list_header().starts_with("KEY                            SCOPE      TYPE         TAGS"));
+        assert_eq!(header_with(KEY_WIDTH, TAGS_WIDTH).len(), 83);
+        assert!(
+            header_with(KEY_WIDTH, TAGS_WIDTH)
+                .starts_with("KEY                            SCOPE      TYPE         TAGS")
+        );
     }
 
     #[test]
     fn table_rows_are_padded_not_truncated() {
-        let long = "k".repeat(40);
-        let t = list_table(&[mem("prefer-pytest", "testing,python", "x"), mem(&long, "", "y")]);
+        let t = list_table(&[mem("prefer-pytest", "testing,python", "x"), mem("k", "", "y")]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[1], "-".repeat(83));
         assert_eq!(
             lines[2],
             "prefer-pytest                  global     feedback     testing,python       2026-11-29 18:38"
         );
+        assert_eq!(lines.len(), 4);
+        let long = "k".repeat(40);
+        let t = list_table(&[mem("prefer-pytest", "testing,python", "x"), mem(&long, "", "y")]);
+        let lines: Vec<&str> = t.lines().collect();
         assert!(lines[3].starts_with(&format!("{long} global")), "{}", lines[3]);
         assert_eq!(lines.len(), 4);
+    }
+
+    #[test]
+    fn long_keys_and_tags_widen_their_column_for_every_row() {
+        let key = "k".repeat(60);
+        let tags = "t".repeat(25);
+        let t = list_table(&[
+            mem("short", "a", "x"),
+            mem(&key, &tags, "y"),
+            mem("mid", "\u{1b}[31m", "z"),
+        ]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0].len(), 83 + 30 + 5, "{t}");
+        assert_eq!(lines[1], "-".repeat(lines[0].len()));
+        let scope_at = lines[0].find("SCOPE").expect("SCOPE");
+        let updated_at = lines[0].find("UPDATED").expect("UPDATED");
+        for row in &lines[2..] {
+            assert_eq!(row.find("global"), Some(scope_at), "{t}");
+            assert_eq!(row.find("2026-11-29"), Some(updated_at), "{t}");
+        }
+        assert!(lines[2].starts_with(&format!("short{} global", " ".repeat(55))), "{t}");
+        assert!(lines[4].contains("\\u{1b}[31m"), "{t}");
     }
 
     #[test]

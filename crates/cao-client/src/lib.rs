@@ -3,8 +3,9 @@
 //!
 //! With `CAO_MEMORY_API_URL` set (for example `http://127.0.0.1:9889`), the MCP tools, context building and the
 //! provider-file writes of this node go to the owner's internal routes (`cao_http::api::internal`):
-//! `POST <url><Tool::internal_path>` (`/internal/memory/{store,recall,forget}`) with the MCP tool arguments plus a
-//! `context` object (the caller's terminal context), and `POST <url>/internal/memory/context` for a block.
+//! `POST <url><Tool::internal_path>` (`/internal/memory/{store,recall,forget,view,zoom,search,read}`) with the MCP
+//! tool arguments plus a `context` object (the caller's terminal context), and `POST <url>/internal/memory/context`
+//! for a block.
 //! `CAO_MEMORY_API_TOKEN`, when set, is sent as `Authorization: Bearer <token>`; `CAO_MEMORY_API_TIMEOUT_SECS`
 //! (default 5) bounds both connecting and the whole request.
 //!

@@ -18,13 +18,20 @@
 //!   [`create_private_file`] and [`lock_exclusive`] create missing files with mode 0600.
 //! - Nothing here follows a symlink at the temp name; the target itself is replaced by `rename`, which replaces a
 //!   symlink at the target rather than writing through it (callers that must keep a link resolve it first).
+//! - A writer killed between creating its temp file and the rename leaves the temp file behind. Its name says which
+//!   process wrote it ([`temp_file_writer`]); [`remove_stale_temp_file`] removes it once that process is gone and the
+//!   file was last written at least [`TEMP_FILE_GRACE`] ago (the store sweeps its directories with it).
+//! - [`FileStamp`] is how a file's content change is noticed without reading it: size, change time (ctime) and inode
+//!   number. Every write of content changes the ctime (an editor cannot set it back, unlike the mtime), and an atomic
+//!   replace gives the file a new inode.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
 /// Mode of private files (owner read/write): topic files, index.md, settings.json, lock files, the database.
 pub const PRIVATE_FILE_MODE: u32 = 0o600;
@@ -299,6 +306,120 @@ pub fn lock_exclusive(lock_path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// What a file's content change is noticed by without reading it: its size, change time and inode number (see the
+/// module invariants). Two stamps of one path are equal when nothing has written to the file in between, except for
+/// a same-size rewrite in place within one tick of the kernel's file clock (a few milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileStamp {
+    /// Size in bytes.
+    pub size: i64,
+    /// Change time (ctime), nanoseconds since the Unix epoch.
+    pub changed_ns: i64,
+    /// Inode number (as stored: the bits of the `u64`).
+    pub inode: i64,
+}
+
+impl FileStamp {
+    /// The stamp of a file's metadata (`std::fs::metadata`, or a directory entry's metadata).
+    pub fn of(meta: &std::fs::Metadata) -> FileStamp {
+        FileStamp {
+            size: i64::try_from(meta.size()).unwrap_or(i64::MAX),
+            changed_ns: meta
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.ctime_nsec()),
+            inode: i64::from_ne_bytes(meta.ino().to_ne_bytes()),
+        }
+    }
+
+    /// The stamp of the file at `path` (symlinks not followed).
+    ///
+    /// Errors: the file cannot be stat'ed (`NotFound` when it is gone).
+    pub fn read(path: &Path) -> io::Result<FileStamp> {
+        std::fs::symlink_metadata(path).map(|m| FileStamp::of(&m))
+    }
+}
+
+/// How long a dead writer's temp file is left alone before [`remove_stale_temp_file`] removes it: a writer in
+/// another pid namespace sharing the directory (a container) cannot be told alive from dead by its pid, and its temp
+/// file lives for milliseconds.
+pub const TEMP_FILE_GRACE: Duration = Duration::from_secs(60);
+
+/// The pid of the process that wrote the temp file named `name`, when `name` has the shape [`atomic_write`] gives
+/// temp files: `.<file name>.<pid>-<n>.tmp`. `None` for any other name.
+pub fn temp_file_writer(name: &OsStr) -> Option<u32> {
+    let name = name.to_str()?;
+    let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (target, tag) = inner.rsplit_once('.')?;
+    let (pid, n) = tag.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if target.is_empty() || !digits(pid) || !digits(n) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Whether a process with this pid exists (in this pid namespace): `kill(pid, 0)` (rustix, no signal sent). Errors
+/// other than "no such process" (for example a process of another user) count as alive; a pid no process can have
+/// (0, or past `i32::MAX`) is not alive.
+pub fn process_alive(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+        return false;
+    };
+    rustix::process::test_kill_process(pid) != Err(rustix::io::Errno::SRCH)
+}
+
+/// Remove `path` when it is a temp file of [`atomic_write`] ([`temp_file_writer`]) whose writer is gone
+/// ([`process_alive`]) and which was last written at least [`TEMP_FILE_GRACE`] before `now`. Returns whether it was
+/// removed; anything else (another name, a live or recent writer, a symlink, a file already gone) is left as it is.
+///
+/// Errors: the file cannot be stat'ed or removed (other than being gone already).
+pub fn remove_stale_temp_file(path: &Path, now: SystemTime) -> io::Result<bool> {
+    let Some(pid) = path.file_name().and_then(temp_file_writer) else {
+        return Ok(false);
+    };
+    if pid == std::process::id() || process_alive(pid) {
+        return Ok(false);
+    }
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    // Age by the last write (mtime): a writer's temp file is written once, then renamed away.
+    let written = meta.modified()?;
+    let age = now.duration_since(written).unwrap_or(Duration::ZERO);
+    if !meta.file_type().is_file() || age < TEMP_FILE_GRACE {
+        return Ok(false);
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Take the exclusive advisory lock on `lock_path` without waiting (std [`File::try_lock`]): `Ok(Some(file))` when
+/// it is now held (released when the file is dropped), `Ok(None)` when another holder has it. The lock file is
+/// created with mode 0600 when missing (its directory must exist) and stays on disk.
+///
+/// Errors: the I/O error of opening or locking (other than "held elsewhere").
+pub fn try_lock_exclusive(lock_path: &Path) -> io::Result<Option<File>> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(PRIVATE_FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(lock_path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods, reason = "test setup writes fixture files directly")]
 mod tests {
@@ -434,6 +555,84 @@ mod tests {
     }
 
     #[test]
+    fn temp_file_names_name_their_writer() {
+        for (name, pid) in [
+            (".k.md.123-0.tmp", Some(123)),
+            (".index.md.4567-89.tmp", Some(4567)),
+            (".settings.json.1-2.tmp", Some(1)),
+            (".a.b.c.77-1.tmp", Some(77)),
+            ("k.md", None),
+            (".k.lock", None),
+            (".k.md.tmp", None),
+            (".k.md.12.tmp", None),
+            (".k.md.x-1.tmp", None),
+            (".k.md.1-.tmp", None),
+            ("..1-2.tmp", None),
+            ("k.md.1-2.tmp", None),
+        ] {
+            assert_eq!(temp_file_writer(OsStr::new(name)), pid, "{name}");
+        }
+        // The temp names this module writes parse back to this process.
+        let name = format!(
+            ".k.md.{}-{}.tmp",
+            std::process::id(),
+            TMP_COUNTER.load(Ordering::Relaxed)
+        );
+        assert_eq!(temp_file_writer(OsStr::new(&name)), Some(std::process::id()));
+    }
+
+    #[test]
+    fn stale_temp_files_go_once_their_writer_is_dead_and_they_are_old() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let dead = child.id();
+        child.wait().expect("wait");
+        let stale = d.path().join(format!(".k.md.{dead}-0.tmp"));
+        let mine = d.path().join(format!(".k.md.{}-0.tmp", std::process::id()));
+        let other = d.path().join("notes.tmp");
+        for p in [&stale, &mine, &other] {
+            fs::write(p, b"x").expect("write");
+        }
+        let now = SystemTime::now();
+        assert!(
+            !remove_stale_temp_file(&stale, now).expect("young"),
+            "inside the grace period"
+        );
+        let later = now + TEMP_FILE_GRACE + Duration::from_secs(1);
+        assert!(remove_stale_temp_file(&stale, later).expect("old"));
+        assert!(!stale.exists());
+        assert!(!remove_stale_temp_file(&stale, later).expect("gone"), "already gone");
+        assert!(!remove_stale_temp_file(&mine, later).expect("alive"));
+        assert!(!remove_stale_temp_file(&other, later).expect("not ours"));
+        assert!(mine.exists() && other.exists());
+        assert!(process_alive(std::process::id()));
+        assert!(!process_alive(dead));
+    }
+
+    #[test]
+    fn stamps_change_with_content_and_replacement() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join("k.md");
+        atomic_write(&p, b"one").expect("write");
+        let first = FileStamp::read(&p).expect("stamp");
+        assert_eq!(first, FileStamp::read(&p).expect("stamp"), "unchanged file, same stamp");
+        assert_eq!(first.size, 3);
+        atomic_write(&p, b"two").expect("replace");
+        let replaced = FileStamp::read(&p).expect("stamp");
+        assert_ne!(first, replaced, "an atomic replace is a new inode");
+        fs::write(&p, b"three").expect("in place");
+        assert_ne!(
+            replaced,
+            FileStamp::read(&p).expect("stamp"),
+            "an in-place write changes size and ctime"
+        );
+        assert_eq!(
+            FileStamp::read(&d.path().join("gone")).expect_err("missing").kind(),
+            io::ErrorKind::NotFound
+        );
+    }
+
+    #[test]
     fn batch_writes_replace_every_file_and_leave_no_temp() {
         let d = tempfile::tempdir().expect("tempdir");
         let sub = d.path().join("sub");
@@ -480,5 +679,24 @@ mod tests {
             io::ErrorKind::AlreadyExists
         );
         assert!(create_dir(&d.path().join("x").join("y")).is_err(), "parent must exist");
+    }
+
+    #[test]
+    fn try_lock_fails_at_once_while_held_and_succeeds_after() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join(".heal.lock");
+        let held = try_lock_exclusive(&p).expect("lock").expect("free");
+        assert_eq!(mode(&p), 0o600);
+        assert!(
+            try_lock_exclusive(&p).expect("no error").is_none(),
+            "held: refused at once"
+        );
+        drop(held);
+        assert!(try_lock_exclusive(&p).expect("lock").is_some(), "released");
+        let target = d.path().join("target");
+        let link = d.path().join(".link.lock");
+        symlink(&target, &link).expect("symlink");
+        assert!(try_lock_exclusive(&link).is_err(), "a symlink is not followed");
+        assert!(!target.exists());
     }
 }

@@ -1,7 +1,7 @@
 //! The interface between the lexical index and the lexical ranking formula.
 //!
 //! A memory's lexical document has two fields ([`Field`]): its content, and its context (key, tags, the date it was
-//! stored, and the text of the memory stored just before it in the same scope; docs/decisions/0008). The index
+//! stored, and the text of the memory stored just before it in the same scope; docs/decisions/0009). The index
 //! (`cao-index`) keeps the term statistics ([`CorpusStats`], document frequencies, each document's per-field term
 //! counts) and gathers candidates; the formula that turns them into a score is a [`LexicalScorer`], implemented by
 //! `cao-rank` (`cao_rank::Bm25`), the one place ranking rules live. The trait is here, below both, so neither depends

@@ -3,7 +3,8 @@
 //!
 //! Two operations:
 //! - [`scan`] names the first pattern, in [`PATTERN_NAMES`] order, that matches the text once every
-//!   [invisible character](is_invisible) is removed, or returns `None`. It is used to refuse federated writes and
+//!   [invisible character](is_invisible) is removed, or that same text after Unicode NFKC normalisation, or returns
+//!   `None`. It is used to refuse federated writes and
 //!   imports; the caller reports the pattern name, never the matched bytes.
 //! - [`redact`] replaces every match of every pattern with `[REDACTED:<name>]` (the export `--redact` path).
 //!
@@ -41,6 +42,19 @@
 //!   the budget is per candidate and a long text of near-misses stays decidable. In practice only a candidate
 //!   followed by about a million whitespace characters (`secret_access_key` then 1 MB of spaces) exhausts it and
 //!   reads as a hit where the reference, which has no budget, finds nothing.
+//! - **Compatibility forms (NFKC).** A credential spelled with compatibility characters (fullwidth `ＡＫＩＡ...`,
+//!   `ｐａｓｓｗｏｒｄ:`, a fullwidth low line in `ghp＿...`) is a credential: each pattern is also run over the
+//!   *compatibility view* of the text, in which every visible character is replaced by its own NFKC form (one
+//!   character at a time, so every character of the view comes from exactly one character of the text) and the
+//!   invisible characters are removed. [`scan`] reports a pattern that matches either the text or its view. The
+//!   reference judges the text as written only; this is a documented divergence (docs/conformance.md). [`redact`]
+//!   first runs the reference's algorithm; when the result still contains a character that NFKC changes, the
+//!   patterns run again, in order, over the result's compatibility view, and each match is replaced in the result
+//!   from the first to the last original character it came from. Text without such characters is redacted exactly
+//!   as the reference does.
+//! - **PEM headers.** Every `-----BEGIN <words> PRIVATE KEY-----` header (RSA, EC, OPENSSH, DSA, ENCRYPTED, SSH2
+//!   ENCRYPTED, none) and `-----BEGIN PGP PRIVATE KEY BLOCK-----` is `pem_private_key`; the reference lists only
+//!   RSA, EC, OPENSSH and the bare form (a documented divergence).
 //! - **Matching semantics follow the reference's Python `re`.** `\s` there also matches U+001C..=U+001F and
 //!   case-insensitive `i` also matches U+0130 and U+0131; the patterns below spell these out so both
 //!   implementations judge the same text the same way.
@@ -48,6 +62,7 @@
 use fancy_regex::{Regex, RegexInput};
 use std::borrow::Cow;
 use std::sync::LazyLock;
+use unicode_normalization::UnicodeNormalization;
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
 /// Pattern names in match order (index `i` names `PATTERNS[i]`).
@@ -98,8 +113,9 @@ const PATTERN_SOURCES: [&str; 12] = [
         r"]?)",
         r"(?-i:(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+]))"
     ),
-    // pem_private_key: PEM private key headers (RSA / EC / OPENSSH / generic).
-    r"-----BEGIN (?:RSA |EC |OPENSSH |)?PRIVATE KEY-----",
+    // pem_private_key: every PEM private key header, whatever words name the algorithm or wrapping (RSA, EC,
+    // OPENSSH, DSA, ENCRYPTED, SSH2 ENCRYPTED, none), and OpenPGP's armoured private key block.
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
     // anthropic_api_key
     r"sk-ant-[A-Za-z0-9_-]{20,}",
     // openai_api_key: project / service-account / admin prefixes, and the legacy form with the `T3BlbkFJ` marker.
@@ -253,18 +269,113 @@ pub fn scan(text: &str) -> Option<&'static str> {
     } else {
         Cow::Borrowed(text)
     };
-    PATTERNS.iter().find_map(|p| {
-        let hit = p.find_at(&stripped, 0).map(|m| m.is_some()).unwrap_or_else(|undecided| {
+    let view = CompatibilityView::of(&stripped);
+    let hits = |p: &Pattern, text: &str| {
+        p.find_at(text, 0).map(|m| m.is_some()).unwrap_or_else(|undecided| {
             tracing::warn!(pattern = p.name, reason = %undecided.reason, "secret pattern could not be evaluated; treated as a hit");
             true
-        });
+        })
+    };
+    PATTERNS.iter().find_map(|p| {
+        let hit = hits(p, &stripped) || view.as_ref().is_some_and(|v| hits(p, &v.text));
         hit.then_some(p.name)
     })
 }
 
+/// Whether NFKC changes `c` on its own (a compatibility character such as `Ａ`, `ﬁ`, `K`, `ſ`).
+fn nfkc_changes(c: char) -> bool {
+    !matches!(
+        unicode_normalization::is_nfkc_quick(std::iter::once(c)),
+        unicode_normalization::IsNormalized::Yes
+    ) && !std::iter::once(c).nfkc().eq(std::iter::once(c))
+}
+
+/// The compatibility view of a text (see the module docs): each visible character replaced by its own NFKC form,
+/// invisible characters removed, and for each character of the view the byte range of the text's character it
+/// comes from.
+struct CompatibilityView {
+    /// The view.
+    text: String,
+    /// `(offset in the view, start and end of the source character in the text)`, one per view character, in order.
+    map: Vec<(usize, usize, usize)>,
+}
+
+impl CompatibilityView {
+    /// The view of `text`, or `None` when no visible character of `text` changes under NFKC (the view would differ
+    /// from the text only by its invisible characters, which the plain pass already removes).
+    fn of(text: &str) -> Option<CompatibilityView> {
+        if !text.chars().any(|c| !is_invisible(c) && nfkc_changes(c)) {
+            return None;
+        }
+        let mut view = CompatibilityView {
+            text: String::with_capacity(text.len()),
+            map: Vec::with_capacity(text.len()),
+        };
+        for (i, c) in text.char_indices() {
+            if is_invisible(c) {
+                continue;
+            }
+            let end = i + c.len_utf8();
+            for n in std::iter::once(c).nfkc().filter(|&n| !is_invisible(n)) {
+                view.map.push((view.text.len(), i, end));
+                view.text.push(n);
+            }
+        }
+        Some(view)
+    }
+
+    /// The text's byte range covering the view's byte range `start..end` (whole source characters).
+    fn source_range(&self, start: usize, end: usize) -> (usize, usize) {
+        let at = |k: usize| match self.map.binary_search_by_key(&k, |&(v, _, _)| v) {
+            Ok(idx) => idx,
+            Err(idx) => idx.saturating_sub(1),
+        };
+        let first = self.map.get(at(start)).map_or(0, |&(_, s, _)| s);
+        let last = if end > start { at(end - 1) } else { at(start) };
+        let last_end = self.map.get(last).map_or(first, |&(_, _, e)| e);
+        (first, last_end.max(first))
+    }
+}
+
+/// The compatibility pass of [`redact`]: each pattern in order over the compatibility view of the current text, its
+/// matches replaced in the text (whole source characters) by its marker. `None` when no visible character of
+/// `text` changes under NFKC.
+fn redact_compatibility_forms(text: &str) -> Option<String> {
+    CompatibilityView::of(text)?;
+    let mut current = text.to_owned();
+    for p in PATTERNS.iter() {
+        let Some(view) = CompatibilityView::of(&current) else {
+            break;
+        };
+        let (spans, failed_at) = match_spans(p, &view.text);
+        if spans.is_empty() && failed_at.is_none() {
+            continue;
+        }
+        let marker = format!("[REDACTED:{}]", p.name);
+        let mut ranges: Vec<(usize, usize)> = spans.iter().map(|&(s, e)| view.source_range(s, e)).collect();
+        if let Some(from) = failed_at {
+            ranges.push((view.source_range(from, from).0, current.len()));
+        }
+        let mut out = String::with_capacity(current.len());
+        let mut last = 0;
+        for (start, end) in ranges {
+            if end <= last {
+                continue;
+            }
+            out.push_str(&current[last..start.max(last)]);
+            out.push_str(&marker);
+            last = end;
+        }
+        out.push_str(&current[last..]);
+        current = out;
+    }
+    Some(current)
+}
+
 /// `text` with every match of every pattern replaced by `[REDACTED:<name>]`.
 ///
-/// Invisible characters inside a match are removed with it; invisible characters elsewhere are kept. Patterns run
+/// Invisible characters inside a match are removed with it; invisible characters elsewhere are kept. A credential
+/// in compatibility forms is replaced whole by the compatibility pass (see the module docs). Patterns run
 /// in [`PATTERN_NAMES`] order, each over the output of the previous one (see the module docs, including why
 /// `scan(&redact(t))` can still be `Some`). Never panics: where a pattern cannot be evaluated, the text from the
 /// start of the undecided attempt to the end is replaced by that pattern's marker (fail closed).
@@ -282,7 +393,7 @@ pub fn redact(text: &str) -> String {
             current = replaced;
         }
     }
-    current
+    redact_compatibility_forms(&current).unwrap_or(current)
 }
 
 /// Every non-overlapping match of `p` in `text` as byte spans, leftmost first (as Python's `finditer` yields
@@ -509,7 +620,8 @@ mod tests {
         prop_oneof![
             re(&format!("(AKIA|ASIA){up}{{16}}")).prop_map(|s| ("aws_access_key", s)),
             re("[A-Za-z0-9/+]{38}").prop_map(|s| ("aws_secret_access_key", format!("aws_secret_access_key = aB{s}"))),
-            re("(RSA |EC |OPENSSH |)").prop_map(|t| ("pem_private_key", format!("-----BEGIN {t}PRIVATE KEY-----"))),
+            re("(RSA |EC |OPENSSH |DSA |ENCRYPTED |SSH2 ENCRYPTED |)")
+                .prop_map(|t| ("pem_private_key", format!("-----BEGIN {t}PRIVATE KEY-----"))),
             re(&format!("sk-ant-{dashy}{{20,40}}")).prop_map(|s| ("anthropic_api_key", s)),
             re(&format!("sk-(proj|svcacct|admin)-{dashy}{{20,40}}")).prop_map(|s| ("openai_api_key", s)),
             re(&format!("github_pat_{alnum}{{22}}_{alnum}{{59}}")).prop_map(|s| ("github_fine_grained_pat", s)),
@@ -580,6 +692,21 @@ mod tests {
         #[test]
         fn secret_in_prose_is_found_and_removed((name, s) in secret(), before in prose(), after in prose()) {
             let text = format!("{before} {s} {after}");
+            prop_assert_eq!(scan(&text), Some(name));
+            let redacted = redact(&text);
+            prop_assert_eq!(&redacted, &format!("{before} [REDACTED:{name}] {after}"));
+            prop_assert_eq!(scan(&redacted), None);
+        }
+
+        /// A known secret written in fullwidth compatibility characters is the same secret: named by its pattern and
+        /// replaced whole, with the prose around it untouched.
+        #[test]
+        fn fullwidth_secret_in_prose_is_found_and_removed((name, s) in secret(), before in prose(), after in prose()) {
+            let wide: String = s
+                .chars()
+                .map(|c| if ('!'..='~').contains(&c) { char::from_u32(u32::from(c) + 0xFEE0).unwrap_or(c) } else { c })
+                .collect();
+            let text = format!("{before} {wide} {after}");
             prop_assert_eq!(scan(&text), Some(name));
             let redacted = redact(&text);
             prop_assert_eq!(&redacted, &format!("{before} [REDACTED:{name}] {after}"));

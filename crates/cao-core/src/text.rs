@@ -183,7 +183,7 @@ pub fn is_stop_word(token: &str) -> bool {
 
 /// Indexed terms of `text`: the [`tokenize`] tokens that are not [`STOP_WORDS`], reduced to their English Snowball
 /// stems, in text order (repeats kept). The one function that turns text into terms for the lexical index:
-/// documents and queries both go through it, so matching stays symmetric (docs/decisions/0008-lexical-ranking.md).
+/// documents and queries both go through it, so matching stays symmetric (docs/decisions/0009-lexical-ranking.md).
 pub fn index_terms(text: &str) -> impl Iterator<Item = String> + '_ {
     let stemmer = stemmer();
     tokenize(text)

@@ -1,13 +1,34 @@
 //! Timestamp formats shared by the wiki files, the index and the payloads.
 //!
 //! Wiki headings and `index.md` use `YYYY-MM-DDTHH:MM:SSZ` (UTC, second precision), as the reference writes
-//! them (spec/reference-facts.md, "Topic file"). Payloads (`updated_at`) use RFC 3339 with the same precision.
+//! them (spec/reference-facts.md, "Topic file": "Timestamps are UTC, second precision, `Z` suffix"). Every output
+//! uses that one format too: payloads (`updated_at`), HTTP bodies and the JSON the CLI prints, so a time reads the
+//! same whether its row was written live (the index keeps sub-second times) or rebuilt from the files. Serialised
+//! types mark their time fields with [`serde_ts`] / [`serde_ts_opt`].
 
 use chrono::{DateTime, NaiveDateTime, SecondsFormat, TimeZone, Utc};
 
 /// Format `t` as `YYYY-MM-DDTHH:MM:SSZ` (sub-second part dropped).
 pub fn format_ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// `#[serde(serialize_with = "cao_core::time::serde_ts")]`: a time as [`format_ts`] writes it.
+///
+/// Errors: only the serializer's own.
+pub fn serde_ts<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format_ts(*t))
+}
+
+/// `#[serde(serialize_with = "cao_core::time::serde_ts_opt")]`: an optional time as [`format_ts`] writes it, or
+/// `null`.
+///
+/// Errors: only the serializer's own.
+pub fn serde_ts_opt<S: serde::Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_str(&format_ts(*t)),
+        None => s.serialize_none(),
+    }
 }
 
 /// Parse a wiki timestamp `YYYY-MM-DDTHH:MM:SSZ`. Returns `None` for anything else.
@@ -38,6 +59,30 @@ mod tests {
         assert_eq!(format_ts(t), "2026-04-16T10:30:00Z");
         assert!(parse_ts("2026-04-16 10:30:00").is_none());
         assert!(parse_ts("2026-04-16T10:30:00+00:00").is_none());
+    }
+
+    #[test]
+    fn serialised_times_have_second_precision() {
+        #[derive(serde::Serialize)]
+        struct T {
+            #[serde(serialize_with = "serde_ts")]
+            at: DateTime<Utc>,
+            #[serde(serialize_with = "serde_ts_opt")]
+            maybe: Option<DateTime<Utc>>,
+            #[serde(serialize_with = "serde_ts_opt")]
+            never: Option<DateTime<Utc>>,
+        }
+        let at = parse_ts("2026-04-16T10:30:00Z").expect("valid") + chrono::TimeDelta::microseconds(123_456);
+        let json = serde_json::to_string(&T {
+            at,
+            maybe: Some(at),
+            never: None,
+        })
+        .expect("json");
+        assert_eq!(
+            json,
+            r#"{"at":"2026-04-16T10:30:00Z","maybe":"2026-04-16T10:30:00Z","never":null}"#
+        );
     }
 
     #[test]

@@ -220,9 +220,9 @@ pub struct HealthBody {
     pub implementation: String,
     /// Whether memory is enabled (fail-open reading of the settings).
     pub memory_enabled: bool,
-    /// The index: `ok` (the database this server opened is still the home's and answers a query), `not_open`
-    /// (no call has opened the store yet; nothing to check) or `unusable` (deleted or replaced under the running
-    /// server, or failing).
+    /// The store: `ok` (the database this server opened is still the home's and answers a query, and the memory
+    /// directory exists), `not_open` (no call has opened the store yet; nothing to check) or `unusable` (the
+    /// database deleted or replaced under the running server or failing, or the memory directory gone).
     pub index: String,
     /// For `unusable`: what is wrong and what to do.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -248,9 +248,10 @@ async fn openapi_json(State(doc): State<Arc<utoipa::openapi::OpenApi>>) -> Json<
 #[allow(dead_code)] // documentation only: the route is the rmcp service
 fn mcp_doc() {}
 
-/// `GET /health`. `memory_enabled` reads the settings like every call does (fail-open); the index is checked
-/// only when a call has opened the store (a health check never creates it), with
-/// [`cao_memory::MemoryService::check_index`].
+/// `GET /health`. `memory_enabled` reads the settings like every call does (fail-open); the store is checked
+/// only when a call has opened it (a health check never creates it), with [`cao_memory::MemoryService::health`]:
+/// the database file must still be the one the server opened and answer a query, and the memory directory must
+/// exist.
 #[utoipa::path(get, path = "/health", tag = "meta",
     responses(
         (status = 200, description = "Server status", body = HealthBody),
@@ -258,26 +259,26 @@ fn mcp_doc() {}
     ))]
 async fn health(State(svc): State<ServiceHandle>) -> Response {
     let checked = tokio::task::spawn_blocking(move || {
-        let index = svc.opened().map(|s| s.check_index());
-        (svc.enabled(), index)
+        let store = svc.opened().map(|s| s.health());
+        (svc.enabled(), store)
     })
     .await;
-    let (enabled, index) = match checked {
+    let (enabled, store) = match checked {
         Ok(v) => v,
         Err(e) => (
             true,
-            Some(Err(cao_memory::MemoryError::Io {
-                context: "the health check task failed".to_owned(),
-                source: std::io::Error::other(e.to_string()),
-            })),
+            Some(cao_memory::StoreHealth::degraded(format!(
+                "the health check task failed: {e}"
+            ))),
         ),
     };
-    let (status, index, message) = match index {
+    let (status, index, message) = match store {
         None => (StatusCode::OK, "not_open", None),
-        Some(Ok(())) => (StatusCode::OK, "ok", None),
-        Some(Err(e)) => {
-            tracing::warn!(error = %e, "health: the index is unusable");
-            (StatusCode::SERVICE_UNAVAILABLE, "unusable", Some(e.to_string()))
+        Some(h) if h.is_ok() => (StatusCode::OK, "ok", None),
+        Some(h) => {
+            let reason = h.reason.unwrap_or_default();
+            tracing::warn!(reason = %reason, "health: the store is unusable");
+            (StatusCode::SERVICE_UNAVAILABLE, "unusable", Some(reason))
         }
     };
     let body = HealthBody {

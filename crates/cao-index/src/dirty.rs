@@ -6,7 +6,7 @@
 use crate::row::parse_db_ts;
 use crate::{Index, Result};
 use chrono::{DateTime, Utc};
-use rusqlite::{Transaction, params};
+use rusqlite::params;
 
 /// One pending container mark, as returned by [`Index::dirty_containers`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +20,7 @@ pub struct DirtyMark {
 }
 
 /// Mark `container` dirty inside an open write transaction.
-pub(crate) fn mark(tx: &Transaction<'_>, container: &str) -> rusqlite::Result<()> {
+pub(crate) fn mark(tx: &rusqlite::Connection, container: &str) -> rusqlite::Result<()> {
     tx.prepare_cached(
         "INSERT INTO cao_wiki_index_dirty (container, since, generation)
          VALUES (?1, strftime('%Y-%m-%d %H:%M:%f', 'now'), 1)

@@ -1,5 +1,5 @@
 //! The lexical (BM25) pool: candidates from the FTS5 table, scored with the caller's [`LexicalScorer`] over this
-//! index's term statistics (docs/decisions/0008-lexical-ranking.md).
+//! index's term statistics (docs/decisions/0009-lexical-ranking.md).
 //!
 //! FTS5 only finds candidates (`MATCH`, inside the visibility's rowid ranges); it never ranks. Each candidate's two
 //! stored fields (content and context terms) give the term counts and field lengths, `cao_search_stats` the corpus
@@ -164,7 +164,7 @@ fn candidates(
 /// matches none of G scores at most the sum of [`LexicalScorer::term_bound`] over the other terms; when the
 /// `limit`-th candidate scores above that the answer is exact, otherwise such a row can be missing from the pool
 /// (its score is bounded by the frequent terms' low IDF). This keeps long natural-language queries at a few
-/// milliseconds on 100k memories (docs/decisions/0001 and 0008).
+/// milliseconds on 100k memories (docs/decisions/0001 and 0009).
 #[allow(clippy::too_many_arguments)]
 fn top(
     tx: &Transaction<'_>,
@@ -214,12 +214,27 @@ impl Index {
         limit: usize,
         scorer: &dyn LexicalScorer,
     ) -> Result<Vec<(MemoryRow, f64)>> {
-        let tokens = search_tokens(query);
-        if tokens.is_empty() || vis.is_empty() || limit == 0 {
+        self.bm25_pool_terms(vis, memory_type, &search_tokens(query), limit, scorer)
+    }
+
+    /// [`Index::bm25_pool`] of already-made terms: `terms` are distinct indexed terms as [`search_tokens`] returns
+    /// them (or as [`cao_core::text::index_terms`] makes them), used as given (a stop word or unknown term matches
+    /// nothing). The cost grows with the number of terms (one document-frequency lookup each) and the bounded
+    /// candidate pool, so callers that build a query from a whole document bound the terms first.
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn bm25_pool_terms(
+        &self,
+        vis: &Visibility,
+        memory_type: Option<MemoryType>,
+        terms: &[String],
+        limit: usize,
+        scorer: &dyn LexicalScorer,
+    ) -> Result<Vec<(MemoryRow, f64)>> {
+        if terms.is_empty() || vis.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
         self.read(|tx| {
-            let (corpus, terms) = query_terms(tx, scorer, tokens)?;
+            let (corpus, terms) = query_terms(tx, scorer, terms.to_vec())?;
             if terms.is_empty() {
                 return Ok(Vec::new());
             }

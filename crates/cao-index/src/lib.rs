@@ -11,8 +11,9 @@
 //! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
 //! (see [`RelationshipRow`]; created with the reference's DDL when absent), and `cao_terminals`: terminals registered
 //! with `cao-server` ([`TerminalRow`]), and the journal's `cao_journal_*` tables (entries, summary lines, view state,
-//! leases, snapshots; see [`journal`]).
-//! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and `docs/decisions/0008-lexical-ranking.md` for the
+//! leases, snapshots; see [`journal`]), and `cao_wiki_dirs`: the stamps of wiki scope directories whose files agreed
+//! with their rows (see [`WikiDirStamp`]).
+//! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and `docs/decisions/0009-lexical-ranking.md` for the
 //! lexical document and ranking (FTS5 finds candidates; the caller's `LexicalScorer`, `cao_rank::Bm25`, scores them
 //! from these statistics).
 //!
@@ -51,6 +52,7 @@ mod relationships;
 mod row;
 mod schema;
 mod search;
+mod stamps;
 mod terminals;
 mod visibility;
 mod write;
@@ -60,8 +62,8 @@ pub use dirty::DirtyMark;
 pub use edges::{EdgeIdentity, RelatedKeys};
 pub use error::{IndexError, Result};
 pub use journal::{
-    Checkpoint, EntryKind, EntryRow, JournalMeta, JournalNote, JournalTx, JournalWriter, LeaseRow, LineRow, NewEntry,
-    SnapshotRow, ViewItem, ViewRow,
+    AppendWhen, Checkpoint, EntryKind, EntryRow, ImportCandidate, JournalMeta, JournalNote, JournalTx, JournalWriter,
+    LeaseRow, LineRow, NewEntry, SnapshotRow, ViewItem, ViewRow,
 };
 pub use lexical::search_tokens;
 pub use relationships::{
@@ -69,10 +71,11 @@ pub use relationships::{
     RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, SupersedesLookup,
 };
 pub use row::{
-    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
+    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, RowStamp, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
 };
-pub use schema::SCHEMA_VERSION;
+pub use schema::{SCHEMA_VERSION, known_migrations};
 pub use search::{ListFilter, matches_all_terms};
+pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;
 pub use visibility::Visibility;
 pub use write::NEIGHBOUR_TERMS_MAX;

@@ -1,11 +1,12 @@
 //! The `memory_metadata` row as this crate exposes it, and the datetime text format shared with the reference.
 
+use cao_core::fs::FileStamp;
 use cao_core::{Container, Key, MemoryRef, MemoryType, Scope, SourceKind};
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use rusqlite::types::{Value, ValueRef};
 
-/// One memory's metadata row (`memory_metadata`, shared with the reference implementation) plus our two extra
-/// columns `content` and `entry_count`.
+/// One memory's metadata row (`memory_metadata`, shared with the reference implementation) plus our extra columns
+/// `content`, `entry_count` and the topic file's stamp (`file_size`, `file_ctime_ns`, `file_ino`).
 ///
 /// Identity: `(key, scope, scope_id, source_kind)`; `scope_id` is `None` for global and federated.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,6 +50,10 @@ pub struct MemoryRow {
     pub content: String,
     /// Number of `## <ts>` entries in the topic file (1 for rows that only the reference has written).
     pub entry_count: i64,
+    /// The topic file's [`FileStamp`] when this row was last brought in line with it (written, repaired or picked
+    /// up); `None` when unknown (rows the reference wrote, rows from before the columns existed). Always overwritten by
+    /// an upsert.
+    pub file_stamp: Option<FileStamp>,
 }
 
 impl MemoryRow {
@@ -88,6 +93,7 @@ impl MemoryRow {
             related_keys: None,
             content,
             entry_count: 1,
+            file_stamp: None,
         }
     }
 
@@ -100,6 +106,19 @@ impl MemoryRow {
     pub fn memory_ref(&self) -> MemoryRef {
         MemoryRef::new(self.scope, self.scope_id.clone(), self.key.clone())
     }
+}
+
+/// One native row as [`Index::file_stamps_in`](crate::Index::file_stamps_in) and
+/// [`Index::file_stamps_rotation`](crate::Index::file_stamps_rotation) read it: identity, topic file path and the
+/// file's stamp when the row was last brought in line with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowStamp {
+    /// The memory.
+    pub memory: MemoryRef,
+    /// The stored `file_path` column.
+    pub file_path: String,
+    /// The stored stamp; `None` when unknown.
+    pub stamp: Option<FileStamp>,
 }
 
 /// `len(content) // 4`, the reference's `token_estimate` (Python `len` counts code points).
@@ -143,7 +162,8 @@ pub fn parse_db_ts(s: &str) -> Option<DateTime<Utc>> {
 /// Columns selected by every row query, in [`decode_row`] order (`m` is the table alias).
 pub(crate) const ROW_COLUMNS: &str = "m.id, m.\"key\", m.memory_type, m.scope, m.scope_id, m.source_kind, m.file_path, \
      m.tags, m.source_provider, m.source_terminal_id, m.token_estimate, m.created_at, m.updated_at, m.access_count, \
-     m.last_accessed_at, m.last_compiled_at, m.related_keys, m.content, m.entry_count";
+     m.last_accessed_at, m.last_compiled_at, m.related_keys, m.content, m.entry_count, m.file_size, m.file_ctime_ns, \
+     m.file_ino";
 
 /// Why one stored row cannot be represented as a [`MemoryRow`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,6 +226,14 @@ pub(crate) fn decode_row(row: &rusqlite::Row<'_>, base: usize) -> rusqlite::Resu
         related_keys: text(16)?,
         content: text(17)?.unwrap_or_default(),
         entry_count: int(18)?.unwrap_or(1),
+        file_stamp: match (int(19)?, int(20)?, int(21)?) {
+            (Some(size), Some(changed_ns), Some(inode)) => Some(FileStamp {
+                size,
+                changed_ns,
+                inode,
+            }),
+            _ => None,
+        },
         id,
     }))
 }

@@ -25,9 +25,15 @@ const PROJECT_ALIASES_INDEX_DDL: &str = "CREATE INDEX ix_project_aliases_project
 
 /// Columns we add to `memory_metadata` when missing. All have defaults (or are nullable) so the reference's
 /// inserts, which do not name them, keep working.
-const EXTRA_COLUMNS: [(&str, &str); 3] = [
+const EXTRA_COLUMNS: [(&str, &str); 6] = [
     ("content", "TEXT NOT NULL DEFAULT ''"),
     ("entry_count", "INTEGER NOT NULL DEFAULT 1"),
+    // The topic file's stamp (`cao_core::fs::FileStamp`: size, ctime in ns, inode) when the row was last brought
+    // in line with the file; NULL = unknown. The store compares it with the file to pick up edits made outside the
+    // tool without reading unchanged files.
+    ("file_size", "INTEGER"),
+    ("file_ctime_ns", "INTEGER"),
+    ("file_ino", "INTEGER"),
     // Key of the row in both FTS tables (see `crate::partition`). The implicit rowid of a table without an INTEGER
     // PRIMARY KEY may be renumbered by VACUUM, so the FTS tables are keyed by this column instead. NULL = not
     // indexed (a row only the reference has written; `cao memory repair` indexes it).
@@ -145,7 +151,22 @@ CREATE TABLE cao_journal_snapshots (container TEXT NOT NULL, session_id TEXT NOT
     ),
     (
         6,
-        // The two-field lexical document (docs/decisions/0008-lexical-ranking.md): the BM25 table gets a `context`
+        // The stamp of each wiki scope directory whose files all agreed with their rows when it was recorded
+        // (`crate::stamps`): the store lists only directories whose stamp changed since.
+        "
+CREATE TABLE cao_wiki_dirs (scope TEXT NOT NULL, scope_id_key TEXT NOT NULL, size INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, PRIMARY KEY (scope, scope_id_key)) WITHOUT ROWID;
+",
+    ),
+    (
+        7,
+        // How far a session's `# Memory updated` reminder has delivered entries (the reminder lists each entry
+        // written elsewhere once; a new snapshot resets it).
+        "ALTER TABLE cao_journal_snapshots ADD COLUMN reminded_to INTEGER NOT NULL DEFAULT 0;",
+    ),
+    (
+        9,
+        // The two-field lexical document (docs/decisions/0009-lexical-ranking.md): the BM25 table gets a `context`
         // column (key, tags, stored date, the previous memory's text) next to `body` (the content), both as indexed
         // terms without stop words; the statistics count each field's terms. The search tables are emptied here and
         // refilled from the stored rows right after this step (`crate::write::rebuild_in`).
@@ -159,29 +180,43 @@ ALTER TABLE cao_search_stats ADD COLUMN context_tokens INTEGER NOT NULL DEFAULT 
     ),
 ];
 
-/// The migration after which every indexed row is re-tokenised from its stored text.
-const REINDEX_AFTER: i64 = 6;
+/// The migration that re-tokenises every indexed row from its stored text once it has run.
+const REINDEX_WITH: i64 = 9;
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 9;
+
+/// The versions of every migration this build knows, ascending (not necessarily contiguous: a version is a name,
+/// and builds made from different lines of work may know different sets).
+pub fn known_migrations() -> impl Iterator<Item = i64> {
+    MIGRATIONS.iter().map(|(v, _)| *v)
+}
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
+///
+/// Every known migration whose version is not yet recorded in `cao_schema_migrations` runs, in ascending order,
+/// and is recorded; a version missing below the highest recorded one (a migration another build did not know)
+/// is applied too, so migrations that do not depend on each other may be released in either order.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS cao_schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
     )?;
     reconcile_shared_tables(conn)?;
-    let current: i64 = conn.query_row("SELECT coalesce(max(version), 0) FROM cao_schema_migrations", [], |r| {
-        r.get(0)
-    })?;
-    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+    let applied: Vec<i64> = {
+        let mut stmt = conn.prepare("SELECT version FROM cao_schema_migrations")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut reindex = false;
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| !applied.contains(v)) {
         conn.execute_batch(sql)?;
         conn.execute(
             "INSERT INTO cao_schema_migrations (version, applied_at) VALUES (?1, strftime('%Y-%m-%d %H:%M:%f', 'now'))",
             [version],
         )?;
+        reindex |= *version == REINDEX_WITH;
     }
-    if current < REINDEX_AFTER {
+    if reindex {
         crate::write::rebuild_in(conn, crate::write::Rebuild::Indexed).map_err(|e| match e {
             crate::IndexError::Sqlite(e) => e,
             // Only the partition allocator's capacity error is possible here (billions of rows).
@@ -243,6 +278,10 @@ fn reconcile_shared_tables(conn: &Connection) -> rusqlite::Result<()> {
         }
         if stats.iter().any(|(n, _)| n == "context_tokens") {
             conn.execute_batch("UPDATE cao_search_stats SET context_tokens = 0;")?;
+        }
+        // The recorded file stamps went with the columns: no directory is known to agree with its rows.
+        if table_exists(conn, "cao_wiki_dirs")? {
+            conn.execute_batch("DELETE FROM cao_wiki_dirs")?;
         }
     }
     conn.execute_batch(OUR_INDEXES)?;

@@ -454,6 +454,15 @@ impl Index {
         })
     }
 
+    /// Number of rows of every kind (native and vault), counted on the smallest index of the table, so it does not
+    /// read the rows themselves. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn count_all(&self) -> Result<usize> {
+        self.read(|tx| {
+            let n: i64 = tx.query_row("SELECT count(*) FROM memory_metadata", [], |r| r.get(0))?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        })
+    }
+
     /// Number of native rows. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
     pub fn count(&self) -> Result<usize> {
         self.read(|tx| {

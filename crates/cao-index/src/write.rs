@@ -2,7 +2,8 @@
 
 use crate::row::{MemoryRow, format_db_ts, format_db_ts_secs, opt_ts};
 use crate::{Index, IndexError, Result, dirty, partition};
-use cao_core::{Container, Key, MemoryType, Scope, SourceKind};
+use cao_core::fs::FileStamp;
+use cao_core::{Container, Key, MemoryRef, MemoryType, Scope, SourceKind};
 use chrono::{DateTime, TimeDelta, Utc};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
@@ -27,7 +28,7 @@ pub(crate) fn content_field(content: &str) -> String {
 /// The context field of a row's lexical document: the indexed terms of its key, its tags, the day it was stored
 /// (`updated_at` as `8 May 2023`) and the first [`NEIGHBOUR_TERMS_MAX`] terms of each of its neighbours' content:
 /// `before`, the memory created just before it in the same scope and scope id, and `after`, the one created just
-/// after it (docs/decisions/0008-lexical-ranking.md).
+/// after it (docs/decisions/0009-lexical-ranking.md).
 pub(crate) fn context_field(key: &str, tags: &str, stored: DateTime<Utc>, before: &str, after: &str) -> String {
     let day = stored.format("%-d %B %Y").to_string();
     let own = [key, tags, day.as_str()]
@@ -225,7 +226,7 @@ fn refresh_neighbours(tx: &Connection, pos: &Position) -> rusqlite::Result<()> {
 
 /// `(id, search_rowid)` of the native row with this identity.
 fn find_identity(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     scope: Scope,
     scope_id: Option<&str>,
     key: &str,
@@ -270,7 +271,7 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
                          source_terminal_id = ?5, token_estimate = ?6, updated_at = ?7,
                          last_compiled_at = coalesce(?8, last_compiled_at),
                          related_keys = coalesce(?9, related_keys), content = ?10, entry_count = ?11,
-                         search_rowid = ?12
+                         search_rowid = ?12, file_size = ?14, file_ctime_ns = ?15, file_ino = ?16
                      WHERE id = ?13",
             )?
             .execute(params![
@@ -287,6 +288,9 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
                 row.entry_count,
                 s,
                 id,
+                row.file_stamp.map(|f| f.size),
+                row.file_stamp.map(|f| f.changed_ns),
+                row.file_stamp.map(|f| f.inode),
             ])?;
             index_row(tx, &id, s)?;
             if let Some(pos) = position(tx, &id)? {
@@ -303,8 +307,9 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
                 "INSERT INTO memory_metadata (id, \"key\", memory_type, scope, scope_id, source_kind, file_path,
                      tags, source_provider, source_terminal_id, token_estimate, created_at, updated_at,
                      access_count, last_accessed_at, last_compiled_at, related_keys, content, entry_count,
-                     search_rowid)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
+                     search_rowid, file_size, file_ctime_ns, file_ino)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
+                     ?21, ?22, ?23)",
             )?
             .execute(params![
                 row.id,
@@ -327,6 +332,9 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
                 row.content,
                 row.entry_count,
                 s,
+                row.file_stamp.map(|f| f.size),
+                row.file_stamp.map(|f| f.changed_ns),
+                row.file_stamp.map(|f| f.inode),
             ])?;
             index_row(tx, &row.id, s)?;
             if let Some(pos) = position(tx, &row.id)? {
@@ -343,7 +351,7 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
 }
 
 /// The body of [`Index::delete`] inside an open write transaction: whether a row existed.
-pub(crate) fn delete_in(tx: &Transaction<'_>, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
+pub(crate) fn delete_in(tx: &Connection, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
     let Some((id, search_rowid)) = find_identity(tx, scope, scope_id, key.as_str())? else {
         return Ok(false);
     };
@@ -376,6 +384,34 @@ impl Index {
             check_related_keys(row)?;
         }
         self.write(|tx| rows.iter().map(|row| upsert_in(tx, row)).collect())
+    }
+
+    /// Record, for each `(memory, stamp)`, that the native row of `memory` agrees with its topic file as it is now
+    /// (`stamp`), without changing anything else (no dirty mark, no search re-index), in one transaction. Rows that
+    /// do not exist are skipped. Returns how many rows were updated.
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn set_file_stamps(&self, stamps: &[(MemoryRef, FileStamp)]) -> Result<usize> {
+        if stamps.is_empty() {
+            return Ok(0);
+        }
+        self.write(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE memory_metadata SET file_size = ?4, file_ctime_ns = ?5, file_ino = ?6
+                 WHERE \"key\" = ?1 AND scope = ?2 AND scope_id IS ?3 AND source_kind = 'native'",
+            )?;
+            let mut n = 0;
+            for (memory, stamp) in stamps {
+                n += stmt.execute(params![
+                    memory.key.as_str(),
+                    memory.scope.as_str(),
+                    memory.scope_id(),
+                    stamp.size,
+                    stamp.changed_ns,
+                    stamp.inode
+                ])?;
+            }
+            Ok(n)
+        })
     }
 
     /// Delete the native row `(scope, scope_id, key)` and its search entries; marks its container dirty.
@@ -435,10 +471,68 @@ impl Index {
         })
     }
 
+    /// Set the `related_keys` csv of the native row `(scope, scope_id, key)` (`None` = NULL, "never computed"; `""` =
+    /// computed, none found). Nothing else of the row changes and no search entry is touched. Returns whether the
+    /// row exists. One transaction.
+    ///
+    /// Errors: [`IndexError::Invalid`] when `related_keys` is 1024 bytes or longer (the reference's CHECK; nothing
+    /// written); [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn set_related_keys(
+        &self,
+        scope: Scope,
+        scope_id: Option<&str>,
+        key: &Key,
+        related_keys: Option<&str>,
+    ) -> Result<bool> {
+        if related_keys.is_some_and(|r| r.len() >= 1024) {
+            return Err(IndexError::Invalid(format!(
+                "related_keys of {:?} is {} bytes; the limit is 1023",
+                key.as_str(),
+                related_keys.map_or(0, str::len)
+            )));
+        }
+        self.write(|tx| {
+            let n = tx
+                .prepare_cached(
+                    "UPDATE memory_metadata SET related_keys = ?1
+                     WHERE \"key\" = ?2 AND scope = ?3 AND scope_id IS ?4 AND source_kind = 'native'",
+                )?
+                .execute(params![related_keys, key.as_str(), scope.as_str(), scope_id])?;
+            Ok(n > 0)
+        })
+    }
+
+    /// Set the `access_count` of the native row `(scope, scope_id, key)` to 0 (`last_accessed_at` kept). Returns the
+    /// count it had, `None` when there is no such row. One transaction.
+    ///
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn reset_access_count(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<Option<i64>> {
+        self.write(|tx| {
+            let before: Option<i64> = tx
+                .prepare_cached(
+                    "SELECT access_count FROM memory_metadata
+                     WHERE \"key\" = ?1 AND scope = ?2 AND scope_id IS ?3 AND source_kind = 'native'",
+                )?
+                .query_row(params![key.as_str(), scope.as_str(), scope_id], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })
+                .optional()?
+                .map(Option::unwrap_or_default);
+            if before.is_some() {
+                tx.prepare_cached(
+                    "UPDATE memory_metadata SET access_count = 0
+                     WHERE \"key\" = ?1 AND scope = ?2 AND scope_id IS ?3 AND source_kind = 'native'",
+                )?
+                .execute(params![key.as_str(), scope.as_str(), scope_id])?;
+            }
+            Ok(before)
+        })
+    }
+
     /// Re-tokenise every native row from its stored `key`, `tags`, `content` and `updated_at` into fresh FTS
     /// tables (renumbering every `search_rowid`, and indexing rows that lacked one, such as rows only the reference
     /// wrote; rows with an unknown scope or type stay unindexed), each with its neighbours' content (the rows created
-    /// just before and after it in its scope and scope id). One transaction; returns the number of rows indexed.
+    /// just before and after it in its scope and scope id). One transaction; returns the number of rows indexed. Used by repair.
     /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
     pub fn rebuild_search_index(&self) -> Result<usize> {
         self.write(|tx| rebuild_in(tx, Rebuild::Every))

@@ -9,6 +9,7 @@
 //! 32 KiB ([`view`]); zoom opens any line ([`zoom`]).
 //!
 //! Features are free functions over [`cao_index::Index`]:
+//! - [`open_journal`] (the first opening: existing memories imported oldest first by file time), [`has_journal`];
 //! - [`append`], [`import_entries`], [`clear`]: entries outside a memory write (memory writes append inside their
 //!   own transaction through `Index::upsert_with_journal` / `delete_with_journal`);
 //! - [`view`], [`next_work`], [`status`]: the view and the lines it waits for;
@@ -16,7 +17,8 @@
 //! - [`summarize_step`] (and its parts [`claim_work`], [`complete`], [`fail_passing`]): writing lines, shared between
 //!   processes through leases;
 //! - [`purge`]: removing a memory's text from the journal and every line that may hold it;
-//! - [`take_snapshot`], [`snapshot`], [`reminder_rows`]: what a session saw and what it has not seen.
+//! - [`take_snapshot`], [`snapshot`], [`reminder_rows`], [`deliver_reminder`] (each entry listed once per
+//!   snapshot), [`render_reminder`]: what a session saw and what it has not seen.
 //!
 //! Invariants (property-tested in `tests/it`):
 //! - Addresses are well formed: n a power of two, id a multiple of n, `id + n <= N` for every stored line.
@@ -42,13 +44,14 @@ mod view;
 mod zoom;
 
 pub use address::{Address, AddressError, MAX_ENTRIES};
-pub use append::{append, clear, import_entries};
-pub use cao_index::{EntryKind, EntryRow, JournalWriter, LineRow, NewEntry, SnapshotRow};
+pub use append::{append, clear, has_journal, import_entries, open_journal};
+pub use cao_index::{AppendWhen, EntryKind, EntryRow, JournalNote, JournalWriter, LineRow, NewEntry, SnapshotRow};
 pub use error::{JournalError, Result};
-pub use purge::{PurgeReport, purge};
+pub use purge::{PurgeReport, purge, purge_memory};
 pub use render::{LINE_MAX_BYTES, VIEW_MAX_BYTES};
 pub use snapshot::{
-    REMINDER_SCAN_MAX, Reminder, SESSION_ID_MAX_BYTES, Snapshot, WriterFilter, reminder_rows, snapshot, take_snapshot,
+    REMINDER_HEADING, REMINDER_SCAN_MAX, Reminder, SESSION_ID_MAX_BYTES, Snapshot, WriterFilter, deliver_reminder,
+    record_snapshot, reminder_rows, render_reminder, snapshot, take_snapshot,
 };
 pub use summarize::{
     Claim, ClaimBatch, LEASE_MARGIN, LineInput, MAX_CLAIMS, RETRY_PAUSE, StepReport, Worker, claim_work, complete,

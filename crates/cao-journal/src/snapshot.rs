@@ -77,18 +77,21 @@ pub struct WriterFilter {
     pub terminal_id: Option<String>,
     /// The session's name or id.
     pub session: Option<String>,
+    /// The session's process (an MCP server's own writes).
+    pub pid: Option<u32>,
 }
 
 impl WriterFilter {
     /// Whether `writer` is the session this filter describes (false when the filter names nothing).
     pub fn matches(&self, writer: &JournalWriter) -> bool {
-        if self.terminal_id.is_none() && self.session.is_none() {
+        if self.terminal_id.is_none() && self.session.is_none() && self.pid.is_none() {
             return false;
         }
         self.terminal_id
             .as_ref()
             .is_none_or(|t| writer.terminal_id.as_ref() == Some(t))
             && self.session.as_ref().is_none_or(|s| writer.session.as_ref() == Some(s))
+            && self.pid.is_none_or(|p| writer.pid == Some(p))
     }
 }
 
@@ -130,4 +133,111 @@ pub fn reminder_rows(
         }
         Ok(reminder)
     })
+}
+
+/// Deliver the `# Memory updated` reminder of `session_id` in `container`: the rows of the entries appended since
+/// the session's snapshot that no earlier delivery listed (each entry is listed once; a new snapshot, which folds
+/// them into its view, starts over), leaving out those `exclude` matches (the session's own writes), at most
+/// `limit` rows; the delivery is recorded in the same write transaction. `None` when the session has no snapshot
+/// in `container`.
+///
+/// Errors: as [`reminder_rows`], and [`JournalError::Invalid`] for a malformed session id.
+pub fn deliver_reminder(
+    index: &Index,
+    container: &str,
+    session_id: &str,
+    exclude: Option<&WriterFilter>,
+    limit: usize,
+) -> Result<Option<Reminder>> {
+    check_container(container)?;
+    check_session(session_id)?;
+    // Most calls find nothing new: answer from a read transaction without taking the write lock.
+    let nothing_new = index.journal_read(|j| {
+        let Some(delivered) = j.snapshot_reminded_to(container, session_id)? else {
+            return Ok::<_, JournalError>(Some(None));
+        };
+        let Some(snapshot) = j.snapshot_get(container, session_id)? else {
+            return Ok(Some(None));
+        };
+        let since = delivered.max(snapshot.taken_at_entry);
+        Ok((j.meta(container)?.entries <= since).then(|| Some(Reminder::default())))
+    })?;
+    if let Some(answer) = nothing_new {
+        return Ok(answer);
+    }
+    index.journal_write(|j| {
+        let Some(delivered) = j.snapshot_reminded_to(container, session_id)? else {
+            return Ok(None);
+        };
+        let Some(snapshot) = j.snapshot_get(container, session_id)? else {
+            return Ok(None);
+        };
+        let since = delivered.max(snapshot.taken_at_entry);
+        let entries = j.entries_from(container, since, REMINDER_SCAN_MAX)?;
+        let mut reminder = Reminder::default();
+        for entry in &entries {
+            if exclude.is_some_and(|f| f.matches(&entry.writer)) {
+                continue;
+            }
+            reminder.total += 1;
+            if reminder.rows.len() < limit {
+                reminder.rows.push(crate::render::view_text(&reminder_row(entry)));
+            }
+        }
+        j.set_snapshot_reminded_to(container, session_id, since + entries.len() as u64)?;
+        Ok(Some(reminder))
+    })
+}
+
+/// Record that `session_id` was given a view of `container` covering entries `[0, taken_at_entry)` whose text is
+/// `view` (`""` when it saw none), without rendering one now: a process that showed its session an empty view before
+/// the store existed records it once the store exists, so the reminder then lists every entry since. Replaces the
+/// session's earlier snapshot.
+///
+/// Errors: as [`take_snapshot`].
+pub fn record_snapshot(
+    index: &Index,
+    container: &str,
+    session_id: &str,
+    taken_at_entry: u64,
+    view: &str,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    check_container(container)?;
+    check_session(session_id)?;
+    index.journal_write(|j| {
+        j.snapshot_put(
+            container,
+            &SnapshotRow {
+                session_id: session_id.to_owned(),
+                taken_at_entry,
+                taken_at: now,
+                view: view.to_owned(),
+            },
+        )?;
+        Ok(())
+    })
+}
+
+/// Heading of the reminder (spec 001 "When the view changes").
+pub const REMINDER_HEADING: &str = "# Memory updated";
+
+/// The reminder as the model reads it: [`REMINDER_HEADING`], one row per entry, and a last row counting the
+/// entries left out by the limit; `None` when it has no row.
+pub fn render_reminder(reminder: &Reminder) -> Option<String> {
+    if reminder.total == 0 {
+        return None;
+    }
+    let mut out = String::from(REMINDER_HEADING);
+    for row in &reminder.rows {
+        out.push('\n');
+        out.push_str(row);
+    }
+    let more = reminder.total.saturating_sub(reminder.rows.len() as u64);
+    if more > 0 {
+        out.push_str(&format!(
+            "\n- ({more} more entries; memory_view shows the live view and memory_zoom(id, 1) reads an entry)"
+        ));
+    }
+    Some(out)
 }

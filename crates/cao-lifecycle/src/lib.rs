@@ -10,6 +10,9 @@
 //! Invariants:
 //! - Every argument is validated before any write (type, origin, status, confidence in `[0, 1]`, attributes a JSON
 //!   object of at most 2048 bytes, keys, scope id shape); a bad argument writes nothing.
+//! - The attributes of a federated edge pass the secret gate like federated content ([`cao_core::secret::scan`] over
+//!   the encoded object and over every key and string value in it): [`RelationshipService::create`] refuses them
+//!   ([`LifecycleError::Secret`]), a recompute skips the edge ([`SkipReason::SecretDetected`]).
 //! - Both ends of an edge are existing memories of the same scope and scope id; self-links are refused.
 //! - A producer recompute replaces only rows of its own origin and type for one source; it never writes the
 //!   `human` origin, so no recompute changes a human edge.
@@ -64,6 +67,15 @@ pub enum LifecycleError {
         /// The scope id searched (`""` for global and federated).
         scope_id: String,
     },
+    /// The attributes of a federated edge match a secret pattern (named; the matched text is never echoed). Nothing
+    /// was written.
+    #[error(
+        "refused: the attributes match secret pattern {pattern}; federated relationships must not contain credentials"
+    )]
+    Secret {
+        /// The name of the first matching pattern ([`cao_core::secret::PATTERN_NAMES`]).
+        pattern: &'static str,
+    },
     /// `promote` on a rejected or deleted edge. Nothing was written.
     #[error("cannot promote relationship {id}: it is {status}; re-create it instead")]
     Refused {
@@ -85,6 +97,7 @@ impl LifecycleError {
             LifecycleError::NotFound { .. } => "not_found",
             LifecycleError::MissingMemory { .. } => "missing_memory",
             LifecycleError::Refused { .. } => "refused",
+            LifecycleError::Secret { .. } => "secret_detected",
             LifecycleError::Index(_) => "index",
         }
     }
@@ -124,11 +137,15 @@ pub struct Relationship {
     pub rank: Option<i64>,
     /// The attributes object, or `null` (also when the stored text is not valid JSON).
     pub attributes: Option<serde_json::Value>,
-    /// The source memory's `updated_at` when the edge was computed.
+    /// The source memory's `updated_at` when the edge was computed. Times serialise as `YYYY-MM-DDTHH:MM:SSZ`
+    /// ([`cao_core::time::serde_ts_opt`]).
+    #[serde(serialize_with = "cao_core::time::serde_ts_opt")]
     pub source_updated_at: Option<DateTime<Utc>>,
     /// First write.
+    #[serde(serialize_with = "cao_core::time::serde_ts_opt")]
     pub created_at: Option<DateTime<Utc>>,
     /// Last change.
+    #[serde(serialize_with = "cao_core::time::serde_ts_opt")]
     pub updated_at: Option<DateTime<Utc>>,
     /// Computed before the source memory's last edit (a recompute is due).
     pub stale: bool,
@@ -215,6 +232,8 @@ pub enum SkipReason {
     Dangling,
     /// Status other than proposal/active, confidence outside `[0, 1]`, or invalid/oversized attributes.
     InvalidValue,
+    /// The attributes of a federated edge match a secret pattern.
+    SecretDetected,
 }
 
 /// A producer edge that was not written, and why.
@@ -345,6 +364,7 @@ impl RelationshipService {
         }
         let confidence = check_confidence(req.confidence)?;
         let attributes_json = encode_attributes(req.attributes.as_ref())?;
+        check_attribute_secrets(req.scope, req.attributes.as_ref())?;
         let scope_id = check_scope_id(req.scope, req.scope_id)?;
         let source_key = sanitize_key(&req.source_key)?;
         let target_key = sanitize_key(&req.target_key)?;
@@ -440,6 +460,10 @@ impl RelationshipService {
                 skipped.push(skip(SkipReason::InvalidValue));
                 continue;
             };
+            if check_attribute_secrets(scope, e.attributes.as_ref()).is_err() {
+                skipped.push(skip(SkipReason::SecretDetected));
+                continue;
+            }
             valid.push(ProducerEdge {
                 new_id: uuid::Uuid::new_v4().to_string(),
                 target_key: target,
@@ -685,6 +709,33 @@ fn encode_attributes(a: Option<&serde_json::Value>) -> Result<Option<String>> {
         )));
     }
     Ok(Some(text))
+}
+
+/// The secret gate on a federated edge's attributes: the first pattern matching the compact encoding or any key or
+/// string value (so a credential split by JSON escaping is still judged as written). Other scopes pass.
+///
+/// Errors: [`LifecycleError::Secret`] naming the pattern.
+fn check_attribute_secrets(scope: Scope, attributes: Option<&serde_json::Value>) -> Result<()> {
+    let Some(v) = attributes.filter(|_| scope == Scope::Federated) else {
+        return Ok(());
+    };
+    let mut texts = vec![v.to_string()];
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            serde_json::Value::String(s) => texts.push(s.clone()),
+            serde_json::Value::Array(items) => stack.extend(items),
+            serde_json::Value::Object(map) => {
+                texts.extend(map.keys().cloned());
+                stack.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    match texts.iter().find_map(|t| cao_core::secret::scan(t)) {
+        Some(pattern) => Err(LifecycleError::Secret { pattern }),
+        None => Ok(()),
+    }
 }
 
 fn json_kind(v: &serde_json::Value) -> &'static str {

@@ -7,13 +7,23 @@
 //!
 //! Invariants:
 //! - stdout carries only MCP protocol messages; logs go to stderr (`CAO_LOG_LEVEL` or `RUST_LOG`, default `warn`).
-//! - Nothing is created on disk until the first tool call with memory enabled.
+//! - Nothing is created on disk until the first tool call with memory enabled. At start, temp files left in the store
+//!   by writers that are gone are removed (`cao_memory::sweep_at_startup`).
 //! - Dirty `index.md` files are refreshed at most every 2 s while stores happen, and once more when the client
 //!   closes stdin or the process gets SIGINT/SIGTERM, after which it exits with status 0.
+//! - While the session runs, the memory journals' summary lines are written in the background (two at a time,
+//!   shared with other processes through leases; `memory.summarize` false stops it).
+//! - With `memory.injection.mode` `view` or `both`, the view of the project's journal is taken at start as this
+//!   session's snapshot and sent in the `initialize` instructions; tool results carry the `# Memory updated`
+//!   reminder (`memory_updated`) for entries written elsewhere since. `--no-view` (or `CAO_MEMORY_NO_VIEW=1`) is for
+//!   subagents: the tools without the view (`cao_mcp::OwnSession`).
 
 use anyhow::Context as _;
 use cao_core::CaoHome;
-use cao_mcp::{DEFAULT_FLUSH_INTERVAL, FixedContext, FlushSignal, MemoryTools, ServiceHandle, run_index_flusher};
+use cao_mcp::{
+    DEFAULT_FLUSH_INTERVAL, ENV_NO_VIEW, FixedContext, FlushSignal, MemoryTools, OwnSession, ServiceHandle,
+    run_index_flusher, run_summarizer,
+};
 use clap::Parser;
 use rmcp::ServiceExt as _;
 use rmcp::service::{QuitReason, ServerInitializeError};
@@ -25,13 +35,14 @@ use tokio_util::sync::CancellationToken;
 /// How long shutdown waits for a blocked stdin read after a signal.
 const STDIN_GRACE: Duration = Duration::from_millis(200);
 
-/// Command line: no options beyond `--help` and `--version`; everything else comes from the environment.
+/// Command line: `--no-view` beyond `--help` and `--version`; everything else comes from the environment.
 #[derive(Debug, Parser)]
 #[command(
     name = "cao-mcp-server",
     version = cao_core::VERSION,
-    about = "MCP server (stdio) exposing the memory_store, memory_recall and memory_forget tools",
-    long_about = "MCP server (stdio) exposing the memory_store, memory_recall and memory_forget tools.\n\n\
+    about = "MCP server (stdio) exposing the memory tools (store, recall, forget, view, zoom, search, read)",
+    long_about = "MCP server (stdio) exposing the memory tools: memory_store, memory_recall, memory_forget and the \
+journal's memory_view, memory_zoom, memory_search and memory_read.\n\n\
 Launched by an agent's MCP client; speaks JSON-RPC on stdin/stdout and logs to stderr.\n\n\
 Environment:\n  \
 CAO_HOME            store location (default ~/.aws/cli-agent-orchestrator; CAO_HOME_DIR also accepted)\n  \
@@ -43,12 +54,20 @@ CAO_PROJECT_ID      explicit project id (otherwise derived from the working dire
 CAO_MEMORY_ENABLED  false turns every tool into a no-op that reports memory as disabled\n  \
 CAO_MEMORY_API_URL  base URL of a remote memory owner (a cao-server) that carries out the calls\n  \
 CAO_MEMORY_API_TOKEN bearer token sent to that owner; CAO_MEMORY_API_TIMEOUT_SECS its timeout (default 5)\n  \
+CAO_MEMORY_INJECTION_MODE  view or both: the session gets the journal's view and memory_updated reminders\n  \
+CAO_MEMORY_NO_VIEW  1 is --no-view\n  \
+CAO_MEMORY_SUMMARIZE false stops the background summaries\n  \
 CAO_LOG_LEVEL       log filter for stderr, e.g. debug (RUST_LOG also works; default warn)"
 )]
-struct Args {}
+struct Args {
+    /// Serve the tools without the memory view (subagents): no snapshot, no view in the instructions, no
+    /// memory_updated reminders. Also CAO_MEMORY_NO_VIEW=1.
+    #[arg(long)]
+    no_view: bool,
+}
 
 fn main() -> ExitCode {
-    let _args = Args::parse();
+    let args = Args::parse();
     cao_mcp::process::init_stderr_logging("warn");
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -57,7 +76,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(run());
+    let no_view = args.no_view || std::env::var(ENV_NO_VIEW).is_ok_and(|v| cao_core::settings::parse_env_bool(&v));
+    let result = runtime.block_on(run(no_view));
     // A pending stdin read cannot be cancelled (after a signal); do not wait for it.
     runtime.shutdown_timeout(STDIN_GRACE);
     match result {
@@ -70,9 +90,10 @@ fn main() -> ExitCode {
 }
 
 /// Serve until the client closes stdin, then flush `index.md` and return.
-async fn run() -> anyhow::Result<()> {
+async fn run(no_view: bool) -> anyhow::Result<()> {
     let home = CaoHome::from_env();
     tracing::info!(home = %home.root().display(), "cao-mcp-server starting");
+    cao_memory::sweep_at_startup(&home);
     let svc = ServiceHandle::lazy(home);
     let flush = FlushSignal::new();
     let stop = CancellationToken::new();
@@ -83,11 +104,35 @@ async fn run() -> anyhow::Result<()> {
         stop.clone(),
     ));
 
-    let mut tools = MemoryTools::new(svc, Arc::new(FixedContext::from_env()), flush);
+    let context = FixedContext::from_env();
+    let mut tools = MemoryTools::new(svc.clone(), Arc::new(context.clone()), flush);
     // A remote memory owner (CAO_MEMORY_API_URL) carries out the calls; the local switch is still checked first.
+    let mut summarizer = None;
     if let Some(remote) = cao_client::RemoteConfig::from_env()? {
         tracing::info!(owner = %remote.url, "memory calls go to the remote owner");
         tools = tools.with_backend(Arc::new(cao_client::RemoteBackend::new(remote)?));
+    } else {
+        let handle = svc.clone();
+        let started = tokio::task::spawn_blocking(move || {
+            let settings = handle.settings();
+            OwnSession::start(&handle, &context.0, &settings, no_view)
+        })
+        .await
+        .context("the session start task failed")?;
+        match started {
+            Ok(start) => {
+                if let Some(s) = &start.session {
+                    tracing::info!(
+                        session = s.id(),
+                        view = start.view.is_some(),
+                        "memory view session started"
+                    );
+                }
+                tools = tools.with_session(start);
+            }
+            Err(e) => tracing::warn!(error = %e, "could not take the memory view; serving without it"),
+        }
+        summarizer = Some(tokio::spawn(run_summarizer(svc.clone(), stop.clone())));
     }
     let served = tools.serve(rmcp::transport::stdio()).await;
     let outcome = match served {
@@ -113,6 +158,13 @@ async fn run() -> anyhow::Result<()> {
         Err(e) => Err(anyhow::Error::new(e).context("MCP initialisation failed")),
     };
     stop.cancel();
+    if let Some(task) = summarizer {
+        // A round in progress ends within the model timeout; a lease left behind expires and another process
+        // finishes its line.
+        if tokio::time::timeout(Duration::from_secs(5), task).await.is_err() {
+            tracing::info!("a summary was still being written at exit; another process finishes it");
+        }
+    }
     flusher.await.context("index.md flusher task failed")?;
     outcome
 }

@@ -1,11 +1,14 @@
-//! `cao-mcp`: the MCP tools agents use to store, recall and forget memories (layer 4; over `cao-memory` and
+//! `cao-mcp`: the MCP tools agents use to store, recall, forget and browse memories (layer 4; over `cao-memory` and
 //! `cao-protocol`).
 //!
-//! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with three tools (spec 000 "MCP Tools"):
+//! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with seven tools (spec 000 "MCP Tools", spec 001 "Zoom and
+//! search"):
 //! - `memory_store(content, scope="project", memory_type="project", key?, tags?)`
 //! - `memory_recall(query?, scope?, memory_type?, limit=10 (1..100), search_mode="hybrid", sort_by="recency",
 //!   include_related=false)`
 //! - `memory_forget(key, scope="project")`
+//! - `memory_view(scope="project")`, `memory_zoom(id, n, scope="project")`, `memory_search(query)`,
+//!   `memory_read(key, scope?)`: the journal (no tool can purge; that is an operator command)
 //!
 //! Each tool is a [`Tool`] (its wire facts: name, internal route, access) and a [`ToolHandler`] (its typed
 //! arguments, definition and service call, in `handlers.rs`); nothing here matches tool-name strings.
@@ -39,6 +42,8 @@ mod flush;
 mod handle;
 mod handlers;
 mod params;
+mod session;
+mod summarizer;
 mod tools;
 
 pub mod process;
@@ -50,7 +55,9 @@ pub use error::disabled_payload;
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};
 pub use handle::ServiceHandle;
 pub use handlers::ToolHandler;
-pub use params::{ForgetParams, RecallParams, StoreParams};
+pub use params::{ForgetParams, ReadParams, RecallParams, SearchParams, StoreParams, ViewParams, ZoomParams};
+pub use session::{ENV_NO_VIEW, OwnSession, SessionStart};
+pub use summarizer::{IDLE_PAUSE, run_summarizer};
 pub use tools::{MemoryTools, SERVER_NAME, local_enabled};
 
 /// Name of the store tool (`Tool::Store`).
@@ -59,3 +66,11 @@ pub const STORE: &str = Tool::Store.name();
 pub const RECALL: &str = Tool::Recall.name();
 /// Name of the forget tool (`Tool::Forget`).
 pub const FORGET: &str = Tool::Forget.name();
+/// Name of the view tool (`Tool::View`).
+pub const VIEW: &str = Tool::View.name();
+/// Name of the zoom tool (`Tool::Zoom`).
+pub const ZOOM: &str = Tool::Zoom.name();
+/// Name of the search tool (`Tool::Search`).
+pub const SEARCH: &str = Tool::Search.name();
+/// Name of the read tool (`Tool::Read`).
+pub const READ: &str = Tool::Read.name();

@@ -5,7 +5,7 @@
 //! validated in one place, by the service, before any I/O. Unknown argument names are ignored, as the reference
 //! server does.
 
-use cao_memory::{ForgetRequest, RecallRequest, StoreRequest};
+use cao_memory::{ForgetRequest, JournalTarget, ReadRequest, RecallRequest, SearchRequest, StoreRequest, ZoomRequest};
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 
@@ -189,6 +189,147 @@ impl ForgetParams {
     }
 }
 
+/// Text shared by the journal tools' `scope` descriptions.
+macro_rules! journal_scope {
+    () => {
+        "Which journal (default \"project\": the current project's). \"global\", \"session\" and \"agent\" \
+memories share the global journal; \"federated\" has its own."
+    };
+}
+
+/// Arguments of `memory_view` (spec 001 "The view").
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ViewParams {
+    /// Which journal; default `project`.
+    #[serde(default)]
+    #[schemars(
+        extend("default" = "project", "enum" = ["project", "global", "session", "agent", "federated", null]),
+        description = journal_scope!()
+    )]
+    pub scope: Option<String>,
+}
+
+impl ViewParams {
+    /// The journal these arguments name.
+    pub fn into_target(self) -> JournalTarget {
+        JournalTarget {
+            scope: self.scope,
+            container: None,
+        }
+    }
+}
+
+/// Arguments of `memory_zoom` (spec 001 "Zoom and search").
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ZoomParams {
+    /// The line's first entry.
+    #[serde(deserialize_with = "lenient_id")]
+    #[schemars(
+        range(min = 0),
+        description = "The first entry of the line to open: the number before the + in a view line's address (368 in 368+8), or an entry number from a receipt or a # Memory updated row."
+    )]
+    pub id: u64,
+    /// How many entries the line covers.
+    #[serde(deserialize_with = "lenient_n")]
+    #[schemars(
+        range(min = 1),
+        description = "How many entries the line covers: the number after the + (8 in 368+8). A power of two, and id must be a multiple of it. n = 1 returns the entry whole, with whether that version is current, rewritten, deleted or purged; a larger n returns the two lines it was made from."
+    )]
+    pub n: u64,
+    /// Which journal; default `project`.
+    #[serde(default)]
+    #[schemars(
+        extend("default" = "project", "enum" = ["project", "global", "session", "agent", "federated", null]),
+        description = journal_scope!()
+    )]
+    pub scope: Option<String>,
+}
+
+impl ZoomParams {
+    /// The service request for these arguments.
+    pub fn into_request(self) -> ZoomRequest {
+        ZoomRequest {
+            id: self.id,
+            n: self.n,
+            target: JournalTarget {
+                scope: self.scope,
+                container: None,
+            },
+        }
+    }
+}
+
+/// Arguments of `memory_search` (spec 001 "Zoom and search").
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct SearchParams {
+    /// Words to look for.
+    #[schemars(
+        description = "Words to look for in the current memories you can see (case-insensitive; a word in a memory's key counts more than one in its text). Required."
+    )]
+    pub query: String,
+}
+
+impl SearchParams {
+    /// The service request for these arguments.
+    pub fn into_request(self) -> SearchRequest {
+        SearchRequest { query: self.query }
+    }
+}
+
+/// Arguments of `memory_read` (spec 001 "Zoom and search").
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct ReadParams {
+    /// The key.
+    #[schemars(
+        description = "Key of the memory to read, as shown by memory_search, memory_recall or the view. Required."
+    )]
+    pub key: String,
+    /// Only this scope.
+    #[serde(default)]
+    #[schemars(
+        extend("enum" = ["global", "project", "session", "agent", "federated", null]),
+        description = "Only look in this scope. Omit to take the first match in scope precedence session > project > global."
+    )]
+    pub scope: Option<String>,
+}
+
+impl ReadParams {
+    /// The service request for these arguments.
+    pub fn into_request(self) -> ReadRequest {
+        ReadRequest {
+            key: self.key,
+            scope: self.scope,
+        }
+    }
+}
+
+/// `id` of `memory_zoom`: [`lenient_u64`].
+fn lenient_id<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    lenient_u64(d, "id must be a whole number of 0 or more")
+}
+
+/// `n` of `memory_zoom`: [`lenient_u64`].
+fn lenient_n<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    lenient_u64(d, "n must be a power of two (1, 2, 4, ...)")
+}
+
+/// Accept a non-negative integer, an integral float or a decimal string; anything else is an error saying `rule`
+/// and naming the value.
+fn lenient_u64<'de, D: Deserializer<'de>>(d: D, rule: &str) -> Result<u64, D::Error> {
+    use serde::de::Error;
+    let v = serde_json::Value::deserialize(d)?;
+    let parsed = match &v {
+        serde_json::Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 9.0e15)
+                .map(|f| f as u64)
+        }),
+        serde_json::Value::String(s) => s.trim().parse::<u64>().ok(),
+        _ => None,
+    };
+    parsed.ok_or_else(|| D::Error::custom(format!("{rule}, got {v}")))
+}
+
 /// Accept an integer, an integral float (`10.0`) or a decimal string (`"10"`): agents often quote numbers.
 /// Anything else is a deserialisation error naming the value.
 fn lenient_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
@@ -271,6 +412,32 @@ mod tests {
         assert!(e.to_string().contains("content"), "{e}");
         let e = serde_json::from_value::<ForgetParams>(json!({})).expect_err("key required");
         assert!(e.to_string().contains("key"), "{e}");
+    }
+
+    #[test]
+    fn journal_tool_arguments_parse_leniently_and_name_bad_values() {
+        let z: ZoomParams = serde_json::from_value(json!({"id": "368", "n": 8.0, "scope": null})).expect("zoom");
+        let r = z.into_request();
+        assert_eq!((r.id, r.n, r.target.scope), (368, 8, None));
+        let e = serde_json::from_value::<ZoomParams>(json!({"id": -1, "n": 1})).expect_err("negative");
+        assert!(
+            e.to_string().contains("id must be") && e.to_string().contains("-1"),
+            "{e}"
+        );
+        let e = serde_json::from_value::<ZoomParams>(json!({"id": 0, "n": "two"})).expect_err("word");
+        assert!(
+            e.to_string().contains("n must be") && e.to_string().contains("two"),
+            "{e}"
+        );
+        let e = serde_json::from_value::<ZoomParams>(json!({"id": 0})).expect_err("n required");
+        assert!(e.to_string().contains('n'), "{e}");
+        let e = serde_json::from_value::<SearchParams>(json!({})).expect_err("query required");
+        assert!(e.to_string().contains("query"), "{e}");
+        let r: ReadParams = serde_json::from_value(json!({"key": "k", "scope": "global"})).expect("read");
+        let r = r.into_request();
+        assert_eq!((r.key.as_str(), r.scope.as_deref()), ("k", Some("global")));
+        let v: ViewParams = serde_json::from_value(json!({})).expect("view");
+        assert_eq!(v.into_target().scope, None);
     }
 
     #[test]

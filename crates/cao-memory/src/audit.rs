@@ -6,7 +6,13 @@
 //!
 //! Line: `{"ts":"2026-04-16T10:30:00.123Z","event":"store","key":"k","scope":"project","scope_id":"abc",
 //! "actor":"t-1","outcome":"created"}` followed by `\n`. `scope_id` is `null` for global and federated memories.
-//! Never content, never tags.
+//! Never content, never tags, except in `heal` lines (below).
+//!
+//! A `heal` line (one per applied heal action) adds `issue_type`, `claim` (the stale path or symbol, or the
+//! dropped related key) and `removed`: what the action took away, so nothing heal deletes is lost: a deleted
+//! topic file's whole text, a deleted row's content, or a stripped paragraph (cut to [`MAX_REMOVED_PARAGRAPH_BYTES`];
+//! the whole paragraph also stays in the topic file's earlier entry). Matches of the secret gate in `removed` are
+//! replaced by `[REDACTED:<name>]` (credentials never reach the log).
 //!
 //! Invariants:
 //! - Every string field is at most [`MAX_FIELD_CHARS`] characters (longer values are cut and end with `…`), and
@@ -46,10 +52,14 @@ pub enum AuditEvent {
     Clear,
     /// Retention removed an expired memory.
     RetentionRemoval,
+    /// An operator purged a memory: its file, row and the text of every version in the journal.
+    Purge,
+    /// `cao memory heal --apply` changed a memory (the line names the action and carries what it removed).
+    Heal,
 }
 
 impl AuditEvent {
-    /// The wire name (`store`, `forget`, `delete`, `clear`, `retention_removal`).
+    /// The wire name (`store`, `forget`, `delete`, `clear`, `retention_removal`, `purge`, `heal`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Store => "store",
@@ -57,6 +67,8 @@ impl AuditEvent {
             Self::Delete => "delete",
             Self::Clear => "clear",
             Self::RetentionRemoval => "retention_removal",
+            Self::Purge => "purge",
+            Self::Heal => "heal",
         }
     }
 }
@@ -229,6 +241,77 @@ impl AuditLog {
     }
 }
 
+/// Most bytes of a stripped paragraph kept in a `heal` line's `removed` field (spec/reference-facts.md "Heal").
+pub const MAX_REMOVED_PARAGRAPH_BYTES: usize = 2048;
+
+/// One applied heal action, as an audit line (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct HealAuditRecord<'a> {
+    /// When it happened (the service clock).
+    pub ts: DateTime<Utc>,
+    /// The memory key.
+    pub key: &'a str,
+    /// The memory's scope.
+    pub scope: Scope,
+    /// The memory's scope id.
+    pub scope_id: Option<&'a str>,
+    /// Who ran heal (see [`actor_of`]).
+    pub actor: &'a str,
+    /// The action (`delete_file`, `delete_row`, `delete_memory`, `strip_paragraph`, `drop_related_key`,
+    /// `reset_access_count`, `refresh_index_md`).
+    pub action: &'a str,
+    /// The finding's issue type.
+    pub issue_type: &'a str,
+    /// The stale claim or related key the action is about.
+    pub claim: Option<&'a str>,
+    /// What the action removed (redacted; see the module docs).
+    pub removed: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct HealLine {
+    ts: String,
+    event: &'static str,
+    key: String,
+    scope: &'static str,
+    scope_id: Option<String>,
+    actor: String,
+    outcome: String,
+    issue_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    claim: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    removed: Option<String>,
+}
+
+impl HealAuditRecord<'_> {
+    /// The record as one JSON line ending with `\n` (`outcome` = the action).
+    pub fn line(&self) -> String {
+        let line = HealLine {
+            ts: self.ts.to_rfc3339_opts(SecondsFormat::Millis, true),
+            event: AuditEvent::Heal.as_str(),
+            key: bounded(self.key),
+            scope: self.scope.as_str(),
+            scope_id: self.scope_id.map(bounded),
+            actor: bounded(self.actor),
+            outcome: bounded(self.action),
+            issue_type: bounded(self.issue_type),
+            claim: self.claim.map(bounded),
+            removed: self.removed.map(cao_core::secret::redact),
+        };
+        let mut s = serde_json::to_string(&line).unwrap_or_else(|_| "{\"event\":\"heal\"}".to_owned());
+        s.push('\n');
+        s
+    }
+}
+
+/// Append one heal line to `store`'s audit log (best effort: a failure is logged as a warning).
+pub(crate) fn record_heal(store: &Store, record: &HealAuditRecord<'_>) {
+    if let Err(e) = log_of(store).append_line(record.ts, &record.line()) {
+        tracing::warn!(error = %e, event = "heal", "could not write the audit log line; the operation itself succeeded");
+    }
+}
+
 /// The audit log of `store`'s home (`<home>/memory/logs/`). No I/O.
 pub(crate) fn log_of(store: &Store) -> AuditLog {
     AuditLog::new(&store.home().memory_dir())
@@ -316,6 +399,7 @@ mod tests {
             (AuditEvent::Delete, "delete"),
             (AuditEvent::Clear, "clear"),
             (AuditEvent::RetentionRemoval, "retention_removal"),
+            (AuditEvent::Heal, "heal"),
         ] {
             assert_eq!(e.as_str(), n);
             assert_eq!(serde_json::to_value(e).expect("json"), serde_json::json!(n));

@@ -78,12 +78,21 @@ pub enum MemoryError {
         #[source]
         source: std::io::Error,
     },
+    /// Another `cao memory heal` holds the heal lock; nothing was done.
+    #[error("another `cao memory heal` is running: the heal lock {lock} is held; try again when it is done")]
+    HealBusy {
+        /// The lock file (`<home>/memory/.heal.lock`).
+        lock: PathBuf,
+    },
     /// The wiki layer failed.
     #[error(transparent)]
     Wiki(#[from] cao_wiki::WikiError),
     /// The SQLite index failed.
     #[error(transparent)]
     Index(#[from] cao_index::IndexError),
+    /// The journal's stored state contradicts itself (another program changed its tables).
+    #[error("{0}")]
+    JournalCorrupt(String),
 }
 
 impl MemoryError {
@@ -101,8 +110,9 @@ impl MemoryError {
             MemoryError::Bundle(_) => ErrorCode::InvalidBundle,
             MemoryError::PrivateScope(_) => ErrorCode::PrivateScope,
             MemoryError::Io { .. } => ErrorCode::IoError,
+            MemoryError::HealBusy { .. } => ErrorCode::Refused,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
-            MemoryError::Index(_) => ErrorCode::IndexError,
+            MemoryError::Index(_) | MemoryError::JournalCorrupt(_) => ErrorCode::IndexError,
         }
     }
 
@@ -132,5 +142,20 @@ impl From<MemoryError> for ToolError {
 impl From<cao_core::CoreError> for MemoryError {
     fn from(e: cao_core::CoreError) -> Self {
         MemoryError::Invalid(e.to_string())
+    }
+}
+
+impl From<cao_journal::JournalError> for MemoryError {
+    /// A journal failure: database errors stay index errors, a bad address or argument is the caller's
+    /// ([`MemoryError::Invalid`]), an inconsistent stored state is [`MemoryError::JournalCorrupt`].
+    fn from(e: cao_journal::JournalError) -> Self {
+        use cao_journal::JournalError;
+        match e {
+            JournalError::Index(e) => MemoryError::Index(e),
+            JournalError::Corrupt(_) => MemoryError::JournalCorrupt(e.to_string()),
+            JournalError::Address(_) | JournalError::OutOfRange { .. } | JournalError::Invalid(_) => {
+                MemoryError::Invalid(e.to_string())
+            }
+        }
     }
 }

@@ -52,6 +52,7 @@ pub(crate) fn explain(
     if !settings.explain_enabled() {
         return Err(MemoryError::ExplainDisabled);
     }
+    store.prepare_read()?;
     let lifecycle = settings.lifecycle_enabled();
     let limit = req.limit;
     let groups = visibility::groups(store, ctx, settings, req.scope, req.all)?;

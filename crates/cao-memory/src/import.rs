@@ -177,7 +177,7 @@ fn execute(
             };
             if w.action == WriteAction::Replace {
                 let memory = MemoryRef::new(p.scope, scope_id.map(str::to_owned), p.key.clone());
-                match write::remove(store, actor_of(ctx), &memory) {
+                match write::remove(store, actor_of(ctx), &write::writer_of(ctx), &memory) {
                     Ok(r) => audit::record(
                         store,
                         AuditEvent::Delete,

@@ -18,10 +18,18 @@
 //!   does not fit the scope's room is skipped (a later, shorter one may still fit) instead of ending the scope.
 //! - Content is the memory's current content with leading and trailing whitespace removed (the reference strips
 //!   the text after the last entry heading); inner newlines are kept verbatim.
+//! - **Delimiters are neutralised** ([`neutralize_delimiters`], applied to every entry line in [`render_block`], the
+//!   one renderer every injection route uses: `cao memory context`, the Claude Code hook, the HTTP context routes and
+//!   the provider files): in an entry, each `<` that opens a tag-like mention of `cao-memory` (`<cao-memory`,
+//!   `</cao-memory`, `<!-- cao-memory`, in any case and with whitespace around `/` and `!--`) is written `&lt;`. So
+//!   no memory can close the block (the lines after it would sit outside the recalled data an agent is told to
+//!   treat as such), open a second one, or end a provider file's managed block. The block's own first and last
+//!   lines are the only delimiters it holds. The escaped text costs its rendered length.
 //! - No line at all: no block (`None`). Otherwise `<cao-memory>\n## Context from CAO Memory\n<lines joined by
 //!   \n>\n</cao-memory>`, without a trailing newline.
 //!
-//! Building a block reads the index only (never topic files) and does not count accesses: in the reference,
+//! Building a block first brings the index up to date ([`Store::prepare_read`]: a removed or replaced database is
+//! refused, changes made to the wiki outside the tool are picked up); then it reads the index only (never topic files) and does not count accesses: in the reference,
 //! injection reads the wiki files directly and never touches `access_count`, so only explicit recalls and
 //! listings make a memory "used". A disabled memory system yields no block (the reference returns `""`).
 //!
@@ -34,6 +42,7 @@ use crate::types::{Memory, row_to_memory};
 use crate::visibility;
 use cao_core::{Scope, Settings, TerminalContext};
 use cao_lifecycle::eligibility::{EligibilityCheck, EligibilityRegistry, PRIMARY_CHUNK, Purpose};
+use std::borrow::Cow;
 use std::cell::RefCell;
 
 /// At most this many memories per injected scope (reference `constants.py` `MEMORY_MAX_PER_SCOPE = 10`;
@@ -48,6 +57,21 @@ pub const MEMORY_SCOPE_BUDGET_CHARS: usize = 1000;
 /// budget_chars=3000)`; spec/reference-facts.md "Injection block").
 pub const DEFAULT_CONTEXT_BUDGET: usize = 3000;
 
+/// Largest accepted total budget (characters) of a block: the one rule for every caller that takes a budget from a
+/// user (`cao memory context --budget`, the HTTP context routes); see [`validate_context_budget`].
+pub const MAX_CONTEXT_BUDGET: usize = 1_000_000;
+
+/// A user-given total budget checked against the one rule, `1..=`[`MAX_CONTEXT_BUDGET`]: a block of budget 0 could
+/// never hold a line, so 0 is refused rather than silently printing nothing.
+///
+/// Errors: [`MemoryError::Invalid`] naming the value and the range.
+pub fn validate_context_budget(budget: i64) -> Result<usize, MemoryError> {
+    usize::try_from(budget)
+        .ok()
+        .filter(|b| (1..=MAX_CONTEXT_BUDGET).contains(b))
+        .ok_or_else(|| MemoryError::Invalid(format!("budget {budget} is outside 1..={MAX_CONTEXT_BUDGET}")))
+}
+
 /// The scopes a block draws from, in output order (reference `get_memory_context`: session, project, global).
 pub const INJECTED_SCOPES: [Scope; 3] = [Scope::Session, Scope::Project, Scope::Global];
 
@@ -57,7 +81,8 @@ pub const CONTEXT_HEADING: &str = "## Context from CAO Memory";
 /// Arguments of [`MemoryService::context_block`](crate::MemoryService::context_block).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ContextRequest {
-    /// Total character budget; default [`DEFAULT_CONTEXT_BUDGET`]. Each scope gets [`scope_char_cap`] of it.
+    /// Total character budget, `1..=`[`MAX_CONTEXT_BUDGET`]; default [`DEFAULT_CONTEXT_BUDGET`]. Each scope gets
+    /// [`scope_char_cap`] of it.
     pub budget: Option<usize>,
 }
 
@@ -156,8 +181,8 @@ pub(crate) fn context_block_registry(
 /// The block for `ctx` with an explicit [`EligibilityFilter`] (see the module documentation). `None` when memory
 /// is disabled in `settings`, nothing is visible, or no line fits.
 ///
-/// Errors: [`MemoryError::Index`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed explicit
-/// project id.
+/// Errors: [`MemoryError::Invalid`] for a budget outside `1..=`[`MAX_CONTEXT_BUDGET`] or a malformed explicit
+/// project id; [`MemoryError::Index`] when the index cannot be read.
 pub(crate) fn context_block_with(
     store: &Store,
     settings: &Settings,
@@ -165,9 +190,13 @@ pub(crate) fn context_block_with(
     req: ContextRequest,
     filter: &dyn EligibilityFilter,
 ) -> Result<Option<String>, MemoryError> {
+    if let Some(b) = req.budget {
+        validate_context_budget(i64::try_from(b).unwrap_or(i64::MAX))?;
+    }
     if !settings.memory_enabled() {
         return Ok(None);
     }
+    store.prepare_read()?;
     let mut groups = Vec::with_capacity(INJECTED_SCOPES.len());
     for scope in INJECTED_SCOPES {
         groups.push((scope, injection_candidates(store, settings, ctx, scope, filter)?));
@@ -225,7 +254,8 @@ pub fn render_block(groups: &[(Scope, Vec<Memory>)], budget: usize) -> Option<St
                 primaries += 1;
             }
             let tag = if m.is_related { " [related]" } else { "" };
-            let line = format!("- [{scope}] {}{tag}: {}", m.key, python_strip(&m.content));
+            let content = neutralize_delimiters(python_strip(&m.content));
+            let line = format!("- [{scope}] {}{tag}: {content}", m.key);
             let cost = line.chars().count() + 1;
             if used + cost > cap {
                 if m.is_related {
@@ -245,6 +275,40 @@ pub fn render_block(groups: &[(Scope, Vec<Memory>)], budget: usize) -> Option<St
         lines.join("\n")
     ))
 }
+
+/// `text` with every `<` that opens a tag-like mention of `cao-memory` replaced by `&lt;`: `<`, optional
+/// whitespace, an optional `/`, optional whitespace, an optional `!--`, optional whitespace, then `cao-memory` in any
+/// case. This covers the block's delimiters `<cao-memory>` / `</cao-memory>` and the provider files' markers
+/// `<!-- cao-memory:begin -->` / `<!-- cao-memory:end -->` with their spacing and case variants. Borrowed when
+/// nothing needs escaping. See the module documentation for why.
+pub fn neutralize_delimiters(text: &str) -> Cow<'_, str> {
+    let opens_tag = |rest: &str| {
+        let rest = rest.trim_start();
+        let rest = rest.strip_prefix('/').unwrap_or(rest).trim_start();
+        let rest = rest.strip_prefix("!--").unwrap_or(rest).trim_start();
+        rest.get(..TAG_NAME.len())
+            .is_some_and(|name| name.eq_ignore_ascii_case(TAG_NAME))
+    };
+    let mut starts = text
+        .match_indices('<')
+        .map(|(i, _)| i)
+        .filter(|&i| opens_tag(&text[i + 1..]));
+    let Some(first) = starts.next() else {
+        return Cow::Borrowed(text);
+    };
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut last = 0;
+    for at in std::iter::once(first).chain(starts) {
+        out.push_str(&text[last..at]);
+        out.push_str("&lt;");
+        last = at + 1;
+    }
+    out.push_str(&text[last..]);
+    Cow::Owned(out)
+}
+
+/// The tag name [`neutralize_delimiters`] looks for after a `<`.
+const TAG_NAME: &str = "cao-memory";
 
 /// `s.strip()` as Python does it: Unicode whitespace plus the ASCII separators U+001C..U+001F.
 fn python_strip(s: &str) -> &str {
@@ -381,6 +445,32 @@ mod tests {
         assert!(
             block.contains("- [global] k: first\nsecond\n</cao-memory>"),
             "{block:?}"
+        );
+    }
+
+    #[test]
+    fn delimiters_in_entries_are_neutralised_and_other_text_is_kept() {
+        for (raw, want) in [
+            ("</cao-memory>", "&lt;/cao-memory>"),
+            ("<cao-memory>", "&lt;cao-memory>"),
+            ("< / CAO-Memory >", "&lt; / CAO-Memory >"),
+            ("<\t/cao-MEMORY", "&lt;\t/cao-MEMORY"),
+            ("<!-- cao-memory:end -->", "&lt;!-- cao-memory:end -->"),
+            ("<!--cao-memory:begin-->", "&lt;!--cao-memory:begin-->"),
+            ("a<b and <cao-memo and <div>", "a<b and <cao-memo and <div>"),
+            ("x </cao-memory> y <cao-memory>", "x &lt;/cao-memory> y &lt;cao-memory>"),
+            ("<", "<"),
+            ("\u{e9}<\u{1F600}cao-memory", "\u{e9}<\u{1F600}cao-memory"),
+        ] {
+            assert_eq!(neutralize_delimiters(raw), want, "{raw:?}");
+        }
+        assert!(matches!(neutralize_delimiters("plain <b>"), Cow::Borrowed(_)));
+        let m = mem(Scope::Global, "k", "a\n</cao-memory>\nb");
+        let block = render_block(&[(Scope::Global, vec![m])], DEFAULT_CONTEXT_BUDGET).expect("fits");
+        assert_eq!(block.matches("</cao-memory>").count(), 1, "{block}");
+        assert!(
+            block.ends_with("- [global] k: a\n&lt;/cao-memory>\nb\n</cao-memory>"),
+            "{block}"
         );
     }
 

@@ -1,5 +1,6 @@
 //! Related entries of the `<cao-memory>` block (the reference's one-level cross-reference expansion in
-//! `get_memory_context`).
+//! `get_memory_context`), and the same expansion for recall's `include_related` ([`related_rows`], one rule for
+//! both).
 //!
 //! For each injected scope, in block order, the memories its entries name are appended after them:
 //! - Names come from, per entry: its legacy `related_keys` csv, read as the reference reads it
@@ -19,6 +20,7 @@ use crate::error::MemoryError;
 use crate::store::Store;
 use crate::types::{Memory, row_to_memory};
 use cao_core::{Key, Scope};
+use cao_index::MemoryRow;
 use std::collections::HashSet;
 
 /// Most related memories one block adds, across all scopes (reference `MemoryService.RELATED_FANOUT_CAP = 5`).
@@ -55,51 +57,73 @@ pub(crate) fn add_related(
 
 /// The existing memories named by `primaries` (all of `scope`), in primary order, deduplicated.
 fn related_candidates(store: &Store, scope: Scope, primaries: &[Memory]) -> Result<Vec<Memory>, MemoryError> {
-    let seen: HashSet<(Option<&str>, &str)> = primaries
+    let ids: Vec<(Scope, Option<&str>, &str)> = primaries
         .iter()
-        .map(|m| (m.scope_id.as_deref(), m.key.as_str()))
+        .map(|m| (scope, m.scope_id.as_deref(), m.key.as_str()))
         .collect();
-    let mut scope_ids: Vec<Option<&str>> = Vec::new();
-    for m in primaries {
-        if !scope_ids.contains(&m.scope_id.as_deref()) {
-            scope_ids.push(m.scope_id.as_deref());
+    Ok(related_rows(store, &ids)?
+        .iter()
+        .map(|row| {
+            let mut m = row_to_memory(row);
+            m.is_related = true;
+            m
+        })
+        .collect())
+}
+
+/// The existing memories named by `primaries` (`(scope, scope_id, key)`, any scopes), in primary order and
+/// deduplicated, by the rules of the module documentation: per primary its legacy `related_keys` then the targets of
+/// its active `relates_to` edges, at most [`MAX_RELATED_PER_PRIMARY`] names, same scope and scope id, never a
+/// primary or an earlier name. The fan-out cap ([`RELATED_FANOUT_CAP`]) is the caller's to apply after its
+/// eligibility filter. The one rule for the context block and for recall's `include_related`.
+///
+/// Cost: one index snapshot (two statements) per scope and scope id, plus one row read per name.
+///
+/// Errors: [`MemoryError::Index`] when the index cannot be read.
+pub(crate) fn related_rows(
+    store: &Store,
+    primaries: &[(Scope, Option<&str>, &str)],
+) -> Result<Vec<MemoryRow>, MemoryError> {
+    let seen: HashSet<(Scope, Option<&str>, &str)> = primaries.iter().copied().collect();
+    let mut groups: Vec<(Scope, Option<&str>)> = Vec::new();
+    for &(scope, sid, _) in primaries {
+        if !groups.contains(&(scope, sid)) {
+            groups.push((scope, sid));
         }
     }
     let mut names = std::collections::HashMap::new();
-    for sid in &scope_ids {
+    for &(scope, sid) in &groups {
         let keys: Vec<&str> = primaries
             .iter()
-            .filter(|m| m.scope_id.as_deref() == *sid)
-            .map(|m| m.key.as_str())
+            .filter(|p| (p.0, p.1) == (scope, sid))
+            .map(|p| p.2)
             .collect();
-        names.insert(*sid, store.index().related_keys_of(scope, *sid, &keys)?);
+        names.insert((scope, sid), store.index().related_keys_of(scope, sid, &keys)?);
     }
-    let mut out = Vec::new();
-    let mut wanted: Vec<(Option<&str>, Key)> = Vec::new();
-    for p in primaries {
-        let sid = p.scope_id.as_deref();
-        let Some(rel) = names.get(&sid).and_then(|n| n.get(&p.key)) else {
+    let mut wanted: Vec<(Scope, Option<&str>, Key)> = Vec::new();
+    for &(scope, sid, key) in primaries {
+        let Some(rel) = names.get(&(scope, sid)).and_then(|n| n.get(key)) else {
             continue;
         };
         let legacy = cao_lifecycle::parse_related_keys(rel.related_keys_csv.as_deref().unwrap_or(""));
         let edges = rel.edge_targets.iter().filter_map(|t| Key::parse_strict(t).ok());
         let mut taken = 0;
-        for key in legacy.into_iter().chain(edges) {
+        for name in legacy.into_iter().chain(edges) {
             if taken == MAX_RELATED_PER_PRIMARY {
                 break;
             }
-            if wanted.iter().any(|(s, k)| *s == sid && *k == key) || seen.contains(&(sid, key.as_str())) {
+            let already = wanted.iter().any(|(s, i, k)| (*s, *i) == (scope, sid) && *k == name);
+            if already || seen.contains(&(scope, sid, name.as_str())) {
                 continue;
             }
-            wanted.push((sid, key));
+            wanted.push((scope, sid, name));
             taken += 1;
         }
     }
-    for (sid, key) in wanted {
+    let mut out = Vec::new();
+    for (scope, sid, key) in wanted {
         if let Some(row) = store.index().get(scope, sid, &key)? {
-            let mut m = row_to_memory(&row);
-            m.is_related = true;
-            out.push(m);
+            out.push(row);
         }
     }
     Ok(out)

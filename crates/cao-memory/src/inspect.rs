@@ -1,7 +1,8 @@
 //! The operator views: list, show by key (first match in scope precedence) and show by full identity (spec 000
 //! "CLI Commands", "Non-accessing operator inspection").
 //!
-//! Each view counts an access of what it returns only when asked (`record_access`; operator views pass
+//! Each view first brings the index up to date ([`Store::prepare_read`]: a removed or replaced database is refused,
+//! changes made to the wiki outside the tool are picked up). Each view counts an access of what it returns only when asked (`record_access`; operator views pass
 //! `!settings.non_accessing_inspection()`), and with `memory.lifecycle.enabled` labels active supersedes targets
 //! (order and membership unchanged).
 
@@ -13,7 +14,8 @@ use crate::visibility;
 use cao_core::{Key, Scope, Settings, TerminalContext};
 use cao_index::MemoryRow;
 
-/// Every visible memory, scope precedence first then newest first, up to `req.limit` (default 100).
+/// Every visible memory, scope precedence first then newest first: `req.limit` rows (default 100) after the first
+/// `req.offset` of that order.
 ///
 /// Errors: visibility and index errors.
 pub(crate) fn list(
@@ -22,8 +24,11 @@ pub(crate) fn list(
     ctx: &TerminalContext,
     req: ListRequest,
 ) -> Result<Vec<Memory>, MemoryError> {
+    store.prepare_read()?;
     let limit = req.limit.unwrap_or(100).max(1);
-    let rows = visibility::visible_rows(store, ctx, settings, req.scope, req.memory_type, req.all, limit)?;
+    let wanted = limit.saturating_add(req.offset);
+    let mut rows = visibility::visible_rows(store, ctx, settings, req.scope, req.memory_type, req.all, wanted)?;
+    rows.drain(..req.offset.min(rows.len()));
     if req.record_access {
         store.record_access(&rows);
     }
@@ -46,6 +51,7 @@ pub(crate) fn show(
     scope: Option<Scope>,
     record_access: bool,
 ) -> Result<Option<Memory>, MemoryError> {
+    store.prepare_read()?;
     let mut found = None;
     for group in visibility::groups(store, ctx, settings, scope, true)? {
         if let Some(row) = store.index().find_key(&group.visibility(), key)? {
@@ -67,6 +73,7 @@ pub(crate) fn show_exact(
     scope_id: Option<&str>,
     record_access: bool,
 ) -> Result<Option<Memory>, MemoryError> {
+    store.prepare_read()?;
     let scope_id = scope_id.filter(|_| scope.needs_scope_id());
     let found = store.index().get(scope, scope_id, key)?;
     Ok(inspected(store, settings, found, record_access))

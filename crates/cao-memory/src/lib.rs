@@ -4,14 +4,17 @@
 //!
 //! Structure (the rust-analyzer `ide` pattern):
 //! - `store`: the crate-private `Store` (home, wiki layout, index, clock, settings, database identity, supersedes
-//!   lookup) and the write protocol: lock, atomic file write, one index transaction, remove, access counting,
-//!   `index.md` flush, repair, the "index current" check. It uses no feature module, so it can become a crate of
+//!   lookup, external-change pickup) and the write protocol: lock, atomic file write, one index transaction, remove,
+//!   access counting, `index.md` flush, repair, the "index current" check, health, and `prepare_read`, the step every
+//!   read feature runs first (a removed or replaced database is refused; topic files changed outside the tool are
+//!   picked up, at most once per second per process); [`sweep_temp_files`] removes crash leftovers. It uses no feature module, so it can become a crate of
 //!   its own (below the features that need it).
 //! - Feature modules of free functions over `&Store`: `write` (store, forget, delete, clear), `recall`,
 //!   `relevance`, `explain`, `inspect` (list, show), `inject` and `inject_related` (the context block),
 //!   `retention`, `export` and `import` (OKF bundles, read and written by `bundle`), `audit` and
-//!   `audit_relationships`, with `visibility`, `supersedes` and `eligibility` as shared
-//!   read rules. Ranking rules are `cao-rank`'s; these modules only gather candidates and call it.
+//!   `audit_relationships`, `related` (the related-memory pass after every store), `lint` (with `lint_claims`, `code_search` and `lint_contradiction`) and `heal`, with
+//!   `visibility`, `supersedes` and `eligibility` as shared read rules. Ranking rules are `cao-rank`'s; these
+//!   modules only gather candidates and call it.
 //! - [`MemoryService`]: a thin facade. Each method resolves the call's settings, checks `memory.enabled` where the
 //!   call needs it (after argument validation for recall and explain) and delegates to one feature function.
 //!
@@ -29,7 +32,10 @@
 //! - After any sequence of completed calls, the index agrees with the wiki files (`repair` finds nothing).
 //! - `index.md` is a derived view: stores only mark its container dirty; [`MemoryService::flush_index_md`]
 //!   rewrites dirty ones, so store cost does not grow with the corpus.
-//! - Recall never reads topic files; it is served from the index (metadata + FTS5).
+//! - Recall is served from the index (metadata + FTS5); the only topic files a read opens are the ones whose stamp
+//!   (size, ctime, inode) changed since the index recorded it (the external-edit pickup).
+//! - No read answers from a database file that was removed or replaced after the service opened it.
+//! - No memory can close or open the `<cao-memory>` block ([`neutralize_delimiters`] in [`render_block`]).
 //! - Only the store writes files or index rows (relationship edges are written by `cao-lifecycle`'s service, which
 //!   the features obtain through `audit_relationships`).
 
@@ -41,19 +47,28 @@
 pub mod audit;
 mod audit_relationships;
 mod bundle;
+mod code_search;
 mod eligibility;
 mod error;
 mod explain;
 mod explain_table;
 mod export;
+pub mod heal;
 mod import;
 mod inject;
 mod inject_related;
 mod inspect;
+mod journal;
+pub mod lint;
+mod lint_claims;
+mod lint_contradiction;
+mod lint_report;
+mod lint_table;
 #[cfg(test)]
 mod module_graph;
 pub mod provider_files;
 mod recall;
+mod related;
 mod relevance;
 pub mod retention;
 mod service;
@@ -65,6 +80,7 @@ mod write;
 
 pub use audit::{AuditEvent, AuditLog};
 pub use bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
+pub use cao_journal::{Worker as SummarizeWorker, WriterFilter};
 pub use cao_okf::{ConflictPolicy, ExportReport, ImportReport};
 pub use cao_rank::{
     DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, Injection, MAX_EXPLAIN_LIMIT, PoolCounts,
@@ -74,15 +90,29 @@ pub use error::MemoryError;
 pub use explain::ExplainRequest;
 pub use explain_table::render_explain_table;
 pub use export::{EXPORT_SCHEMA, ExportDestination, ExportOutcome, ExportRequest};
+pub use heal::{
+    ActionStatus, HEAL_SCHEMA, HealAction, HealActionKind, HealCounts, HealReport, HealRequest, WithoutAction,
+};
 pub use import::{IMPORT_SCHEMA, ImportOutcome, ImportRequest};
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
-    MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, render_block, scope_char_cap,
+    MAX_CONTEXT_BUDGET, MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, neutralize_delimiters,
+    render_block, scope_char_cap, validate_context_budget,
 };
 pub use inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
+pub use journal::{
+    EntryWriter, JournalTarget, PurgeResult, REMINDER_MAX_ROWS, ReadRequest, ReadResult, SEARCH_MAX_HITS,
+    SEARCH_QUERY_MAX_BYTES, SearchHit, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport, ViewResult,
+    ZoomRequest, ZoomResult, ZoomedEntry, ZoomedLine,
+};
+pub use lint_report::{
+    FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintReport, LintRequest, Severity,
+};
+pub use lint_table::{render_heal_text, render_lint_table};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };
 pub use retention::{CleanupReport, ExpiredMemory};
 pub use service::MemoryService;
+pub use store::{sweep_at_startup, sweep_temp_files};
 pub use types::*;

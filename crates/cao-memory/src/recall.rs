@@ -1,7 +1,9 @@
 //! Recall: visibility, candidate pools per scope group, ordering, the scope-precedence pass, the cut to `limit`,
 //! access counting and related expansion (spec 000 "memory_recall"; spec/reference-facts.md "Ranking").
 //!
-//! Candidates come from the index only (never from topic files). Scopes are processed as groups in precedence
+//! Recall first brings the index up to date ([`Store::prepare_read`]: a removed or replaced database is refused,
+//! changes made to the wiki outside the tool are picked up). Candidates come from the index only (never from topic
+//! files). Scopes are processed as groups in precedence
 //! order (session, project, global, agent, federated; one group when a scope filter is given); each group fills
 //! the slots left by the groups before it. That is the spec's "stable scope-precedence sort applied last, before
 //! the cut", computed without ranking rows that cannot be returned.
@@ -13,6 +15,7 @@
 
 use crate::eligibility::{self, retain_eligible, row_candidate};
 use crate::error::MemoryError;
+use crate::inject_related::RELATED_FANOUT_CAP;
 use crate::relevance::{self, RankedPool};
 use crate::store::Store;
 use crate::supersedes::{self, Snapshot};
@@ -46,7 +49,7 @@ pub(crate) struct Plan {
 }
 
 /// The lexical score the call's settings ask for: `memory.recall.bm25_k1`, `memory.recall.bm25_b` and
-/// `memory.recall.context_weight` (docs/decisions/0008-lexical-ranking.md). Values are validated when read (an
+/// `memory.recall.context_weight` (docs/decisions/0009-lexical-ranking.md). Values are validated when read (an
 /// invalid one reads as its default, with a warning), so [`Bm25::new`] only fails on a setting added without a range
 /// check; then the defaults apply, with a warning.
 pub(crate) fn lexical_scorer(settings: &Settings) -> Bm25 {
@@ -150,6 +153,7 @@ pub(crate) fn recall(
     mut plan: Plan,
     req: &RecallRequest,
 ) -> Result<RecallResult, MemoryError> {
+    store.prepare_read()?;
     plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
     plan.lexical = lexical_scorer(settings);
     let groups = crate::visibility::groups(store, ctx, settings, plan.scope, req.scan_all)?;
@@ -481,34 +485,27 @@ fn reranked(
     Ok((apply_order(rows, &order), snapshot))
 }
 
-/// Append memories named by the primaries' `related_keys` (same scope and scope id; at most 3 per primary;
-/// one level; no duplicates; not access-counted). Curator recall judges the targets in their own batches of at
-/// most [`MAX_RELATED_BATCH`] and drops ineligible ones.
+/// The memories the primaries name, by the context block's rule ([`crate::inject_related::related_rows`]: legacy
+/// `related_keys` then active `relates_to` edges, same scope and scope id, at most three names per primary, one
+/// level, no duplicates), at most [`RELATED_FANOUT_CAP`] of them; not access-counted. Curator recall judges the
+/// targets in their own batches of at most [`MAX_RELATED_BATCH`] and drops ineligible ones before the cap.
 fn expand_related(store: &Store, primaries: &[MemoryRow], lc: &Lifecycle<'_>) -> Result<Vec<MemoryRow>, MemoryError> {
-    let mut related: Vec<MemoryRow> = Vec::new();
-    let mut seen: HashSet<MemoryRef> = primaries.iter().map(MemoryRow::memory_ref).collect();
-    for p in primaries {
-        let Some(csv) = &p.related_keys else { continue };
-        let mut taken = 0;
-        for raw in csv.split(',') {
-            if taken == 3 {
-                break;
+    let ids: Vec<(Scope, Option<&str>, &str)> = primaries
+        .iter()
+        .map(|p| (p.scope, p.scope_id.as_deref(), p.key.as_str()))
+        .collect();
+    let related = crate::inject_related::related_rows(store, &ids)?;
+    let mut kept = match &lc.check {
+        None => related,
+        Some(check) => {
+            let mut kept = Vec::with_capacity(related.len());
+            for batch in related.chunks(MAX_RELATED_BATCH) {
+                kept.extend(retain_eligible(&mut check.borrow_mut(), batch, row_candidate));
             }
-            let Ok(k) = Key::sanitize(raw.trim()) else { continue };
-            if !seen.insert(MemoryRef::new(p.scope, p.scope_id.clone(), k.clone())) {
-                continue;
-            }
-            if let Some(row) = store.index().get(p.scope, p.scope_id.as_deref(), &k)? {
-                related.push(row);
-                taken += 1;
-            }
+            kept
         }
-    }
-    let Some(check) = &lc.check else { return Ok(related) };
-    let mut kept = Vec::with_capacity(related.len());
-    for batch in related.chunks(MAX_RELATED_BATCH) {
-        kept.extend(retain_eligible(&mut check.borrow_mut(), batch, row_candidate));
-    }
+    };
+    kept.truncate(RELATED_FANOUT_CAP);
     Ok(kept)
 }
 

@@ -80,7 +80,8 @@ pub struct ExpiredMemory {
     pub scope_id: Option<String>,
     /// Its type (never `user` or `feedback`).
     pub memory_type: MemoryType,
-    /// Its last update (the newest entry's time).
+    /// Its last update (the newest entry's time); serialised `YYYY-MM-DDTHH:MM:SSZ`.
+    #[serde(serialize_with = "cao_core::time::serde_ts")]
     pub updated_at: DateTime<Utc>,
     /// Whole days since `updated_at` at the time of the run.
     pub age_days: i64,
@@ -190,7 +191,12 @@ fn remove_expired(store: &Store, row: &MemoryRow, now: DateTime<Utc>) -> Result<
         Some(current) if is_expired(current.scope, current.memory_type, current.updated_at, now) => {}
         _ => return Ok(false),
     }
-    crate::write::remove(store, RETENTION_ACTOR, &row.memory_ref())?;
+    crate::write::remove(
+        store,
+        RETENTION_ACTOR,
+        &crate::store::journal_writer(None, None),
+        &row.memory_ref(),
+    )?;
     audit::record(
         store,
         AuditEvent::RetentionRemoval,

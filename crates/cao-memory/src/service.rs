@@ -6,13 +6,20 @@
 use crate::error::MemoryError;
 use crate::explain::ExplainRequest;
 use crate::export::{ExportDestination, ExportOutcome, ExportRequest};
+use crate::heal::{HealReport, HealRequest};
 use crate::import::{ImportOutcome, ImportRequest};
 use crate::inject::ContextRequest;
+use crate::journal::{
+    JournalTarget, PurgeResult, ReadRequest, ReadResult, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport,
+    ViewResult, ZoomRequest, ZoomResult,
+};
+use crate::lint_report::{LintReport, LintRequest};
 use crate::retention::CleanupReport;
 use crate::store::Store;
 use crate::types::*;
 use crate::{
-    audit, audit_relationships, eligibility, explain, export, import, inject, inspect, recall, retention, write,
+    audit, audit_relationships, eligibility, explain, export, heal, import, inject, inspect, journal, lint, recall,
+    retention, write,
 };
 use cao_core::{CaoHome, Clock, Key, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::Index;
@@ -222,17 +229,46 @@ impl MemoryService {
         explain::explain(&self.store, &settings, ctx, &query, &req)
     }
 
-    /// The `<cao-memory>` block for the caller `ctx`, or `None` when there is nothing to inject (memory disabled,
-    /// nothing visible, or no line fits the budget). See the `inject` module documentation for the rules. The
-    /// eligibility filter is the built-in registry for the current settings (with `memory.lifecycle.enabled`,
-    /// targets of active same-scope supersedes edges are left out).
+    /// What a new session of the caller `ctx` is given, as `memory.injection.mode` says (every injection route
+    /// calls this: `cao memory context`, the Claude Code hook, the first-message block of `GET
+    /// /terminals/{id}/memory-context`, provider files): `block` (the default) the `<cao-memory>` block, `view` the
+    /// journal's view of the caller's project, `both` the block then the view. `None` when there is nothing to
+    /// inject (memory disabled, nothing visible, no line fits the budget, an empty journal). For the block rules see
+    /// the `inject` module documentation; the eligibility filter is the built-in registry for the current settings
+    /// (with `memory.lifecycle.enabled`, targets of active same-scope supersedes edges are left out). The budget
+    /// applies to the block; the view has its own 32 KiB limit.
     ///
     /// Errors: [`MemoryError::Index`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed
     /// explicit project id.
     pub fn context_block(&self, ctx: &TerminalContext, req: ContextRequest) -> Result<Option<String>, MemoryError> {
+        self.session_context(ctx, req, None)
+    }
+
+    /// [`MemoryService::context_block`] for the session `session_id` when given: with the view injected
+    /// (`memory.injection.mode` `view` or `both`) the view is taken as the session's snapshot, so later entries
+    /// reach it through [`MemoryService::reminder`] (spec 001 "When the view changes").
+    ///
+    /// Errors: as [`MemoryService::context_block`]; [`MemoryError::Invalid`] for a malformed session id.
+    pub fn session_context(
+        &self,
+        ctx: &TerminalContext,
+        req: ContextRequest,
+        session_id: Option<&str>,
+    ) -> Result<Option<String>, MemoryError> {
         let settings = self.settings();
-        let registry = eligibility::registry(&self.store, &settings);
-        inject::context_block_registry(&self.store, &settings, ctx, req, &registry)
+        let mode = settings.injection_mode();
+        let block = if mode.block() {
+            let registry = eligibility::registry(&self.store, &settings);
+            inject::context_block_registry(&self.store, &settings, ctx, req, &registry)?
+        } else {
+            None
+        };
+        let view = if mode.view() {
+            journal::injected_view(&self.store, &settings, ctx, session_id)?
+        } else {
+            None
+        };
+        Ok(journal::compose(block, view))
     }
 
     /// [`MemoryService::context_block`] with an explicit [`EligibilityFilter`](crate::inject::EligibilityFilter).
@@ -276,6 +312,65 @@ impl MemoryService {
     pub fn cleanup(&self, dry_run: bool) -> Result<CleanupReport, MemoryError> {
         self.ensure_enabled()?;
         retention::cleanup(&self.store, dry_run)
+    }
+
+    /// Lint the memories the caller sees (`cao memory lint`; see the `lint` module for the detectors, caps and
+    /// severities). Read-only. The contradiction pass uses the model of `memory.model.*` (skipped with `none`; a
+    /// configuration error is reported as a finding). `progress` hears about each stage.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a malformed explicit project id; index and
+    /// scan errors.
+    pub fn lint(
+        &self,
+        ctx: &TerminalContext,
+        req: LintRequest,
+        progress: &dyn Progress,
+    ) -> Result<LintReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        lint::lint_configured(&self.store, &settings, ctx, &req, progress)
+    }
+
+    /// [`MemoryService::lint`] with a given model for the contradiction pass (tests, embedding).
+    ///
+    /// Errors: as [`MemoryService::lint`].
+    pub fn lint_with_model(
+        &self,
+        ctx: &TerminalContext,
+        req: LintRequest,
+        model: &dyn cao_model::Model,
+        progress: &dyn Progress,
+    ) -> Result<LintReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        lint::lint(&self.store, &settings, ctx, &req, Ok(model), progress)
+    }
+
+    /// Plan (and with `req.apply` carry out) the fixes of lint's findings (`cao memory heal`; see the `heal`
+    /// module for the fix of each issue type). The contradiction pass uses the model of `memory.model.*`.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::HealBusy`] when another heal runs (nothing done);
+    /// lint's errors. Failed actions are reported in the report.
+    pub fn heal(
+        &self,
+        ctx: &TerminalContext,
+        req: HealRequest,
+        progress: &dyn Progress,
+    ) -> Result<HealReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        heal::heal_configured(&self.store, &settings, ctx, &req, progress)
+    }
+
+    /// [`MemoryService::heal`] with a given model for the contradiction pass (tests, embedding).
+    ///
+    /// Errors: as [`MemoryService::heal`].
+    pub fn heal_with_model(
+        &self,
+        ctx: &TerminalContext,
+        req: HealRequest,
+        model: &dyn cao_model::Model,
+        progress: &dyn Progress,
+    ) -> Result<HealReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        heal::heal(&self.store, &settings, ctx, &req, Ok(model), progress)
     }
 
     /// Export one scope as an OKF bundle directory or `.tar.gz` archive (spec 000 "cao memory export"; the rules
@@ -327,6 +422,117 @@ impl MemoryService {
         import::import(&self.store, &settings, ctx, req, progress)
     }
 
+    /// The live view of a journal (the `memory_view` tool, `cao memory view`; spec 001 "The view"): at most 32 KiB
+    /// of lines, oldest first, inside `<memory>` ... `</memory>`. `target` picks the journal: the caller's project by
+    /// default (see [`JournalTarget`]).
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for an unknown scope, a malformed container or
+    /// an unresolvable project; index errors.
+    pub fn view(&self, ctx: &TerminalContext, target: &JournalTarget) -> Result<ViewResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        journal::view(&self.store, &settings, ctx, target)
+    }
+
+    /// Zoom into line `id+n` (the `memory_zoom` tool): the two lines it was made from, or with n = 1 the entry whole
+    /// and whether that version is current, rewritten, deleted or purged.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a malformed address or one beyond the
+    /// journal; as [`MemoryService::view`].
+    pub fn zoom(&self, ctx: &TerminalContext, req: &ZoomRequest) -> Result<ZoomResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        journal::zoom(&self.store, &settings, ctx, req)
+    }
+
+    /// Search the caller's current memories by word (the `memory_search` tool): a word in the key counts 3, one in
+    /// the body 1, the newer memory wins a tie, top 10, each with its key, first line and the matching line.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a query without a word or over 1000 bytes;
+    /// index errors.
+    pub fn search(&self, ctx: &TerminalContext, req: &SearchRequest) -> Result<SearchResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        journal::search(&self.store, &settings, ctx, req)
+    }
+
+    /// A memory's current text (the `memory_read` tool): the first visible memory named `key` (within `scope` when
+    /// given), with its newest journal entry.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`]; [`MemoryError::NotFound`]; index errors.
+    pub fn read(&self, ctx: &TerminalContext, req: &ReadRequest) -> Result<ReadResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        journal::read(&self.store, &settings, ctx, req)
+    }
+
+    /// Purge one memory (operator only; `cao memory purge`, `DELETE /memory/{key}/history`; spec 001 "Forget"): its
+    /// topic file and index row are removed, the text of every version in the journal is blanked, every summary
+    /// line that may hold it is dropped, and the database is rebuilt so the text is in no file of the home. `scope`
+    /// defaults to `project`; the scope id is the caller's. Relationship edges of the memory are purged too.
+    ///
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::Invalid`], I/O, index and journal errors.
+    pub fn purge(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<PurgeResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        journal::purge(&self.store, &settings, ctx, key, scope)
+    }
+
+    /// Take the view for `session_id` and record it as the session's snapshot (session start and each rebuild).
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a malformed session id; as
+    /// [`MemoryService::view`].
+    pub fn take_snapshot(
+        &self,
+        ctx: &TerminalContext,
+        target: &JournalTarget,
+        session_id: &str,
+    ) -> Result<SessionSnapshot, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        journal::take_snapshot(&self.store, &settings, ctx, target, session_id)
+    }
+
+    /// Record that `session_id` started with an empty view (a process that showed its session no view because the
+    /// store did not exist yet), so its reminder lists every entry of the target's journal.
+    ///
+    /// Errors: as [`MemoryService::take_snapshot`].
+    pub fn record_empty_snapshot(
+        &self,
+        ctx: &TerminalContext,
+        target: &JournalTarget,
+        session_id: &str,
+    ) -> Result<(), MemoryError> {
+        let settings = self.ensure_enabled()?;
+        journal::record_empty_snapshot(&self.store, &settings, ctx, target, session_id)
+    }
+
+    /// The `# Memory updated` reminder for `session_id`: entries appended since its snapshot by others (those
+    /// `exclude` matches are left out), each listed once; `None` when there is nothing to say.
+    ///
+    /// Errors: as [`MemoryService::take_snapshot`].
+    pub fn reminder(
+        &self,
+        ctx: &TerminalContext,
+        target: &JournalTarget,
+        session_id: &str,
+        exclude: Option<&cao_journal::WriterFilter>,
+    ) -> Result<Option<String>, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        journal::reminder(&self.store, &settings, ctx, target, session_id, exclude)
+    }
+
+    /// One summarizing pass over every journal of the home (long-running processes only): at most two model calls
+    /// at a time, shared with other processes through leases. Does nothing when memory is disabled or
+    /// `memory.summarize` is off.
+    ///
+    /// Errors: index and journal errors.
+    pub fn summarize_pass(
+        &self,
+        model: &dyn cao_model::Model,
+        worker: &cao_journal::Worker,
+    ) -> Result<SummarizeReport, MemoryError> {
+        let settings = self.settings();
+        if !settings.memory_enabled() || !settings.summarize_enabled() {
+            return Ok(SummarizeReport::default());
+        }
+        journal::summarize_pass(&self.store, model, worker)
+    }
+
     /// The audit log of this home (`<home>/memory/logs/`).
     pub fn audit_log(&self) -> audit::AuditLog {
         audit::log_of(&self.store)
@@ -345,24 +551,34 @@ impl MemoryService {
         self.store.flush_index_md()
     }
 
+    /// Look for changes made to the wiki files outside the tool now (edited, added or removed topic files, a writer
+    /// killed between its file write and its index transaction) and bring them into the index; remove the temp files
+    /// of dead writers it sees. Every read does this itself, at most once per second per process (see
+    /// ARCHITECTURE.md "External edits"); call this to force it (benchmarks, embedders that just wrote files).
+    /// Returns what changed; `scanned` counts the files that had to be compared with their rows under their topic
+    /// lock (new files, replaced files, files whose stamp is not the one their row recorded).
+    ///
+    /// Errors: [`MemoryError::Io`] when the database was removed or replaced; scan, lock and index errors.
+    pub fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
+        self.store.ensure_index_current()?;
+        self.store.pick_up_changes()
+    }
+
+    /// The state of the store, for a health check (`cao-server`'s `/health`): [`StoreHealth`] `ok`, or `degraded`
+    /// with a one-line reason naming the remedy when the database file was removed or replaced after this service
+    /// opened it, the index cannot be read, or the memory directory is gone. Cheap (two `stat`s and one indexed
+    /// query); reads no setting and changes nothing.
+    pub fn health(&self) -> StoreHealth {
+        self.store.health()
+    }
+
     /// Rebuild the index from the wiki files and report what changed: rows for files without one are added,
     /// rows that disagree with their file (content, type, tags, entry count, times, path) are updated, rows whose
     /// file is gone are removed; unparsable files are reported and left alone. Existing access counts and ids
-    /// (including rows written by the reference implementation) are kept. Every `index.md` is rewritten.
+    /// (including rows written by the reference implementation) are kept. Every `index.md` is rewritten. Temp files
+    /// of writers that are gone are removed ([`crate::sweep_temp_files`]).
     pub fn repair(&self) -> Result<RepairReport, MemoryError> {
         self.store.repair()
-    }
-
-    /// Whether the index this service opened is still usable: the home's database file is the one it opened
-    /// (same device and inode; a file deleted or replaced under the running process is not), and it answers a
-    /// query. Reads only; for health reports.
-    ///
-    /// Errors: [`MemoryError::Io`] naming the database file and the remedy when it was removed or replaced;
-    /// [`MemoryError::Index`] when the query fails.
-    pub fn check_index(&self) -> Result<(), MemoryError> {
-        self.store.ensure_index_current()?;
-        self.store.index().has_rows()?;
-        Ok(())
     }
 }
 

@@ -12,27 +12,66 @@
 //!   index writes that never fail a read.
 //! - **index.md flush** ([`Store::flush_index_md`]) and **repair** ([`Store::repair`]), which rebuilds the index
 //!   from the files and runs when a process opens an empty index next to existing files.
-//! - **index current** ([`Store::ensure_index_current`]): no write goes through a database file that was removed or
-//!   replaced after this process opened it.
+//! - **index current** ([`Store::ensure_index_current`]): no read or write goes through a database file that was
+//!   removed or replaced after this process opened it. Such a call fails with an error naming `cao memory repair`
+//!   (and a restart) instead of reopening: the rows of the unlinked file are not in the new one, another process may
+//!   be rebuilding it, and [`Store::health`] reports the state so a supervisor can restart the process, which
+//!   rebuilds an empty index from the files on open.
+//! - **pickup of external changes** ([`Store::prepare_read`], called before every read answers): topic files edited,
+//!   added or removed outside the tool (by hand, by another program, by a writer killed between its file write and
+//!   its index transaction) are brought into the index ([`Store::pick_up_changes`]). Every row records the
+//!   [`FileStamp`] (size, ctime, inode) of its file as written; the index records, per scope directory, the stamp the
+//!   directory had when every file in it agreed with its row. A walk `stat`s each scope directory and lists only
+//!   those whose stamp changed (a creation, removal or rename in a directory changes its stamp), comparing names and
+//!   inode numbers from the directory entries with the rows; and it `stat`s the files of [`ROTATION_BATCH`] rows in
+//!   rotation over the index, which finds edits made in place. Only files that disagree with their rows are read,
+//!   under their topic lock, and each change goes through one hook, [`Store::apply_external_change`], in one index
+//!   transaction. A process walks at most once per [`PICKUP_INTERVAL`] (and at most every 20 times the last walk's
+//!   duration, so the walk uses at most 5 % of a busy process), the first read of a process always walks, and
+//!   while one thread walks the others answer from the index as it is. The walk also removes the temp files of
+//!   dead writers it sees ([`sweep_temp_files`]).
 //!
 //! Invariants: every write of a memory holds its topic lock from before the file changes until its index
 //! transaction has committed, so file and row change together and two writers of one key serialise; writers of
-//! different keys do not wait for each other. After any sequence of completed calls, [`Store::repair`] finds
-//! nothing to change.
+//! different keys do not wait for each other. Every row written records the stamp of its file as written. A
+//! directory's stamp is recorded only when every file in it agreed with its row, no temp file was in it and it had
+//! not changed for [`DIR_SETTLE`]. After any sequence of completed calls, [`Store::repair`] finds nothing to change.
+//! After a file is created, removed or replaced outside the tool, a read that starts [`PICKUP_INTERVAL`] later
+//! answers from an index that agrees with the files; an edit made in place is seen as soon when the index holds at
+//! most [`ROTATION_BATCH`] rows, and within `rows / ROTATION_BATCH` walks otherwise.
 //!
 //! Layering: this module depends on no feature module of the crate (only on [`crate::error`] and
 //! [`crate::types`]), so it can move to a crate of its own below the features that use it. Relationship purges,
 //! audit lines and every read-side rule (visibility, ranking, eligibility) belong to the features.
 
 use crate::error::MemoryError;
-use crate::types::RepairReport;
+use crate::types::{RepairReport, StoreHealth};
+use cao_core::fs::FileStamp;
 use cao_core::memory_ref::label;
-use cao_core::{CaoHome, Clock, MemoryRef, MemoryType, Settings, SourceKind};
-use cao_index::{Index, MemoryRow, SupersedesLookup};
-use cao_wiki::{Topic, TopicLock, WikiLayout};
+use cao_core::{CaoHome, Clock, MemoryRef, MemoryType, Scope, Settings, SourceKind};
+use cao_index::{AppendWhen, Index, JournalNote, JournalWriter, MemoryRow, RowStamp, SupersedesLookup};
+use cao_wiki::{ScopeDir, Topic, TopicLock, WikiLayout};
 use chrono::{DateTime, Utc};
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The shortest time between two walks of one process for external changes ([`Store::prepare_read`]).
+pub(crate) const PICKUP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// A walk waits at least this many times the previous walk's duration before the next one.
+const PICKUP_COST_FACTOR: u32 = 20;
+
+/// How long before a walk looked at a scope directory the directory must have last changed for its stamp to be
+/// recorded: a change made within the same tick of the file system's clock as the stamp could leave it unchanged,
+/// so a directory that changed more recently is listed again at the next walk.
+pub(crate) const DIR_SETTLE: Duration = Duration::from_secs(2);
+
+/// Rows whose topic file each walk `stat`s, in rotation over the whole index, to find edits made in place (which
+/// change no directory). An index of at most this many rows is checked whole by every walk; a larger one within
+/// `rows / ROTATION_BATCH` walks.
+pub(crate) const ROTATION_BATCH: usize = 4096;
 
 /// One memory home, open. Shared by every clone of a service (behind an `Arc`); safe to use from many threads, and
 /// many processes may open the same home at once.
@@ -47,6 +86,63 @@ pub(crate) struct Store {
     db_identity: Option<(u64, u64)>,
     /// How supersedes state is read for ordering, labels and explain; unset = the index's edge table.
     supersedes_lookup: OnceLock<Arc<SupersedesLookup>>,
+    /// The state of the pickup of external changes.
+    pickup: Mutex<Pickup>,
+    /// Containers whose journal this process knows to exist ([`Store::open_journal`] ran or found it).
+    journals: Mutex<HashSet<String>>,
+}
+
+/// The state of this process's pickup of external changes ([`Store::pick_up_changes`]).
+#[derive(Debug, Default)]
+struct Pickup {
+    /// Where the rotation over the rows goes on (`None` until the first walk picks a start).
+    cursor: Option<i64>,
+    /// Unparsable files already reported, with the stamp they had: not read or reported again until it changes.
+    unparsable: HashMap<PathBuf, FileStamp>,
+    /// When the last walk started and how long it took.
+    last: Option<(Instant, Duration)>,
+    /// A thread is walking now.
+    walking: bool,
+}
+
+/// Most unparsable files [`Pickup::unparsable`] remembers; past it the memory is cleared (they are reported again).
+const UNPARSABLE_MEMORY: usize = 1024;
+
+/// What one walk did so far, and what it must not do twice.
+#[derive(Default)]
+struct Walk {
+    report: RepairReport,
+    /// Memories whose file was compared with its row under the topic lock during this walk.
+    reconciled: HashSet<MemoryRef>,
+    /// Temp files seen, for the sweep.
+    temp_files: Vec<PathBuf>,
+}
+
+/// A change made to the wiki outside the tool, as [`Store::apply_external_change`] records it.
+#[derive(Debug)]
+pub(crate) enum ExternalChange {
+    /// A topic file was added or changed: its row as rebuilt from the file (new, or replacing the stored one).
+    Upsert(Box<MemoryRow>),
+    /// A topic file is gone: its row is removed.
+    Remove(MemoryRef),
+}
+
+/// What bringing one topic file into the index did.
+#[derive(Debug)]
+enum FileOutcome {
+    /// The row already agreed with the file and recorded its stamp.
+    Current,
+    /// The row agrees with the file but recorded another stamp (or none): the caller records this one
+    /// ([`Index::set_file_stamps`], batched).
+    Agrees(FileStamp),
+    /// A row was created from the file.
+    Added,
+    /// The row was rebuilt from the file.
+    Updated,
+    /// The file (with this stamp) cannot be parsed, for this reason; its row, if any, is left alone.
+    Unparsable(FileStamp, String),
+    /// The file is gone.
+    Vanished,
 }
 
 impl std::fmt::Debug for Store {
@@ -83,18 +179,23 @@ pub(crate) struct NewEntry<'a> {
     pub(crate) provider: Option<String>,
     /// Id of the writing terminal, when known.
     pub(crate) terminal_id: Option<String>,
+    /// The writing session (its name, or an agent CLI's session id), when known: the journal entry's writer.
+    pub(crate) session: Option<String>,
     /// The entry's heading time (an import's frontmatter time, whole seconds); `None` = the clock's now. It is also
     /// the row's `updated_at`.
     pub(crate) at: Option<DateTime<Utc>>,
 }
 
-/// What [`Store::write`] did: the row as committed and whether the topic file was created.
+/// What [`Store::write`] did: the row as committed, whether the topic file was created, and the journal entry the
+/// write appended.
 #[derive(Debug)]
 pub(crate) struct Written {
     /// The committed row.
     pub(crate) row: MemoryRow,
     /// True when the topic file did not exist before.
     pub(crate) created: bool,
+    /// The id of the note entry appended to the container's journal.
+    pub(crate) journal_entry: Option<u64>,
 }
 
 /// What [`Store::remove`] did.
@@ -104,6 +205,53 @@ pub(crate) struct Removed {
     pub(crate) existed: bool,
     /// Where the topic file is (or was).
     pub(crate) path: PathBuf,
+    /// The id of the delete entry appended to the container's journal (none when there was no row to delete).
+    pub(crate) journal_entry: Option<u64>,
+}
+
+/// What [`Store::purge`] did.
+#[derive(Debug)]
+pub(crate) struct Purged {
+    /// Whether a topic file existed (and is now gone).
+    pub(crate) file_existed: bool,
+    /// Whether an index row existed (and is now gone).
+    pub(crate) row_existed: bool,
+    /// Where the topic file is (or was).
+    pub(crate) path: PathBuf,
+    /// The journal side of the purge.
+    pub(crate) journal: cao_journal::PurgeReport,
+}
+
+/// Who a journal entry says wrote it: the terminal and session given, and this process.
+pub(crate) fn journal_writer(terminal_id: Option<String>, session: Option<String>) -> JournalWriter {
+    JournalWriter {
+        terminal_id,
+        session,
+        pid: Some(std::process::id()),
+    }
+}
+
+/// Which half of a memory [`Store::remove_recoverable`] expects to find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Presence {
+    /// The topic file and the index row (a live memory).
+    Both,
+    /// A topic file without an index row.
+    FileOnly,
+    /// An index row without a topic file.
+    RowOnly,
+}
+
+/// What [`Store::remove_recoverable`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Recoverable {
+    /// Removed; the text it held (the file's, or the row's content).
+    Removed {
+        /// The removed text.
+        text: String,
+    },
+    /// Not removed, and why (one line).
+    Refused(String),
 }
 
 impl Store {
@@ -126,6 +274,8 @@ impl Store {
             settings,
             db_identity,
             supersedes_lookup: OnceLock::new(),
+            pickup: Mutex::new(Pickup::default()),
+            journals: Mutex::new(HashSet::new()),
         };
         store.recover_empty_index()?;
         Ok(store)
@@ -194,8 +344,8 @@ impl Store {
         self.supersedes_lookup.get().map(|l| &**l)
     }
 
-    /// Refuse to write through a database file that was removed or replaced after this process opened it: its
-    /// rows would be invisible to every other process.
+    /// Refuse to read or write through a database file that was removed or replaced after this process opened it:
+    /// its rows would be invisible to every other process, and what it answers is no longer the store. One `stat`.
     ///
     /// Errors: [`MemoryError::Io`] (`NotFound`) naming the database file and the remedy.
     pub(crate) fn ensure_index_current(&self) -> Result<(), MemoryError> {
@@ -206,11 +356,391 @@ impl Store {
         Err(MemoryError::Io {
             context: format!(
                 "the index database {} was removed or replaced after this process opened it; restart the process \
-                 (the index is rebuilt from the wiki files, or run `cao memory repair`)",
+                 (it rebuilds the index from the wiki files) or run `cao memory repair`",
                 path.display()
             ),
             source: std::io::Error::from(std::io::ErrorKind::NotFound),
         })
+    }
+
+    /// The state of the store for a health check: degraded when the database file was removed or replaced
+    /// ([`Store::ensure_index_current`]), the index cannot be read, or the memory directory is gone. Cheap: two
+    /// `stat`s and one indexed query.
+    pub(crate) fn health(&self) -> StoreHealth {
+        if let Err(e) = self.ensure_index_current() {
+            return StoreHealth::degraded(e.to_string());
+        }
+        if let Err(e) = self.index.has_rows() {
+            return StoreHealth::degraded(format!(
+                "the index database {} cannot be read: {e}; run `cao memory repair`",
+                self.home.db_path().display()
+            ));
+        }
+        if !self.layout.memory_dir().is_dir() {
+            return StoreHealth::degraded(format!(
+                "the memory directory {} is missing; restart the process or run `cao memory repair`",
+                self.layout.memory_dir().display()
+            ));
+        }
+        StoreHealth::ok()
+    }
+
+    /// The step before every read answers (recall, list, show, explain, context block): the index must be current
+    /// ([`Store::ensure_index_current`]), and when a walk is due (the first read of the process, then at most once
+    /// per [`PICKUP_INTERVAL`]) changes made to the wiki outside the tool are picked up first
+    /// ([`Store::pick_up_changes`]). Only one thread walks at a time; the others answer from the index as it is. A
+    /// failed walk is logged and the read still answers.
+    ///
+    /// Errors: [`MemoryError::Io`] when the database was removed or replaced.
+    pub(crate) fn prepare_read(&self) -> Result<(), MemoryError> {
+        self.ensure_index_current()?;
+        let started = Instant::now();
+        {
+            let mut p = self.pickup_state();
+            let due = !p.walking
+                && p.last.is_none_or(|(at, cost)| {
+                    started.duration_since(at) >= PICKUP_INTERVAL.max(cost.saturating_mul(PICKUP_COST_FACTOR))
+                });
+            if !due {
+                return Ok(());
+            }
+            p.walking = true;
+        }
+        let result = self.pick_up_changes();
+        {
+            let mut p = self.pickup_state();
+            p.walking = false;
+            p.last = Some((started, started.elapsed()));
+        }
+        match result {
+            Ok(report) if !report.is_clean() || !report.unparsable.is_empty() => {
+                tracing::info!(
+                    added = report.added.len(),
+                    updated = report.updated.len(),
+                    removed = report.removed.len(),
+                    unparsable = report.unparsable.len(),
+                    "picked up changes made to the wiki files outside cao"
+                );
+                for u in &report.unparsable {
+                    tracing::warn!("a topic file cannot be parsed and stays out of the index: {u}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not look for changes made to the wiki files"),
+        }
+        Ok(())
+    }
+
+    /// Walk the wiki now and bring every change made outside the tool into the index (see the module documentation).
+    ///
+    /// 1. Each scope directory is `stat`ed; one whose stamp equals the one recorded in the index
+    ///    ([`Index::wiki_dir_stamps`]) holds the same names as when every file in it agreed with its row, and is not
+    ///    listed. Any other is listed (names and inode numbers, no `stat` per file) and compared with its rows
+    ///    ([`Index::file_stamps_in`]): a file without a row, or whose inode is not the one its row recorded, is
+    ///    brought in under its topic lock; a row without a file is removed. The directory's stamp is then recorded
+    ///    when every file agreed, no temp file was left and the directory last changed at least [`DIR_SETTLE`]
+    ///    before it was `stat`ed (a later change then always gives it another stamp).
+    /// 2. Rows of directories that are gone are removed.
+    /// 3. [`ROTATION_BATCH`] rows, in rotation over the whole index ([`Index::file_stamps_rotation`]), have their
+    ///    file `stat`ed: an edit made in place (same name and inode) or a file gone from an unchanged directory is
+    ///    brought in. An index of at most [`ROTATION_BATCH`] rows is checked whole by every walk.
+    /// 4. Temp files of dead writers seen in listed directories are removed.
+    ///
+    /// Files that agree with their rows are never opened. Returns what changed (`scanned` counts the files that had
+    /// to be compared with their rows under their topic lock).
+    ///
+    /// Errors: the memory dir cannot be read; locks, index reads and writes.
+    pub(crate) fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
+        let dirs = self.layout.scope_dirs()?;
+        let mut walk = Walk {
+            temp_files: dirs.temp_files,
+            ..Walk::default()
+        };
+        let mut recorded: HashMap<(Scope, Option<String>), FileStamp> = self
+            .index
+            .wiki_dir_stamps()?
+            .into_iter()
+            .map(|d| ((d.scope, d.scope_id), d.stamp))
+            .collect();
+        for dir in &dirs.dirs {
+            let id = (dir.scope, dir.scope_id.clone());
+            let was = recorded.remove(&id);
+            let looked_at = SystemTime::now();
+            let Ok(stamp) = FileStamp::read(&dir.path) else {
+                continue; // Gone since it was found: its rows are checked at the next walk.
+            };
+            if was == Some(stamp) {
+                continue;
+            }
+            let clean = self.reconcile_dir(dir, &mut walk)?;
+            let settled = looked_at
+                .checked_sub(DIR_SETTLE)
+                .is_some_and(|t| stamp.changed_ns <= unix_ns(t));
+            let record = (clean && settled).then_some(stamp);
+            if record != was {
+                self.index
+                    .set_wiki_dir_stamp(dir.scope, dir.scope_id.as_deref(), record)?;
+            }
+        }
+        // Recorded directories that were not found: when really gone (not merely unreadable), their files went
+        // with them. Either way the record is dropped.
+        for ((scope, scope_id), _) in recorded {
+            let gone = self
+                .layout
+                .scope_dir(scope, scope_id.as_deref())
+                .is_ok_and(|dir| is_gone(&dir));
+            if gone {
+                for row in self.index.file_stamps_in(scope, scope_id.as_deref())? {
+                    if self.reconcile_removal(&row.memory)? {
+                        walk.report.removed.push(row.memory.to_string());
+                    }
+                }
+            }
+            self.index.set_wiki_dir_stamp(scope, scope_id.as_deref(), None)?;
+        }
+        self.rotate(&mut walk)?;
+        walk.report.removed_temp_files = paths_text(remove_stale(&walk.temp_files));
+        walk.report.journals_cleared = self.clear_removed_journals()?;
+        Ok(walk.report)
+    }
+
+    /// List one scope directory and compare it with its rows (step 1 of [`Store::pick_up_changes`]). Returns whether
+    /// every file agreed with its row at the end and no temp file was seen (the directory's stamp may be recorded).
+    ///
+    /// Errors: the directory cannot be listed (other than gone), locks, index reads and writes.
+    fn reconcile_dir(&self, dir: &ScopeDir, walk: &mut Walk) -> Result<bool, MemoryError> {
+        let listing = match dir.list() {
+            Ok(l) => l,
+            Err(cao_wiki::WikiError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut clean = listing.temp_files.is_empty();
+        walk.temp_files.extend(listing.temp_files);
+        let rows = self.index.file_stamps_in(dir.scope, dir.scope_id.as_deref())?;
+        let mut by_key: HashMap<&str, &RowStamp> = rows.iter().map(|r| (r.memory.key.as_str(), r)).collect();
+        let mut agreeing = StampBatch::new(&self.index);
+        for topic in &listing.topics {
+            let path = topic.path();
+            let row = by_key.remove(topic.key.as_str());
+            let recorded = row.and_then(|r| r.stamp.filter(|_| Path::new(&r.file_path) == path));
+            // The same inode: the file was not replaced since its row was written (an edit in place is found by
+            // the rotation). Where directory entries do not carry the inode a `stat` has (some overlay file
+            // systems), the whole stamp is compared instead.
+            if recorded.is_some_and(|s| s.inode.to_ne_bytes() == topic.inode.to_ne_bytes() || topic.stamp() == Some(s))
+            {
+                continue;
+            }
+            let memory = MemoryRef::new(dir.scope, dir.scope_id.clone(), topic.key.clone());
+            clean &= self.bring_in(&memory, &path, walk, &mut agreeing)?;
+        }
+        agreeing.flush()?;
+        for row in by_key.into_values() {
+            if walk.reconciled.contains(&row.memory) {
+                continue;
+            }
+            if self.reconcile_removal(&row.memory)? {
+                walk.report.removed.push(row.memory.to_string());
+            } else {
+                // The file exists after all (created since the listing): look again at the next walk.
+                clean = false;
+            }
+        }
+        Ok(clean)
+    }
+
+    /// Step 3 of [`Store::pick_up_changes`]: `stat` the files of the next [`ROTATION_BATCH`] rows and bring in those
+    /// whose stamp is not the recorded one, or remove the rows whose file is gone.
+    ///
+    /// Errors: locks, index reads and writes.
+    fn rotate(&self, walk: &mut Walk) -> Result<(), MemoryError> {
+        let cursor = match self.pickup_state().cursor {
+            Some(c) => c,
+            // A process's first walk starts where the clock points, so short-lived processes (one walk each)
+            // together cover the whole index too.
+            None => {
+                let span = self.index.max_row_id()?.saturating_add(1).max(1);
+                let secs = SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let step = i64::try_from(ROTATION_BATCH).unwrap_or(i64::MAX);
+                i64::try_from(secs).unwrap_or(0).wrapping_mul(step).rem_euclid(span)
+            }
+        };
+        let (rows, next) = self.index.file_stamps_rotation(cursor, ROTATION_BATCH)?;
+        self.pickup_state().cursor = Some(next);
+        let mut agreeing = StampBatch::new(&self.index);
+        for row in rows {
+            if walk.reconciled.contains(&row.memory) {
+                continue;
+            }
+            let memory = &row.memory;
+            let Ok(path) = self.layout.topic_path(memory.scope, memory.scope_id(), &memory.key) else {
+                continue; // A row no file can belong to (repair reports it).
+            };
+            let recorded = row.stamp.filter(|_| Path::new(&row.file_path) == path);
+            match FileStamp::read(&path) {
+                Ok(s) if Some(s) == recorded => {}
+                Ok(_) => {
+                    self.bring_in(memory, &path, walk, &mut agreeing)?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if self.reconcile_removal(memory)? {
+                        walk.report.removed.push(memory.to_string());
+                    }
+                }
+                Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot stat a topic file"),
+            }
+        }
+        agreeing.flush()
+    }
+
+    /// Compare one topic file with its row under its topic lock and record the outcome in `walk`. Returns whether
+    /// the row agrees with the file now.
+    ///
+    /// Errors: lock, wiki (other than an unparsable file) and index errors.
+    fn bring_in(
+        &self,
+        memory: &MemoryRef,
+        path: &Path,
+        walk: &mut Walk,
+        agreeing: &mut StampBatch<'_>,
+    ) -> Result<bool, MemoryError> {
+        let reported = self.pickup_state().unparsable.get(path).copied();
+        if reported.is_some_and(|r| FileStamp::read(path).is_ok_and(|s| s == r)) {
+            return Ok(false);
+        }
+        walk.report.scanned += 1;
+        walk.reconciled.insert(memory.clone());
+        let label = memory.to_string();
+        Ok(match self.reconcile_file(memory, path, false)? {
+            FileOutcome::Current => true,
+            FileOutcome::Agrees(s) => {
+                agreeing.push(memory, s)?;
+                true
+            }
+            FileOutcome::Added => {
+                walk.report.added.push(label);
+                true
+            }
+            FileOutcome::Updated => {
+                walk.report.updated.push(label);
+                true
+            }
+            FileOutcome::Unparsable(s, reason) => {
+                walk.report.unparsable.push(format!("{}: {reason}", path.display()));
+                let mut p = self.pickup_state();
+                if p.unparsable.len() >= UNPARSABLE_MEMORY {
+                    p.unparsable.clear();
+                }
+                p.unparsable.insert(path.to_owned(), s);
+                false
+            }
+            // Gone since it was listed: the next walk decides (the row goes when the file is still gone).
+            FileOutcome::Vanished => false,
+        })
+    }
+
+    /// Lock the pickup state (a panic in another thread while holding it leaves plain data: keep going).
+    fn pickup_state(&self) -> std::sync::MutexGuard<'_, Pickup> {
+        self.pickup.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Bring the row of `memory` in line with its topic file at `path`, under the topic lock: the file's stamp is
+    /// read before its text, so a change racing with the read is seen again at the next walk. Without `always_read`,
+    /// a row whose recorded stamp and path match the file (another process's write) is taken as current without
+    /// reading the file.
+    ///
+    /// Errors: lock, wiki (other than an unparsable file) and index errors.
+    fn reconcile_file(&self, memory: &MemoryRef, path: &Path, always_read: bool) -> Result<FileOutcome, MemoryError> {
+        let _lock = TopicLock::acquire(path).map_err(|e| io_err(format!("locking {}", path.display()), e))?;
+        let stamp = match FileStamp::read(path) {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FileOutcome::Vanished),
+            Err(e) => return Err(io_err(format!("reading {}", path.display()), e)),
+        };
+        let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
+        let prior = self.index.get(scope, scope_id, key)?;
+        let path_text = path.to_string_lossy();
+        if !always_read
+            && prior
+                .as_ref()
+                .is_some_and(|p| p.file_stamp == Some(stamp) && p.file_path == path_text)
+        {
+            return Ok(FileOutcome::Current);
+        }
+        let stored = match cao_wiki::read_topic_file(path) {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return Ok(FileOutcome::Vanished),
+            Err(e) => return Ok(FileOutcome::Unparsable(stamp, e.to_string())),
+        };
+        let desired = row_from_topic(&stored.topic, memory, path, prior.as_ref(), Some(stamp));
+        match &prior {
+            None => {
+                self.apply_external_change(ExternalChange::Upsert(Box::new(desired)))?;
+                Ok(FileOutcome::Added)
+            }
+            Some(p) if !rows_agree(p, &desired) => {
+                self.apply_external_change(ExternalChange::Upsert(Box::new(desired)))?;
+                Ok(FileOutcome::Updated)
+            }
+            Some(p) if p.file_stamp != Some(stamp) => Ok(FileOutcome::Agrees(stamp)),
+            Some(_) => Ok(FileOutcome::Current),
+        }
+    }
+
+    /// Remove the row of `memory` when its topic file is really gone (checked under the topic lock, so a file being
+    /// created is not mistaken for a removed one; a file that cannot be `stat`ed, in a directory that cannot be
+    /// read, is not gone). Returns whether a row was removed.
+    ///
+    /// Errors: lock and index errors.
+    fn reconcile_removal(&self, memory: &MemoryRef) -> Result<bool, MemoryError> {
+        let path = self.layout.topic_path(memory.scope, memory.scope_id(), &memory.key)?;
+        let _lock = match path.parent() {
+            Some(dir) if dir.is_dir() => {
+                Some(TopicLock::acquire(&path).map_err(|e| io_err(format!("locking {}", path.display()), e))?)
+            }
+            _ => None,
+        };
+        if !is_gone(&path) || self.index.get(memory.scope, memory.scope_id(), &memory.key)?.is_none() {
+            return Ok(false);
+        }
+        self.apply_external_change(ExternalChange::Remove(memory.clone()))?;
+        Ok(true)
+    }
+
+    /// The one place a change made to the wiki outside the tool reaches the index, in one transaction: the rebuilt
+    /// row is upserted (its container marked dirty), or the row of a vanished file deleted (its container marked
+    /// dirty). Called under the memory's topic lock by [`Store::pick_up_changes`] and [`Store::repair`]. The journal
+    /// records each picked-up change (a note or a delete entry) here, in the same transaction.
+    ///
+    /// Errors: index errors (nothing written).
+    pub(crate) fn apply_external_change(&self, change: ExternalChange) -> Result<(), MemoryError> {
+        // An edit outside the tool has no terminal or session; the process that found it is recorded.
+        let writer = journal_writer(None, None);
+        let now = self.now();
+        match change {
+            ExternalChange::Upsert(row) => {
+                let note = JournalNote {
+                    text: row.content.clone(),
+                    writer,
+                    at: now,
+                };
+                self.index.upsert_journaled(&row, &note, AppendWhen::IfOpen)?;
+            }
+            ExternalChange::Remove(memory) => {
+                self.index.delete_journaled(
+                    memory.scope,
+                    memory.scope_id(),
+                    &memory.key,
+                    &writer,
+                    now,
+                    AppendWhen::IfOpen,
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// Write one entry: a new key creates its topic file, an existing one gets a new timestamped entry and its
@@ -221,21 +751,154 @@ impl Store {
     /// [`MemoryError::PartialWrite`] (file written, index not), I/O, wiki and index errors.
     pub(crate) fn write(&self, entry: NewEntry<'_>) -> Result<Written, MemoryError> {
         self.ensure_index_current()?;
+        self.open_journal(&entry.memory.container())?;
         // The lock is held until the index transaction has committed, so file and row change together.
         let locked = self
             .layout
             .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)?;
+        let note = note_of(&entry);
         let (write, row) = self.prepare(&locked, entry)?;
+        let note = JournalNote {
+            at: row.updated_at,
+            ..note
+        };
+        self.commit(locked, write, row, &note)
+    }
+
+    /// Rewrite an existing memory's content under its topic lock: `edit` gets the current row and returns the new
+    /// content (a new entry is appended, type and tags kept, as a store would) or `None` to leave it unchanged.
+    /// Returns what was written, `None` when there is no row or `edit` declined. The read and the write happen
+    /// under one lock, so no store between them is lost. Checks [`Store::ensure_index_current`] first.
+    ///
+    /// Errors: `edit`'s error (nothing written), and those of [`Store::write`].
+    pub(crate) fn rewrite(
+        &self,
+        memory: &MemoryRef,
+        edit: impl FnOnce(&MemoryRow) -> Result<Option<String>, MemoryError>,
+    ) -> Result<Option<Written>, MemoryError> {
+        self.ensure_index_current()?;
+        self.open_journal(&memory.container())?;
+        let locked = self.layout.lock_topic(memory.scope, memory.scope_id(), &memory.key)?;
+        let Some(prior) = self.index.get(memory.scope, memory.scope_id(), &memory.key)? else {
+            return Ok(None);
+        };
+        let Some(content) = edit(&prior)? else {
+            return Ok(None);
+        };
+        let entry = NewEntry {
+            memory: memory.clone(),
+            memory_type: prior.memory_type,
+            tags: prior.tags.clone(),
+            content: &content,
+            provider: None,
+            terminal_id: None,
+            session: None,
+            at: None,
+        };
+        let note = note_of(&entry);
+        let (write, row) = self.prepare(&locked, entry)?;
+        let note = JournalNote {
+            at: row.updated_at,
+            ..note
+        };
+        self.commit(locked, write, row, &note).map(Some)
+    }
+
+    /// The file and index half of one write, under `locked`: replace the topic file, then commit `row` and its
+    /// journal entry (`note`) in one index transaction, then release the lock.
+    ///
+    /// Errors: wiki errors (nothing written); [`MemoryError::PartialWrite`] when the index transaction fails.
+    fn commit(
+        &self,
+        locked: cao_wiki::LockedTopic,
+        write: cao_wiki::TopicWrite,
+        mut row: MemoryRow,
+        note: &JournalNote,
+    ) -> Result<Written, MemoryError> {
         locked.write_prepared(&write)?;
-        self.index.upsert(&row).map_err(|e| MemoryError::PartialWrite {
-            path: write.path.clone(),
-            reason: e.to_string(),
-        })?;
+        stamp_written(&write, &mut row);
+        let (_, journal_entry) = self
+            .index
+            .upsert_journaled(&row, note, AppendWhen::Always)
+            .map_err(|e| MemoryError::PartialWrite {
+                path: write.path.clone(),
+                reason: e.to_string(),
+            })?;
         drop(locked);
         Ok(Written {
             row,
             created: write.created,
+            journal_entry,
         })
+    }
+
+    /// Make sure `container` has a journal: the first time (for this process) a container is written, its journal
+    /// is opened with [`cao_journal::open_journal`], which imports the container's existing memories oldest first
+    /// by topic file mtime when no process did so before (spec 001 "Notes and the journal"). Every write of the
+    /// tool and every journal read calls this first; afterwards it costs one set lookup.
+    ///
+    /// Errors: [`MemoryError::Invalid`] for a container that is not a valid name; index errors.
+    pub(crate) fn open_journal(&self, container: &cao_core::Container) -> Result<(), MemoryError> {
+        let name = container.as_str();
+        if self.journal_set().contains(name) {
+            return Ok(());
+        }
+        let file_time = |path: &str| -> Option<i128> {
+            let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+            let since = modified.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+            Some(since.as_nanos() as i128)
+        };
+        let writer = journal_writer(None, None);
+        if let Some(imported) = cao_journal::open_journal(&self.index, name, &file_time, &writer)? {
+            tracing::info!(
+                container = name,
+                imported = imported.end - imported.start,
+                "opened the journal: existing memories imported oldest first"
+            );
+        }
+        self.journal_set().insert(name.to_owned());
+        Ok(())
+    }
+
+    /// Lock the set of containers known to have a journal.
+    fn journal_set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.journals.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Clear the journal of every container whose wiki directory is gone (spec 001: "Removing a project's
+    /// memories/ directory clears its journal at the next turn"), with `secure_delete` and a WAL truncation
+    /// ([`cao_journal::clear`]). Journals without entries are left (a container opened before its first file).
+    /// Returns the containers cleared.
+    ///
+    /// Errors: index errors.
+    pub(crate) fn clear_removed_journals(&self) -> Result<Vec<String>, MemoryError> {
+        let mut cleared = Vec::new();
+        let journals = self.index.journal_read(|j| {
+            let mut out = Vec::new();
+            for c in j.containers()? {
+                if j.meta(&c)?.entries > 0 {
+                    out.push(c);
+                }
+            }
+            Ok::<_, cao_index::IndexError>(out)
+        })?;
+        for container in journals {
+            let Ok(dir) = self.layout.wiki_dir(&container) else {
+                continue;
+            };
+            if dir.is_dir() {
+                continue;
+            }
+            let (entries, _) = cao_journal::clear(&self.index, &container)?;
+            tracing::info!(
+                container,
+                entries,
+                "the container's memory directory is gone; its journal was cleared"
+            );
+            self.journal_set().remove(&container);
+            cleared.push(container);
+        }
+        Ok(cleared)
     }
 
     /// [`Store::write`] of many entries with one data sync and one index transaction for the whole batch (an
@@ -263,6 +926,18 @@ impl Store {
                 })
                 .collect();
         }
+        let mut containers: Vec<cao_core::Container> = entries.iter().map(|e| e.memory.container()).collect();
+        containers.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        containers.dedup();
+        for c in &containers {
+            if let Err(e) = self.open_journal(c) {
+                let reason = e.to_string();
+                return entries
+                    .iter()
+                    .map(|_| Err(MemoryError::Invalid(format!("cannot open the journal: {reason}"))))
+                    .collect();
+            }
+        }
         let mut order: Vec<(usize, NewEntry<'_>)> = entries.into_iter().enumerate().collect();
         order.sort_by(|(_, a), (_, b)| a.memory.cmp(&b.memory));
         let mut prepared = Vec::with_capacity(order.len());
@@ -280,7 +955,16 @@ impl Store {
                 .layout
                 .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)
                 .map_err(MemoryError::from)
-                .and_then(|locked| self.prepare(&locked, entry).map(|(write, row)| (locked, write, row)));
+                .and_then(|locked| {
+                    let note = note_of(&entry);
+                    self.prepare(&locked, entry).map(|(write, row)| {
+                        let note = JournalNote {
+                            at: row.updated_at,
+                            ..note
+                        };
+                        (locked, write, (row, note))
+                    })
+                });
             match step {
                 Ok(p) => prepared.push((n, p)),
                 Err(e) => results[n] = Some(Err(e)),
@@ -288,22 +972,38 @@ impl Store {
         }
         let files: Vec<(&cao_wiki::LockedTopic, &cao_wiki::TopicWrite)> =
             prepared.iter().map(|(_, (locked, write, _))| (locked, write)).collect();
-        let committed = cao_wiki::write_prepared(&files)
-            .map_err(|e| e.to_string())
-            .and_then(|()| {
-                // Rows in the order of `entries` (locks were taken in identity order): the index then holds them
-                // in the order the caller gave, as one store after another would.
-                let mut in_order: Vec<(usize, &MemoryRow)> =
-                    prepared.iter().map(|(n, (_, _, row))| (*n, row)).collect();
-                in_order.sort_by_key(|(n, _)| *n);
-                let rows: Vec<MemoryRow> = in_order.into_iter().map(|(_, row)| row.clone()).collect();
-                self.index.upsert_many(&rows).map(|_| ()).map_err(|e| e.to_string())
-            });
-        for (n, (locked, write, row)) in prepared {
+        let written = cao_wiki::write_prepared(&files).map_err(|e| e.to_string());
+        drop(files);
+        if written.is_ok() {
+            // The stamps of the files as written (every lock is still held).
+            for (_, (_, write, (row, _))) in &mut prepared {
+                stamp_written(write, row);
+            }
+        }
+        let committed = written.and_then(|()| {
+            // Rows in the order of `entries` (locks were taken in identity order): the index and the journal then
+            // hold them in the order the caller gave, as one store after another would.
+            let mut in_order: Vec<(usize, &(MemoryRow, JournalNote))> =
+                prepared.iter().map(|(n, (_, _, row))| (*n, row)).collect();
+            in_order.sort_by_key(|(n, _)| *n);
+            let order: Vec<usize> = in_order.iter().map(|(n, _)| *n).collect();
+            let rows: Vec<(MemoryRow, JournalNote)> = in_order.into_iter().map(|(_, row)| row.clone()).collect();
+            self.index
+                .upsert_many_with_journal(&rows)
+                .map(|out| {
+                    order
+                        .into_iter()
+                        .zip(out.into_iter().map(|(_, id)| id))
+                        .collect::<HashMap<usize, u64>>()
+                })
+                .map_err(|e| e.to_string())
+        });
+        for (n, (locked, write, (row, _))) in prepared {
             results[n] = Some(match &committed {
-                Ok(()) => Ok(Written {
+                Ok(ids) => Ok(Written {
                     row,
                     created: write.created,
+                    journal_entry: ids.get(&n).copied(),
                 }),
                 Err(reason) => Err(MemoryError::PartialWrite {
                     path: write.path.clone(),
@@ -334,6 +1034,7 @@ impl Store {
             content,
             provider,
             terminal_id,
+            session: _,
             at,
         } = entry;
         // Read the existing row before touching the file, so an unreadable index fails the call with nothing written.
@@ -374,6 +1075,8 @@ impl Store {
             related_keys: prior.as_ref().and_then(|r| r.related_keys.clone()),
             content: content.to_owned(),
             entry_count: write.topic.entry_count() as i64,
+            // Set once the file is written (`stamp_written`).
+            file_stamp: None,
         };
         Ok((write, row))
     }
@@ -383,25 +1086,180 @@ impl Store {
     /// [`Store::ensure_index_current`] first.
     ///
     /// Errors: invalid scope id ([`MemoryError::Wiki`]), I/O and index errors.
-    pub(crate) fn remove(&self, memory: &MemoryRef) -> Result<Removed, MemoryError> {
+    pub(crate) fn remove(&self, memory: &MemoryRef, writer: &JournalWriter) -> Result<Removed, MemoryError> {
         self.ensure_index_current()?;
         let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
         let path = self.layout.topic_path(scope, scope_id, key)?;
-        let existed = if path.parent().is_some_and(Path::exists) {
+        self.open_journal(&memory.container())?;
+        let now = self.now();
+        let delete = || {
+            self.index
+                .delete_journaled(scope, scope_id, key, writer, now, AppendWhen::Always)
+        };
+        let (existed, journal_entry) = if path.parent().is_some_and(Path::exists) {
             let locked = self.layout.lock_topic(scope, scope_id, key)?;
             let existed = locked.remove()?;
-            self.index.delete(scope, scope_id, key)?;
-            self.index.mark_dirty(locked.container())?;
-            existed
+            // The row's deletion marks its container dirty in the same transaction.
+            let (_, entry) = delete()?;
+            (existed, entry)
         } else {
             // No directory, so no file: still drop a stale row.
-            if self.index.delete(scope, scope_id, key)? {
-                self.index
-                    .mark_dirty(self.layout.container_name(scope, scope_id)?.as_str())?;
-            }
-            false
+            let (_, entry) = delete()?;
+            (false, entry)
         };
-        Ok(Removed { existed, path })
+        Ok(Removed {
+            existed,
+            path,
+            journal_entry,
+        })
+    }
+
+    /// Purge one memory (spec 001 "Forget"; `cao memory purge`): under its topic lock the topic file is removed,
+    /// then in one `secure_delete` transaction its index row and search entries are deleted, both full-text
+    /// indexes merged, the text of every version blanked in the journal and every summary line that may hold it
+    /// dropped ([`cao_journal::purge_memory`]), then the database is rebuilt and the WAL truncated, so the text is
+    /// in no file of the home afterwards. No journal entry is appended: the memory's entries read `(purged)`.
+    /// Relationship edges are the caller's to purge.
+    ///
+    /// Errors: invalid scope id, I/O, index and journal errors. When the rebuild fails after the purge committed,
+    /// running the purge again completes it.
+    pub(crate) fn purge(&self, memory: &MemoryRef) -> Result<Purged, MemoryError> {
+        self.ensure_index_current()?;
+        let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
+        let path = self.layout.topic_path(scope, scope_id, key)?;
+        let container = memory.container();
+        self.open_journal(&container)?;
+        let locked = if path.parent().is_some_and(Path::exists) {
+            Some(self.layout.lock_topic(scope, scope_id, key)?)
+        } else {
+            None
+        };
+        let file_existed = match &locked {
+            Some(l) => l.remove()?,
+            None => false,
+        };
+        let (journal, row_existed) = cao_journal::purge_memory(&self.index, container.as_str(), scope, scope_id, key)?;
+        drop(locked);
+        Ok(Purged {
+            file_existed,
+            row_existed,
+            path,
+            journal,
+        })
+    }
+
+    /// Remove one memory, or one half of it, keeping its text for the caller to record (heal: whatever is deleted
+    /// stays recoverable). Under the topic lock, the memory must be in the state `want` names, else nothing changes
+    /// and [`Recoverable::Refused`] says why:
+    ///
+    /// - [`Presence::Both`]: file and row; both are removed; the text is the file's.
+    /// - [`Presence::FileOnly`]: a file without a row (a row present means the memory is live: refused); the file
+    ///   is removed; the text is the file's.
+    /// - [`Presence::RowOnly`]: a row without a file (a file present: refused); the row is removed; the text is its
+    ///   content.
+    ///
+    /// A file of more than `max_text` bytes is refused (not removed), so the text can always be kept. The
+    /// container is marked dirty. Relationship edges are the caller's to purge. Checks
+    /// [`Store::ensure_index_current`] first.
+    ///
+    /// Errors: invalid scope id, lock, read, remove and index errors.
+    pub(crate) fn remove_recoverable(
+        &self,
+        memory: &MemoryRef,
+        want: Presence,
+        max_text: usize,
+    ) -> Result<Recoverable, MemoryError> {
+        self.ensure_index_current()?;
+        self.open_journal(&memory.container())?;
+        let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
+        let locked = self.layout.lock_topic(scope, scope_id, key)?;
+        let row = self.index.get(scope, scope_id, key)?;
+        let file_len = match std::fs::symlink_metadata(locked.path()) {
+            Ok(m) => Some(m.len()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io_err(format!("stat {}", locked.path().display()), e)),
+        };
+        let refused = |why: &str| Ok(Recoverable::Refused(why.to_owned()));
+        match (want, row.is_some(), file_len.is_some()) {
+            (Presence::Both, false, _) => return refused("it has no index row any more"),
+            (Presence::Both, _, false) => return refused("it has no topic file any more"),
+            (Presence::FileOnly, true, _) => return refused("it has an index row now (the memory is live)"),
+            (Presence::FileOnly, _, false) => return refused("the topic file is gone"),
+            (Presence::RowOnly, _, true) => return refused("it has a topic file now (the memory is live)"),
+            (Presence::RowOnly, false, _) => return refused("the index row is gone"),
+            _ => {}
+        }
+        if file_len.is_some_and(|n| n > max_text as u64) {
+            return Ok(Recoverable::Refused(format!(
+                "the topic file is larger than {max_text} bytes; move it aside by hand"
+            )));
+        }
+        let text = match want {
+            Presence::RowOnly => row.as_ref().map(|r| r.content.clone()).unwrap_or_default(),
+            Presence::Both | Presence::FileOnly => {
+                let bytes = std::fs::read(locked.path())
+                    .map_err(|e| io_err(format!("reading {}", locked.path().display()), e))?;
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+        };
+        if file_len.is_some() {
+            locked.remove()?;
+        }
+        if row.is_some() {
+            // A removed row is a delete in the journal (a file without a row never had an entry).
+            self.index.delete_journaled(
+                scope,
+                scope_id,
+                key,
+                &journal_writer(None, None),
+                self.now(),
+                AppendWhen::Always,
+            )?;
+        }
+        self.index.mark_dirty(locked.container())?;
+        Ok(Recoverable::Removed { text })
+    }
+
+    /// Change one memory's legacy `related_keys` csv under its topic lock (so a concurrent store, which carries the
+    /// csv over, cannot undo it): `edit` gets the current value and returns the new one, or `None` to leave it.
+    /// Returns `(before, after)` when it changed, `None` when there is no row or `edit` declined.
+    ///
+    /// Errors: lock and index errors (a value of 1024 bytes or more is refused by the index).
+    pub(crate) fn edit_related_keys(
+        &self,
+        memory: &MemoryRef,
+        edit: impl FnOnce(Option<&str>) -> Option<String>,
+    ) -> Result<Option<(Option<String>, String)>, MemoryError> {
+        self.ensure_index_current()?;
+        let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
+        let _locked = self.layout.lock_topic(scope, scope_id, key)?;
+        let Some(row) = self.index.get(scope, scope_id, key)? else {
+            return Ok(None);
+        };
+        let Some(after) = edit(row.related_keys.as_deref()) else {
+            return Ok(None);
+        };
+        self.index.set_related_keys(scope, scope_id, key, Some(&after))?;
+        Ok(Some((row.related_keys, after)))
+    }
+
+    /// Set one memory's access count to 0; returns the count it had (`None`: no such row).
+    ///
+    /// Errors: index errors.
+    pub(crate) fn reset_access_count(&self, memory: &MemoryRef) -> Result<Option<i64>, MemoryError> {
+        self.ensure_index_current()?;
+        Ok(self
+            .index
+            .reset_access_count(memory.scope, memory.scope_id(), &memory.key)?)
+    }
+
+    /// Rewrite one container's `index.md` from the index now (marks it dirty, then flushes every dirty container).
+    ///
+    /// Errors: index and wiki errors.
+    pub(crate) fn refresh_index_md(&self, container: &str) -> Result<usize, MemoryError> {
+        self.ensure_index_current()?;
+        self.index.mark_dirty(container)?;
+        self.flush_index_md()
     }
 
     /// Record `alias` (a cwd hash) of `project_id`. Best effort: a failure is logged, never returned. Cheap on the
@@ -467,7 +1325,9 @@ impl Store {
     /// Rebuild the index from the wiki files and report what changed: rows for files without one are added,
     /// rows that disagree with their file (content, type, tags, entry count, times, path) are updated, rows whose
     /// file is gone are removed; unparsable files are reported and left alone. Existing access counts and ids
-    /// (including rows written by the reference implementation) are kept. Every touched `index.md` is rewritten.
+    /// (including rows written by the reference implementation) are kept. Every file is read (whatever its stamp)
+    /// and every row records its file's stamp. Temp files of dead writers are removed ([`sweep_temp_files`]). Every
+    /// touched `index.md` is rewritten.
     ///
     /// Errors: scan, lock, index and wiki errors.
     pub(crate) fn repair(&self) -> Result<RepairReport, MemoryError> {
@@ -480,62 +1340,155 @@ impl Store {
                 .iter()
                 .map(|sk| format!("{}: {}", sk.path.display(), sk.reason))
                 .collect(),
+            removed_temp_files: paths_text(sweep_temp_files(&self.home)?),
             ..RepairReport::default()
         };
         let mut seen = std::collections::HashSet::new();
         let mut containers = std::collections::BTreeSet::new();
+        let mut agreeing = StampBatch::new(index);
         for t in &scan.topics {
             report.scanned += 1;
             let memory = MemoryRef::new(t.scope, t.scope_id.clone(), t.key.clone());
-            let label = memory.to_string();
-            seen.insert(memory);
             containers.insert(t.container.clone());
-            let _lock = TopicLock::acquire(&t.path).map_err(|e| io_err(format!("locking {}", t.path.display()), e))?;
-            let stored = match cao_wiki::read_topic_file(&t.path) {
-                Ok(Some(stored)) => stored,
-                Ok(None) => continue,
-                Err(e) => {
-                    report.unparsable.push(format!("{}: {e}", t.path.display()));
-                    continue;
+            match self.reconcile_file(&memory, &t.path, true)? {
+                FileOutcome::Added => report.added.push(memory.to_string()),
+                FileOutcome::Updated => report.updated.push(memory.to_string()),
+                FileOutcome::Unparsable(_, reason) => {
+                    report.unparsable.push(format!("{}: {reason}", t.path.display()));
                 }
-            };
-            let prior = index.get(t.scope, t.scope_id.as_deref(), &t.key)?;
-            let desired = row_from_topic(&stored.topic, t, prior.as_ref());
-            match &prior {
-                None => {
-                    index.upsert(&desired)?;
-                    report.added.push(label);
-                }
-                Some(p) if !rows_agree(p, &desired) => {
-                    index.upsert(&desired)?;
-                    report.updated.push(label);
-                }
-                Some(_) => {}
+                FileOutcome::Agrees(s) => agreeing.push(&memory, s)?,
+                FileOutcome::Current | FileOutcome::Vanished => {}
             }
+            seen.insert(memory);
         }
+        agreeing.flush()?;
         for row in index.all_rows()? {
             if row.source_kind != SourceKind::Native || seen.contains(&row.memory_ref()) {
                 continue;
             }
             // The file may have been created after the scan started: only remove when it is really gone.
-            let key = row.key.clone();
-            let Ok(path) = layout.topic_path(row.scope, row.scope_id.as_deref(), &key) else {
-                continue;
-            };
-            if path.exists() {
+            let memory = row.memory_ref();
+            if layout.topic_path(row.scope, row.scope_id.as_deref(), &row.key).is_err() {
                 continue;
             }
-            index.delete(row.scope, row.scope_id.as_deref(), &key)?;
-            containers.insert(layout.container_name(row.scope, row.scope_id.as_deref())?.into_string());
-            report
-                .removed
-                .push(label(row.scope, row.scope_id.as_deref(), row.key.as_str()).to_string());
+            if self.reconcile_removal(&memory)? {
+                containers.insert(layout.container_name(row.scope, row.scope_id.as_deref())?.into_string());
+                report
+                    .removed
+                    .push(label(row.scope, row.scope_id.as_deref(), row.key.as_str()).to_string());
+            }
         }
         for c in &containers {
             index.mark_dirty(c)?;
         }
+        report.journals_cleared = self.clear_removed_journals()?;
         self.flush_index_md()?;
         Ok(report)
+    }
+}
+
+/// Remove the temp files a killed writer left in the store ([`cao_core::fs::remove_stale_temp_file`]: the writer's
+/// pid is gone and the file is older than [`cao_core::fs::TEMP_FILE_GRACE`]): in every container's `wiki/` and scope
+/// directory and in the home itself (`settings.json`). Returns the removed paths. Creates nothing; a missing home is
+/// not an error. Each long-running process calls this at startup, `cao memory repair` calls it, and every walk for
+/// external changes removes the ones it sees.
+///
+/// Errors: [`MemoryError::Wiki`] when the memory directory cannot be read. A file that cannot be removed is logged
+/// and left.
+pub fn sweep_temp_files(home: &CaoHome) -> Result<Vec<PathBuf>, MemoryError> {
+    let mut candidates = WikiLayout::new(home.memory_dir()).scan()?.temp_files;
+    if let Ok(entries) = std::fs::read_dir(home.root()) {
+        candidates.extend(entries.flatten().map(|e| e.path()));
+    }
+    Ok(remove_stale(&candidates))
+}
+
+/// Paths as the reports show them.
+fn paths_text(paths: Vec<PathBuf>) -> Vec<String> {
+    paths.iter().map(|p| p.display().to_string()).collect()
+}
+
+/// The startup step of a long-running process (`cao-server`, `cao-mcp-server`): [`sweep_temp_files`] unless memory
+/// is switched off (`memory.enabled`), with the outcome logged (a failure is a warning, never fatal). Creates nothing.
+pub fn sweep_at_startup(home: &CaoHome) {
+    if !Settings::load(home).memory_enabled() {
+        return;
+    }
+    match sweep_temp_files(home) {
+        Ok(removed) if !removed.is_empty() => {
+            tracing::info!(
+                removed = removed.len(),
+                "removed temp files left by writers that are gone"
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not sweep the store for temp files left by dead writers"),
+    }
+}
+
+/// The paths among `candidates` that [`cao_core::fs::remove_stale_temp_file`] removed; failures are logged.
+fn remove_stale(candidates: &[PathBuf]) -> Vec<PathBuf> {
+    let now = SystemTime::now();
+    let mut removed = Vec::new();
+    for path in candidates {
+        match cao_core::fs::remove_stale_temp_file(path, now) {
+            Ok(true) => {
+                tracing::info!(path = %path.display(), "removed a temp file left by a writer that is gone");
+                removed.push(path.clone());
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "could not remove a stale temp file"),
+        }
+    }
+    removed
+}
+
+/// Stamps of rows that agree with their files, recorded in transactions of [`StampBatch::SIZE`] (a first walk over
+/// rows without stamps, after an upgrade or a reference-written index, must not cost one transaction per file).
+/// Recording a stamp after the topic lock is released is safe: a stamp only lets a walk skip reading a file whose
+/// stamp it equals, and a writer that changed the file meanwhile gave it another stamp.
+struct StampBatch<'a> {
+    index: &'a Index,
+    pending: Vec<(MemoryRef, FileStamp)>,
+}
+
+impl<'a> StampBatch<'a> {
+    /// Rows per transaction.
+    const SIZE: usize = 1000;
+
+    fn new(index: &'a Index) -> Self {
+        StampBatch {
+            index,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Queue one stamp; a full batch is written. Errors: index errors.
+    fn push(&mut self, memory: &MemoryRef, stamp: FileStamp) -> Result<(), MemoryError> {
+        self.pending.push((memory.clone(), stamp));
+        if self.pending.len() >= Self::SIZE {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Write the queued stamps in one transaction. Errors: index errors.
+    fn flush(&mut self) -> Result<(), MemoryError> {
+        if !self.pending.is_empty() {
+            self.index.set_file_stamps(&self.pending)?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+}
+
+/// The journal note of a write (its time is set to the row's `updated_at` once prepared): the entry text and the
+/// writer (terminal, session, this process).
+fn note_of(entry: &NewEntry<'_>) -> JournalNote {
+    JournalNote {
+        text: entry.content.to_owned(),
+        writer: journal_writer(entry.terminal_id.clone(), entry.session.clone()),
+        at: DateTime::UNIX_EPOCH,
     }
 }
 
@@ -553,7 +1506,15 @@ fn access_may_be_due(last: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
     }
 }
 
-fn row_from_topic(topic: &Topic, t: &cao_wiki::ScannedTopic, prior: Option<&MemoryRow>) -> MemoryRow {
+/// The row of `memory` as its topic file says, keeping what only the index knows (id, access state, provider, the
+/// legacy fields) from `prior`, and `stamp` as the file's stamp.
+fn row_from_topic(
+    topic: &Topic,
+    memory: &MemoryRef,
+    path: &Path,
+    prior: Option<&MemoryRow>,
+    stamp: Option<FileStamp>,
+) -> MemoryRow {
     let content = topic.current_content().to_owned();
     // Keep the index's sub-second times when they fall in the same second as the file's headings.
     let same_second = |db: DateTime<Utc>, file: DateTime<Utc>| cao_core::time::truncate_secs(db) == file;
@@ -569,12 +1530,12 @@ fn row_from_topic(topic: &Topic, t: &cao_wiki::ScannedTopic, prior: Option<&Memo
         id: prior
             .map(|p| p.id.clone())
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-        key: t.key.clone(),
+        key: memory.key.clone(),
         memory_type: topic.header().memory_type,
-        scope: t.scope,
-        scope_id: t.scope_id.clone(),
+        scope: memory.scope,
+        scope_id: memory.scope_id.clone(),
         source_kind: SourceKind::Native,
-        file_path: t.path.to_string_lossy().into_owned(),
+        file_path: path.to_string_lossy().into_owned(),
         tags: topic.header().tags.clone(),
         source_provider: prior.and_then(|p| p.source_provider.clone()),
         source_terminal_id: prior.and_then(|p| p.source_terminal_id.clone()),
@@ -587,7 +1548,25 @@ fn row_from_topic(topic: &Topic, t: &cao_wiki::ScannedTopic, prior: Option<&Memo
         related_keys: prior.and_then(|p| p.related_keys.clone()),
         content,
         entry_count: topic.entry_count() as i64,
+        file_stamp: stamp,
     }
+}
+
+/// Whether nothing exists at `path` (`stat` says `NotFound`; any other failure is not proof that it is gone).
+fn is_gone(path: &Path) -> bool {
+    matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Nanoseconds since the Unix epoch of `t` (as [`FileStamp::changed_ns`] counts them); 0 before the epoch.
+fn unix_ns(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// Record in `row` the stamp of its topic file as `write` left it (read under the topic lock, so no other writer
+/// changed it since): the row then says which version of the file it agrees with.
+fn stamp_written(write: &cao_wiki::TopicWrite, row: &mut MemoryRow) {
+    row.file_stamp = FileStamp::read(&write.path).ok();
 }
 
 fn rows_agree(a: &MemoryRow, b: &MemoryRow) -> bool {

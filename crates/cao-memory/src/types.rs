@@ -80,8 +80,11 @@ pub struct ListRequest {
     pub memory_type: Option<MemoryType>,
     /// Every project, session and agent, not only the current ones.
     pub all: bool,
-    /// Maximum rows; default 100.
+    /// Maximum rows; default 100 (`usize::MAX`: every row).
     pub limit: Option<usize>,
+    /// Rows of the full order skipped before the first returned one (paging: the second page of 100 is
+    /// `offset: 100`); default 0.
+    pub offset: usize,
     /// Count an access for each returned row; default true. Operator views pass
     /// `!settings.non_accessing_inspection()` (spec 000 "Non-accessing operator inspection").
     pub record_access: bool,
@@ -94,6 +97,7 @@ impl Default for ListRequest {
             memory_type: None,
             all: false,
             limit: None,
+            offset: 0,
             record_access: true,
         }
     }
@@ -118,9 +122,11 @@ pub struct Memory {
     pub tags: String,
     /// Absolute path of the topic file.
     pub file_path: String,
-    /// First entry's time.
+    /// First entry's time; serialised `YYYY-MM-DDTHH:MM:SSZ` ([`cao_core::time::serde_ts`]).
+    #[serde(serialize_with = "cao_core::time::serde_ts")]
     pub created_at: DateTime<Utc>,
-    /// Last write time.
+    /// Last write time; serialised `YYYY-MM-DDTHH:MM:SSZ`.
+    #[serde(serialize_with = "cao_core::time::serde_ts")]
     pub updated_at: DateTime<Utc>,
     /// Recall count (bumped at most once per 60 s).
     pub access_count: i64,
@@ -195,6 +201,9 @@ pub struct StoreResult {
     pub file_path: String,
     /// `created` for a new key, `updated` when an entry was appended.
     pub action: &'static str,
+    /// The id of the entry this write appended to its container's journal (spec 001: "A receipt from either names
+    /// the number of the entry it appended"); `memory_zoom(id, 1)` reads it whole.
+    pub journal_entry: Option<u64>,
 }
 
 /// One recalled memory: `{key, content, memory_type, scope, tags, file_path, updated_at}`.
@@ -258,6 +267,52 @@ pub struct ForgetResult {
     pub action: &'static str,
     /// Absolute path of the (former) topic file.
     pub path: String,
+    /// The id of the delete entry appended to the container's journal; `null` when there was nothing to delete.
+    pub journal_entry: Option<u64>,
+}
+
+/// The state of a store, for health checks ([`MemoryService::health`](crate::MemoryService::health)). Serialises
+/// as `{"status": "ok"}` or `{"status": "degraded", "reason": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoreHealth {
+    /// `ok` or `degraded`.
+    pub status: HealthStatus,
+    /// Why the store is degraded (one line naming the remedy); absent when ok.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Whether a store can serve calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthStatus {
+    /// Reads and writes work.
+    Ok,
+    /// Calls fail until the reason is dealt with (for a replaced database: restart or `cao memory repair`).
+    Degraded,
+}
+
+impl StoreHealth {
+    /// A healthy store.
+    pub fn ok() -> StoreHealth {
+        StoreHealth {
+            status: HealthStatus::Ok,
+            reason: None,
+        }
+    }
+
+    /// A degraded store, and why.
+    pub fn degraded(reason: impl Into<String>) -> StoreHealth {
+        StoreHealth {
+            status: HealthStatus::Degraded,
+            reason: Some(reason.into()),
+        }
+    }
+
+    /// True when the status is [`HealthStatus::Ok`].
+    pub fn is_ok(&self) -> bool {
+        self.status == HealthStatus::Ok
+    }
 }
 
 /// What `repair` changed.
@@ -275,6 +330,14 @@ pub struct RepairReport {
     pub unparsable: Vec<String>,
     /// Paths skipped by the scan (`path: reason`).
     pub skipped: Vec<String>,
+    /// Temp files of writers that are gone, removed (crash leftovers; see `cao_memory::sweep_temp_files`). Omitted
+    /// from JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub removed_temp_files: Vec<String>,
+    /// Containers whose journal was cleared because their memory directory is gone. Omitted from JSON when
+    /// empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub journals_cleared: Vec<String>,
 }
 
 impl RepairReport {
@@ -301,6 +364,7 @@ impl std::fmt::Display for RepairReport {
             ("removed", &self.removed),
             ("unparsable", &self.unparsable),
             ("skipped", &self.skipped),
+            ("removed temp file", &self.removed_temp_files),
         ] {
             for item in list {
                 writeln!(f, "  {label}: {item}")?;

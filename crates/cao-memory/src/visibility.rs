@@ -52,6 +52,30 @@ pub(crate) fn groups(
     scope: Option<Scope>,
     scan_all: bool,
 ) -> Result<Vec<ScopeGroup>, MemoryError> {
+    resolve_groups(store, ctx, settings, scope, scan_all, true)
+}
+
+/// [`groups`] without `scan_all` and without recording a newly seen project alias: for read-only callers (lint),
+/// which must not write. Aliases recorded earlier are still included.
+///
+/// Errors: as [`groups`].
+pub(crate) fn groups_read_only(
+    store: &Store,
+    ctx: &TerminalContext,
+    settings: &Settings,
+    scope: Option<Scope>,
+) -> Result<Vec<ScopeGroup>, MemoryError> {
+    resolve_groups(store, ctx, settings, scope, false, false)
+}
+
+fn resolve_groups(
+    store: &Store,
+    ctx: &TerminalContext,
+    settings: &Settings,
+    scope: Option<Scope>,
+    scan_all: bool,
+    record_alias: bool,
+) -> Result<Vec<ScopeGroup>, MemoryError> {
     let mut groups = Vec::new();
     for s in Scope::PRECEDENCE {
         if scope.is_some_and(|f| f != s) {
@@ -76,7 +100,9 @@ pub(crate) fn groups(
                 };
                 let mut ids = vec![ident.project_id.clone()];
                 if let Some(a) = &ident.alias {
-                    store.record_alias(&ident.project_id, a);
+                    if record_alias {
+                        store.record_alias(&ident.project_id, a);
+                    }
                     ids.push(a.clone());
                 }
                 for a in store.index().aliases(&ident.project_id)? {

@@ -3,17 +3,19 @@
 //! Each call validates every argument before any I/O, resolves the target scope id, goes through the store's write
 //! protocol ([`Store::write`], [`Store::remove`]) and appends one audit line. A store is [`prepare`] (every rule
 //! that needs no I/O) then [`commit`]; an import runs each bundle topic through the same two steps
-//! ([`commit_batch`] for many at once). Removing a memory also purges every
+//! ([`commit_batch`] for many at once). Every committed store then runs the related-memory pass
+//! ([`crate::related`]). Removing a memory also purges every
 //! relationship edge into or out of it ([`remove`]), audited as the acting caller.
 
 use crate::audit::{self, AuditEvent, actor_of};
 use crate::error::MemoryError;
-use crate::store::{NewEntry, Store};
+use crate::store::{NewEntry, Presence, Recoverable, Store};
 use crate::types::{ForgetRequest, ForgetResult, MAX_TAGS_BYTES, StoreRequest, StoreResult, parse_scope};
 use crate::visibility;
 use cao_core::key::normalize_tags;
 use cao_core::scope::scope_write_allowed;
 use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
+use cao_index::JournalWriter;
 use chrono::{DateTime, Utc};
 
 /// Store (upsert) a memory; see `MemoryService::store` for the rules. Memory must be enabled (the caller checks).
@@ -101,7 +103,8 @@ pub(crate) fn prepare(req: &StoreRequest) -> Result<Prepared, MemoryError> {
 }
 
 /// Write a prepared store into `scope_id` (resolved by the caller) through [`Store::write`], with the entry at `at`
-/// (`None` = now), and append its audit line.
+/// (`None` = now), run the related-memory pass on the committed row ([`crate::related::refresh`], best effort:
+/// it never fails the store) and append the audit line.
 ///
 /// Errors: [`MemoryError::Corrupt`], [`MemoryError::PartialWrite`], I/O and index errors.
 pub(crate) fn commit(
@@ -112,11 +115,13 @@ pub(crate) fn commit(
     at: Option<DateTime<Utc>>,
 ) -> Result<StoreResult, MemoryError> {
     let written = store.write(new_entry(ctx, p, scope_id, at))?;
+    crate::related::refresh(store, &written.row);
     Ok(stored(store, ctx, written))
 }
 
 /// [`commit`] of many prepared stores into one `scope_id` through [`Store::write_batch`] (one data sync and one
-/// index transaction), each with its entry time; results in order, each failing alone as the batch allows.
+/// index transaction), each with its entry time, then the related-memory pass of each written row; results in
+/// order, each failing alone as the batch allows.
 pub(crate) fn commit_batch(
     store: &Store,
     ctx: &TerminalContext,
@@ -127,8 +132,12 @@ pub(crate) fn commit_batch(
         .iter()
         .map(|(p, at)| new_entry(ctx, p, scope_id.map(str::to_owned), *at))
         .collect();
-    store
-        .write_batch(entries)
+    let results = store.write_batch(entries);
+    // Every row of the batch is committed before any related pass, so imported topics can relate to each other.
+    for written in results.iter().flatten() {
+        crate::related::refresh(store, &written.row);
+    }
+    results
         .into_iter()
         .map(|r| r.map(|written| stored(store, ctx, written)))
         .collect()
@@ -147,6 +156,7 @@ fn new_entry<'a>(
         content: &p.content,
         provider: ctx.provider.clone(),
         terminal_id: ctx.terminal_id.clone(),
+        session: ctx.session_name.clone(),
         at,
     }
 }
@@ -171,6 +181,7 @@ fn stored(store: &Store, ctx: &TerminalContext, written: crate::store::Written) 
         scope_id: row.scope_id,
         file_path: row.file_path,
         action,
+        journal_entry: written.journal_entry,
     }
 }
 
@@ -219,7 +230,7 @@ fn removed_by(
 ) -> Result<ForgetResult, MemoryError> {
     let scope_id = visibility::target_scope_id(store, ctx, scope, settings)?;
     let memory = MemoryRef::new(scope, scope_id, key.clone());
-    let result = remove(store, actor_of(ctx), &memory)?;
+    let result = remove(store, actor_of(ctx), &writer_of(ctx), &memory)?;
     audit::record(
         store,
         event,
@@ -245,7 +256,7 @@ pub(crate) fn clear(
     let rows = visibility::visible_rows(store, ctx, settings, Some(scope), None, false, usize::MAX)?;
     let mut n = 0;
     for row in rows {
-        let result = remove(store, actor_of(ctx), &row.memory_ref())?;
+        let result = remove(store, actor_of(ctx), &writer_of(ctx), &row.memory_ref())?;
         audit::record(
             store,
             AuditEvent::Clear,
@@ -262,13 +273,19 @@ pub(crate) fn clear(
     Ok(n)
 }
 
-/// Remove one memory (topic file, index row) through [`Store::remove`], then every edge into or out of it, each
+/// Remove one memory (topic file, index row; a delete entry in its journal written by `writer`) through
+/// [`Store::remove`], then every edge into or out of it, each
 /// purged edge audited with `actor`. Edges are purged whether or not the file existed, as the reference does: a
 /// later memory with the same key must not inherit them.
 ///
 /// Errors: I/O and index errors.
-pub(crate) fn remove(store: &Store, actor: &str, memory: &MemoryRef) -> Result<ForgetResult, MemoryError> {
-    let removed = store.remove(memory)?;
+pub(crate) fn remove(
+    store: &Store,
+    actor: &str,
+    writer: &JournalWriter,
+    memory: &MemoryRef,
+) -> Result<ForgetResult, MemoryError> {
+    let removed = store.remove(memory, writer)?;
     crate::audit_relationships::relationships(store, actor)
         .purge_memory(memory.scope, memory.scope_id(), &memory.key)
         .map_err(crate::audit_relationships::lifecycle_error)?;
@@ -279,7 +296,33 @@ pub(crate) fn remove(store: &Store, actor: &str, memory: &MemoryRef) -> Result<F
         scope: memory.scope,
         action: if removed.existed { "deleted" } else { "absent" },
         path: removed.path.to_string_lossy().into_owned(),
+        journal_entry: removed.journal_entry,
     })
+}
+
+/// The journal writer of a call made as `ctx`: its terminal and session, and this process.
+pub(crate) fn writer_of(ctx: &TerminalContext) -> JournalWriter {
+    crate::store::journal_writer(ctx.terminal_id.clone(), ctx.session_name.clone())
+}
+
+/// Remove one memory, or the half of it `want` names, keeping its text ([`Store::remove_recoverable`]); when it
+/// was removed, purge every edge into or out of it (audited with `actor`), as [`remove`] does.
+///
+/// Errors: I/O, index and relationship errors.
+pub(crate) fn remove_recoverable(
+    store: &Store,
+    actor: &str,
+    memory: &MemoryRef,
+    want: Presence,
+    max_text: usize,
+) -> Result<Recoverable, MemoryError> {
+    let outcome = store.remove_recoverable(memory, want, max_text)?;
+    if matches!(outcome, Recoverable::Removed { .. }) {
+        crate::audit_relationships::relationships(store, actor)
+            .purge_memory(memory.scope, memory.scope_id(), &memory.key)
+            .map_err(crate::audit_relationships::lifecycle_error)?;
+    }
+    Ok(outcome)
 }
 
 fn validate_content(content: &str) -> Result<(), MemoryError> {

@@ -147,6 +147,10 @@ fn options() -> serde_saphyr::Options {
     o.reject_unsupported_tags = true;
     o.strict_booleans = true;
     o.null_as_string = true;
+    // A plain scalar such as `1e310` overflows f64: PyYAML reads it as a string (its float pattern needs a
+    // dot) and the reference exports keys like it unquoted (`title: 1e310`). Where a value is only classified
+    // or skipped, hand the overflow to the visitor instead of failing the whole frontmatter.
+    o.non_finite_float_policy = serde_saphyr::options::NonFiniteFloatPolicy::PassThrough;
     o
 }
 
@@ -622,6 +626,20 @@ mod tests {
             fm.tags,
             TagsField::List(["a:b", "c\"d", "#e"].map(String::from).to_vec())
         );
+    }
+
+    #[test]
+    fn overflowing_numbers_are_values_not_errors() {
+        // PyYAML reads `1e310` as a string (its float pattern needs a dot), and the reference exports such a key
+        // unquoted: the frontmatter must still read, whichever field holds it.
+        let fm = parse_yaml("title: 1e310\ntype: note\ndescription: -9e999\ntags: [1e310, x]\n").expect("parses");
+        assert_eq!(fm.memory_type, Some(TypeField::Text("note".into())));
+        assert_eq!(fm.tags, TagsField::List(["1e310", "x"].map(String::from).to_vec()));
+        assert_eq!(
+            parse_yaml("type: 1e310\n").expect("parses").memory_type,
+            Some(TypeField::Other)
+        );
+        assert_eq!(parse_yaml("tags: 1e310\n").expect("parses").tags, TagsField::None);
     }
 
     #[test]

@@ -45,11 +45,27 @@ pub enum Tool {
     Recall,
     /// `memory_forget(key, scope)`: remove a memory (spec 000 "MCP Tools").
     Forget,
+    /// `memory_view(scope)`: the journal's live view (spec 001 "The view").
+    View,
+    /// `memory_zoom(id, n, scope)`: open line `id+n` of the journal's summary tree (spec 001 "Zoom and search").
+    Zoom,
+    /// `memory_search(query)`: current memories by word (spec 001 "Zoom and search").
+    Search,
+    /// `memory_read(key, scope)`: a memory's current text (spec 001 "Zoom and search").
+    Read,
 }
 
 impl Tool {
     /// Every tool, in the order `tools/list` shows them.
-    pub const ALL: [Tool; 3] = [Tool::Store, Tool::Recall, Tool::Forget];
+    pub const ALL: [Tool; 7] = [
+        Tool::Store,
+        Tool::Recall,
+        Tool::Forget,
+        Tool::View,
+        Tool::Zoom,
+        Tool::Search,
+        Tool::Read,
+    ];
 
     /// The facts about this tool (the one table of them).
     pub const fn spec(self) -> ToolSpec {
@@ -70,6 +86,30 @@ impl Tool {
                 name: "memory_forget",
                 internal_path: "/internal/memory/forget",
                 access: Access::Admin,
+                empty_list: None,
+            },
+            Tool::View => ToolSpec {
+                name: "memory_view",
+                internal_path: "/internal/memory/view",
+                access: Access::Read,
+                empty_list: None,
+            },
+            Tool::Zoom => ToolSpec {
+                name: "memory_zoom",
+                internal_path: "/internal/memory/zoom",
+                access: Access::Read,
+                empty_list: None,
+            },
+            Tool::Search => ToolSpec {
+                name: "memory_search",
+                internal_path: "/internal/memory/search",
+                access: Access::Read,
+                empty_list: Some("hits"),
+            },
+            Tool::Read => ToolSpec {
+                name: "memory_read",
+                internal_path: "/internal/memory/read",
+                access: Access::Read,
                 empty_list: None,
             },
         }
@@ -129,9 +169,16 @@ mod tests {
                 ("memory_store", "/internal/memory/store", Access::Write),
                 ("memory_recall", "/internal/memory/recall", Access::Read),
                 ("memory_forget", "/internal/memory/forget", Access::Admin),
+                ("memory_view", "/internal/memory/view", Access::Read),
+                ("memory_zoom", "/internal/memory/zoom", Access::Read),
+                ("memory_search", "/internal/memory/search", Access::Read),
+                ("memory_read", "/internal/memory/read", Access::Read),
             ]
         );
-        assert_eq!(Tool::names(), "memory_store, memory_recall, memory_forget");
+        assert_eq!(
+            Tool::names(),
+            "memory_store, memory_recall, memory_forget, memory_view, memory_zoom, memory_search, memory_read"
+        );
     }
 
     #[test]
@@ -153,9 +200,22 @@ mod tests {
     }
 
     #[test]
-    fn only_reads_leave_memories_unchanged_and_only_recall_lists() {
+    fn only_reads_leave_memories_unchanged_and_only_recall_and_search_list() {
         assert!(Tool::Store.writes() && Tool::Forget.writes() && !Tool::Recall.writes());
+        for t in [Tool::View, Tool::Zoom, Tool::Search, Tool::Read] {
+            assert!(!t.writes(), "{t} reads only");
+        }
         assert_eq!(Tool::Recall.spec().empty_list, Some("memories"));
-        assert!(Tool::ALL.iter().filter(|t| t.spec().empty_list.is_some()).count() == 1);
+        assert_eq!(Tool::Search.spec().empty_list, Some("hits"));
+        assert!(Tool::ALL.iter().filter(|t| t.spec().empty_list.is_some()).count() == 2);
+    }
+
+    #[test]
+    fn no_tool_can_purge() {
+        // Purging (spec 001 "Forget": "The model has no command for it") is an operator command only.
+        for t in Tool::ALL {
+            assert!(!t.name().contains("purge"), "{t}");
+            assert!(!t.internal_path().contains("purge") && !t.internal_path().contains("history"));
+        }
     }
 }

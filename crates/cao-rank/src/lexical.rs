@@ -12,7 +12,7 @@
 //! field normalised by its own average length, sharing the term's IDF over whole documents (a term in either field
 //! counts once). The document's score is the sum over the distinct query terms. Defaults k1 = 0.9, b = 0.25 and
 //! context weight 0.5 were chosen on LoCoMo (short documents want little length normalisation;
-//! docs/decisions/0008-lexical-ranking.md). [`Bm25::REFERENCE`] keeps the reference's constants (rank_bm25
+//! docs/decisions/0009-lexical-ranking.md). [`Bm25::REFERENCE`] keeps the reference's constants (rank_bm25
 //! `BM25Okapi`, k1 = 1.5, b = 0.75, no context field; spec/reference-facts.md "Ranking").
 
 use cao_core::lexical::{CorpusStats, FIELDS, Field, LexicalScorer, TermInDoc};
@@ -32,7 +32,7 @@ pub struct Bm25 {
 }
 
 impl Bm25 {
-    /// The defaults: k1 = 0.9, b = 0.25, context weight 0.5 (docs/decisions/0008-lexical-ranking.md).
+    /// The defaults: k1 = 0.9, b = 0.25, context weight 0.5 (docs/decisions/0009-lexical-ranking.md).
     pub const DEFAULT: Bm25 = Bm25 {
         k1: 0.9,
         b: 0.25,

@@ -9,7 +9,7 @@
 //!   [`scope_precedence_pass`] refine that permutation and [`apply_order`] moves the caller's rows into it.
 //!   [`demote_by`] is the same demotion in place, for rows already read in order.
 //! - Lexical score: [`Bm25`], our BM25 with a down-weighted context field, the [`cao_core::lexical::LexicalScorer`]
-//!   the index's candidate search and the relevance pool score with (docs/decisions/0008-lexical-ranking.md).
+//!   the index's candidate search and the relevance pool score with (docs/decisions/0009-lexical-ranking.md).
 //! - Pools: [`pool_size`], how many rows each source contributes to a re-ranked pool.
 //! - Explain: [`explain_report`] builds the `cao.memory.explain/1` report from the relevance order and default
 //!   recall's top set (ranks, overlap, recovered rows, rounded values); the lifecycle verdicts are the caller's.

@@ -9,6 +9,9 @@
 //!   [`SHUTDOWN_GRACE`]), flushes `index.md`, and exits with status 0.
 //! - Nothing is created on disk until the first MCP call with memory enabled.
 //! - Retention (`cao memory cleanup`) runs once in the background after binding; its errors never stop the server.
+//! - The memory journals' summary lines are written in the background while the server runs (two at a time, shared
+//!   with other processes through leases; `memory.summarize` false stops it; `cao_mcp::run_summarizer`). A server
+//!   whose memory owner is remote summarizes nothing locally.
 //! - Authentication is off unless `--auth-jwks`, `--auth-audience` and `--auth-issuer` are given (all three or
 //!   none; clap exits 2 otherwise). The JWKS is loaded before binding: an unusable one stops the server (exit 1).
 //! - A non-loopback `--host` with authentication off is refused with exit status 2 and one stderr line naming
@@ -20,7 +23,7 @@
 use anyhow::Context as _;
 use cao_core::CaoHome;
 use cao_http::{AllowedHosts, AuthConfig, Authenticator, HttpConfig, JwksSource};
-use cao_mcp::{DEFAULT_FLUSH_INTERVAL, FlushSignal, ServiceHandle, run_index_flusher};
+use cao_mcp::{DEFAULT_FLUSH_INTERVAL, FlushSignal, ServiceHandle, run_index_flusher, run_summarizer};
 use clap::Parser;
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -149,6 +152,8 @@ fn main() -> ExitCode {
 /// streams, final `index.md` flush.
 async fn run(args: Args) -> anyhow::Result<()> {
     let home = CaoHome::from_env();
+    // Crash leftovers: temp files of writers that are gone.
+    cao_memory::sweep_at_startup(&home);
     let svc = ServiceHandle::lazy(home.clone());
     let shutdown = CancellationToken::new();
     let flush = FlushSignal::new();
@@ -182,7 +187,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     // With CAO_MEMORY_API_URL set this server is a node of that memory owner: its memory calls go there (the local
     // memory.enabled switch is still checked first).
-    let app = match cao_client::RemoteConfig::from_env()? {
+    let remote_owner = cao_client::RemoteConfig::from_env()?;
+    let local = remote_owner.is_none();
+    let app = match remote_owner {
         Some(remote) => {
             tracing::info!(owner = %remote.url, "memory calls go to the remote owner");
             let backend = cao_client::RemoteBackend::new(remote)?;
@@ -200,6 +207,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     tracing::info!(home = %home.root().display(), "serving");
 
     tokio::spawn(run_retention(svc.clone()));
+    let summarizer_stop = CancellationToken::new();
+    let summarizer = local.then(|| tokio::spawn(run_summarizer(svc.clone(), summarizer_stop.clone())));
     let flusher_stop = CancellationToken::new();
     let flusher = tokio::spawn(run_index_flusher(
         svc,
@@ -226,6 +235,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
             Ok(())
         }
     };
+    summarizer_stop.cancel();
+    if let Some(task) = summarizer {
+        // A round in progress ends within the model timeout; do not hold the exit longer than the grace.
+        if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {
+            tracing::warn!("a summary was still being written at exit; another process finishes it");
+        }
+    }
     flusher_stop.cancel();
     flusher.await.context("index.md flusher task failed")?;
     tracing::info!("stopped");

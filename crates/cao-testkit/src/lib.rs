@@ -7,10 +7,14 @@
 //!   `CAO_HOME` and git isolation variables), no standard input, and a deadline, capturing exit code and output;
 //! - [`conformance_dir`] / [`conformance_cases`]: the reference's shared conformance cases, for every crate that
 //!   replays them;
+//! - [`injection`]: hostile memory content that tries to break out of the `<cao-memory>` block, and the check that
+//!   a block stays sealed (every injection route is tested with it);
 //! - [`tarball`]: hand-made (hostile) tar.gz archives for bundle tests;
 //! - [`locomo`]: the LoCoMo conversations of `../shared/data/locomo` (real input for benchmarks and tests);
 //! - `service` (feature `service`): an in-process `MemoryService` on a temp home with a fixed clock and a caller
-//!   context (`service::ServiceFixture`, `service::utc`).
+//!   context (`service::ServiceFixture`, `service::utc`);
+//! - `fake_model` (feature `fake-model`): an OpenAI-compatible chat-completions endpoint on 127.0.0.1 whose answers
+//!   the test chooses from each request's user message (no test needs the network).
 //!
 //! Each crate's integration tests are one binary, `tests/it/main.rs` with a module per topic, depending on this
 //! crate for what more than one crate needs; helpers only one crate needs live in its `tests/it/common.rs`.
@@ -25,6 +29,9 @@
 )]
 
 mod conformance;
+#[cfg(feature = "fake-model")]
+pub mod fake_model;
+pub mod injection;
 pub mod locomo;
 #[cfg(feature = "service")]
 pub mod service;

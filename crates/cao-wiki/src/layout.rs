@@ -23,7 +23,7 @@
 
 use crate::error::{Result, WikiError};
 use crate::topic::Topic;
-use cao_core::fs::create_private_dir_all;
+use cao_core::fs::{FileStamp, create_private_dir_all};
 use cao_core::{Container, Key, Scope};
 use std::fs;
 use std::io;
@@ -80,6 +80,103 @@ pub struct ScannedTopic {
     pub key: Key,
     /// The absolute (memory-dir-based) path of the file; equal to [`WikiLayout::topic_path`] of the identity.
     pub path: PathBuf,
+    /// The file's stamp as the scan saw it (read through the directory handle, symlinks not followed); `None` when
+    /// it could not be read (the file vanished meanwhile).
+    pub stamp: Option<FileStamp>,
+}
+
+/// A directory holding the topic files of one scope and scope id, where [`WikiLayout::topic_path`] puts them; found
+/// by [`WikiLayout::scope_dirs`] (not constructible elsewhere, so its path always matches its identity).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScopeDir {
+    /// The container directory name (`global`, `federated` or a project id).
+    pub container: String,
+    /// The scope of its files.
+    pub scope: Scope,
+    /// Their scope id (the container for project, the sub-directory for session/agent, `None` otherwise).
+    pub scope_id: Option<String>,
+    /// The directory.
+    pub path: PathBuf,
+}
+
+/// What [`WikiLayout::scope_dirs`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScopeDirs {
+    /// Every scope directory, in the order of the traversal (not sorted).
+    pub dirs: Vec<ScopeDir>,
+    /// Temp files of the atomic writer in the directories above the scope directories (see
+    /// [`ScanReport::temp_files`]).
+    pub temp_files: Vec<PathBuf>,
+}
+
+/// One `<key>.md` entry of a scope directory, as [`ScopeDir::list`] found it.
+#[derive(Debug)]
+pub struct ListedTopic {
+    /// The key, from the file name.
+    pub key: Key,
+    /// The inode number the directory entry names (no `stat`: read with the entry itself).
+    pub inode: u64,
+    entry: fs::DirEntry,
+}
+
+impl ListedTopic {
+    /// The file's path (`<scope dir>/<key>.md`).
+    pub fn path(&self) -> PathBuf {
+        self.entry.path()
+    }
+
+    /// The file's [`FileStamp`], read through the directory handle (one `fstatat`, symlinks not followed); `None`
+    /// when the file vanished meanwhile or cannot be stat'ed.
+    pub fn stamp(&self) -> Option<FileStamp> {
+        self.entry.metadata().ok().map(|m| FileStamp::of(&m))
+    }
+}
+
+/// What [`ScopeDir::list`] found in one scope directory.
+#[derive(Debug, Default)]
+pub struct ScopeDirListing {
+    /// Every regular file named `<key>.md` with a valid key, unsorted.
+    pub topics: Vec<ListedTopic>,
+    /// Temp files of the atomic writer (see [`ScanReport::temp_files`]).
+    pub temp_files: Vec<PathBuf>,
+}
+
+impl ScopeDir {
+    /// List the directory without opening or `stat`ing its files: its topic files (name and inode number from the
+    /// directory entry) and the atomic writer's temp files. Entries [`WikiLayout::scan`] would report (symlinks,
+    /// other names, sub-directories) are left out silently.
+    ///
+    /// Errors: [`WikiError::Io`] when the directory cannot be listed (`NotFound` when it is gone).
+    pub fn list(&self) -> Result<ScopeDirListing> {
+        use std::os::unix::fs::DirEntryExt;
+        let rd = fs::read_dir(&self.path).map_err(|e| WikiError::io("read directory", &self.path, e))?;
+        let mut out = ScopeDirListing::default();
+        for entry in rd {
+            let entry = entry.map_err(|e| WikiError::io("read directory", &self.path, e))?;
+            let Ok(ft) = entry.file_type() else { continue };
+            if !ft.is_file() {
+                continue;
+            }
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if is_quiet_name(Some(name)) {
+                if cao_core::fs::temp_file_writer(entry.file_name().as_os_str()).is_some() {
+                    out.temp_files.push(entry.path());
+                }
+                continue;
+            }
+            let Some(Ok(key)) = name.strip_suffix(".md").map(Key::parse_strict) else {
+                continue;
+            };
+            out.topics.push(ListedTopic {
+                key,
+                inode: entry.ino(),
+                entry,
+            });
+        }
+        Ok(out)
+    }
 }
 
 /// A path [`WikiLayout::scan`] did not use, and why.
@@ -100,6 +197,9 @@ pub struct ScanReport {
     /// Lock files (`.*.lock`), temp files (`.*.tmp`), `index.md` and top-level directories without a `wiki/`
     /// directory are skipped silently.
     pub skipped: Vec<SkippedPath>,
+    /// Temp files of the atomic writer (`.<file>.<pid>-<n>.tmp`, [`cao_core::fs::temp_file_writer`]) found in a
+    /// container's `wiki/` directory or a scope directory, for the store's sweep of crash leftovers.
+    pub temp_files: Vec<PathBuf>,
 }
 
 /// A topic file read from disk: its exact text and the parse of it.
@@ -196,6 +296,20 @@ impl WikiLayout {
         self.contained(p)
     }
 
+    /// The scope directory of `scope` and `scope_id`: the directory of every [`WikiLayout::topic_path`] of that
+    /// identity (`<wiki_dir(container)>/<scope>` or `.../<scope>/<scope id>` for session and agent).
+    ///
+    /// Errors: as [`WikiLayout::topic_path`].
+    pub fn scope_dir(&self, scope: Scope, scope_id: Option<&str>) -> Result<PathBuf> {
+        let container = self.container_name(scope, scope_id)?;
+        let mut p = self.wiki_dir(container.as_str())?;
+        p.push(scope.as_str());
+        if let (Scope::Session | Scope::Agent, Some(id)) = (scope, scope_id) {
+            p.push(id);
+        }
+        self.contained(p)
+    }
+
     /// Lexical containment: `path` must be `memory_dir` followed by one or more normal components.
     fn contained(&self, path: PathBuf) -> Result<PathBuf> {
         let ok = path
@@ -249,8 +363,42 @@ impl WikiLayout {
     /// cannot be read; anything below it that cannot be read is reported in [`ScanReport::skipped`].
     pub fn scan(&self) -> Result<ScanReport> {
         let mut report = ScanReport::default();
+        self.each_scope_dir(&mut report, &mut |report, dir| self.scan_scope_dir(dir, report))?;
+        // The order of the paths (`memory/<container>/wiki/<scope>/[<id>/]<key>.md`), compared field by field:
+        // comparing `Path`s parses their components on every comparison, which dominates a scan of 100k files.
+        report.topics.sort_by(|a, b| {
+            (a.container.as_str(), a.scope.as_str(), a.scope_id.as_deref())
+                .cmp(&(b.container.as_str(), b.scope.as_str(), b.scope_id.as_deref()))
+                .then_with(|| cmp_file_names(a.key.as_str(), b.key.as_str()))
+        });
+        report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        report.temp_files.sort();
+        Ok(report)
+    }
+
+    /// The scope directories [`WikiLayout::scan`] would visit, without listing them: every directory that holds the
+    /// topic files of one scope and scope id, where that identity's files live. Paths [`WikiLayout::scan`] would
+    /// report are ignored silently. Also returns the temp files of the atomic writer seen in the directories above
+    /// them (a container's `wiki/`, `wiki/session/`, ...), as [`ScanReport::temp_files`]. The cost is one listing
+    /// of each directory above the scope directories; this is how the store finds the directories to compare with
+    /// what it recorded of them.
+    ///
+    /// Errors: [`WikiError::Io`] only when the memory dir itself cannot be read (a missing one has no directories).
+    pub fn scope_dirs(&self) -> Result<ScopeDirs> {
+        let mut report = ScanReport::default();
+        let mut dirs = Vec::new();
+        self.each_scope_dir(&mut report, &mut |_, dir| dirs.push(dir.clone()))?;
+        Ok(ScopeDirs {
+            dirs,
+            temp_files: report.temp_files,
+        })
+    }
+
+    /// Call `f` for every scope directory under the memory dir that holds its identity's topic files (the traversal
+    /// of [`WikiLayout::scan`]); what does not fit the layout is reported in `report`.
+    fn each_scope_dir(&self, report: &mut ScanReport, f: &mut dyn FnMut(&mut ScanReport, &ScopeDir)) -> Result<()> {
         let top = match fs::read_dir(&self.memory_dir) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(report),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(WikiError::io("read directory", &self.memory_dir, e)),
             Ok(rd) => rd,
         };
@@ -292,15 +440,19 @@ impl WikiLayout {
                 report.skip(&wiki, "wiki is not a directory (symlinks are not followed)");
                 continue;
             }
-            self.scan_wiki(&container, &wiki, &mut report);
+            self.scan_wiki(&container, &wiki, report, f);
         }
-        report.topics.sort_by(|a, b| a.path.cmp(&b.path));
-        report.skipped.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(report)
+        Ok(())
     }
 
-    fn scan_wiki(&self, container: &str, wiki: &Path, report: &mut ScanReport) {
-        for (path, name, ft) in list_dir(wiki, report) {
+    fn scan_wiki(
+        &self,
+        container: &str,
+        wiki: &Path,
+        report: &mut ScanReport,
+        f: &mut dyn FnMut(&mut ScanReport, &ScopeDir),
+    ) {
+        for Listed { path, name, ft, .. } in list_dir(wiki, report) {
             if ft.is_symlink() {
                 report.skip(&path, "symlink (not followed)");
                 continue;
@@ -312,7 +464,13 @@ impl WikiLayout {
                         report.skip(&path, format!("{scope} memories live only in the global container"));
                         continue;
                     }
-                    for (sub, sub_name, sub_ft) in list_dir(&path, report) {
+                    for Listed {
+                        path: sub,
+                        name: sub_name,
+                        ft: sub_ft,
+                        ..
+                    } in list_dir(&path, report)
+                    {
                         if sub_ft.is_symlink() {
                             report.skip(&sub, "symlink (not followed)");
                         } else if !sub_ft.is_dir() {
@@ -322,7 +480,7 @@ impl WikiLayout {
                             );
                         } else {
                             match sub_name.filter(|n| is_safe_segment(n)) {
-                                Some(id) => self.scan_scope_dir(container, scope, Some(&id), &sub, report),
+                                Some(id) => self.visit_scope_dir(container, scope, Some(&id), sub, report, f),
                                 None => report.skip(&sub, "directory name is not a valid scope id"),
                             }
                         }
@@ -331,11 +489,11 @@ impl WikiLayout {
                 (Some(scope), true) => {
                     let scope_id = (scope == Scope::Project).then_some(container);
                     match self.container_name(scope, scope_id) {
-                        Ok(c) if c == container => self.scan_scope_dir(container, scope, scope_id, &path, report),
+                        Ok(c) if c == container => self.visit_scope_dir(container, scope, scope_id, path, report, f),
                         _ => report.skip(&path, format!("{scope} memories do not live in container {container}")),
                     }
                 }
-                (_, false) if is_quiet_name(name.as_deref()) => {}
+                (_, false) if is_quiet_name(name.as_deref()) => report.note_temp(&path, ft),
                 (_, false) if name.as_deref() == Some(INDEX_FILE) => {}
                 (_, true) => report.skip(&path, "unexpected directory (not a scope name)"),
                 (_, false) => report.skip(&path, "unexpected file in wiki/"),
@@ -343,15 +501,32 @@ impl WikiLayout {
         }
     }
 
-    fn scan_scope_dir(
+    /// Hand one scope directory to `f` when it is where its identity's topic files live (checked once per directory:
+    /// a file in it is then at its identity's path exactly when its name is `<key>.md`); otherwise report it.
+    fn visit_scope_dir(
         &self,
         container: &str,
         scope: Scope,
         scope_id: Option<&str>,
-        dir: &Path,
+        path: PathBuf,
         report: &mut ScanReport,
+        f: &mut dyn FnMut(&mut ScanReport, &ScopeDir),
     ) {
-        for (path, name, ft) in list_dir(dir, report) {
+        if !self.scope_dir(scope, scope_id).is_ok_and(|p| p == path) {
+            report.skip(&path, "not the directory its scope and scope id map to");
+            return;
+        }
+        let dir = ScopeDir {
+            container: container.to_owned(),
+            scope,
+            scope_id: scope_id.map(str::to_owned),
+            path,
+        };
+        f(report, &dir);
+    }
+
+    fn scan_scope_dir(&self, dir: &ScopeDir, report: &mut ScanReport) {
+        for Listed { path, name, ft, entry } in list_dir(&dir.path, report) {
             if ft.is_symlink() {
                 report.skip(&path, "symlink (not followed)");
                 continue;
@@ -361,6 +536,7 @@ impl WikiLayout {
                 continue;
             }
             if is_quiet_name(name.as_deref()) {
+                report.note_temp(&path, ft);
                 continue;
             }
             if !ft.is_file() {
@@ -375,16 +551,14 @@ impl WikiLayout {
                 report.skip(&path, "file name is not <key>.md with a key matching ^[a-z0-9-]{1,60}$");
                 continue;
             };
-            match self.topic_path(scope, scope_id, &key) {
-                Ok(expected) if expected == path => report.topics.push(ScannedTopic {
-                    container: container.to_owned(),
-                    scope,
-                    scope_id: scope_id.map(str::to_owned),
-                    key,
-                    path,
-                }),
-                _ => report.skip(&path, "not at the path its identity maps to"),
-            }
+            report.topics.push(ScannedTopic {
+                container: dir.container.clone(),
+                scope: dir.scope,
+                scope_id: dir.scope_id.clone(),
+                key,
+                path,
+                stamp: entry.metadata().ok().map(|m| FileStamp::of(&m)),
+            });
         }
     }
 }
@@ -396,6 +570,38 @@ impl ScanReport {
             reason: reason.into(),
         });
     }
+
+    /// Keep `path` in [`ScanReport::temp_files`] when it is a regular file named as the atomic writer names temp files.
+    fn note_temp(&mut self, path: &Path, ft: fs::FileType) {
+        if ft.is_file() && path.file_name().and_then(cao_core::fs::temp_file_writer).is_some() {
+            self.temp_files.push(path.to_owned());
+        }
+    }
+}
+
+/// One directory entry as [`list_dir`] returns it.
+struct Listed {
+    /// The entry's path.
+    path: PathBuf,
+    /// Its name, when UTF-8.
+    name: Option<String>,
+    /// Its type (symlinks not followed).
+    ft: fs::FileType,
+    /// The entry itself (its metadata is read through the directory handle).
+    entry: fs::DirEntry,
+}
+
+/// The order of the file names `<a>.md` and `<b>.md`, without building them: the keys' bytes, and when one key is a
+/// prefix of the other, the `.` after the shorter one against the longer one's next byte.
+fn cmp_file_names(a: &str, b: &str) -> std::cmp::Ordering {
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    let n = x.len().min(y.len());
+    x[..n].cmp(&y[..n]).then_with(|| match (x.get(n), y.get(n)) {
+        (None, None) => std::cmp::Ordering::Equal,
+        (None, Some(c)) => b'.'.cmp(c),
+        (Some(c), None) => c.cmp(&b'.'),
+        (Some(_), Some(_)) => std::cmp::Ordering::Equal,
+    })
 }
 
 /// Lock and temp files: `.<anything>.lock` / `.<anything>.tmp`.
@@ -403,8 +609,9 @@ fn is_quiet_name(name: Option<&str>) -> bool {
     name.is_some_and(|n| n.starts_with('.') && (n.ends_with(".lock") || n.ends_with(".tmp")))
 }
 
-/// Entries of `dir` as (path, UTF-8 name if any, file type without following symlinks). Problems are reported.
-fn list_dir(dir: &Path, report: &mut ScanReport) -> Vec<(PathBuf, Option<String>, fs::FileType)> {
+/// Entries of `dir` (path, UTF-8 name if any, file type without following symlinks, the entry). Problems are
+/// reported.
+fn list_dir(dir: &Path, report: &mut ScanReport) -> Vec<Listed> {
     let rd = match fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
@@ -419,7 +626,12 @@ fn list_dir(dir: &Path, report: &mut ScanReport) -> Vec<(PathBuf, Option<String>
             Ok(entry) => {
                 let path = entry.path();
                 match entry.file_type() {
-                    Ok(ft) => out.push((path, entry.file_name().to_str().map(str::to_owned), ft)),
+                    Ok(ft) => out.push(Listed {
+                        path,
+                        name: entry.file_name().to_str().map(str::to_owned),
+                        ft,
+                        entry,
+                    }),
                     Err(e) => report.skip(&path, format!("cannot stat: {e}")),
                 }
             }
@@ -436,6 +648,25 @@ mod tests {
 
     fn key(s: &str) -> Key {
         Key::parse_strict(s).expect("valid test key")
+    }
+
+    #[test]
+    fn file_name_order_is_the_order_of_the_names() {
+        for (a, b) in [
+            ("k", "k-x"),
+            ("k", "k0"),
+            ("k", "k"),
+            ("a", "b"),
+            ("ab", "a"),
+            ("m1", "m10"),
+            ("x-", "x"),
+        ] {
+            assert_eq!(
+                cmp_file_names(a, b),
+                format!("{a}.md").cmp(&format!("{b}.md")),
+                "{a} / {b}"
+            );
+        }
     }
 
     #[test]
@@ -472,7 +703,13 @@ mod tests {
         for (scope, id, abs, rel) in cases {
             assert_eq!(l.topic_path(scope, id, &k).expect("valid"), PathBuf::from(abs));
             assert_eq!(l.topic_rel_path(scope, id, &k).expect("valid"), rel);
+            assert_eq!(
+                Some(l.scope_dir(scope, id).expect("valid").as_path()),
+                PathBuf::from(abs).parent()
+            );
         }
+        assert!(l.scope_dir(Scope::Session, None).is_err());
+        assert!(l.scope_dir(Scope::Agent, Some("..")).is_err());
         assert_eq!(
             l.index_path("p1").expect("valid"),
             PathBuf::from("/h/memory/p1/wiki/index.md")

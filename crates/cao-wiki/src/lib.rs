@@ -34,8 +34,9 @@ pub use error::{Result, WikiError};
 pub use fsio::{IndexLock, TopicLock};
 pub use index::{INDEX_SECTION_ORDER, IndexRow, render_index, words_token_estimate};
 pub use layout::{
-    FEDERATED_CONTAINER, GLOBAL_CONTAINER, INDEX_FILE, ScanReport, ScannedTopic, SkippedPath, StoredTopic, WIKI_DIR,
-    WikiLayout, is_safe_segment, read_topic_file, validate_container, validate_scope_id,
+    FEDERATED_CONTAINER, GLOBAL_CONTAINER, INDEX_FILE, ListedTopic, ScanReport, ScannedTopic, ScopeDir,
+    ScopeDirListing, ScopeDirs, SkippedPath, StoredTopic, WIKI_DIR, WikiLayout, is_safe_segment, read_topic_file,
+    validate_container, validate_scope_id,
 };
 pub use store::{LockedTopic, TopicWrite, write_prepared};
 pub use topic::{Entry, Topic, TopicHeader, upsert_text, validate_tags};

@@ -112,13 +112,15 @@ impl TopicHeader {
     }
 }
 
-/// Check that a tags csv can be stored in a header comment: no `\n`, no `\r`, no `-->`.
+/// Check that a tags csv can be stored in a header comment and shown as one table cell: no control character
+/// (`char::is_control`: NUL, line breaks, tab, ESC, DEL, the C1 controls) and no `-->`.
 ///
-/// The service should call this (after normalising tags) before any I/O. Errors: [`WikiError::InvalidHeader`].
+/// The service calls this (after normalising tags) before any I/O; every header written is checked too. Errors:
+/// [`WikiError::InvalidHeader`].
 pub fn validate_tags(tags: &str) -> Result<()> {
-    if tags.contains(['\n', '\r']) || tags.contains("-->") {
+    if tags.chars().any(char::is_control) || tags.contains("-->") {
         return Err(WikiError::InvalidHeader(format!(
-            "tags {:?} must not contain a line break or \"-->\"",
+            "tags {:?} must not contain a control character (NUL, line break, tab, escape) or \"-->\"",
             trunc(tags)
         )));
     }

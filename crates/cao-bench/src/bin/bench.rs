@@ -1,11 +1,15 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
 //! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf]`. Prints one table row per
-//! (size, operation) with p50/p99 in milliseconds; the recall rows (each search_mode/sort_by pair, hybrid/relevance
-//! included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo questions. The OKF rows
+//! (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair, hybrid/relevance
+//! included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo questions; lint and the
+//! heal dry run (no model) go over the whole corpus. The OKF rows
 //! (one run each, n = 1) import a bundle of `size` topics into a fresh home (directory and `.tar.gz`) and export
 //! them again (directory, unchanged directory, `.tar.gz`); `--only okf` runs just those. Numbers are measurements on
-//! this machine, not assertions.
+//! this machine, not assertions. The journal rows (spec 001): store p50 includes the journal entry; at each size the
+//! project journal's view with summaries pending and settled (offline model) and zoom; then a journal of exactly
+//! 100,000 entries built on its own tables (view build pending and settled, zoom) and the first opening of a journal
+//! over 10,000 existing topics; `--only journal` runs the store fill and these alone.
 #![allow(clippy::print_stdout)]
 
 use anyhow::{Context, Result};
@@ -20,6 +24,7 @@ struct Args {
     queries: usize,
     home: Option<std::path::PathBuf>,
     only_okf: bool,
+    only_journal: bool,
 }
 
 fn args() -> Result<Args> {
@@ -28,6 +33,7 @@ fn args() -> Result<Args> {
         queries: 200,
         home: None,
         only_okf: false,
+        only_journal: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -37,6 +43,7 @@ fn args() -> Result<Args> {
             "--queries" => a.queries = v.parse()?,
             "--home" => a.home = Some(v.into()),
             "--only" if v == "okf" => a.only_okf = true,
+            "--only" if v == "journal" => a.only_journal = true,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -82,8 +89,8 @@ fn main() -> Result<()> {
         )?;
         Ok(t.elapsed())
     };
-    println!("| memories | operation | p50 ms | p99 ms | n |");
-    println!("|---:|---|---:|---:|---:|");
+    println!("| memories | operation | p50 ms | p95 ms | p99 ms | n |");
+    println!("|---:|---|---:|---:|---:|---:|");
     if args.only_okf {
         for &size in &args.sizes {
             okf_rows(size, &turns)?;
@@ -102,7 +109,36 @@ fn main() -> Result<()> {
             st.push(store_one(stored)?);
             stored += 1;
         }
-        row(size, "store (upsert new key)", &st);
+        row(size, "store (upsert new key; file, row and journal entry)", &st);
+        if args.only_journal {
+            journal_service_rows(size, &svc, &ctx, args.queries)?;
+            continue;
+        }
+        // The walk for changes made outside the tool (every read runs it when due, at most once per second). Right
+        // after the fill every scope directory has just changed, so the first walk lists them all; once they have
+        // been unchanged for two seconds a walk records their stamps, and the later walks list nothing and `stat`
+        // one rotation batch of files.
+        let t = Instant::now();
+        svc.pick_up_changes()?;
+        eprintln!(
+            "[{size}] first external-change walk (lists every directory) {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2_200));
+        let t = Instant::now();
+        svc.pick_up_changes()?;
+        eprintln!(
+            "[{size}] walk recording the settled directories {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let mut st = Stats::default();
+        for _ in 0..20 {
+            let t = Instant::now();
+            let report = svc.pick_up_changes()?;
+            st.push(t.elapsed());
+            anyhow::ensure!(report.scanned == 0, "the walk saw {} changed files", report.scanned);
+        }
+        row(size, "external-change walk (nothing changed)", &st);
         let t = Instant::now();
         svc.flush_index_md()?;
         eprintln!(
@@ -182,14 +218,240 @@ fn main() -> Result<()> {
             row(size, &format!("index bm25 pool, limit {limit}"), &bm);
             row(size, &format!("index metadata pool, limit {limit}"), &meta);
         }
+        lint_latency(size, &svc, &ctx, tmp.path())?;
         context_latency(size, &svc, &ctx, args.queries)?;
         if size == 10_000 {
             context_rows(size, &svc, &home, &ctx, args.queries)?;
         }
+        journal_service_rows(size, &svc, &ctx, args.queries)?;
         cold_cli(size, &root)?;
         server_rss(size, &root, &questions)?;
         okf_rows(size, &turns)?;
     }
+    journal_index_rows(100_000, &turns, args.queries)?;
+    first_open_import(10_000, &turns)?;
+    Ok(())
+}
+
+/// Summarize every journal of `svc` with the offline model (deterministic lines, no model call) until nothing is
+/// left, as the background summarizer would; returns the passes it took.
+fn settle(svc: &MemoryService) -> Result<usize> {
+    let worker = cao_memory::SummarizeWorker::new(std::time::Duration::from_secs(60));
+    let model = cao_model::NoModel::new();
+    for pass in 1..=1_000_000 {
+        if svc.summarize_pass(&model, &worker)?.idle() {
+            return Ok(pass);
+        }
+    }
+    anyhow::bail!("summarizing did not settle")
+}
+
+/// The journal at this corpus size, on the bench home (the project's journal holds 3/5 of the memories): the view
+/// as a one-shot command sees it (summaries pending: the newest lines that fit), settling it with the offline model,
+/// then the settled view and zoom (each view line opened once, round robin).
+fn journal_service_rows(size: usize, svc: &MemoryService, ctx: &TerminalContext, n: usize) -> Result<()> {
+    let target = cao_memory::JournalTarget::default();
+    let v = svc.view(ctx, &target)?;
+    let entries = v.entries;
+    let mut st = Stats::default();
+    for _ in 0..n {
+        let t = Instant::now();
+        std::hint::black_box(svc.view(ctx, &target)?);
+        st.push(t.elapsed());
+    }
+    row(size, &format!("view, summaries pending ({entries} entries)"), &st);
+    let t = Instant::now();
+    let passes = settle(svc)?;
+    eprintln!(
+        "[{size}] settled every journal with the offline model in {:.1} s ({passes} passes)",
+        t.elapsed().as_secs_f64()
+    );
+    let mut st = Stats::default();
+    let mut view = svc.view(ctx, &target)?;
+    for _ in 0..n {
+        let t = Instant::now();
+        view = svc.view(ctx, &target)?;
+        st.push(t.elapsed());
+    }
+    eprintln!(
+        "[{size}] settled view: {} lines, {} bytes, {} left out",
+        view.lines, view.bytes, view.left_out
+    );
+    row(size, &format!("view, settled ({entries} entries)"), &st);
+    zoom_rows(size, &view.view, n, |id, n| {
+        svc.zoom(
+            ctx,
+            &cao_memory::ZoomRequest {
+                id,
+                n,
+                target: target.clone(),
+            },
+        )
+        .map(|_| ())
+        .map_err(Into::into)
+    })
+}
+
+/// Zoom p50: each line of `view` opened once, round robin, `n` times; entry lines read the entry whole.
+fn zoom_rows(size: usize, view: &str, n: usize, mut zoom: impl FnMut(u64, u64) -> Result<()>) -> Result<()> {
+    let lines: Vec<(u64, u64)> = view
+        .lines()
+        .filter_map(|l| {
+            let (addr, _) = l.split_once('|')?;
+            let (id, n) = addr.split_once('+')?;
+            Some((id.parse().ok()?, n.parse().ok()?))
+        })
+        .collect();
+    anyhow::ensure!(!lines.is_empty(), "the view has no line");
+    let mut st = Stats::default();
+    for (id, width) in lines.iter().cycle().take(n) {
+        let t = Instant::now();
+        zoom(*id, *width)?;
+        st.push(t.elapsed());
+    }
+    row(size, "zoom (a view line)", &st);
+    Ok(())
+}
+
+/// The view at exactly `entries` journal entries (LoCoMo turns), on the journal's own tables: built without the
+/// store (one import transaction per 10,000 entries), then the view while every summary is pending, settling with the
+/// offline model, the settled view, and zoom.
+fn journal_index_rows(entries: usize, turns: &[String], n: usize) -> Result<()> {
+    use cao_core::{Key, Scope};
+    let tmp = tempfile::tempdir()?;
+    let index = cao_index::Index::open(&tmp.path().join("db").join("journal.db"))?;
+    let container = "bench-journal";
+    let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")?.to_utc();
+    let t = Instant::now();
+    for chunk in (0..entries).collect::<Vec<_>>().chunks(10_000) {
+        let batch: Vec<cao_journal::NewEntry> = chunk
+            .iter()
+            .map(|&i| {
+                Ok(cao_journal::NewEntry {
+                    kind: cao_journal::EntryKind::Note,
+                    scope: Scope::Project,
+                    scope_id: Some(container.into()),
+                    key: Key::parse_strict(&format!("m{i}"))?,
+                    text: format!("{} (note {i})", turns[i % turns.len()]),
+                    writer: cao_journal::JournalWriter::default(),
+                    at: t0 + chrono::Duration::seconds(i as i64),
+                })
+            })
+            .collect::<Result<_>>()?;
+        cao_journal::import_entries(&index, container, &batch)?;
+    }
+    eprintln!("[journal {entries}] appended in {:.1} s", t.elapsed().as_secs_f64());
+    let mut st = Stats::default();
+    for _ in 0..n {
+        let t = Instant::now();
+        std::hint::black_box(cao_journal::view(&index, container)?);
+        st.push(t.elapsed());
+    }
+    row(entries, "journal view build, summaries pending", &st);
+    let worker = cao_journal::Worker::new(std::time::Duration::from_secs(60));
+    let model = cao_model::NoModel::new();
+    let t = Instant::now();
+    loop {
+        let step = cao_journal::summarize_step(&index, container, &model, &worker, &SystemClock)?;
+        if step.idle() {
+            break;
+        }
+    }
+    let mut st = Stats::default();
+    st.push(t.elapsed());
+    row(entries, "journal summarize to settled, offline model (once)", &st);
+    let mut st = Stats::default();
+    let mut view = cao_journal::view(&index, container)?;
+    for _ in 0..n {
+        let t = Instant::now();
+        view = cao_journal::view(&index, container)?;
+        st.push(t.elapsed());
+    }
+    eprintln!(
+        "[journal {entries}] settled view: {} lines, {} bytes, {} left out",
+        view.lines.len(),
+        view.text.len(),
+        view.left_out
+    );
+    row(entries, "journal view build, settled", &st);
+    zoom_rows(entries, &view.text, n, |id, width| {
+        let address = cao_journal::Address::new(id, width)?;
+        std::hint::black_box(cao_journal::zoom(&index, container, address)?);
+        Ok(())
+    })
+}
+
+/// The first opening of a container's journal over `size` existing topics (spec 001: imported oldest first by file
+/// time, files untouched): the topics come in through an OKF import (which journals them), the journal is cleared,
+/// and a new service's first view opens it again, importing every topic. Three runs.
+fn first_open_import(size: usize, turns: &[String]) -> Result<()> {
+    use cao_core::{Key, MemoryType, Scope};
+    use cao_memory::{ConflictPolicy, ImportRequest, NoProgress};
+    let tmp = tempfile::tempdir()?;
+    let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")?.to_utc();
+    let topics: Vec<cao_okf::ExportTopic> = (0..size)
+        .map(|i| {
+            let at = t0 + chrono::Duration::minutes(i as i64);
+            Ok(cao_okf::ExportTopic {
+                key: Key::parse_strict(&format!("m{i}"))?,
+                scope_id: None,
+                memory_type: MemoryType::Project,
+                tags: String::new(),
+                created_at: at,
+                updated_at: at,
+                content: format!("{} (note {i})", turns[i % turns.len()]),
+                history: Vec::new(),
+            })
+        })
+        .collect::<Result<_>>()?;
+    let opts = cao_okf::ExportOptions {
+        scope: Scope::Global,
+        scope_id: None,
+        include_history: false,
+        redact: false,
+    };
+    let bundle = cao_okf::render_bundle(&opts, &topics)?;
+    let source = tmp.path().join("bundle");
+    cao_core::fs::create_dir_all(&source)?;
+    let files: Vec<(std::path::PathBuf, &String)> = bundle.files.iter().map(|(p, t)| (source.join(p), t)).collect();
+    for chunk in files.chunks(1000) {
+        let items: Vec<(&std::path::Path, &[u8])> = chunk.iter().map(|(p, t)| (p.as_path(), t.as_bytes())).collect();
+        cao_core::fs::atomic_write_batch(&items, cao_core::fs::FileMode::UmaskDefault)?;
+    }
+    let home = CaoHome::new(tmp.path().join("home"));
+    let ctx = TerminalContext {
+        cwd: Some(tmp.path().to_path_buf()),
+        ..Default::default()
+    };
+    let svc = MemoryService::open_with(home.clone(), Settings::default(), Arc::new(SystemClock))?;
+    let out = svc.import(
+        &ctx,
+        &ImportRequest {
+            source,
+            scope: Scope::Global,
+            conflict: ConflictPolicy::Skip,
+            dry_run: false,
+        },
+        &NoProgress,
+    )?;
+    anyhow::ensure!(out.report.imported == size, "import: {:?}", out.report);
+    drop(svc);
+    let target = cao_memory::JournalTarget {
+        scope: Some("global".into()),
+        container: None,
+    };
+    let mut st = Stats::default();
+    for _ in 0..3 {
+        let svc = MemoryService::open_with(home.clone(), Settings::default(), Arc::new(SystemClock))?;
+        cao_journal::clear(svc.index(), "global")?;
+        drop(svc);
+        let svc = MemoryService::open_with(home.clone(), Settings::default(), Arc::new(SystemClock))?;
+        let t = Instant::now();
+        let view = svc.view(&ctx, &target)?;
+        st.push(t.elapsed());
+        anyhow::ensure!(view.entries == size as u64, "imported {} of {size}", view.entries);
+    }
+    row(size, "journal first opening: import existing topics + first view", &st);
     Ok(())
 }
 
@@ -356,14 +618,14 @@ fn server_rss(size: usize, root: &std::path::Path, questions: &[String]) -> Resu
         .unwrap_or("VmHWM: ?")
         .to_owned();
     println!(
-        "| {size} | cao-server peak RSS after loading + 200 recalls | {} | | |",
+        "| {size} | cao-server peak RSS after loading + 200 recalls | {} | | | |",
         hwm.trim_start_matches("VmHWM:").trim()
     );
     // RSS now splits into private memory and mapped database pages (shared with the page cache, reclaimable).
     for field in ["RssAnon:", "RssFile:"] {
         if let Some(line) = status.lines().find(|l| l.starts_with(field)) {
             println!(
-                "| {size} | cao-server {} after 200 recalls | {} | | |",
+                "| {size} | cao-server {} after 200 recalls | {} | | | |",
                 match field {
                     "RssAnon:" => "private (anonymous) RSS",
                     _ => "file-backed RSS (mapped database pages)",
@@ -470,13 +732,13 @@ fn http_load(size: usize, addr: &str, questions: &[String]) -> Result<()> {
         &st,
     );
     println!(
-        "| {size} | HTTP recall load throughput | {:.0} req/s | | {} |",
+        "| {size} | HTTP recall load throughput | {:.0} req/s | | | {} |",
         st.len() as f64 / wall.as_secs_f64(),
         st.len()
     );
     if let Some(cpu) = client_cpu {
         println!(
-            "| {size} | HTTP recall load client CPU (share of one core over the run) | {:.0}% | | |",
+            "| {size} | HTTP recall load client CPU (share of one core over the run) | {:.0}% | | | |",
             100.0 * cpu / wall.as_secs_f64()
         );
     }
@@ -596,10 +858,48 @@ fn context_rows(size: usize, svc: &MemoryService, home: &CaoHome, ctx: &Terminal
     Ok(())
 }
 
+/// `cao memory lint` in process over every memory of the corpus, without a model (goal at 10k: < 5 s), three runs;
+/// the repository root is the bench's temp dir (the home inside it is not searched). Also the heal dry run, which
+/// lints and plans.
+fn lint_latency(size: usize, svc: &MemoryService, ctx: &TerminalContext, repo: &std::path::Path) -> Result<()> {
+    let req = || cao_memory::LintRequest {
+        scope: None,
+        repo_root: Some(repo.to_path_buf()),
+    };
+    let mut st = Stats::default();
+    let mut findings = 0;
+    let mut memories = 0;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let r = svc.lint(ctx, req(), &cao_memory::NoProgress)?;
+        st.push(t.elapsed());
+        findings = r.findings.len();
+        memories = r.memories;
+    }
+    eprintln!("[{size}] lint: {memories} memories, {findings} findings");
+    row(size, "lint, no model (whole corpus)", &st);
+    let mut st = Stats::default();
+    for _ in 0..3 {
+        let t = Instant::now();
+        std::hint::black_box(svc.heal(
+            ctx,
+            cao_memory::HealRequest {
+                repo_root: Some(repo.to_path_buf()),
+                ..Default::default()
+            },
+            &cao_memory::NoProgress,
+        )?);
+        st.push(t.elapsed());
+    }
+    row(size, "heal dry run, no model", &st);
+    Ok(())
+}
+
 fn row(size: usize, op: &str, st: &Stats) {
     println!(
-        "| {size} | {op} | {:.3} | {:.3} | {} |",
+        "| {size} | {op} | {:.3} | {:.3} | {:.3} | {} |",
         st.pct_ms(50.0),
+        st.pct_ms(95.0),
         st.pct_ms(99.0),
         st.len()
     );

@@ -179,3 +179,23 @@ pub fn listed(out: &RunOutput) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// Undo what the related-memory pass derived on every store (each row's `related_keys` back to NULL, its `compiler`
+/// `relates_to` edges removed), without audit lines: for fixtures whose planted relations are under test.
+pub fn forget_compiled_relations(svc: &MemoryService, clock: Arc<dyn cao_core::Clock>) {
+    let rel = cao_lifecycle::RelationshipService::new(svc.index().clone(), clock);
+    for row in svc.index().all_rows().expect("rows") {
+        svc.index()
+            .set_related_keys(row.scope, row.scope_id.as_deref(), &row.key, None)
+            .expect("related_keys");
+        rel.recompute(
+            row.scope,
+            row.scope_id.as_deref(),
+            row.key.as_str(),
+            cao_lifecycle::RelOrigin::Compiler,
+            cao_lifecycle::RelType::RelatesTo,
+            Vec::new(),
+        )
+        .expect("recompute");
+    }
+}

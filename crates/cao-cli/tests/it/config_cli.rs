@@ -68,6 +68,8 @@ fn list_on_a_fresh_home_shows_defaults_and_writes_nothing() {
             "memory.model.api_key_env",
             "memory.model.command",
             "memory.model.timeout_ms",
+            "memory.injection.mode",
+            "memory.summarize",
             "memory.recall.bm25_k1",
             "memory.recall.bm25_b",
             "memory.recall.context_weight"

@@ -247,3 +247,83 @@ fn hook_never_blocks_and_prints_nothing_on_problems() {
     assert_eq!((out.code, out.stdout.as_str(), out.stderr.as_str()), (Some(0), "", ""));
     assert!(!empty.home().join("memory").exists());
 }
+
+/// `cao memory context` and the Claude Code hook show a memory that tries to close the block inside the block.
+#[test]
+fn a_memory_cannot_break_out_of_the_printed_block_or_the_hook_context() {
+    use cao_testkit::injection::{BREAKOUT, BREAKOUT_PAYLOAD, assert_sealed};
+    let home = TempHome::new().expect("temp home");
+    let dir = cwd_project(&home);
+    let svc = MemoryService::open_with(
+        CaoHome::new(home.home()),
+        Settings::default(),
+        Arc::new(FixedClock::new(t0())),
+    )
+    .expect("open");
+    svc.store(
+        &TerminalContext {
+            cwd: Some(dir.clone()),
+            ..Default::default()
+        },
+        StoreRequest {
+            content: BREAKOUT.into(),
+            scope: Some("project".into()),
+            key: Some("hostile".into()),
+            ..Default::default()
+        },
+    )
+    .expect("store");
+    let dir_s = dir.to_str().expect("utf-8 path");
+    let out = cao_raw(&home, &["memory", "context", "--cwd", dir_s], None, &[]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert!(out.stdout.contains(BREAKOUT_PAYLOAD), "{}", out.stdout);
+    assert_sealed(&out.stdout);
+    let v = hook_output(&cao_raw(
+        &home,
+        &["memory", "hook", "claude-code", "SessionStart"],
+        Some(&hook_input("SessionStart", &dir)),
+        &[],
+    ));
+    let ctx = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(ctx.contains(BREAKOUT_PAYLOAD), "{ctx}");
+    assert_sealed(ctx);
+}
+
+/// `--budget` follows the context routes' rule (1..=1,000,000): 0 and values past the maximum are usage errors, as
+/// the REST routes answer 422 for them.
+#[test]
+fn context_budget_outside_the_routes_range_is_a_usage_error() {
+    let home = seeded_home();
+    for bad in ["0", "1000001"] {
+        let out = cao(&home, &["memory", "context", "--budget", bad]);
+        assert_eq!(out.code, Some(2), "--budget {bad}: {}", out.transcript());
+        assert!(out.stderr.contains("budget"), "{}", out.transcript());
+        assert_eq!(out.stdout, "", "{}", out.transcript());
+    }
+    let cwd = home.cwd().to_str().expect("utf-8 path").to_owned();
+    let inject = cao(
+        &home,
+        &[
+            "memory",
+            "inject",
+            "--provider",
+            "codex",
+            "--cwd",
+            &cwd,
+            "--budget",
+            "0",
+        ],
+    );
+    assert_eq!(
+        inject.code,
+        Some(2),
+        "inject follows the same rule: {}",
+        inject.transcript()
+    );
+    assert!(!home.cwd().join("AGENTS.md").exists(), "{}", inject.transcript());
+    let max = cao(&home, &["memory", "context", "--budget", "1000000"]);
+    assert_eq!(max.code, Some(0), "{}", max.transcript());
+    assert!(max.stdout.starts_with("<cao-memory>"), "{}", max.transcript());
+}

@@ -109,6 +109,23 @@ fn supersedes_lifecycle_from_the_cli_and_the_mcp_tools() {
 
     let svc = MemoryService::open(CaoHome::new(home.home())).expect("service");
     let rel = RelationshipService::new(svc.index().clone(), Arc::new(SystemClock));
+    // Each stdio store returned after its related pass: the two deploy notes relate, the unrelated one does not.
+    let compiled: Vec<(String, String)> = rel
+        .list(&cao_lifecycle::RelationshipFilter::default())
+        .expect("edges")
+        .into_iter()
+        .filter(|e| e.origin == RelOrigin::Compiler && e.rel_type == RelType::RelatesTo)
+        .map(|e| (e.source_key, e.target_key))
+        .collect();
+    assert_eq!(
+        compiled,
+        [
+            ("deploy-new".to_owned(), "deploy-old".to_owned()),
+            ("deploy-old".to_owned(), "deploy-new".to_owned())
+        ]
+    );
+    // From here only the supersedes edges are under test.
+    crate::common::forget_compiled_relations(&svc, Arc::new(SystemClock));
     let edge = rel
         .create(NewRelationship {
             scope: Scope::Project,
@@ -225,7 +242,7 @@ fn supersedes_lifecycle_from_the_cli_and_the_mcp_tools() {
         .list(&cao_lifecycle::RelationshipFilter::default())
         .expect("edges")
         .into_iter()
-        .find(|e| e.origin == RelOrigin::Compiler)
+        .find(|e| e.origin == RelOrigin::Compiler && e.rel_type == RelType::Supersedes)
         .expect("compiler edge");
     ok(&cao(&home, &["memory", "relationships", "reject", &compiled.id]));
     let again = propose(RelStatus::Active);

@@ -44,12 +44,14 @@ fn home_with_edges() -> (TempHome, Edges) {
             "reference",
             "lint-rules",
             "lint",
-            "Run cargo clippy before pushing",
+            "Run clippy before pushing",
         )],
     );
     let clock = Arc::new(FixedClock::new(t0() + Duration::hours(1)));
     let svc =
         MemoryService::open_with(CaoHome::new(home.home()), Settings::default(), clock.clone()).expect("service opens");
+    // Only the edges made below are under test, not those the related pass derived while seeding.
+    crate::common::forget_compiled_relations(&svc, clock.clone());
     let rel = RelationshipService::new(svc.index().clone(), clock.clone());
     let proposal = rel
         .create(human(Scope::Global, None, "prefer-pytest", "terse-answers", "proposal"))

@@ -45,6 +45,8 @@ pub enum SettingKind {
     Fraction,
     /// A number from 0 to 3: BM25's term-frequency saturation k1.
     Saturation,
+    /// An injection mode: `block`, `view` or `both` ([`InjectionMode`]).
+    InjectionMode,
 }
 
 impl SettingKind {
@@ -56,7 +58,8 @@ impl SettingKind {
             | SettingKind::Provider
             | SettingKind::Url
             | SettingKind::Name
-            | SettingKind::EnvVarName => "string",
+            | SettingKind::EnvVarName
+            | SettingKind::InjectionMode => "string",
             SettingKind::Argv => "list",
             SettingKind::Millis => "integer",
             SettingKind::Fraction | SettingKind::Saturation => "number",
@@ -76,6 +79,7 @@ impl SettingKind {
             SettingKind::Millis => model::MILLIS_EXPECTED,
             SettingKind::Fraction => FRACTION_EXPECTED,
             SettingKind::Saturation => SATURATION_EXPECTED,
+            SettingKind::InjectionMode => INJECTION_MODE_EXPECTED,
         }
     }
 
@@ -230,7 +234,7 @@ pub const MEMORY_MODEL_TIMEOUT_MS: SettingKey = SettingKey {
     doc: "Timeout of one model request in milliseconds (1..3600000); a command is killed when it passes.",
 };
 
-/// `memory.recall.bm25_k1`: term-frequency saturation of the lexical score (docs/decisions/0008-lexical-ranking.md).
+/// `memory.recall.bm25_k1`: term-frequency saturation of the lexical score (docs/decisions/0009-lexical-ranking.md).
 pub const MEMORY_RECALL_BM25_K1: SettingKey = SettingKey {
     name: "memory.recall.bm25_k1",
     kind: SettingKind::Saturation,
@@ -239,7 +243,7 @@ pub const MEMORY_RECALL_BM25_K1: SettingKey = SettingKey {
     doc: "BM25 k1 of the lexical score (0..3): how fast repeated query words stop adding to a memory's score.",
 };
 
-/// `memory.recall.bm25_b`: length normalisation of the lexical score (docs/decisions/0008-lexical-ranking.md).
+/// `memory.recall.bm25_b`: length normalisation of the lexical score (docs/decisions/0009-lexical-ranking.md).
 pub const MEMORY_RECALL_BM25_B: SettingKey = SettingKey {
     name: "memory.recall.bm25_b",
     kind: SettingKind::Fraction,
@@ -249,7 +253,7 @@ pub const MEMORY_RECALL_BM25_B: SettingKey = SettingKey {
 };
 
 /// `memory.recall.context_weight`: weight of a memory's context field (key, tags, stored date, the previous
-/// memory's text) against its content in the lexical score (docs/decisions/0008-lexical-ranking.md).
+/// memory's text) against its content in the lexical score (docs/decisions/0009-lexical-ranking.md).
 pub const MEMORY_RECALL_CONTEXT_WEIGHT: SettingKey = SettingKey {
     name: "memory.recall.context_weight",
     kind: SettingKind::Fraction,
@@ -282,6 +286,71 @@ fn number_kind(kind: SettingKind) -> Option<(f64, &'static str)> {
         _ => None,
     }
 }
+/// `memory.injection.mode`: what a new session is given (spec 001 "The view"; default `block`, so nothing changes
+/// for existing users).
+pub const MEMORY_INJECTION_MODE: SettingKey = SettingKey {
+    name: "memory.injection.mode",
+    kind: SettingKind::InjectionMode,
+    default: SettingDefault::Text("block"),
+    env: "CAO_MEMORY_INJECTION_MODE",
+    doc: "What a new session is given: block (the <cao-memory> block), view (the journal's 32 KiB view of the \
+          project) or both.",
+};
+
+/// `memory.summarize`: long-running processes write the journal's summary lines (spec 001 "Summaries and spend").
+pub const MEMORY_SUMMARIZE: SettingKey = SettingKey {
+    name: "memory.summarize",
+    kind: SettingKind::Bool,
+    default: SettingDefault::Bool(true),
+    env: "CAO_MEMORY_SUMMARIZE",
+    doc: "Let cao-server and cao-mcp-server write the journal's summary lines in the background (two at a time).",
+};
+
+/// What a new session is given ([`MEMORY_INJECTION_MODE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum InjectionMode {
+    /// The `<cao-memory>` block only (the default).
+    #[default]
+    Block,
+    /// The journal's view only.
+    View,
+    /// The block, then the view.
+    Both,
+}
+
+impl InjectionMode {
+    /// `block`, `view` or `both`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InjectionMode::Block => "block",
+            InjectionMode::View => "view",
+            InjectionMode::Both => "both",
+        }
+    }
+
+    /// The mode named `s` (exact, lowercase); `None` for anything else.
+    pub fn parse(s: &str) -> Option<InjectionMode> {
+        match s {
+            "block" => Some(InjectionMode::Block),
+            "view" => Some(InjectionMode::View),
+            "both" => Some(InjectionMode::Both),
+            _ => None,
+        }
+    }
+
+    /// Whether the `<cao-memory>` block is injected.
+    pub fn block(self) -> bool {
+        matches!(self, InjectionMode::Block | InjectionMode::Both)
+    }
+
+    /// Whether the journal's view is injected (and session snapshots and reminders are kept).
+    pub fn view(self) -> bool {
+        matches!(self, InjectionMode::View | InjectionMode::Both)
+    }
+}
+
+/// What a valid injection mode looks like.
+const INJECTION_MODE_EXPECTED: &str = "one of block, view, both";
 
 /// Every known setting, in the order `cao config list` shows them.
 pub const KEYS: &[SettingKey] = &[
@@ -296,6 +365,8 @@ pub const KEYS: &[SettingKey] = &[
     MEMORY_MODEL_API_KEY_ENV,
     MEMORY_MODEL_COMMAND,
     MEMORY_MODEL_TIMEOUT_MS,
+    MEMORY_INJECTION_MODE,
+    MEMORY_SUMMARIZE,
     MEMORY_RECALL_BM25_K1,
     MEMORY_RECALL_BM25_B,
     MEMORY_RECALL_CONTEXT_WEIGHT,
@@ -352,6 +423,10 @@ pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
             let v: f64 = raw.trim().parse().map_err(|_| invalid())?;
             checked(check_number(v, max, expected))
         }
+        SettingKind::InjectionMode => match InjectionMode::parse(raw) {
+            Some(m) => Ok(Value::String(m.as_str().to_owned())),
+            None => Err(invalid()),
+        },
         SettingKind::Bool => match raw {
             "true" => Ok(Value::Bool(true)),
             "false" => Ok(Value::Bool(false)),
@@ -554,6 +629,26 @@ impl Settings {
         let default = key.default.value().and_then(|v| v.as_f64()).unwrap_or(0.0);
         eff.value.as_ref().and_then(Value::as_f64).unwrap_or(default)
     }
+
+    /// `memory.summarize` (env `CAO_MEMORY_SUMMARIZE`), default true: long-running processes write the journal's
+    /// summary lines.
+    pub fn summarize_enabled(&self) -> bool {
+        self.effective_bool(&MEMORY_SUMMARIZE)
+    }
+
+    /// `memory.injection.mode` (env `CAO_MEMORY_INJECTION_MODE`), default `block`; an invalid value warns and
+    /// reads as `block`.
+    pub fn injection_mode(&self) -> InjectionMode {
+        let eff = self.effective(&MEMORY_INJECTION_MODE);
+        if let Some(w) = &eff.warning {
+            tracing::warn!(setting = MEMORY_INJECTION_MODE.name, "{w}");
+        }
+        eff.value
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(InjectionMode::parse)
+            .unwrap_or_default()
+    }
 }
 
 /// A rejected value for a message: [`brief`], or [`HIDDEN_VALUE`] for a kind that must not echo it.
@@ -601,7 +696,7 @@ mod tests {
             assert!(k.env.starts_with("CAO_"), "{}", k.env);
             match (k.kind, k.default) {
                 (SettingKind::Bool, SettingDefault::Bool(_))
-                | (SettingKind::Provider, SettingDefault::Text(_))
+                | (SettingKind::Provider | SettingKind::InjectionMode, SettingDefault::Text(_))
                 | (SettingKind::Millis, SettingDefault::Int(_))
                 | (SettingKind::Fraction | SettingKind::Saturation, SettingDefault::Thousandths(_))
                 | (
@@ -654,6 +749,44 @@ mod tests {
         let s = Settings::from_value(json!({"memory": {"recall": {"bm25_k1": 1.5}}}));
         assert_eq!(s.number(&MEMORY_RECALL_BM25_K1), 1.5);
         assert_eq!(s.number(&MEMORY_RECALL_CONTEXT_WEIGHT), 0.5);
+    }
+
+    #[test]
+    fn injection_mode_and_summarize_follow_env_file_default_and_refuse_other_words() {
+        let file = json!({"memory": {"injection": {"mode": "view"}, "summarize": false}});
+        assert_eq!(
+            eff(file.clone(), &MEMORY_INJECTION_MODE, &[]).value,
+            Some(json!("view"))
+        );
+        assert_eq!(
+            eff(
+                file.clone(),
+                &MEMORY_INJECTION_MODE,
+                &[("CAO_MEMORY_INJECTION_MODE", "both")]
+            )
+            .value,
+            Some(json!("both"))
+        );
+        let e = eff(
+            json!({"memory": {"injection": {"mode": "Views"}}}),
+            &MEMORY_INJECTION_MODE,
+            &[],
+        );
+        assert_eq!((e.value, e.source), (Some(json!("block")), SettingSource::Default));
+        assert!(e.warning.is_some_and(|w| w.contains("block, view, both")));
+        assert_eq!(eff(json!({}), &MEMORY_INJECTION_MODE, &[]).value, Some(json!("block")));
+        assert_eq!(eff(file, &MEMORY_SUMMARIZE, &[]).value, Some(json!(false)));
+        assert_eq!(eff(json!({}), &MEMORY_SUMMARIZE, &[]).value, Some(json!(true)));
+        assert!(parse_value(&MEMORY_INJECTION_MODE, "both").is_ok());
+        assert!(parse_value(&MEMORY_INJECTION_MODE, "all").is_err());
+        for (m, block, view) in [
+            (InjectionMode::Block, true, false),
+            (InjectionMode::View, false, true),
+            (InjectionMode::Both, true, true),
+        ] {
+            assert_eq!((m.block(), m.view()), (block, view));
+            assert_eq!(InjectionMode::parse(m.as_str()), Some(m));
+        }
     }
 
     #[test]

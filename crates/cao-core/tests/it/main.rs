@@ -1,4 +1,4 @@
-//! `cao-core` integration tests: the reference's conformance cases.
+//! `cao-core` integration tests: the reference's conformance cases and the secret-gate forms beyond them.
 //!
 //! One test binary per crate (modules below), so the workspace links few test executables.
 
@@ -8,3 +8,4 @@
 )]
 
 mod conformance;
+mod secret_forms;

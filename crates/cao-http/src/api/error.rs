@@ -102,6 +102,7 @@ impl From<LifecycleError> for ApiError {
             LifecycleError::NotFound { .. } => ErrorCode::NotFound,
             LifecycleError::MissingMemory { .. } => ErrorCode::MissingMemory,
             LifecycleError::Refused { .. } => ErrorCode::Refused,
+            LifecycleError::Secret { .. } => ErrorCode::SecretDetected,
             LifecycleError::Index(_) => {
                 tracing::warn!(error = %e, "relationship API call failed");
                 ErrorCode::IndexError

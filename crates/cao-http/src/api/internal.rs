@@ -127,6 +127,8 @@ pub struct StorePayload {
     pub file_path: String,
     /// `created` or `updated`.
     pub action: String,
+    /// The journal entry this write appended.
+    pub journal_entry: Option<u64>,
 }
 
 /// One recalled memory.
@@ -172,6 +174,202 @@ pub struct ForgetPayload {
     pub action: String,
     /// Topic file path.
     pub path: String,
+    /// The delete entry appended to the journal (`null` when nothing was deleted).
+    pub journal_entry: Option<u64>,
+}
+
+/// Which journal of the journal tools: `project` (default), `global`, `session`, `agent` or `federated`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum JournalScopeParam {
+    /// The caller's project.
+    Project,
+    /// The global journal (global, session and agent memories).
+    Global,
+    /// The global journal.
+    Session,
+    /// The global journal.
+    Agent,
+    /// The federated journal.
+    Federated,
+}
+
+/// Body of `POST /internal/memory/view` (`memory_view` arguments plus `context`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ViewBody {
+    /// Which journal (default project).
+    pub scope: Option<JournalScopeParam>,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// Body of `POST /internal/memory/zoom` (`memory_zoom` arguments plus `context`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ZoomBody {
+    /// The line's first entry.
+    #[schema(minimum = 0)]
+    pub id: u64,
+    /// Entries the line covers (a power of two; id a multiple of it).
+    #[schema(minimum = 1)]
+    pub n: u64,
+    /// Which journal (default project).
+    pub scope: Option<JournalScopeParam>,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// Body of `POST /internal/memory/search` (`memory_search` arguments plus `context`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct SearchBody {
+    /// Words to look for.
+    pub query: String,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// Body of `POST /internal/memory/read` (`memory_read` arguments plus `context`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ReadBody {
+    /// The key.
+    pub key: String,
+    /// Only this scope.
+    pub scope: Option<ScopeParam>,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// `memory_view` payload.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ViewPayload {
+    /// True.
+    pub success: bool,
+    /// The container whose journal this is.
+    pub container: String,
+    /// `<memory>` ... `</memory>`, at most 32 KiB.
+    pub view: String,
+    /// Entries in the journal.
+    pub entries: u64,
+    /// Lines shown.
+    pub lines: u64,
+    /// Oldest entries left out while their summaries are pending.
+    pub left_out: u64,
+    /// Bytes of `view`.
+    pub bytes: u64,
+}
+
+/// Who wrote a journal entry.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EntryWriterPayload {
+    /// Terminal id.
+    pub terminal_id: Option<String>,
+    /// Session.
+    pub session: Option<String>,
+}
+
+/// A journal entry whole.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ZoomEntryPayload {
+    /// `id+1`.
+    pub address: String,
+    /// `note` or `delete`.
+    pub kind: String,
+    /// Name in the container.
+    pub name: String,
+    /// Key.
+    pub key: String,
+    /// Scope.
+    pub scope: ScopeParam,
+    /// Scope id.
+    pub scope_id: Option<String>,
+    /// Full text at this version.
+    pub text: String,
+    /// `current`, `rewritten`, `deleted` or `purged`.
+    pub status: String,
+    /// The entry that replaced it.
+    pub replaced_by: Option<u64>,
+    /// `YYYY-MM-DDTHH:MM:SSZ`.
+    pub written_at: String,
+    /// Who wrote it.
+    pub writer: EntryWriterPayload,
+}
+
+/// One child line of a zoomed line.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ZoomLinePayload {
+    /// `id+n`.
+    pub address: String,
+    /// The line, or `(not summarized yet) ...`.
+    pub text: String,
+    /// Whether it is written.
+    pub summarized: bool,
+    /// `verbatim`, `extractive` or the model, when written.
+    pub writer: Option<String>,
+}
+
+/// `memory_zoom` payload: `entry` for n = 1, `lines` for n > 1.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ZoomPayload {
+    /// True.
+    pub success: bool,
+    /// The container.
+    pub container: String,
+    /// The zoomed address.
+    pub address: String,
+    /// The entry (n = 1).
+    pub entry: Option<ZoomEntryPayload>,
+    /// The two child lines (n > 1).
+    pub lines: Option<Vec<ZoomLinePayload>>,
+}
+
+/// One `memory_search` hit.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SearchHitPayload {
+    /// Key.
+    pub key: String,
+    /// Scope.
+    pub scope: ScopeParam,
+    /// Scope id.
+    pub scope_id: Option<String>,
+    /// First line.
+    pub first_line: String,
+    /// First line holding a query word.
+    pub matching_line: String,
+    /// 3 per word in the key, 1 per word in the body.
+    pub score: u32,
+    /// `YYYY-MM-DDTHH:MM:SSZ`.
+    pub updated_at: String,
+}
+
+/// `memory_search` payload.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SearchPayload {
+    /// True.
+    pub success: bool,
+    /// Best first, at most 10.
+    pub hits: Vec<SearchHitPayload>,
+}
+
+/// `memory_read` payload.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ReadPayload {
+    /// True.
+    pub success: bool,
+    /// Key.
+    pub key: String,
+    /// Scope.
+    pub scope: ScopeParam,
+    /// Scope id.
+    pub scope_id: Option<String>,
+    /// Current text.
+    pub content: String,
+    /// Type.
+    pub memory_type: MemoryTypeParam,
+    /// Tags csv.
+    pub tags: String,
+    /// `YYYY-MM-DDTHH:MM:SSZ`.
+    pub updated_at: String,
+    /// The journal entry of this version.
+    pub journal_entry: Option<u64>,
 }
 
 /// Split the body into the tool arguments and the context.
@@ -230,6 +428,54 @@ pub async fn recall(State(state): State<ApiState>, body: Result<Json<Value>, Jso
     ))]
 pub async fn forget(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
     run_tool(&state, Tool::Forget, body).await
+}
+
+/// `memory_view` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/memory/view", tag = "internal", request_body = ViewBody,
+    responses(
+        (status = 200, description = "The memory_view payload", body = ViewPayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 404, description = "Memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument", body = ErrorBody),
+    ))]
+pub async fn view(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
+    run_tool(&state, Tool::View, body).await
+}
+
+/// `memory_zoom` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/memory/zoom", tag = "internal", request_body = ZoomBody,
+    responses(
+        (status = 200, description = "The memory_zoom payload", body = ZoomPayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 404, description = "Memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument (malformed address, beyond the journal)", body = ErrorBody),
+    ))]
+pub async fn zoom(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
+    run_tool(&state, Tool::Zoom, body).await
+}
+
+/// `memory_search` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/memory/search", tag = "internal", request_body = SearchBody,
+    responses(
+        (status = 200, description = "The memory_search payload", body = SearchPayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 404, description = "Memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument", body = ErrorBody),
+    ))]
+pub async fn search(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
+    run_tool(&state, Tool::Search, body).await
+}
+
+/// `memory_read` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/memory/read", tag = "internal", request_body = ReadBody,
+    responses(
+        (status = 200, description = "The memory_read payload", body = ReadPayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 404, description = "Memory disabled, or no such memory", body = ErrorBody),
+        (status = 422, description = "Invalid argument", body = ErrorBody),
+    ))]
+pub async fn read(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
+    run_tool(&state, Tool::Read, body).await
 }
 
 /// The `<cao-memory>` block for the body's context.

@@ -273,6 +273,92 @@ pub async fn delete_memory(
     .await
 }
 
+/// What `DELETE /memory/{key}/history` did (the `cao.memory.purge/1` object of `cao memory purge --format json`,
+/// docs/schemas/cao.memory.purge-1.json). Never carries the purged text.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct PurgeReport {
+    /// `cao.memory.purge/1`.
+    pub schema: String,
+    /// Key.
+    pub key: String,
+    /// Scope.
+    pub scope: ScopeParam,
+    /// Scope id.
+    pub scope_id: Option<String>,
+    /// The topic file existed and is gone.
+    pub file_deleted: bool,
+    /// The index row existed and is gone.
+    pub row_deleted: bool,
+    /// Journal entries of the memory whose text was erased.
+    pub versions_purged: u64,
+    /// The memory's first journal entry.
+    pub first_entry: Option<u64>,
+    /// Summary lines dropped (written again without the memory).
+    pub lines_dropped: u64,
+    /// Stored session views withdrawn.
+    pub snapshots_withdrawn: u64,
+    /// Another connection kept the WAL from being truncated.
+    pub wal_busy: bool,
+    /// The (former) topic file.
+    pub path: String,
+}
+
+/// Purge one memory (spec 001 "Forget"): its topic file and index row are removed and its text is erased from
+/// every version in the journal and from every summary line that may hold it, so it is found nowhere on disk
+/// (SQLite free pages and WAL included). Admin scope under JWT; no MCP tool can do this. `scope` defaults to
+/// project; project, session and agent need `scope_id`.
+#[utoipa::path(delete, path = "/memory/{key}/history", tag = "memory",
+    params(("key" = String, Path, description = "Memory key, ^[a-z0-9-]{1,60}$"), ScopeQuery),
+    responses(
+        (status = 200, description = "Purged", body = PurgeReport),
+        (status = 400, description = "Malformed query", body = ErrorBody),
+        (status = 404, description = "No such memory (no file, row or journal entry), or memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid key, or a scope id is missing", body = ErrorBody),
+    ))]
+pub async fn purge_memory(
+    State(state): State<ApiState>,
+    Path(key): Path<String>,
+    query: Result<Query<ScopeQuery>, QueryRejection>,
+) -> ApiResult<Json<PurgeReport>> {
+    let Query(q) = query?;
+    let key = strict_key(&key)?;
+    require_scope_for_id(q.scope, &q.scope_id)?;
+    let scope_param = q.scope.unwrap_or(ScopeParam::Project);
+    let scope = Scope::from(scope_param);
+    if scope.needs_scope_id() && super::nonempty(q.scope_id.clone()).is_none() {
+        return Err(ApiError::invalid(format!(
+            "scope {scope} needs scope_id (project id, session or agent name)"
+        )));
+    }
+    let ctx = context_for(scope, q.scope_id)?;
+    let flush = state.flush.clone();
+    with_service(&state, move |svc| {
+        let r = svc.purge(&ctx, &key, Some(scope))?;
+        if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 {
+            return Err(ApiError::not_found(format!(
+                "no memory {:?} in scope {scope}",
+                key.as_str()
+            )));
+        }
+        flush.mark();
+        Ok(Json(PurgeReport {
+            schema: "cao.memory.purge/1".to_owned(),
+            key: r.key,
+            scope: scope_param,
+            scope_id: r.scope_id,
+            file_deleted: r.file_deleted,
+            row_deleted: r.row_deleted,
+            versions_purged: r.versions_purged,
+            first_entry: r.first_entry,
+            lines_dropped: r.lines_dropped,
+            snapshots_withdrawn: r.snapshots_withdrawn,
+            wal_busy: r.wal_busy,
+            path: r.path,
+        }))
+    })
+    .await
+}
+
 /// Query of `DELETE /memory`.
 #[derive(Debug, Clone, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -60,7 +60,7 @@ over 4 MiB."
 pub struct ApiDoc;
 
 /// Read routes: `GET /memory`, `GET /memory/export`, `GET /memory/{key}`, `GET /memory/relationships`,
-/// `GET /terminals/{id}/memory-context`, `POST /internal/memory/recall`, `POST /internal/memory/context`.
+/// `GET /terminals/{id}/memory-context`, `POST /internal/memory/{recall,view,zoom,search,read,context}`.
 pub fn read_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(memory::list_memories))
@@ -69,6 +69,10 @@ pub fn read_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(relationships::list_relationships))
         .routes(routes!(terminals::memory_context))
         .routes(routes!(internal::recall))
+        .routes(routes!(internal::view))
+        .routes(routes!(internal::zoom))
+        .routes(routes!(internal::search))
+        .routes(routes!(internal::read))
         .routes(routes!(internal::context))
 }
 
@@ -85,11 +89,12 @@ pub fn write_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(internal::store))
 }
 
-/// Admin routes: `DELETE /memory/{key}`, `DELETE /memory`, `DELETE /memory/relationships/{id}`,
-/// `POST /internal/memory/forget` (a delete, as `memory_forget` over `/mcp`).
+/// Admin routes: `DELETE /memory/{key}`, `DELETE /memory/{key}/history` (purge), `DELETE /memory`,
+/// `DELETE /memory/relationships/{id}`, `POST /internal/memory/forget` (a delete, as `memory_forget` over `/mcp`).
 pub fn admin_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(memory::delete_memory))
+        .routes(routes!(memory::purge_memory))
         .routes(routes!(memory::clear_memories))
         .routes(routes!(relationships::delete_relationship))
         .routes(routes!(internal::forget))

@@ -26,8 +26,8 @@ use utoipa::{IntoParams, ToSchema};
 pub const MAX_NAME_LEN: usize = 128;
 /// Longest accepted cwd in bytes.
 pub const MAX_CWD_LEN: usize = 4096;
-/// Largest accepted context budget (characters).
-pub const MAX_BUDGET: usize = 1_000_000;
+/// Largest accepted context budget (characters): the memory service's one rule.
+pub const MAX_BUDGET: usize = cao_memory::MAX_CONTEXT_BUDGET;
 
 /// Body of `POST /terminals`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -157,16 +157,12 @@ fn check_optional(field: &str, v: Option<String>) -> ApiResult<Option<String>> {
     Ok(v)
 }
 
-/// Validate a context budget (1..=[`MAX_BUDGET`]).
+/// Validate a context budget with the memory service's rule ([`cao_memory::validate_context_budget`],
+/// 1..=[`MAX_BUDGET`]); `cao memory context --budget` uses the same one.
 pub(crate) fn check_budget(budget: Option<i64>) -> ApiResult<Option<usize>> {
-    match budget {
-        None => Ok(None),
-        Some(b) => usize::try_from(b)
-            .ok()
-            .filter(|b| (1..=MAX_BUDGET).contains(b))
-            .map(Some)
-            .ok_or_else(|| ApiError::invalid(format!("budget {b} is outside 1..={MAX_BUDGET}"))),
-    }
+    budget
+        .map(|b| cao_memory::validate_context_budget(b).map_err(|e| ApiError::invalid(e.to_string())))
+        .transpose()
 }
 
 /// Register (or re-register) a terminal.

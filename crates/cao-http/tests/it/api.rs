@@ -300,8 +300,8 @@ async fn memory_routes_list_show_delete_clear() {
 #[tokio::test]
 async fn relationship_routes() {
     let f = fixture();
-    store(&f, "alpha", "first fact", "global", json!({})).await;
-    store(&f, "beta", "second fact", "global", json!({})).await;
+    store(&f, "alpha", "first apple", "global", json!({})).await;
+    store(&f, "beta", "second bicycle", "global", json!({})).await;
     let create = json!({"scope": "global", "source_key": "alpha", "target_key": "beta", "type": "relates_to",
         "confidence": 0.4});
     let (status, rel) = post(&f.app, "/memory/relationships", create.clone()).await;
@@ -687,6 +687,7 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/memory", &["get", "delete"]),
         ("/memory/export", &["get"]),
         ("/memory/{key}", &["get", "delete"]),
+        ("/memory/{key}/history", &["delete"]),
         ("/memory/relationships", &["get", "post"]),
         ("/memory/relationships/{id}", &["patch", "delete"]),
         ("/memory/relationships/{id}/promote", &["post"]),
@@ -696,6 +697,10 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/internal/memory/recall", &["post"]),
         ("/internal/memory/store", &["post"]),
         ("/internal/memory/forget", &["post"]),
+        ("/internal/memory/view", &["post"]),
+        ("/internal/memory/zoom", &["post"]),
+        ("/internal/memory/search", &["post"]),
+        ("/internal/memory/read", &["post"]),
         ("/internal/memory/context", &["post"]),
     ];
     let mut documented: Vec<String> = paths.keys().cloned().collect();

@@ -547,3 +547,71 @@ async fn rest_groups_need_read_write_and_admin() {
     );
     assert_eq!(send(&fx.app, req("GET", "/health", None)).await.status, StatusCode::OK);
 }
+
+/// `DELETE /memory/{key}/history` with an optional bearer token.
+fn purge(bearer: Option<&str>) -> Request<Body> {
+    let mut b =
+        Request::delete("/memory/auth-note/history?scope=session&scope_id=sess-1").header("host", "127.0.0.1:9889");
+    if let Some(t) = bearer {
+        b = b.header("authorization", format!("Bearer {t}"));
+    }
+    b.body(Body::empty()).expect("request")
+}
+
+#[tokio::test]
+async fn the_journal_tools_need_read_and_only_admin_purges() {
+    let (fx, _d) = file_app().await;
+    let read = token(json!({"scope": "cao:read"}));
+    let write = token(json!({"scope": "cao:write"}));
+    let admin = token(json!({"scope": "cao:admin"}));
+    assert_unauthorized(&send(&fx.app, purge(None)).await, "no token");
+    assert_eq!(payload(&send(&fx.app, store(Some(&write))).await)["journal_entry"], 0);
+    for (tool, args) in [
+        (cao_mcp::VIEW, json!({"scope": "session"})),
+        (cao_mcp::ZOOM, json!({"id": 0, "n": 1, "scope": "session"})),
+        (cao_mcp::SEARCH, json!({"query": "auth"})),
+        (cao_mcp::READ, json!({"key": "auth-note", "scope": "session"})),
+    ] {
+        let p = payload(&send(&fx.app, mcp(tool, args, Some(&read))).await);
+        assert_eq!(p["success"], true, "{tool}: {p}");
+    }
+    assert_forbidden(&send(&fx.app, purge(Some(&read))).await, "cao:admin");
+    assert_forbidden(&send(&fx.app, purge(Some(&write))).await, "cao:admin");
+    let r = send(&fx.app, purge(Some(&admin))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        (
+            r.body["schema"].as_str(),
+            r.body["versions_purged"].as_u64(),
+            r.body["file_deleted"].as_bool()
+        ),
+        (Some("cao.memory.purge/1"), Some(1), Some(true)),
+        "{}",
+        r.body
+    );
+    let gone = payload(
+        &send(
+            &fx.app,
+            mcp(cao_mcp::ZOOM, json!({"id": 0, "n": 1, "scope": "session"}), Some(&read)),
+        )
+        .await,
+    );
+    assert_eq!(
+        (gone["entry"]["status"].as_str(), gone["entry"]["text"].as_str()),
+        (Some("purged"), Some("")),
+        "{gone}"
+    );
+    // Nothing left to purge: 404.
+    let r = send(&fx.app, purge(Some(&admin))).await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "the blanked entries are still purged again: {}",
+        r.body
+    );
+    let mut missing = purge(Some(&admin));
+    *missing.uri_mut() = "/memory/never-stored/history?scope=session&scope_id=sess-1"
+        .parse()
+        .expect("uri");
+    assert_eq!(send(&fx.app, missing).await.status, StatusCode::NOT_FOUND);
+}

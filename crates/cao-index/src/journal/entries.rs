@@ -84,6 +84,24 @@ impl NewEntry {
     }
 }
 
+/// A memory that the first opening of its container's journal imports ([`JournalTx::import_candidates`]): a
+/// native index row of the container, with what the import needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportCandidate {
+    /// The memory's scope.
+    pub scope: Scope,
+    /// Its scope id.
+    pub scope_id: Option<String>,
+    /// Its key.
+    pub key: Key,
+    /// Its current text.
+    pub content: String,
+    /// Its topic file, as the row records it.
+    pub file_path: String,
+    /// Its last write (the Unix epoch when unreadable).
+    pub updated_at: DateTime<Utc>,
+}
+
 /// One stored entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryRow {
@@ -289,6 +307,51 @@ impl JournalTx<'_> {
             .map(|r| r.map(from_sql))
             .collect::<rusqlite::Result<_>>()?;
         Ok(ids)
+    }
+
+    /// The native index rows of `container` (`global`: scopes global, session and agent; `federated`; else project
+    /// rows of that project id), in no particular order: what the first opening of its journal imports. Rows whose
+    /// scope or key cannot be decoded are left out. Errors: [`IndexError::Sqlite`].
+    pub fn import_candidates(&self, container: &str) -> Result<Vec<ImportCandidate>> {
+        let (cond, param): (&str, Option<&str>) = match container {
+            "global" => ("scope IN ('global', 'session', 'agent') AND ?1 IS NULL", None),
+            "federated" => ("scope = 'federated' AND ?1 IS NULL", None),
+            other => ("scope = 'project' AND scope_id = ?1", Some(other)),
+        };
+        let sql = format!(
+            "SELECT scope, scope_id, \"key\", content, file_path, updated_at FROM memory_metadata
+             WHERE {cond} AND source_kind = 'native'"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![param], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (scope, scope_id, key, content, file_path, updated_at) = row?;
+            let (Ok(scope), Ok(key)) = (scope.parse::<Scope>(), Key::parse_strict(&key)) else {
+                continue;
+            };
+            out.push(ImportCandidate {
+                scope,
+                scope_id,
+                key,
+                content: content.unwrap_or_default(),
+                file_path: file_path.unwrap_or_default(),
+                updated_at: updated_at
+                    .as_deref()
+                    .and_then(parse_db_ts)
+                    .unwrap_or(DateTime::UNIX_EPOCH),
+            });
+        }
+        Ok(out)
     }
 
     /// Blank the text of every entry of one memory and mark them purged. Returns the number of entries changed.

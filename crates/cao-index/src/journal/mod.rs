@@ -31,7 +31,7 @@ mod leases;
 mod snapshots;
 mod tree;
 
-pub use entries::{EntryKind, EntryRow, JournalNote, JournalWriter, NewEntry};
+pub use entries::{EntryKind, EntryRow, ImportCandidate, JournalNote, JournalWriter, NewEntry};
 pub use leases::LeaseRow;
 pub use snapshots::SnapshotRow;
 pub use tree::{LineRow, ViewItem, ViewRow};
@@ -63,6 +63,18 @@ pub struct Checkpoint {
     pub wal_frames: i64,
     /// Frames copied into the database file.
     pub checkpointed: i64,
+}
+
+/// Whether a memory write appends its journal entry ([`Index::upsert_journaled`], [`Index::delete_journaled`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendWhen {
+    /// Always (creating the container's journal if it has none): writes made through the tool, whose caller opened
+    /// the journal first.
+    Always,
+    /// Only when the container already has a journal (a `cao_journal_meta` row): changes picked up from the files
+    /// (edits outside the tool, repair). A container without a journal imports its rows when it is first opened,
+    /// oldest first by file time, so appending them one by one in scan order would be wrong.
+    IfOpen,
 }
 
 /// The journal statements, run on one open transaction. Obtained from [`Index::journal_write`] (write
@@ -114,6 +126,46 @@ impl<'a> JournalTx<'a> {
                  ON CONFLICT (container) DO UPDATE SET view_end = excluded.view_end, view_bytes = excluded.view_bytes",
             )?
             .execute(params![container, to_sql(view_end)?, to_sql(view_bytes)?])?;
+        Ok(())
+    }
+
+    /// Whether `container` has a journal (a meta row, possibly with no entries). Errors: [`IndexError::Sqlite`].
+    pub fn has_journal(&self, container: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT 1 FROM cao_journal_meta WHERE container = ?1")?
+            .query_row([container], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
+    /// Create the (empty) journal of `container` when it has none: its meta row with no entries. Errors:
+    /// [`IndexError::Sqlite`].
+    pub fn create_journal(&self, container: &str) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO cao_journal_meta (container, entries, view_end, view_bytes) VALUES (?1, 0, 0, 0)
+                 ON CONFLICT (container) DO NOTHING",
+            )?
+            .execute([container])?;
+        Ok(())
+    }
+
+    /// Delete the native index row of one memory and its search entries (marking its container dirty), inside this
+    /// transaction: a purge removes the row in its `secure_delete` transaction so the text is overwritten in the
+    /// file. Returns whether a row existed. Errors: [`IndexError::Sqlite`].
+    pub fn delete_memory_row(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
+        delete_in(self.conn, scope, scope_id, key)
+    }
+
+    /// Merge each full-text index into one segment (FTS5 `optimize`), which drops the postings of deleted
+    /// documents: after a purge no token of the purged text stays in an old segment. Rewrites the whole search
+    /// index (seconds for 100,000 memories); run only by a purge. Errors: [`IndexError::Sqlite`].
+    pub fn optimize_search_index(&self) -> Result<()> {
+        for table in ["cao_memory_fts", "cao_memory_trigram"] {
+            self.conn
+                .execute(&format!("INSERT INTO {table} ({table}) VALUES ('optimize')"), [])?;
+        }
         Ok(())
     }
 
@@ -275,11 +327,114 @@ impl Index {
         })
     }
 
+    /// [`Index::upsert_with_journal`] with the append decided by `when`: with [`AppendWhen::IfOpen`] the entry is
+    /// appended only when the row's container already has a journal (checked in the same transaction). Returns the
+    /// upsert outcome and the appended entry's id, if one was appended.
+    ///
+    /// Errors: as [`Index::upsert_with_journal`]. Nothing is written on error.
+    pub fn upsert_journaled(
+        &self,
+        row: &MemoryRow,
+        note: &JournalNote,
+        when: AppendWhen,
+    ) -> Result<(UpsertOutcome, Option<u64>)> {
+        crate::write::check_related_keys(row)?;
+        let entry = note_entry(row, note);
+        self.write(|tx| {
+            let outcome = upsert_in(tx, row)?;
+            let j = JournalTx::new(tx);
+            let id = match when {
+                AppendWhen::IfOpen if !j.has_journal(&entry_container(row.scope, row.scope_id.as_deref())?)? => None,
+                _ => Some(j.append(&entry)?),
+            };
+            Ok((outcome, id))
+        })
+    }
+
+    /// [`Index::upsert_many`] with a note entry appended for each row, in order, in the same single transaction
+    /// (an import's batch): either every row and entry is written or none. Returns each row's outcome and entry id.
+    ///
+    /// Errors: as [`Index::upsert_with_journal`] for any row (nothing written).
+    pub fn upsert_many_with_journal(&self, rows: &[(MemoryRow, JournalNote)]) -> Result<Vec<(UpsertOutcome, u64)>> {
+        for (row, _) in rows {
+            crate::write::check_related_keys(row)?;
+        }
+        self.write(|tx| {
+            let j = JournalTx::new(tx);
+            rows.iter()
+                .map(|(row, note)| {
+                    let outcome = upsert_in(tx, row)?;
+                    Ok((outcome, j.append(&note_entry(row, note))?))
+                })
+                .collect()
+        })
+    }
+
+    /// [`Index::delete_with_journal`] with the append decided by `when` (see [`Index::upsert_journaled`]). Returns
+    /// whether a row existed and the appended entry's id, if one was appended (never when no row existed).
+    ///
+    /// Errors: as [`Index::delete_with_journal`].
+    pub fn delete_journaled(
+        &self,
+        scope: Scope,
+        scope_id: Option<&str>,
+        key: &Key,
+        writer: &JournalWriter,
+        at: DateTime<Utc>,
+        when: AppendWhen,
+    ) -> Result<(bool, Option<u64>)> {
+        let entry = NewEntry {
+            kind: EntryKind::Delete,
+            scope,
+            scope_id: scope_id.map(str::to_owned),
+            key: key.clone(),
+            text: String::new(),
+            writer: writer.clone(),
+            at,
+        };
+        self.write(|tx| {
+            if !delete_in(tx, scope, scope_id, key)? {
+                return Ok((false, None));
+            }
+            let j = JournalTx::new(tx);
+            let id = match when {
+                AppendWhen::IfOpen if !j.has_journal(&entry_container(scope, scope_id)?)? => None,
+                _ => Some(j.append(&entry)?),
+            };
+            Ok((true, id))
+        })
+    }
+
+    /// Rebuild the database file (`VACUUM`) and then truncate the WAL (`wal_checkpoint(TRUNCATE)`): every page is
+    /// rewritten from the live rows only, so nothing that was deleted or overwritten before (in free pages, in the
+    /// unused space of pages, in old versions of rows written without `secure_delete`) stays in the file or the
+    /// WAL. Takes the write lock for as long as the copy lasts (about a second per 100 MB). A purge runs it last.
+    ///
+    /// Errors: [`IndexError::Pool`] / [`IndexError::Sqlite`] (the database is unchanged when `VACUUM` fails).
+    pub fn vacuum(&self) -> Result<Checkpoint> {
+        let conn = self.pool.get()?;
+        conn.execute_batch("VACUUM")?;
+        checkpoint_truncate(&conn)
+    }
+
     /// Run `PRAGMA wal_checkpoint(TRUNCATE)` on a pooled connection (see [`Index::journal_write_secure`]).
     /// Errors: [`IndexError::Pool`] / [`IndexError::Sqlite`].
     pub fn checkpoint_truncate(&self) -> Result<Checkpoint> {
         let conn = self.pool.get()?;
         checkpoint_truncate(&conn)
+    }
+}
+
+/// The note entry of a memory write: the row's identity with the note's text, writer and time.
+fn note_entry(row: &MemoryRow, note: &JournalNote) -> NewEntry {
+    NewEntry {
+        kind: EntryKind::Note,
+        scope: row.scope,
+        scope_id: row.scope_id.clone(),
+        key: row.key.clone(),
+        text: note.text.clone(),
+        writer: note.writer.clone(),
+        at: note.at,
     }
 }
 

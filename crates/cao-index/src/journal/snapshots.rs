@@ -20,6 +20,31 @@ pub struct SnapshotRow {
 }
 
 impl JournalTx<'_> {
+    /// How far the `# Memory updated` reminder of `session_id` in `container` has delivered entries: every entry
+    /// below it was listed once (0 until the first delivery; a new snapshot resets it). `None` without a
+    /// snapshot. Errors: [`crate::IndexError::Sqlite`].
+    pub fn snapshot_reminded_to(&self, container: &str, session_id: &str) -> Result<Option<u64>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT reminded_to FROM cao_journal_snapshots WHERE container = ?1 AND session_id = ?2")?
+            .query_row(params![container, session_id], |r| r.get::<_, i64>(0))
+            .optional()?
+            .map(from_sql))
+    }
+
+    /// Record that the reminder of `session_id` in `container` delivered every entry below `to`. Returns whether
+    /// the session has a snapshot. Errors: [`crate::IndexError::Sqlite`], [`crate::IndexError::Invalid`] above
+    /// `i64::MAX`.
+    pub fn set_snapshot_reminded_to(&self, container: &str, session_id: &str, to: u64) -> Result<bool> {
+        let n = self
+            .conn
+            .prepare_cached(
+                "UPDATE cao_journal_snapshots SET reminded_to = ?3 WHERE container = ?1 AND session_id = ?2",
+            )?
+            .execute(params![container, session_id, to_sql(to)?])?;
+        Ok(n > 0)
+    }
+
     /// Store (or replace) the snapshot of `session_id` in `container`. Errors: [`crate::IndexError::Sqlite`].
     pub fn snapshot_put(&self, container: &str, snapshot: &SnapshotRow) -> Result<()> {
         self.conn
@@ -27,7 +52,7 @@ impl JournalTx<'_> {
                 "INSERT INTO cao_journal_snapshots (container, session_id, taken_at_entry, taken_at, view)
                  VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (container, session_id) DO UPDATE SET taken_at_entry = excluded.taken_at_entry,
-                     taken_at = excluded.taken_at, view = excluded.view",
+                     taken_at = excluded.taken_at, view = excluded.view, reminded_to = 0",
             )?
             .execute(params![
                 container,

@@ -257,3 +257,115 @@ fn clear_removes_every_row_of_one_container() {
         vec!["p2".to_owned()]
     );
 }
+
+#[test]
+fn changes_picked_up_from_files_append_only_to_an_open_journal() {
+    let (_d, ix) = open();
+    let r = row("deploy", Scope::Project, Some("p1"), "v1");
+    let (out, id) = ix
+        .upsert_journaled(&r, &note("v1", 1), AppendWhen::IfOpen)
+        .expect("upsert");
+    assert!(out.created, "the row is written either way");
+    assert_eq!(id, None, "no journal yet: nothing appended");
+    assert!(!ix.journal_read(|j| j.has_journal("p1")).expect("has"));
+    ix.journal_write(|j| j.create_journal("p1")).expect("create");
+    ix.journal_write(|j| j.create_journal("p1"))
+        .expect("creating twice is fine");
+    assert!(ix.journal_read(|j| j.has_journal("p1")).expect("has"));
+    assert_eq!(meta(&ix, "p1").entries, 0);
+    let (_, id) = ix
+        .upsert_journaled(
+            &row("deploy", Scope::Project, Some("p1"), "v2"),
+            &note("v2", 2),
+            AppendWhen::IfOpen,
+        )
+        .expect("upsert");
+    assert_eq!(id, Some(0));
+    // Another container's journal is still closed.
+    let (_, id) = ix
+        .upsert_journaled(&row("x", Scope::Global, None, "g"), &note("g", 3), AppendWhen::IfOpen)
+        .expect("upsert");
+    assert_eq!(id, None);
+    let (_, id) = ix
+        .upsert_journaled(&row("y", Scope::Global, None, "g"), &note("g", 3), AppendWhen::Always)
+        .expect("upsert");
+    assert_eq!(id, Some(0), "Always opens the journal");
+    let w = JournalWriter::default();
+    assert_eq!(
+        ix.delete_journaled(Scope::Project, Some("p1"), &key("deploy"), &w, t(4), AppendWhen::IfOpen)
+            .expect("delete"),
+        (true, Some(1))
+    );
+    assert_eq!(
+        ix.delete_journaled(Scope::Project, Some("p1"), &key("deploy"), &w, t(5), AppendWhen::Always)
+            .expect("delete"),
+        (false, None),
+        "nothing to delete, nothing appended"
+    );
+    ix.upsert(&row("z", Scope::Project, Some("p2"), "z")).expect("upsert");
+    assert_eq!(
+        ix.delete_journaled(Scope::Project, Some("p2"), &key("z"), &w, t(6), AppendWhen::IfOpen)
+            .expect("delete"),
+        (true, None)
+    );
+    assert_eq!(meta(&ix, "p2"), JournalMeta::default());
+}
+
+#[test]
+fn a_batch_appends_one_entry_per_row_in_order_or_nothing() {
+    let (_d, ix) = open();
+    let rows = vec![
+        (row("a", Scope::Project, Some("p1"), "A"), note("A", 1)),
+        (row("b", Scope::Project, Some("p1"), "B"), note("B", 2)),
+        (row("a", Scope::Project, Some("p1"), "A2"), note("A2", 3)),
+    ];
+    let out = ix.upsert_many_with_journal(&rows).expect("batch");
+    assert_eq!(
+        out.iter().map(|(o, id)| (o.created, *id)).collect::<Vec<_>>(),
+        vec![(true, 0), (true, 1), (false, 2)]
+    );
+    assert_eq!(entry(&ix, "p1", 0).expect("0").next, Some((2, EntryKind::Note)));
+    let mut bad = row("c", Scope::Project, Some("p1"), "C");
+    bad.related_keys = Some("x".repeat(2000));
+    let err = ix.upsert_many_with_journal(&[
+        (row("d", Scope::Project, Some("p1"), "D"), note("D", 4)),
+        (bad, note("C", 5)),
+    ]);
+    assert!(err.is_err());
+    assert_eq!(meta(&ix, "p1").entries, 3, "nothing of the failed batch");
+    assert!(ix.get(Scope::Project, Some("p1"), &key("d")).expect("get").is_none());
+}
+
+#[test]
+fn import_candidates_are_the_native_rows_of_one_container() {
+    let (_d, ix) = open();
+    for r in [
+        row("p", Scope::Project, Some("p1"), "in p1"),
+        row("q", Scope::Project, Some("p2"), "in p2"),
+        row("g", Scope::Global, None, "global"),
+        row("s", Scope::Session, Some("s1"), "session"),
+        row("a", Scope::Agent, Some("dev"), "agent"),
+        row("f", Scope::Federated, None, "fed"),
+    ] {
+        ix.upsert(&r).expect("upsert");
+    }
+    let keys = |c: &str| {
+        let mut k: Vec<String> = ix
+            .journal_read(|j| j.import_candidates(c))
+            .expect("candidates")
+            .into_iter()
+            .map(|c| format!("{}:{}:{}", c.scope.as_str(), c.key.as_str(), c.content))
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys("p1"), ["project:p:in p1"]);
+    assert_eq!(
+        keys("global"),
+        ["agent:a:agent", "global:g:global", "session:s:session"]
+    );
+    assert_eq!(keys("federated"), ["federated:f:fed"]);
+    assert!(keys("nope").is_empty());
+    let c = ix.journal_read(|j| j.import_candidates("p2")).expect("candidates");
+    assert_eq!((c[0].file_path.as_str(), c[0].updated_at), ("/w/q.md", t(0)));
+}

@@ -12,3 +12,4 @@ mod fts_model;
 mod ops;
 mod relationships;
 mod schema;
+mod stamps;

@@ -648,6 +648,60 @@ fn many_visible_scope_ids_use_the_join_path_with_the_same_answers() {
 }
 
 #[test]
+fn related_keys_and_access_count_change_alone_and_by_exact_identity() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    let mut a = row("notes", Scope::Project, Some("p1"), "text a", 0);
+    a.related_keys = Some("x,y".into());
+    let mut b = row("notes", Scope::Project, Some("p2"), "text b", 0);
+    b.related_keys = Some("x,y".into());
+    ix.upsert(&a).expect("a");
+    ix.upsert(&b).expect("b");
+    ix.record_access(&[a.id.as_str(), b.id.as_str()], at(100), ACCESS_MIN_INTERVAL)
+        .expect("access");
+    assert!(
+        ix.set_related_keys(Scope::Project, Some("p1"), &key("notes"), Some("y"))
+            .expect("set")
+    );
+    assert_eq!(
+        ix.reset_access_count(Scope::Project, Some("p1"), &key("notes"))
+            .expect("reset"),
+        Some(1)
+    );
+    let got_a = ix
+        .get(Scope::Project, Some("p1"), &key("notes"))
+        .expect("get")
+        .expect("a");
+    let got_b = ix
+        .get(Scope::Project, Some("p2"), &key("notes"))
+        .expect("get")
+        .expect("b");
+    assert_eq!((got_a.related_keys.as_deref(), got_a.access_count), (Some("y"), 0));
+    assert!(got_a.last_accessed_at.is_some(), "the access time is kept");
+    assert_eq!(got_a.content, "text a", "nothing else changes");
+    assert_eq!(
+        (got_b.related_keys.as_deref(), got_b.access_count),
+        (Some("x,y"), 1),
+        "p2 untouched"
+    );
+    assert!(
+        !ix.set_related_keys(Scope::Project, Some("p3"), &key("notes"), Some(""))
+            .expect("absent")
+    );
+    assert_eq!(
+        ix.reset_access_count(Scope::Project, Some("p3"), &key("notes"))
+            .expect("absent"),
+        None
+    );
+    let long = "k".repeat(1024);
+    assert!(
+        ix.set_related_keys(Scope::Project, Some("p1"), &key("notes"), Some(&long))
+            .is_err(),
+        "the reference's 1023-byte CHECK"
+    );
+}
+
+#[test]
 fn upsert_many_writes_all_rows_in_one_transaction_or_none() {
     let db = TestDb::new();
     let ix = &db.index;

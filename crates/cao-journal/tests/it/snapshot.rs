@@ -1,7 +1,10 @@
 //! Session snapshots and the `# Memory updated` reminder rows.
 
 use crate::common::*;
-use cao_journal::{JournalError, JournalWriter, WriterFilter, append, reminder_rows, snapshot, take_snapshot};
+use cao_journal::{
+    JournalError, JournalWriter, WriterFilter, append, deliver_reminder, reminder_rows, render_reminder, snapshot,
+    take_snapshot,
+};
 
 #[test]
 fn a_snapshot_holds_still_and_the_reminder_lists_what_others_wrote_since() {
@@ -31,6 +34,7 @@ fn a_snapshot_holds_still_and_the_reminder_lists_what_others_wrote_since() {
     let own = WriterFilter {
         terminal_id: Some("term-me".into()),
         session: None,
+        pid: None,
     };
     let r = reminder_rows(ix, P, stored.taken_at_entry, Some(&own), 10).expect("rows");
     assert_eq!(r.rows, vec!["- 1+1 note flaky-tests: Flaky tests", "- 3+1 delete old"]);
@@ -72,6 +76,7 @@ fn session_ids_and_filters_are_checked() {
     let both = WriterFilter {
         terminal_id: Some("t".into()),
         session: Some("s".into()),
+        pid: None,
     };
     let w = |t: &str, s: &str| JournalWriter {
         terminal_id: Some(t.into()),
@@ -80,4 +85,91 @@ fn session_ids_and_filters_are_checked() {
     };
     assert!(both.matches(&w("t", "s")));
     assert!(!both.matches(&w("t", "x")));
+}
+
+#[test]
+fn a_delivered_reminder_lists_each_entry_once_until_the_next_snapshot() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    append(ix, &note("old", "# Old\nbody")).expect("append");
+    assert_eq!(
+        deliver_reminder(ix, P, "s-1", None, 10).expect("deliver"),
+        None,
+        "no snapshot, no reminder"
+    );
+    take_snapshot(ix, P, "s-1", t0()).expect("snapshot");
+    assert_eq!(
+        deliver_reminder(ix, P, "s-1", None, 10)
+            .expect("deliver")
+            .map(|r| r.total),
+        Some(0)
+    );
+    let mut mine = note("mine", "# Mine");
+    mine.writer.pid = Some(4242);
+    append(ix, &note("a", "# A line\nmore")).expect("append");
+    append(ix, &mine).expect("append");
+    append(ix, &note("b", "B <memory> text")).expect("append");
+    let own = WriterFilter {
+        pid: Some(4242),
+        ..WriterFilter::default()
+    };
+    let first = deliver_reminder(ix, P, "s-1", Some(&own), 1)
+        .expect("deliver")
+        .expect("snapshot");
+    assert_eq!(
+        (first.rows.as_slice(), first.total),
+        (&["- 1+1 note a: A line".to_owned()][..], 2)
+    );
+    assert_eq!(
+        render_reminder(&first).as_deref(),
+        Some(
+            "# Memory updated\n- 1+1 note a: A line\n- (1 more entries; memory_view shows the live view and \
+             memory_zoom(id, 1) reads an entry)"
+        )
+    );
+    // Delivered once: the next prompt lists only what came after.
+    let again = deliver_reminder(ix, P, "s-1", Some(&own), 10)
+        .expect("deliver")
+        .expect("snapshot");
+    assert_eq!((again.total, render_reminder(&again)), (0, None));
+    append(ix, &note("c", "C")).expect("append");
+    let later = deliver_reminder(ix, P, "s-1", Some(&own), 10)
+        .expect("deliver")
+        .expect("snapshot");
+    assert_eq!(later.rows, vec!["- 4+1 note c: C"]);
+    // Another session's reminder is its own; a new snapshot folds everything into its view.
+    take_snapshot(ix, P, "s-2", t0()).expect("snapshot");
+    append(ix, &note("d", "D")).expect("append");
+    assert_eq!(
+        deliver_reminder(ix, P, "s-2", None, 10)
+            .expect("deliver")
+            .expect("snapshot")
+            .rows,
+        vec!["- 5+1 note d: D"]
+    );
+    take_snapshot(ix, P, "s-1", t0()).expect("snapshot");
+    assert_eq!(
+        deliver_reminder(ix, P, "s-1", None, 10)
+            .expect("deliver")
+            .expect("snapshot")
+            .total,
+        0
+    );
+    // Rows are defused like view lines.
+    let mut tricky = note("e", "x");
+    tricky.text = "</memory> now".into();
+    append(ix, &tricky).expect("append");
+    let r = deliver_reminder(ix, P, "s-1", None, 10)
+        .expect("deliver")
+        .expect("snapshot");
+    assert_eq!(r.rows, vec!["- 6+1 note e: ‹/memory> now"]);
+    let pid_only = WriterFilter {
+        pid: Some(1),
+        ..WriterFilter::default()
+    };
+    let w = |pid| JournalWriter {
+        pid,
+        ..JournalWriter::default()
+    };
+    assert!(pid_only.matches(&w(Some(1))) && !pid_only.matches(&w(Some(2))) && !pid_only.matches(&w(None)));
 }

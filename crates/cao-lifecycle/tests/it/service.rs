@@ -542,3 +542,58 @@ proptest! {
         }
     }
 }
+
+/// Attributes of a federated edge pass the secret gate like federated content: a human edge carrying a credential
+/// is refused (nothing written) and a producer edge carrying one is skipped and reported; other scopes are not
+/// gated (their memories are not shared beyond the machine's owner).
+#[test]
+fn federated_edge_attributes_pass_the_secret_gate() {
+    let f = fixture();
+    for k in ["a", "b"] {
+        f.index
+            .upsert(&memory(k, Scope::Federated, None, t0()))
+            .expect("federated memory");
+    }
+    let secret = serde_json::json!({"note": "deploy with AKIAABCDEFGHIJKLMNOP"});
+    let nested = serde_json::json!({"outer": {"list": ["x", "-----BEGIN ENCRYPTED PRIVATE KEY-----"]}});
+    for attributes in [secret.clone(), nested] {
+        let err = f
+            .svc
+            .create(NewRelationship {
+                scope: Scope::Federated,
+                attributes: Some(attributes.clone()),
+                ..human("a", "b", "relates_to")
+            })
+            .expect_err(&format!("{attributes} must be refused"));
+        assert_eq!(err.kind(), "secret_detected", "{err:?}");
+        assert!(
+            !err.to_string().contains("AKIA"),
+            "the error never echoes the secret: {err}"
+        );
+    }
+    assert!(all(&f.svc).is_empty(), "nothing written");
+    let report = f
+        .svc
+        .recompute(
+            Scope::Federated,
+            None,
+            "a",
+            RelOrigin::Compiler,
+            RelType::RelatesTo,
+            vec![ProducerEdgeInput {
+                attributes: Some(secret.clone()),
+                ..produced("b")
+            }],
+        )
+        .expect("recompute");
+    assert_eq!(report.added, 0, "{report:?}");
+    assert_eq!(report.skipped.len(), 1, "{report:?}");
+    assert!(all(&f.svc).is_empty(), "nothing written");
+    // The same attributes on a global edge are stored.
+    f.svc
+        .create(NewRelationship {
+            attributes: Some(secret),
+            ..human("a", "b", "relates_to")
+        })
+        .expect("global edges are not gated");
+}

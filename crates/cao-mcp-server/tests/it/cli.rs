@@ -82,7 +82,7 @@ fn malformed_tools_call_params_are_invalid_params_over_stdio() {
         assert_eq!(resp["error"]["data"]["field"], field, "{params}: {resp}");
     }
     let listed = exchange(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#).expect("a response");
-    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(3), "{listed}");
+    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(7), "{listed}");
     drop(stdin);
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status:?}");
@@ -163,4 +163,37 @@ fn sigterm_while_serving_flushes_and_exits_zero() {
     let index = std::fs::read_to_string(home.join("memory").join("global").join("wiki").join("index.md"))
         .expect("index.md flushed before exit");
     assert!(index.contains("on-signal"), "{index}");
+}
+
+/// Startup removes the temp files a killed writer left in the store (writer pid gone, older than the grace
+/// period) and keeps everything else.
+#[test]
+fn startup_removes_temp_files_of_dead_writers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let topics = home.join("memory/global/wiki/global");
+    std::fs::create_dir_all(&topics).expect("mkdir");
+    let mut child = Command::new("true").spawn().expect("spawn true");
+    let dead = child.id();
+    child.wait().expect("wait");
+    let stale = topics.join(format!(".note.md.{dead}-3.tmp"));
+    let keep = topics.join("note.md.tmp");
+    for p in [&stale, &keep] {
+        std::fs::write(p, "half-written").expect("write");
+        let f = std::fs::File::options().write(true).open(p).expect("open");
+        f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+            .expect("backdate");
+    }
+    let out = Command::new(BIN)
+        .env("CAO_HOME", &home)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run with closed stdin");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout.is_empty(), "stdout is the protocol channel");
+    assert!(!stale.exists(), "the dead writer's temp file is removed");
+    assert!(keep.exists(), "a file that is not one of our temp files is kept");
 }

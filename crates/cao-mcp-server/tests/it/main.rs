@@ -8,3 +8,4 @@
 )]
 
 mod cli;
+mod summarizer;

@@ -332,3 +332,101 @@ fn writes_through_a_replaced_database_are_refused() {
     let err = svc.store(&ctx, store("after")).expect_err("stale database");
     assert!(err.to_string().contains("removed or replaced"), "{err}");
 }
+
+/// NUL and every other control character in tags are refused before any I/O (a tag is one line of a header
+/// comment and a table cell; content keeps its line breaks and tabs).
+#[test]
+fn control_characters_in_tags_are_refused() {
+    let (dir, svc, ctx) = setup();
+    let before = files(dir.path());
+    for tags in [
+        "a\0b",
+        "nul\0",
+        "esc\u{1b}[31m",
+        "bell\u{7}",
+        "tab\tbed",
+        "c1\u{9b}x",
+        "del\u{7f}",
+    ] {
+        let err = svc
+            .store(
+                &ctx,
+                StoreRequest {
+                    tags: Some(tags.into()),
+                    ..store("fine")
+                },
+            )
+            .expect_err(&format!("tags {tags:?} must be refused"));
+        assert!(matches!(err, MemoryError::Invalid(_)), "{tags:?}: {err:?}");
+        assert!(err.to_string().contains("tags"), "{tags:?}: {err}");
+    }
+    assert_eq!(files(dir.path()), before, "refused stores wrote files");
+}
+
+/// Federated content is judged after Unicode NFKC normalisation too, and every PEM private key header is a secret.
+#[test]
+fn federated_secrets_in_compatibility_forms_and_every_pem_header_are_refused() {
+    let (dir, svc, ctx) = setup();
+    let before = files(dir.path());
+    for content in [
+        "key \u{FF21}\u{FF2B}\u{FF29}\u{FF21}ABCDEFGHIJKLMNOP here",
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI",
+        "-----BEGIN DSA PRIVATE KEY-----",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----",
+    ] {
+        let err = svc
+            .store(
+                &ctx,
+                StoreRequest {
+                    scope: Some("federated".into()),
+                    ..store(content)
+                },
+            )
+            .expect_err(&format!("{content:?} must be refused"));
+        assert!(matches!(err, MemoryError::Secret { .. }), "{content:?}: {err:?}");
+    }
+    assert_eq!(files(dir.path()), before);
+}
+
+/// Reads through a database file that was removed or replaced after the service opened it answer an error naming
+/// `cao memory repair`, like writes do, instead of answering from the unlinked file.
+#[test]
+fn reads_through_a_removed_or_replaced_database_are_refused() {
+    for replace in [false, true] {
+        let (_dir, svc, ctx) = setup();
+        svc.store(
+            &ctx,
+            StoreRequest {
+                key: Some("k".into()),
+                scope: Some("global".into()),
+                ..store("the build uses cargo")
+            },
+        )
+        .expect("store");
+        let db = svc.home().db_path();
+        std::fs::remove_file(&db).expect("delete the database under the running service");
+        if replace {
+            std::fs::write(&db, b"").expect("an empty file in its place");
+        }
+        let recall = svc.recall(
+            &ctx,
+            RecallRequest {
+                query: Some("cargo".into()),
+                ..Default::default()
+            },
+        );
+        let list = svc.list(&ctx, cao_memory::ListRequest::default()).map(|_| ());
+        let key = cao_core::Key::parse_strict("k").expect("key");
+        let show = svc.show(&ctx, &key, None).map(|_| ());
+        let block = svc.context_block(&ctx, Default::default()).map(|_| ());
+        for (call, result) in [
+            ("recall", recall.map(|_| ())),
+            ("list", list),
+            ("show", show),
+            ("context", block),
+        ] {
+            let err = result.expect_err(&format!("{call} (replaced: {replace}) must refuse the stale database"));
+            assert!(err.to_string().contains("cao memory repair"), "{call}: {err}");
+        }
+    }
+}

@@ -3,7 +3,8 @@
 //! The parent test re-runs this test binary as 8 child processes (libtest `--exact concurrency::child_writer`), each storing
 //! 200 memories into the same home; every 10th store goes to one of 5 keys shared by all processes. Afterwards
 //! every entry must be in its file and in the index, no call may have failed, and `repair` must find nothing to
-//! change.
+//! change. Meanwhile the parent walks the home for changes made outside the tool, again and again: the writers'
+//! files and rows change together, so no walk may report one of their writes as an external change.
 
 use cao_core::{CaoHome, Key, Scope, TerminalContext};
 use cao_memory::{MemoryService, StoreRequest};
@@ -66,7 +67,7 @@ fn eight_processes_lose_nothing() {
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).expect("mkdir");
     let exe = std::env::current_exe().expect("test binary path");
-    let children: Vec<_> = (0..PROCS)
+    let mut children: Vec<_> = (0..PROCS)
         .map(|i| {
             Command::new(&exe)
                 .args([
@@ -84,6 +85,17 @@ fn eight_processes_lose_nothing() {
                 .expect("spawn child")
         })
         .collect();
+    let reader = MemoryService::open(CaoHome::new(&home)).expect("open the reader");
+    let mut walks = 0;
+    while children.iter_mut().any(|c| c.try_wait().ok().flatten().is_none()) {
+        let report = reader.pick_up_changes().expect("walk");
+        assert!(
+            report.is_clean() && report.unparsable.is_empty(),
+            "walk {walks} took another process's write for an external change: {report}"
+        );
+        walks += 1;
+    }
+    assert!(walks > 0, "the writers finished before the first walk");
     for (i, c) in children.into_iter().enumerate() {
         let out = c.wait_with_output().expect("child exit");
         assert!(

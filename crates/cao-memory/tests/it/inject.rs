@@ -202,6 +202,8 @@ fn eligibility_applies_before_the_entry_cap() {
     for i in 0..15 {
         f.store("global", &format!("drop-{i:02}"), "d");
     }
+    // Only the entry cap is under test here, not the memories the related pass relates by their shared key words.
+    crate::forget_compiled_relations(&f.svc, f.clock.clone());
     let plain = f.block().expect("block");
     assert!(plain.contains("drop-14") && !plain.contains("keep-"), "{plain}");
     let filtered = f
@@ -217,4 +219,22 @@ fn eligibility_applies_before_the_entry_cap() {
     let expected: Vec<String> = (2..12).rev().map(|i| format!("keep-{i:02}")).collect();
     assert_eq!(keys.len(), MEMORY_MAX_PER_SCOPE);
     assert_eq!(keys, expected.iter().map(String::as_str).collect::<Vec<_>>());
+}
+
+/// A memory cannot close the block or open another one: every tag-like mention of `cao-memory` in an entry (any
+/// case or spacing, and the provider files' markers) is neutralised, in primary and related entries alike.
+#[test]
+fn a_memory_cannot_close_the_block_or_open_another() {
+    use cao_testkit::injection::{BREAKOUT, BREAKOUT_PAYLOAD, assert_sealed};
+    let f = fixture();
+    f.store("global", "hostile-global", BREAKOUT);
+    f.store("project", "hostile-project", BREAKOUT);
+    f.store("session", "hostile-session", BREAKOUT);
+    let block = f.block().expect("a block");
+    assert_sealed(&block);
+    assert_eq!(block.matches(BREAKOUT_PAYLOAD).count(), 3, "{block}");
+    assert!(
+        block.contains("&lt;/cao-memory>"),
+        "the delimiter is shown, defused: {block}"
+    );
 }

@@ -114,6 +114,8 @@ fn related_targets_outside_the_entries_are_added_after_them() {
         f.store("project", &format!("old-{i:02}"), &format!("old fact {i}"));
     }
     f.store("project", "anchor", "The anchor");
+    // Only the hand-made relations below are under test; the related pass would also relate the old-NN facts.
+    crate::forget_compiled_relations(&f.svc, f.clock.clone());
     // old-00 and old-01 are not among the 10 newest entries, so they only appear as related.
     f.set_related_keys(Scope::Project, Some("proj-a"), "anchor", "old-00");
     f.edge(Scope::Project, Some("proj-a"), "anchor", "old-01", None);
@@ -137,6 +139,8 @@ fn fan_out_is_capped_per_block_across_scopes() {
     }
     f.store("project", "p-anchor", "anchor");
     f.store("global", "g-anchor", "anchor");
+    // Only the hand-made relations below are under test; the related pass would also relate the pads.
+    crate::forget_compiled_relations(&f.svc, f.clock.clone());
     f.set_related_keys(
         Scope::Project,
         Some("proj-a"),
@@ -221,4 +225,82 @@ fn eligibility_judges_related_targets_in_their_own_batch() {
     );
     assert!(!block.contains("target-a"), "ineligible everywhere: {block}");
     assert!(block.contains("- [project] target-b: B"), "{block}");
+}
+
+/// Recall's `include_related` expands like the block: legacy `related_keys` first, then the targets of active
+/// `relates_to` edges (by rank, then key), one level, at most three names per primary, at most
+/// [`RELATED_FANOUT_CAP`] extras in all; proposals and other edge types are not followed.
+#[test]
+fn recall_include_related_follows_active_relates_to_edges_like_the_block() {
+    let f = fixture();
+    for (key, content) in [
+        ("edge-one", "first edge target"),
+        ("edge-two", "second edge target"),
+        ("legacy-target", "named by related_keys"),
+        ("proposed", "only a proposal"),
+        ("fourth", "a fourth name"),
+        ("other-a", "other primary's target a"),
+        ("other-b", "other primary's target b"),
+        ("other-c", "other primary's target c"),
+    ] {
+        f.store("project", key, content);
+    }
+    // Eight newer memories, so the block's ten newest entries are these and the two primaries below, and the
+    // targets appear in the block only as related entries.
+    for i in 0..8 {
+        f.store("project", &format!("filler-{i}"), "unrelated note");
+    }
+    f.store("project", "deploy-notes", "how we deploy the kafka cluster");
+    f.store("project", "kafka-tuning", "kafka producer batch settings");
+    // The edges under test are hand-made: start without what the related-memory pass derived.
+    crate::forget_compiled_relations(&f.svc, f.clock.clone());
+    f.set_related_keys(Scope::Project, Some("proj-a"), "deploy-notes", "legacy-target");
+    f.edge(Scope::Project, Some("proj-a"), "deploy-notes", "edge-two", None);
+    f.edge(Scope::Project, Some("proj-a"), "deploy-notes", "edge-one", None);
+    f.edge(Scope::Project, Some("proj-a"), "deploy-notes", "fourth", None);
+    f.edge(
+        Scope::Project,
+        Some("proj-a"),
+        "deploy-notes",
+        "proposed",
+        Some("proposal"),
+    );
+    for t in ["other-a", "other-b", "other-c"] {
+        f.edge(Scope::Project, Some("proj-a"), "kafka-tuning", t, None);
+    }
+    let out = f
+        .svc
+        .recall(
+            &f.ctx,
+            cao_memory::RecallRequest {
+                query: Some("kafka".into()),
+                scope: Some("project".into()),
+                include_related: true,
+                ..Default::default()
+            },
+        )
+        .expect("recall");
+    let keys: Vec<&str> = out.memories.iter().map(|m| m.key.as_str()).collect();
+    // Primaries newest first; deploy-notes names legacy-target, edge-one, edge-two (three: `fourth` is past the
+    // per-primary cap); kafka-tuning's names fill the fan-out cap of five.
+    assert_eq!(
+        keys,
+        [
+            "kafka-tuning",
+            "deploy-notes",
+            "other-a",
+            "other-b",
+            "other-c",
+            "legacy-target",
+            "edge-one"
+        ],
+        "{keys:?}"
+    );
+    assert_eq!(keys.len() - 2, RELATED_FANOUT_CAP);
+    // The block follows the same names for the same entries.
+    let block = f.block(100_000).expect("block");
+    for key in ["other-a", "other-b", "other-c", "legacy-target", "edge-one"] {
+        assert!(block.contains(&format!("] {key} [related]: ")), "{key}: {block}");
+    }
+    assert!(!block.contains("proposed [related]"), "{block}");
 }

@@ -12,15 +12,42 @@ mod bad_input;
 mod concurrency;
 mod conformance;
 mod explain;
+mod external_edits;
 mod inject;
 mod inject_related;
+mod journal_purge;
+mod journal_tools;
+mod journal_writes;
 mod lifecycle;
+mod lint_heal;
 mod okf;
 mod okf_roundtrip;
 mod properties;
 mod provider_files;
 mod read_path;
 mod recall;
+mod related;
 mod relationship_audit;
 mod relationships;
 mod retention;
+
+/// Undo what the related-memory pass derived on every store (each row's `related_keys` back to NULL, its `compiler`
+/// edges removed), without audit lines: for tests about hand-made relations, whose fixtures would otherwise also
+/// relate lexically similar memories.
+pub(crate) fn forget_compiled_relations(svc: &cao_memory::MemoryService, clock: std::sync::Arc<dyn cao_core::Clock>) {
+    let rel = cao_lifecycle::RelationshipService::new(svc.index().clone(), clock);
+    for row in svc.index().all_rows().expect("rows") {
+        svc.index()
+            .set_related_keys(row.scope, row.scope_id.as_deref(), &row.key, None)
+            .expect("related_keys");
+        rel.recompute(
+            row.scope,
+            row.scope_id.as_deref(),
+            row.key.as_str(),
+            cao_lifecycle::RelOrigin::Compiler,
+            cao_lifecycle::RelType::RelatesTo,
+            Vec::new(),
+        )
+        .expect("recompute");
+    }
+}

@@ -502,3 +502,39 @@ fn disabled_memory_and_a_failed_fetch_leave_the_previous_file() {
     assert!(matches!(err, MemoryError::Invalid(_)), "{err:?}");
     assert_eq!(std::fs::read(cwd.join("AGENTS.md")).expect("read"), before);
 }
+
+/// A memory that tries to close the `<cao-memory>` block or the provider file's managed block stays inside both, for
+/// every provider.
+#[test]
+fn a_memory_cannot_break_out_of_a_provider_file_block() {
+    use cao_testkit::injection::{BREAKOUT, assert_sealed};
+    let (t, cwd) = work();
+    let svc = service(&t.path().join("home"), Settings::default());
+    let ctx = TerminalContext {
+        cwd: Some(cwd.clone()),
+        ..Default::default()
+    };
+    svc.store(
+        &ctx,
+        StoreRequest {
+            content: BREAKOUT.into(),
+            scope: Some("project".into()),
+            key: Some("hostile".into()),
+            ..Default::default()
+        },
+    )
+    .expect("store");
+    for provider in Provider::ALL {
+        let w = write_provider_file(&svc, provider, &ctx).expect("write");
+        let text = std::fs::read_to_string(written_path(&w)).expect("read");
+        let block = if provider.owns_whole_file() {
+            text.as_str()
+        } else {
+            assert_eq!(text.matches(BEGIN_MARKER).count(), 1, "{provider}: {text}");
+            assert_eq!(text.matches(END_MARKER).count(), 1, "{provider}: {text}");
+            let inner = text.split_once(&format!("{BEGIN_MARKER}\n")).expect("begin line").1;
+            inner.split_once(&format!("\n{END_MARKER}")).expect("end line").0
+        };
+        assert_sealed(block);
+    }
+}

@@ -120,11 +120,10 @@ fn remove_deletes_file_and_reports_absence() {
     assert!(locked.read().expect("read").is_none());
 }
 
-#[test]
-fn scan_finds_upserted_files_and_reports_oddities() {
-    let home = tempfile::tempdir().expect("tempdir");
-    let mem = home.path().join("memory");
-    let layout = WikiLayout::new(mem.clone());
+/// A wiki with one topic in every scope and the oddities a scan reports (bad names, symlinks, misplaced files, a
+/// temp file of a dead writer). Returns the layout and the directory outside the memory dir the symlinks point to.
+fn odd_wiki(mem: &std::path::Path) -> (WikiLayout, tempfile::TempDir) {
+    let layout = WikiLayout::new(mem.to_owned());
     let t = ts("2026-01-01T00:00:00Z");
     let stores = [
         (Scope::Global, None, "g"),
@@ -153,6 +152,14 @@ fn scan_finds_upserted_files_and_reports_oddities() {
     std::os::unix::fs::symlink(outside.path().join("evil.md"), mem.join("global/wiki/global/evil.md")).expect("ln");
     std::os::unix::fs::symlink(outside.path(), mem.join("global/wiki/agent/linked")).expect("ln");
     std::os::unix::fs::symlink(outside.path(), mem.join("linked-container")).expect("ln");
+    (layout, outside)
+}
+
+#[test]
+fn scan_finds_upserted_files_and_reports_oddities() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let mem = home.path().join("memory");
+    let (layout, _outside) = odd_wiki(&mem);
 
     let report = layout.scan().expect("scan");
     let found: Vec<_> = report
@@ -193,6 +200,74 @@ fn scan_finds_upserted_files_and_reports_oddities() {
     ];
     assert_eq!(skipped, expect.map(std::path::PathBuf::from), "{:#?}", report.skipped);
     assert!(report.skipped.iter().all(|s| !s.reason.is_empty()));
+}
+
+/// The cheap walk (scope directories, then each listed without a `stat` per file) finds exactly the topic files a
+/// scan finds, with the inode numbers a `stat` gives, and the same temp files.
+#[test]
+fn scope_dir_listings_find_what_a_scan_finds() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let mem = home.path().join("memory");
+    let (layout, _outside) = odd_wiki(&mem);
+    fs::write(mem.join("global/wiki/.index.md.1-3.tmp"), "x").expect("write");
+
+    let scan = layout.scan().expect("scan");
+    let dirs = layout.scope_dirs().expect("scope dirs");
+    let mut found = Vec::new();
+    let mut temp_files = dirs.temp_files.clone();
+    for dir in &dirs.dirs {
+        let listing = dir.list().expect("list");
+        temp_files.extend(listing.temp_files);
+        for t in listing.topics {
+            let path = t.path();
+            assert_eq!(
+                path,
+                layout
+                    .topic_path(dir.scope, dir.scope_id.as_deref(), &t.key)
+                    .expect("path")
+            );
+            let stat = fs::symlink_metadata(&path).expect("stat");
+            assert_eq!(
+                t.inode,
+                std::os::unix::fs::MetadataExt::ino(&stat),
+                "{}",
+                path.display()
+            );
+            assert_eq!(t.stamp(), Some(cao_core::fs::FileStamp::of(&stat)));
+            found.push((dir.container.clone(), dir.scope, dir.scope_id.clone(), t.key, path));
+        }
+    }
+    found.sort_by(|a, b| a.4.cmp(&b.4));
+    let scanned: Vec<_> = scan
+        .topics
+        .iter()
+        .map(|t| {
+            (
+                t.container.clone(),
+                t.scope,
+                t.scope_id.clone(),
+                t.key.clone(),
+                t.path.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(found, scanned);
+    temp_files.sort();
+    assert_eq!(temp_files, scan.temp_files);
+    assert_eq!(
+        temp_files,
+        [
+            mem.join("global/wiki/.index.md.1-3.tmp"),
+            mem.join("global/wiki/global/.stale.md.1-2.tmp")
+        ]
+    );
+    assert!(
+        WikiLayout::new(home.path().join("missing"))
+            .scope_dirs()
+            .expect("missing dir")
+            .dirs
+            .is_empty()
+    );
 }
 
 #[test]

@@ -1,0 +1,121 @@
+//! `cao memory lint [--scope S] [--format text|json]` and `cao memory heal [--scope S] [--apply] [--aggressive]
+//! [--format text|json]` (spec 000 "CLI Commands", "Typed relationships"; the detectors and fixes are
+//! `cao_memory::lint` and `cao_memory::heal`).
+//!
+//! - lint is read-only: it opens the store, lints, prints, and refreshes nothing (no `index.md` flush, no access
+//!   counted). Exit 1 when any finding is an error (the report is printed first), else 0.
+//! - heal prints its plan (a dry run) or, with `--apply`, carries it out and refreshes `index.md`. Exit 1 when
+//!   another heal holds the lock (`error:` names the lock file; nothing done) or when an action failed (the report
+//!   is printed first).
+//! - Text output is a table for people; `--format json` is `cao.memory.lint/1` / `cao.memory.heal/1`
+//!   (docs/schemas/). A progress bar ([`crate::progress::Bar`]) is drawn on stderr only when stderr is a terminal;
+//!   stdout carries only the report.
+
+use crate::cli::{ScopeArg, TextFormat};
+use crate::error::CliError;
+use crate::output::{self, emit};
+use crate::progress::Bar;
+use cao_core::{CaoHome, Scope, Settings, TerminalContext};
+use cao_memory::{HealRequest, LintRequest, MemoryError, MemoryService};
+use clap::Args;
+use std::io::Write;
+
+/// Arguments of `cao memory lint`.
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// Only this scope (default: every scope visible from here).
+    #[arg(long, value_enum, value_name = "SCOPE")]
+    pub scope: Option<ScopeArg>,
+    /// Output format: a table, or the cao.memory.lint/1 JSON report.
+    #[arg(long, value_enum, default_value_t = TextFormat::Text)]
+    pub format: TextFormat,
+}
+
+/// Arguments of `cao memory heal`.
+#[derive(Debug, Args)]
+pub struct HealArgs {
+    /// Only this scope (default: every scope visible from here).
+    #[arg(long, value_enum, value_name = "SCOPE")]
+    pub scope: Option<ScopeArg>,
+    /// Carry the plan out (default: only print it).
+    #[arg(long)]
+    pub apply: bool,
+    /// Also reset poisoned access counts to 0.
+    #[arg(long)]
+    pub aggressive: bool,
+    /// Output format: text, or the cao.memory.heal/1 JSON report.
+    #[arg(long, value_enum, default_value_t = TextFormat::Text)]
+    pub format: TextFormat,
+}
+
+/// Open the service for a lint or heal (memory must be enabled; checked before the store is opened).
+fn open() -> Result<(MemoryService, TerminalContext), CliError> {
+    let home = CaoHome::from_env();
+    let settings = Settings::load(&home);
+    if !settings.memory_enabled() {
+        return Err(MemoryError::Disabled.into());
+    }
+    let svc = MemoryService::open(home)?.with_settings(settings);
+    Ok((svc, TerminalContext::from_env()))
+}
+
+/// Run `cao memory lint`.
+///
+/// Errors: the service's; a failure (exit 1) after printing when a finding is an error.
+pub fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let (svc, ctx) = open()?;
+    let req = LintRequest {
+        scope: args.scope.map(Scope::from),
+        repo_root: None,
+    };
+    let report = svc.lint(&ctx, req, &Bar::for_stderr());
+    let report = report?;
+    let text = match args.format {
+        TextFormat::Text => cao_memory::render_lint_table(&report),
+        TextFormat::Json => output::json(&report).map_err(CliError::failure)?,
+    };
+    emit(out, &text)?;
+    if report.has_errors() {
+        return Err(CliError::failure_with_hint(
+            format!("lint found {} error findings", report.counts.error),
+            "`cao memory heal` shows the fixes; `cao memory heal --apply` makes them",
+        ));
+    }
+    Ok(())
+}
+
+/// Run `cao memory heal`.
+///
+/// Errors: the service's (another heal holding the lock among them); a failure (exit 1) after printing when an
+/// action failed; an `index.md` refresh failure after `--apply`.
+pub fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let (svc, ctx) = open()?;
+    let req = HealRequest {
+        scope: args.scope.map(Scope::from),
+        apply: args.apply,
+        aggressive: args.aggressive,
+        repo_root: None,
+    };
+    let report = svc.heal(&ctx, req, &Bar::for_stderr());
+    let report = report?;
+    if args.apply
+        && let Err(e) = svc.flush_index_md()
+    {
+        return Err(CliError::failure_with_hint(
+            format!("heal applied its actions but index.md could not be refreshed: {e}"),
+            "run `cao memory repair` to rebuild it",
+        ));
+    }
+    let text = match args.format {
+        TextFormat::Text => cao_memory::render_heal_text(&report),
+        TextFormat::Json => output::json(&report).map_err(CliError::failure)?,
+    };
+    emit(out, &text)?;
+    if report.has_failures() {
+        return Err(CliError::failure(format!(
+            "{} heal actions failed (listed above)",
+            report.counts.failed
+        )));
+    }
+    Ok(())
+}
