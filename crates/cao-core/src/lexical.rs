@@ -1,14 +1,15 @@
 //! The interface between the lexical index and the lexical ranking formula.
 //!
 //! A memory's lexical document has two fields ([`Field`]): its content, and its context (key, tags, the date it was
-//! stored, and the text of the memory stored just before it in the same scope; docs/decisions/0009). The index
+//! stored, and the text of the memories stored just before and after it in the same scope; docs/decisions/0009). The index
 //! (`cao-index`) keeps the term statistics ([`CorpusStats`], document frequencies, each document's per-field term
 //! counts) and gathers candidates; the formula that turns them into a score is a [`LexicalScorer`], implemented by
 //! `cao-rank` (`cao_rank::Bm25`), the one place ranking rules live. The trait is here, below both, so neither depends
 //! on the other.
 //!
 //! A document's score for a query is the sum of [`LexicalScorer::term_score`] over the distinct query terms it
-//! contains (in either field); a document containing none of them is not a match.
+//! contains (in either field); a document is a match only when one of them is in its own text (content, key, tags,
+//! stored day), not only in its neighbours' text (the index applies this rule when it gathers candidates).
 
 /// Number of fields of a lexical document.
 pub const FIELDS: usize = 2;
@@ -18,7 +19,7 @@ pub const FIELDS: usize = 2;
 pub enum Field {
     /// The memory's current content.
     Content = 0,
-    /// Key, tags, stored date and the previous memory's text (weighted down by the scorer).
+    /// Key, tags, stored date and the neighbouring memories' text (weighted down by the scorer).
     Context = 1,
 }
 

@@ -4,8 +4,8 @@
 //! It holds the shared `memory_metadata` table (the reference's exact DDL plus our columns `content`,
 //! `entry_count` and `search_rowid`), the reference's `project_aliases` table, and our own tables, all named
 //! `cao_*`: `cao_schema_migrations`, two FTS5 tables (`cao_memory_fts`: the two-field lexical document, `body` =
-//! content terms and `context` = key, tags, stored date and the previous memory's terms, with the `ascii`
-//! tokenizer; `cao_memory_trigram`: substring search), `cao_memory_fts_vocab`, `cao_search_terms` (document
+//! content terms, `meta` = key, tags and stored date terms and `near` = the neighbouring memories' terms (`meta`
+//! and `near` are the context field), with the `ascii` tokenizer; `cao_memory_trigram`: substring search), `cao_memory_fts_vocab`, `cao_search_terms` (document
 //! frequency per term), `cao_search_stats` (indexed documents and the total terms of each field),
 //! `cao_search_partitions` (search-rowid partitions per scope and scope id) and `cao_wiki_index_dirty` (the
 //! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
@@ -22,12 +22,13 @@
 //!   the dirty mark of the row's wiki container, so readers never see a row without its search entries or the
 //!   other way round.
 //! - A native row is indexed iff its `search_rowid` is not NULL; then `cao_memory_fts` holds `body` =
-//!   `index_terms(content)` and `context` = `index_terms(key, tags, stored day, the first 100 terms of the content of
-//!   the memory stored just before it in its scope and scope id)` (`cao_core::text::index_terms`: the reference's
-//!   tokens without stop words, reduced to English Snowball stems) joined by single spaces, and
+//!   `index_terms(content)`, `meta` = `index_terms(key, tags, stored day)` and `near` = the first 100
+//!   `index_terms` of the content of each of the memories stored just before and just after it in its scope and
+//!   scope id (`cao_core::text::index_terms`: the reference's tokens without stop words, reduced to English Snowball
+//!   stems), each joined by single spaces, and
 //!   `cao_memory_trigram` holds `lowercase(key + " " + tags + " " + content)`, both under that rowid;
-//!   `cao_search_stats` holds the number of such rows and the sum of each field's term counts, and
-//!   `cao_search_terms` the number of them containing each term in either field (equal to FTS5's own statistics). The rowid's partition is the row's `(scope, scope_id)` and memory type. Rows written only by the reference are not indexed (and have `content = ""`) until they are
+//!   `cao_search_stats` holds the number of such rows and the sum of each field's term counts (context = `meta` + `near`), and
+//!   `cao_search_terms` the number of them containing each term in any column (equal to FTS5's own statistics). The rowid's partition is the row's `(scope, scope_id)` and memory type. Rows written only by the reference are not indexed (and have `content = ""`) until they are
 //!   re-stored or repaired ([`Index::unindexed_count`]).
 //! - Only rows with `source_kind = 'native'` are read or written; an upsert keeps `id`, `created_at`,
 //!   `access_count` and `last_accessed_at` of an existing identity.

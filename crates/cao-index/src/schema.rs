@@ -166,14 +166,15 @@ CREATE TABLE cao_wiki_dirs (scope TEXT NOT NULL, scope_id_key TEXT NOT NULL, siz
     ),
     (
         9,
-        // The two-field lexical document (docs/decisions/0009-lexical-ranking.md): the BM25 table gets a `context`
-        // column (key, tags, stored date, the previous memory's text) next to `body` (the content), both as indexed
-        // terms without stop words; the statistics count each field's terms. The search tables are emptied here and
-        // refilled from the stored rows right after this step (`crate::write::rebuild_in`).
+        // The two-field lexical document (docs/decisions/0009-lexical-ranking.md): the BM25 table holds `body` (the
+        // content), `meta` (key, tags, stored date) and `near` (the neighbouring memories' text), all as indexed
+        // terms without stop words; `meta` and `near` together are the context field, whose length the statistics
+        // count next to the content's. The search tables are emptied here and refilled from the stored rows right
+        // after this step (`crate::write::rebuild_in`).
         "
 DROP TABLE IF EXISTS cao_memory_fts_vocab;
 DROP TABLE IF EXISTS cao_memory_fts;
-CREATE VIRTUAL TABLE cao_memory_fts USING fts5(body, context, tokenize='ascii');
+CREATE VIRTUAL TABLE cao_memory_fts USING fts5(body, meta, near, tokenize='ascii');
 CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row');
 ALTER TABLE cao_search_stats ADD COLUMN context_tokens INTEGER NOT NULL DEFAULT 0;
 ",

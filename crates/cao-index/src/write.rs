@@ -25,19 +25,26 @@ pub(crate) fn content_field(content: &str) -> String {
     join_terms(cao_core::text::index_terms(content))
 }
 
-/// The context field of a row's lexical document: the indexed terms of its key, its tags, the day it was stored
-/// (`updated_at` as `8 May 2023`) and the first [`NEIGHBOUR_TERMS_MAX`] terms of each of its neighbours' content:
-/// `before`, the memory created just before it in the same scope and scope id, and `after`, the one created just
-/// after it (docs/decisions/0009-lexical-ranking.md).
-pub(crate) fn context_field(key: &str, tags: &str, stored: DateTime<Utc>, before: &str, after: &str) -> String {
+/// The own part of a row's context field: the indexed terms of its key, its tags and the day it was stored
+/// (`updated_at` as `8 May 2023`), joined by single spaces (stored in the `meta` column).
+pub(crate) fn meta_field(key: &str, tags: &str, stored: DateTime<Utc>) -> String {
     let day = stored.format("%-d %B %Y").to_string();
-    let own = [key, tags, day.as_str()]
-        .into_iter()
-        .flat_map(cao_core::text::index_terms);
-    let near = [before, after]
-        .into_iter()
-        .flat_map(|n| cao_core::text::index_terms(n).take(NEIGHBOUR_TERMS_MAX));
-    join_terms(own.chain(near))
+    join_terms(
+        [key, tags, day.as_str()]
+            .into_iter()
+            .flat_map(cao_core::text::index_terms),
+    )
+}
+
+/// The neighbours' part of a row's context field: the first [`NEIGHBOUR_TERMS_MAX`] indexed terms of each of its
+/// neighbours' content: `before`, the memory created just before it in the same scope and scope id, and `after`,
+/// the one created just after it (stored in the `near` column; docs/decisions/0009-lexical-ranking.md).
+pub(crate) fn near_field(before: &str, after: &str) -> String {
+    join_terms(
+        [before, after]
+            .into_iter()
+            .flat_map(|n| cao_core::text::index_terms(n).take(NEIGHBOUR_TERMS_MAX)),
+    )
 }
 
 fn join_terms(terms: impl Iterator<Item = String>) -> String {
@@ -68,32 +75,35 @@ pub(crate) struct SearchText<'a> {
     pub after: &'a str,
 }
 
-/// Add a row's documents to both FTS tables under `search_rowid` and count them in the term statistics.
+/// Add a row's documents to both FTS tables under `search_rowid` and count them in the term statistics (the
+/// context field's length is `meta` + `near`).
 fn index_search(tx: &Connection, search_rowid: i64, text: &SearchText<'_>) -> rusqlite::Result<()> {
     let body = content_field(text.content);
-    let context = context_field(text.key, text.tags, text.stored, text.before, text.after);
-    tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body, context) VALUES (?1, ?2, ?3)")?
-        .execute(params![search_rowid, body, context])?;
+    let meta = meta_field(text.key, text.tags, text.stored);
+    let near = near_field(text.before, text.after);
+    tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body, meta, near) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![search_rowid, body, meta, near])?;
     tx.prepare_cached("INSERT INTO cao_memory_trigram (rowid, body) VALUES (?1, ?2)")?
         .execute(params![search_rowid, trigram_body(text.key, text.tags, text.content)])?;
     tx.prepare_cached(
         "UPDATE cao_search_stats SET docs = docs + 1, tokens = tokens + ?1, context_tokens = context_tokens + ?2
          WHERE id = 1",
     )?
-    .execute([body_tokens(&body), body_tokens(&context)])?;
+    .execute([body_tokens(&body), body_tokens(&meta) + body_tokens(&near)])?;
     let mut add = tx.prepare_cached(
         "INSERT INTO cao_search_terms (term, df) VALUES (?1, 1) ON CONFLICT (term) DO UPDATE SET df = df + 1",
     )?;
-    for term in distinct_terms(&body, &context) {
+    for term in distinct_terms(&[&body, &meta, &near]) {
         add.execute([term])?;
     }
     Ok(())
 }
 
-/// The distinct terms of a lexical document (both fields).
-fn distinct_terms<'a>(body: &'a str, context: &'a str) -> std::collections::BTreeSet<&'a str> {
-    body.split(' ')
-        .chain(context.split(' '))
+/// The distinct terms of a lexical document (every column).
+fn distinct_terms<'a>(columns: &[&'a str]) -> std::collections::BTreeSet<&'a str> {
+    columns
+        .iter()
+        .flat_map(|c| c.split(' '))
         .filter(|t| !t.is_empty())
         .collect()
 }
@@ -105,24 +115,24 @@ pub(crate) fn body_tokens(body: &str) -> i64 {
 
 /// Remove a row's documents from both FTS tables and uncount them.
 fn unindex_search(tx: &Connection, search_rowid: i64) -> rusqlite::Result<()> {
-    let fields: Option<(String, String)> = tx
-        .prepare_cached("SELECT body, context FROM cao_memory_fts WHERE rowid = ?1")?
-        .query_row([search_rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+    let columns: Option<(String, String, String)> = tx
+        .prepare_cached("SELECT body, meta, near FROM cao_memory_fts WHERE rowid = ?1")?
+        .query_row([search_rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     tx.prepare_cached("DELETE FROM cao_memory_fts WHERE rowid = ?1")?
         .execute([search_rowid])?;
     tx.prepare_cached("DELETE FROM cao_memory_trigram WHERE rowid = ?1")?
         .execute([search_rowid])?;
-    if let Some((body, context)) = fields {
+    if let Some((body, meta, near)) = columns {
         tx.prepare_cached(
             "UPDATE cao_search_stats SET docs = max(docs - 1, 0), tokens = max(tokens - ?1, 0),
                  context_tokens = max(context_tokens - ?2, 0)
              WHERE id = 1",
         )?
-        .execute([body_tokens(&body), body_tokens(&context)])?;
+        .execute([body_tokens(&body), body_tokens(&meta) + body_tokens(&near)])?;
         let mut sub = tx.prepare_cached("UPDATE cao_search_terms SET df = df - 1 WHERE term = ?1")?;
         let mut drop_zero = tx.prepare_cached("DELETE FROM cao_search_terms WHERE term = ?1 AND df <= 0")?;
-        for term in distinct_terms(&body, &context) {
+        for term in distinct_terms(&[&body, &meta, &near]) {
             sub.execute([term])?;
             drop_zero.execute([term])?;
         }
@@ -664,14 +674,13 @@ mod tests {
             .single()
             .expect("valid");
         assert_eq!(
-            context_field("prefer-pytest", "testing,python", at, "We painted a sunrise", "Lovely!"),
-            "prefer pytest test python 8 may 2023 paint sunris love"
+            meta_field("prefer-pytest", "testing,python", at),
+            "prefer pytest test python 8 may 2023"
         );
+        assert_eq!(near_field("We painted a sunrise", "Lovely!"), "paint sunris love");
         let long = "word ".repeat(NEIGHBOUR_TERMS_MAX + 10);
-        assert_eq!(
-            body_tokens(&context_field("k", "", at, &long, &long)),
-            4 + 2 * NEIGHBOUR_TERMS_MAX as i64
-        );
+        assert_eq!(body_tokens(&meta_field("k", "", at)), 4);
+        assert_eq!(body_tokens(&near_field(&long, &long)), 2 * NEIGHBOUR_TERMS_MAX as i64);
         assert_eq!(trigram_body("k", "", "ÄB c"), "k  äb c");
     }
 }

@@ -1,6 +1,7 @@
 //! Property: after any sequence of upserts (new and overwriting), deletes and scope clears, both FTS tables answer
 //! exactly as a naive in-memory model of the rows does: the two-field lexical document (content; key, stored day and
-//! the previous memory's content as context), our BM25 with the default parameters, and substring search.
+//! the neighbouring memories' content as context), our BM25 with the default parameters, a match only through the
+//! row's own text (content, key, day), and substring search.
 
 use crate::common::*;
 use cao_core::{MemoryType, Scope};
@@ -82,23 +83,31 @@ fn doc(key: usize, content: &str) -> String {
     format!("{}  {}", KEYS[key], content)
 }
 
-/// The context-field terms of a row with key `key` stored at `t0 + secs` between memories with content `before` and
-/// `after`: key, (no tags), the stored day, and each neighbour's first terms.
-fn context_terms(key: usize, secs: i64, before: &str, after: &str) -> Vec<String> {
+/// The own context terms of a row with key `key` stored at `t0 + secs`: key, (no tags), the stored day.
+fn meta_terms(key: usize, secs: i64) -> Vec<String> {
     let day = at(secs).format("%-d %B %Y").to_string();
     cao_core::text::index_terms(KEYS[key])
         .chain(cao_core::text::index_terms(&day))
+        .collect()
+}
+
+/// The context-field terms of a row with key `key` stored at `t0 + secs` between memories with content `before` and
+/// `after`: key, (no tags), the stored day, and each neighbour's first terms.
+fn context_terms(key: usize, secs: i64, before: &str, after: &str) -> Vec<String> {
+    meta_terms(key, secs)
+        .into_iter()
         .chain(cao_core::text::index_terms(before).take(cao_index::NEIGHBOUR_TERMS_MAX))
         .chain(cao_core::text::index_terms(after).take(cao_index::NEIGHBOUR_TERMS_MAX))
         .collect()
 }
 
-/// One document of a model corpus: content terms and context terms.
-type Fields = (Vec<String>, Vec<String>);
+/// One document of a model corpus: content terms, context terms, and the own part of the context (key, day).
+type Fields = (Vec<String>, Vec<String>, Vec<String>);
 
 /// Our BM25 with the default parameters (k1 = 0.9, b = 0.25, context weight 0.5) of `term` in every document of
-/// `docs` that scores it, written out from the formula: a drift of the row count, the field totals or a
-/// document frequency shows up as a different score.
+/// `docs` that scores it (in either field: a row matching another query term on its own gets this term's context
+/// contribution too), written out from the formula: a drift of the row count, the field totals or a document
+/// frequency shows up as a different score. [`owns`] tells whether the row can match the term itself.
 fn model_scores(docs: &[Fields], term: &str) -> Vec<Option<f64>> {
     let (k1, b, w) = (0.9, 0.25, [1.0, 0.5]);
     let n = docs.len() as f64;
@@ -148,17 +157,38 @@ fn model_context(model: &Model, id: &(usize, Option<usize>)) -> Vec<String> {
 fn model_fields(model: &Model) -> Vec<Fields> {
     model
         .iter()
-        .map(|(id, (c, _, _, _))| (cao_core::text::index_terms(c).collect(), model_context(model, id)))
+        .map(|(id, (c, updated, _, _))| {
+            (
+                cao_core::text::index_terms(c).collect(),
+                model_context(model, id),
+                meta_terms(id.0, *updated),
+            )
+        })
         .collect()
 }
 
-/// [`model_scores`] over the whole model, by identity (rows that score the term only).
+/// Whether `term` is in the own text of a model document (content, key, day): whether the row matches it.
+fn owns(d: &Fields, term: &str) -> bool {
+    d.0.iter().chain(&d.2).any(|x| x == term)
+}
+
+/// [`model_scores`] over the whole model, by identity (rows that match the term on their own only).
 fn model_bm25(model: &Model, token: &str) -> BTreeMap<Id, f64> {
+    model_bm25_raw(model, token)
+        .into_iter()
+        .filter(|(_, (_, own))| *own)
+        .map(|(id, (s, _))| (id, s))
+        .collect()
+}
+
+/// [`model_scores`] over the whole model, by identity: every row that scores the term, and whether it [`owns`] it.
+fn model_bm25_raw(model: &Model, token: &str) -> BTreeMap<Id, (f64, bool)> {
     let ids: Vec<Id> = model.keys().map(|(k, s)| model_id(*k, *s)).collect();
     let docs = model_fields(model);
     ids.into_iter()
         .zip(model_scores(&docs, token))
-        .filter_map(|(id, s)| s.map(|s| (id, s)))
+        .zip(docs.iter().map(|d| owns(d, token)))
+        .filter_map(|((id, s), own)| s.map(|s| (id, (s, own))))
         .collect()
 }
 
@@ -171,12 +201,16 @@ fn sequence_fields(docs: &[(String, String)]) -> Vec<Fields> {
             let before = if i == 0 { "" } else { docs[i - 1].1.as_str() };
             let after = docs.get(i + 1).map_or("", |d| d.1.as_str());
             let day = at(i64::try_from(i).expect("small")).format("%-d %B %Y").to_string();
-            let ctx = cao_core::text::index_terms(k)
+            let meta: Vec<String> = cao_core::text::index_terms(k)
                 .chain(cao_core::text::index_terms(&day))
+                .collect();
+            let ctx = meta
+                .iter()
+                .cloned()
                 .chain(cao_core::text::index_terms(before).take(cao_index::NEIGHBOUR_TERMS_MAX))
                 .chain(cao_core::text::index_terms(after).take(cao_index::NEIGHBOUR_TERMS_MAX))
                 .collect();
-            (cao_core::text::index_terms(c).collect(), ctx)
+            (cao_core::text::index_terms(c).collect(), ctx, meta)
         })
         .collect()
 }
@@ -184,6 +218,11 @@ fn sequence_fields(docs: &[(String, String)]) -> Vec<Fields> {
 /// Whether the model row `id` contains `t` in either field.
 fn contains(model: &Model, id: &(usize, Option<usize>), t: &str) -> bool {
     tokens(&model[id].0).contains(t) || model_context(model, id).iter().any(|x| x == t)
+}
+
+/// Whether the model row `id` contains `t` in its own text (content, key, stored day): whether it can match `t`.
+fn contains_own(model: &Model, id: &(usize, Option<usize>), t: &str) -> bool {
+    tokens(&model[id].0).contains(t) || meta_terms(id.0, model[id].1).iter().any(|x| x == t)
 }
 
 fn apply(ix: &Index, model: &mut Model, ops: &[Op]) {
@@ -272,14 +311,14 @@ fn check(
         .collect();
     let want: BTreeSet<Id> = seen
         .keys()
-        .filter(|id| chosen.iter().any(|t| contains(model, id, t)))
+        .filter(|id| chosen.iter().any(|t| contains_own(model, id, t)))
         .map(|(k, s)| model_id(*k, *s))
         .collect();
     let hits = ix.bm25_pool(vis, ty, two_words, 1000, &Bm25::DEFAULT).expect("bm25");
     prop_assert_eq!(id_set(hits.iter().map(|(r, _)| r)), want.clone(), "query {}", two_words);
     // The best two (the pruned path may answer these) carry the model's summed scores.
-    let per_token: Vec<BTreeMap<Id, f64>> = chosen.iter().map(|t| model_bm25(model, t)).collect();
-    let full = |id: &Id| per_token.iter().filter_map(|m| m.get(id)).sum::<f64>();
+    let per_token: Vec<BTreeMap<Id, (f64, bool)>> = chosen.iter().map(|t| model_bm25_raw(model, t)).collect();
+    let full = |id: &Id| per_token.iter().filter_map(|m| m.get(id)).map(|(s, _)| s).sum::<f64>();
     let mut best: Vec<f64> = want.iter().map(full).collect();
     best.sort_by(|a, b| b.total_cmp(a));
     best.truncate(2);
@@ -453,7 +492,7 @@ fn pruned_bm25_top_matches_the_full_formula() {
     let mut expected: Vec<(f64, String)> = docs
         .iter()
         .enumerate()
-        .filter(|(i, _)| rare[*i].is_some() || mid[*i].is_some())
+        .filter(|(i, _)| owns(&fields[*i], "rare") || owns(&fields[*i], "mid"))
         .map(|(i, (k, _))| (rare[i].unwrap_or(0.0) + mid[i].unwrap_or(0.0), k.clone()))
         .collect();
     expected.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -511,7 +550,7 @@ fn frequent_tokens_do_not_widen_the_candidates() {
     let mut expected: Vec<(f64, String)> = docs
         .iter()
         .enumerate()
-        .filter(|(i, _)| rare[*i].is_some() || common[*i].is_some())
+        .filter(|(i, _)| owns(&fields[*i], "rare") || owns(&fields[*i], "common"))
         .map(|(i, (k, _))| (rare[i].unwrap_or(0.0) + common[i].unwrap_or(0.0), k.clone()))
         .collect();
     expected.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));

@@ -164,13 +164,27 @@ fn bm25_ranks_more_query_term_hits_higher() {
         .bm25_pool(&Visibility::all(), Some(MemoryType::User), "tokio", 10, &content_only)
         .expect("bm25");
     assert!(typed.is_empty(), "memory_type filter applies");
-    // With the default context weight, "one" also has "runtime" through its neighbour "both", and "none" has
-    // "tokio" through "one": both rank below every direct content match of the same terms.
-    let hits = ix
+    // With the default context weight, "one" also has "runtime" through its neighbour "both", which raises its
+    // score; "none" has "tokio" only through its neighbour "one", so it is no hit: a memory matches through its own
+    // text only.
+    let with_context = ix
         .bm25_pool(&Visibility::all(), None, "Tokio RUNTIME", 10, &Bm25::DEFAULT)
         .expect("bm25");
-    let order: Vec<&str> = hits.iter().map(|(r, _)| r.key.as_str()).collect();
-    assert_eq!(order, ["both", "one", "none"], "{hits:?}");
+    let order: Vec<&str> = with_context.iter().map(|(r, _)| r.key.as_str()).collect();
+    assert_eq!(order, ["both", "one"], "{with_context:?}");
+    assert!(
+        with_context[1].1 > hits[1].1,
+        "the neighbour's \"runtime\" adds to \"one\": {} vs {}",
+        with_context[1].1,
+        hits[1].1
+    );
+    let runtime: Vec<String> = ix
+        .bm25_pool(&Visibility::all(), None, "runtime", 10, &Bm25::DEFAULT)
+        .expect("bm25")
+        .into_iter()
+        .map(|(r, _)| r.key.to_string())
+        .collect();
+    assert_eq!(runtime, ["both"], "only the row that has the word, not its neighbours");
 }
 
 #[test]

@@ -369,19 +369,20 @@ fn the_two_field_migration_reindexes_existing_rows_once() {
     assert_eq!(versions(&path), cao_index::known_migrations().collect::<Vec<_>>());
     let conn = Connection::open(&path).expect("raw");
     assert!(column_names(&conn, "cao_search_stats").contains(&"context_tokens".to_owned()));
-    let (body, context): (String, String) = conn
+    let (body, meta, near): (String, String, String) = conn
         .query_row(
-            "SELECT f.body, f.context FROM cao_memory_fts f JOIN memory_metadata m ON m.search_rowid = f.rowid
+            "SELECT f.body, f.meta, f.near FROM cao_memory_fts f JOIN memory_metadata m ON m.search_rowid = f.rowid
              WHERE m.\"key\" = 'second'",
             [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .expect("re-indexed row");
     assert_eq!(body, "love colour", "content field: stemmed, stop words left out");
     assert!(
-        context.starts_with("second") && context.contains("paint sunris"),
-        "context: key, date and the neighbour's text: {context}"
+        meta.starts_with("second ") && meta.ends_with(" 2026"),
+        "key and day: {meta}"
     );
+    assert_eq!(near, "paint sunris", "the neighbour's text");
     let hits = index
         .bm25_pool(&Visibility::all(), None, "sunrise", 5, &Bm25::DEFAULT)
         .expect("bm25");

@@ -140,8 +140,6 @@ fn hybrid_puts_metadata_hits_before_bm25_fill() {
 fn score_prefers_relevance_recency_and_usage() {
     let w = world();
     w.put("old-strong", "project", "postgres vacuum tuning postgres vacuum");
-    // Between the two, so the new note's context (the memory created before it) is not the old one's text.
-    w.put("between", "project", "lunch menu for the offsite");
     w.clock.advance(chrono::Duration::days(200));
     w.put(
         "new-weak",
@@ -151,8 +149,8 @@ fn score_prefers_relevance_recency_and_usage() {
     let got = w.keys(q("postgres vacuum", "bm25", "score"));
     assert_eq!(
         got,
-        ["old-strong", "new-weak", "between"],
-        "BM25 weight 0.5 beats recency 0.3 here; \"between\" matches only through its context (the old note's text)"
+        ["old-strong", "new-weak"],
+        "BM25 weight 0.5 beats recency 0.3 here"
     );
     // usage: most accessed first.
     for _ in 0..3 {
@@ -167,21 +165,14 @@ fn score_prefers_relevance_recency_and_usage() {
             .expect("recall");
         w.clock.advance(chrono::Duration::seconds(61));
     }
-    // "between" is a BM25 hit through its context; never accessed, it follows by updated_at (newer than old-strong).
-    assert_eq!(
-        w.keys(q("postgres", "hybrid", "usage")),
-        ["new-weak", "between", "old-strong"]
-    );
+    assert_eq!(w.keys(q("postgres", "hybrid", "usage")), ["new-weak", "old-strong"]);
 }
 
 #[test]
 fn access_is_counted_once_per_minute_per_returned_row() {
     let w = world();
-    // A memory's context holds its neighbours' text (the memories created just before and after it): "between"
-    // keeps "b" from carrying "alpha", so "b" shares nothing with the query.
-    w.put("b", "global", "beta");
-    w.put("between", "global", "gamma");
     w.put("a", "global", "alpha");
+    w.put("b", "global", "beta");
     let key = Key::parse_strict("a").expect("key");
     let count = |w: &World| {
         w.svc
@@ -243,29 +234,34 @@ fn upsert_appends_and_recall_returns_the_newest_entry() {
     );
 }
 
-/// Contextual retrieval: a memory that answers without the query's words (a reply) is found through its neighbour's
-/// text, below the memory that has the words itself; `memory.recall.context_weight` 0 turns that off, and stop words
-/// never match.
+/// Contextual retrieval: the neighbours' text raises a memory that matches on its own (a reply that names the topic
+/// again ranks above an equal mention elsewhere), but a memory that answers without the query's words is no hit
+/// through its neighbour alone; `memory.recall.context_weight` 0 turns the neighbours off, and stop words never match.
 #[test]
-fn neighbours_text_finds_replies_below_direct_matches() {
+fn neighbours_text_raises_own_matches_and_finds_nothing_alone() {
     let w = world();
     w.put(
         "t1",
         "project",
         "Caroline: did you go to the pride parade last weekend?",
     );
-    w.put("t2", "project", "Melanie: yes, we went with the kids and loved it");
+    w.put("t2", "project", "Melanie: yes, the parade was loud and we loved it");
     w.put("t3", "project", "Caroline: my new job at the shelter starts monday");
-    w.put("t4", "project", "Melanie: what did you cook for dinner");
+    w.put("t4", "project", "Melanie: the parade on tv was loud and boring");
     w.put("t5", "project", "Caroline: a vegetable curry with rice");
     let got = w.keys(q("pride parade", "bm25", "recency"));
     assert_eq!(
         got,
-        ["t1", "t2"],
-        "the reply after the question is found, ranked below it"
+        ["t1", "t2", "t4"],
+        "the reply after the question ranks above the other mention; t3 and t5 (next to a match) are no hits"
     );
-    assert_eq!(w.keys(q("pride parade", "hybrid", "recency")), ["t1", "t2"]);
-    assert_eq!(w.keys(q("pride parade", "hybrid", "score")), ["t1", "t2"]);
+    assert_eq!(w.keys(q("pride parade", "hybrid", "recency")), ["t1", "t2", "t4"]);
+    assert_eq!(w.keys(q("pride parade", "hybrid", "score")), ["t1", "t2", "t4"]);
+    assert_eq!(
+        w.keys(q("shelter job", "bm25", "recency")),
+        ["t3"],
+        "t2 and t4 are next to t3 but do not say it"
+    );
     let off = w.fx.reopen(cao_core::Settings::from_value(
         serde_json::json!({"memory": {"recall": {"context_weight": 0}}}),
     ));
@@ -277,7 +273,15 @@ fn neighbours_text_finds_replies_below_direct_matches() {
             .map(|m| m.key)
             .collect()
     };
-    assert_eq!(keys(q("pride parade", "bm25", "recency")), ["t1"]);
+    let plain = keys(q("pride parade", "bm25", "recency"));
+    assert_eq!(plain.first().map(String::as_str), Some("t1"));
+    let mut rest = plain[1..].to_vec();
+    rest.sort();
+    assert_eq!(
+        rest,
+        ["t2", "t4"],
+        "without the context field: the same hits, no neighbour bonus"
+    );
     assert!(
         w.keys(q("what did you", "bm25", "recency")).is_empty(),
         "stop words only"
