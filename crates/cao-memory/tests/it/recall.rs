@@ -140,6 +140,9 @@ fn hybrid_puts_metadata_hits_before_bm25_fill() {
 fn score_prefers_relevance_recency_and_usage() {
     let w = world();
     w.put("old-strong", "project", "postgres vacuum tuning postgres vacuum");
+    // Between the two, so the new note's context (the memories created next to it) is not the old one's text, which
+    // would raise it; "between" itself shares no word with the queries, so it is no hit.
+    w.put("between", "project", "lunch menu for the offsite");
     w.clock.advance(chrono::Duration::days(200));
     w.put(
         "new-weak",
