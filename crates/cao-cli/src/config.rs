@@ -289,6 +289,7 @@ mod tests {
             SettingDefault::Bool(b) => b.to_string(),
             SettingDefault::Text(t) => format!("{t:?}"),
             SettingDefault::Int(n) => n.to_string(),
+            SettingDefault::Thousandths(n) => (f64::from(n) / 1000.0).to_string(),
             SettingDefault::Unset => "(unset)".to_owned(),
         }
     }

@@ -13,6 +13,8 @@
 //! - [`Settings`] (`settings.json` in the home dir; env > file > default) and [`CaoHome`] (the directory layout root);
 //! - [`secret`] (the ordered secret-pattern gate and redaction);
 //! - [`Clock`] (injectable time; all timestamps are UTC);
+//! - [`lexical`] (the two-field lexical document and the [`lexical::LexicalScorer`] interface between the index's
+//!   term statistics and `cao-rank`'s formula), [`text`] (tokeniser, stop words, stems);
 //! - [`fs`] (the one home of file writes: atomic replacement, private directories, lock files);
 //! - [`VERSION`] and [`IMPLEMENTATION`]: what the binaries and `/health` say about which implementation answers.
 //!
@@ -30,6 +32,7 @@ pub mod fs;
 pub mod home;
 pub mod identity;
 pub mod key;
+pub mod lexical;
 pub mod memory_ref;
 pub mod recall;
 pub mod scope;

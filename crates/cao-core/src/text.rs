@@ -1,5 +1,5 @@
-//! Text rules shared by the index, ranking and key rules: the BM25 tokeniser and the reference's notion of
-//! whitespace.
+//! Text rules shared by the index, ranking and key rules: the BM25 tokeniser, the stop-word list, and the
+//! reference's notion of whitespace.
 
 /// BM25 tokens as the reference defines them: lowercase runs of ASCII `[a-zA-Z0-9]`; everything else separates
 /// (spec/reference-facts.md "Ranking"). No stemming, no stop words.
@@ -16,6 +16,179 @@ pub fn tokenize(text: &str) -> impl Iterator<Item = String> + '_ {
 pub fn search_terms(text: &str) -> impl Iterator<Item = String> + '_ {
     let stemmer = stemmer();
     tokenize(text).map(move |t| stemmer.stem(&t).into_owned())
+}
+
+/// English stop words, as [`tokenize`] splits them: the Snowball project's English stop-word list
+/// (snowballstem.org, `english.stop`, BSD licence; the list its stemmer is designed for), with its contractions
+/// split into their tokens (`don't` -> `don`, `t`), plus `whose` (an interrogative agents ask with). These words
+/// carry no topic: they are left out of every indexed document and every query ([`index_terms`]). Sorted, so
+/// [`is_stop_word`] is a binary search.
+pub const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "cannot",
+    "could",
+    "couldn",
+    "d",
+    "did",
+    "didn",
+    "do",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "hadn",
+    "has",
+    "hasn",
+    "have",
+    "haven",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn",
+    "it",
+    "its",
+    "itself",
+    "let",
+    "ll",
+    "m",
+    "me",
+    "more",
+    "most",
+    "mustn",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "re",
+    "s",
+    "same",
+    "shan",
+    "she",
+    "should",
+    "shouldn",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "ve",
+    "very",
+    "was",
+    "wasn",
+    "we",
+    "were",
+    "weren",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "with",
+    "won",
+    "would",
+    "wouldn",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// Whether `token` (a lowercase [`tokenize`] token, before stemming) is one of [`STOP_WORDS`].
+pub fn is_stop_word(token: &str) -> bool {
+    STOP_WORDS.binary_search(&token).is_ok()
+}
+
+/// Indexed terms of `text`: the [`tokenize`] tokens that are not [`STOP_WORDS`], reduced to their English Snowball
+/// stems, in text order (repeats kept). The one function that turns text into terms for the lexical index:
+/// documents and queries both go through it, so matching stays symmetric (docs/decisions/0009-lexical-ranking.md).
+pub fn index_terms(text: &str) -> impl Iterator<Item = String> + '_ {
+    let stemmer = stemmer();
+    tokenize(text)
+        .filter(|t| !is_stop_word(t))
+        .map(move |t| stemmer.stem(&t).into_owned())
 }
 
 fn stemmer() -> &'static rust_stemmers::Stemmer {
@@ -60,6 +233,22 @@ mod tests {
     fn search_terms_are_stemmed_tokens() {
         let t: Vec<_> = search_terms("Painted paintings, PAINTS!").collect();
         assert_eq!(t, ["paint", "paint", "paint"]);
+    }
+
+    #[test]
+    fn stop_words_are_sorted_unique_tokens() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]), "sorted and unique");
+        for w in STOP_WORDS {
+            assert_eq!(tokenize(w).collect::<Vec<_>>(), [*w], "{w} is one token");
+        }
+    }
+
+    #[test]
+    fn index_terms_drop_stop_words_then_stem() {
+        let t: Vec<_> = index_terms("When did Caroline paint the sunrises? She didn't!").collect();
+        assert_eq!(t, ["carolin", "paint", "sunris"]);
+        assert!(index_terms("what is it").next().is_none());
+        assert!(is_stop_word("whose") && !is_stop_word("kafka"));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use cao_core::{Key, MemoryType, Scope};
 use cao_index::{Index, MemoryRow, Visibility};
+use cao_rank::Bm25;
 use chrono::{TimeDelta, Utc};
 use std::time::Instant;
 
@@ -132,7 +133,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for q in &queries {
                 let t = Instant::now();
                 hits += if name == "bm25" {
-                    index.bm25_pool(&vis, None, q, limit)?.len()
+                    index.bm25_pool(&vis, None, q, limit, &Bm25::DEFAULT)?.len()
                 } else {
                     index.metadata_pool(&vis, None, q, limit)?.len()
                 };

@@ -3,9 +3,10 @@
 //! The database lives at `<home>/db/cli-agent-orchestrator.db`, the same file the reference implementation uses.
 //! It holds the shared `memory_metadata` table (the reference's exact DDL plus our columns `content`,
 //! `entry_count` and `search_rowid`), the reference's `project_aliases` table, and our own tables, all named
-//! `cao_*`: `cao_schema_migrations`, two FTS5 tables (`cao_memory_fts`: BM25 over the reference's token string with
-//! the `ascii` tokenizer; `cao_memory_trigram`: substring search), `cao_memory_fts_vocab`, `cao_search_terms`
-//! (document frequency per token), `cao_search_stats` (indexed documents and their total tokens),
+//! `cao_*`: `cao_schema_migrations`, two FTS5 tables (`cao_memory_fts`: the two-field lexical document, `body` =
+//! content terms, `meta` = key, tags and stored date terms and `near` = the neighbouring memories' terms (`meta`
+//! and `near` are the context field), with the `ascii` tokenizer; `cao_memory_trigram`: substring search), `cao_memory_fts_vocab`, `cao_search_terms` (document
+//! frequency per term), `cao_search_stats` (indexed documents and the total terms of each field),
 //! `cao_search_partitions` (search-rowid partitions per scope and scope id) and `cao_wiki_index_dirty` (the
 //! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
 //! (see [`RelationshipRow`]; created with the reference's DDL when absent), and `cao_terminals`: terminals registered
@@ -13,18 +14,22 @@
 //! leases, snapshots; see [`journal`]), `cao_wiki_dirs`: the stamps of wiki scope directories whose files agreed
 //! with their rows (see [`WikiDirStamp`]), and the reference's `workflow_outcomes` table: outcomes reported through
 //! the self-learning loop ([`OutcomeRow`]).
-//! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and how it departs from the reference's BM25.
+//! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and `docs/decisions/0009-lexical-ranking.md` for the
+//! lexical document and ranking (FTS5 finds candidates; the caller's `LexicalScorer`, `cao_rank::Bm25`, scores them
+//! from these statistics).
 //!
 //! Invariants:
 //! - Every write is one `BEGIN IMMEDIATE` transaction covering the row, both FTS tables, the document count and
 //!   the dirty mark of the row's wiki container, so readers never see a row without its search entries or the
 //!   other way round.
-//! - A native row is indexed iff its `search_rowid` is not NULL; then `cao_memory_fts` holds exactly
-//!   `search_terms(key + " " + tags + " " + content)` (`cao_core::text::search_terms`: the reference's tokens,
-//!   reduced to English Snowball stems) joined by single spaces, and `cao_memory_trigram` holds
-//!   `lowercase(key + " " + tags + " " + content)`, both under that rowid; `cao_search_stats` holds the number of
-//!   such rows and the sum of their token counts, and `cao_search_terms` the number of them containing each token
-//!   (equal to FTS5's own statistics). The rowid's partition is the row's `(scope, scope_id)` and memory type. Rows written only by the reference are not indexed (and have `content = ""`) until they are
+//! - A native row is indexed iff its `search_rowid` is not NULL; then `cao_memory_fts` holds `body` =
+//!   `index_terms(content)`, `meta` = `index_terms(key, tags, stored day)` and `near` = the first 100
+//!   `index_terms` of the content of each of the memories stored just before and just after it in its scope and
+//!   scope id (`cao_core::text::index_terms`: the reference's tokens without stop words, reduced to English Snowball
+//!   stems), each joined by single spaces, and
+//!   `cao_memory_trigram` holds `lowercase(key + " " + tags + " " + content)`, both under that rowid;
+//!   `cao_search_stats` holds the number of such rows and the sum of each field's term counts (context = `meta` + `near`), and
+//!   `cao_search_terms` the number of them containing each term in any column (equal to FTS5's own statistics). The rowid's partition is the row's `(scope, scope_id)` and memory type. Rows written only by the reference are not indexed (and have `content = ""`) until they are
 //!   re-stored or repaired ([`Index::unindexed_count`]).
 //! - Only rows with `source_kind = 'native'` are read or written; an upsert keeps `id`, `created_at`,
 //!   `access_count` and `last_accessed_at` of an existing identity.
@@ -33,8 +38,8 @@
 //! - Opening is safe with any number of concurrent openers: migrations run under `BEGIN IMMEDIATE` and only add.
 //!   Every pooled connection uses WAL, `synchronous = NORMAL`, foreign keys and memory-mapped reads (1 GiB,
 //!   docs/decisions/0004).
-//! - [`Index::bm25_scores`] scores any row exactly as [`Index::bm25_pool`] would (same token selection and corpus
-//!   statistics), so rows from different pools share one BM25 scale.
+//! - [`Index::bm25_scores`] scores any row exactly as [`Index::bm25_pool`] would (same terms, corpus statistics and
+//!   scorer), so rows from different pools share one lexical scale.
 //! - No query text contains caller values: keys, ids and search terms are bound parameters (FTS5 query strings are
 //!   built from quoted, escaped terms and bound too).
 
@@ -43,6 +48,7 @@ mod dirty;
 mod edges;
 pub mod error;
 pub mod journal;
+mod lexical;
 mod outcomes;
 mod partition;
 mod relationships;
@@ -62,6 +68,7 @@ pub use journal::{
     AppendWhen, Checkpoint, EntryKind, EntryRow, ImportCandidate, JournalMeta, JournalNote, JournalTx, JournalWriter,
     LeaseRow, LineRow, NewEntry, SnapshotRow, ViewItem, ViewRow,
 };
+pub use lexical::search_tokens;
 pub use outcomes::{OutcomeFilter, OutcomeRow};
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter,
@@ -70,11 +77,12 @@ pub use relationships::{
 pub use row::{
     ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, RowStamp, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
 };
-pub use schema::SCHEMA_VERSION;
-pub use search::{ListFilter, matches_all_terms, search_tokens};
+pub use schema::{SCHEMA_VERSION, known_migrations};
+pub use search::{ListFilter, matches_all_terms};
 pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;
 pub use visibility::Visibility;
+pub use write::NEIGHBOUR_TERMS_MAX;
 pub use write::UpsertOutcome;
 
 use r2d2_sqlite::SqliteConnectionManager;

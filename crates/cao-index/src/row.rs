@@ -257,6 +257,15 @@ fn value_int(v: ValueRef<'_>) -> Option<i64> {
     }
 }
 
+/// Column `i` of `row` read as a stored datetime ([`parse_db_ts`]); NULL or unreadable reads as the Unix epoch,
+/// as in [`decode_row`].
+pub(crate) fn ts_column(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<DateTime<Utc>> {
+    Ok(value_text(row.get_ref(i)?)
+        .as_deref()
+        .and_then(parse_db_ts)
+        .unwrap_or(DateTime::UNIX_EPOCH))
+}
+
 /// An optional timestamp as a bindable value in the given format.
 pub(crate) fn opt_ts(t: Option<DateTime<Utc>>, fmt: fn(DateTime<Utc>) -> String) -> Value {
     t.map_or(Value::Null, |t| Value::Text(fmt(t)))

@@ -49,6 +49,8 @@ CREATE INDEX IF NOT EXISTS cao_idx_memory_type_recency
     ON memory_metadata (scope, scope_id, memory_type, updated_at DESC, \"key\" ASC);
 CREATE INDEX IF NOT EXISTS cao_idx_memory_scope_recency
     ON memory_metadata (scope, updated_at DESC, \"key\" ASC, scope_id ASC);
+CREATE INDEX IF NOT EXISTS cao_idx_memory_created
+    ON memory_metadata (scope, scope_id, created_at, \"key\");
 ";
 
 /// Our versioned migrations: `(version, SQL)`. Applied in order, each recorded in `cao_schema_migrations`.
@@ -186,26 +188,68 @@ CREATE INDEX IF NOT EXISTS ix_workflow_outcomes_session_created ON workflow_outc
 CREATE INDEX IF NOT EXISTS ix_workflow_outcomes_agent_created ON workflow_outcomes (agent_profile, created_at);
 ",
     ),
+    (
+        9,
+        // The two-field lexical document (docs/decisions/0009-lexical-ranking.md): the BM25 table holds `body` (the
+        // content), `meta` (key, tags, stored date) and `near` (the neighbouring memories' text), all as indexed
+        // terms without stop words; `meta` and `near` together are the context field, whose length the statistics
+        // count next to the content's. The search tables are emptied here and refilled from the stored rows right
+        // after this step (`crate::write::rebuild_in`).
+        "
+DROP TABLE IF EXISTS cao_memory_fts_vocab;
+DROP TABLE IF EXISTS cao_memory_fts;
+CREATE VIRTUAL TABLE cao_memory_fts USING fts5(body, meta, near, tokenize='ascii');
+CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row');
+ALTER TABLE cao_search_stats ADD COLUMN context_tokens INTEGER NOT NULL DEFAULT 0;
+",
+    ),
 ];
 
+/// The migration that re-tokenises every indexed row from its stored text once it has run.
+const REINDEX_WITH: i64 = 9;
+
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
+
+/// The versions of every migration this build knows, ascending (not necessarily contiguous: a version is a name,
+/// and builds made from different lines of work may know different sets).
+pub fn known_migrations() -> impl Iterator<Item = i64> {
+    MIGRATIONS.iter().map(|(v, _)| *v)
+}
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
+///
+/// Every known migration whose version is not yet recorded in `cao_schema_migrations` runs, in ascending order,
+/// and is recorded; a version missing below the highest recorded one (a migration another build did not know)
+/// is applied too, so migrations that do not depend on each other may be released in either order.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS cao_schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
     )?;
     reconcile_shared_tables(conn)?;
-    let current: i64 = conn.query_row("SELECT coalesce(max(version), 0) FROM cao_schema_migrations", [], |r| {
-        r.get(0)
-    })?;
-    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+    let applied: Vec<i64> = {
+        let mut stmt = conn.prepare("SELECT version FROM cao_schema_migrations")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut reindex = false;
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| !applied.contains(v)) {
         conn.execute_batch(sql)?;
         conn.execute(
             "INSERT INTO cao_schema_migrations (version, applied_at) VALUES (?1, strftime('%Y-%m-%d %H:%M:%f', 'now'))",
             [version],
         )?;
+        reindex |= *version == REINDEX_WITH;
+    }
+    if reindex {
+        crate::write::rebuild_in(conn, crate::write::Rebuild::Indexed).map_err(|e| match e {
+            crate::IndexError::Sqlite(e) => e,
+            // Only the partition allocator's capacity error is possible here (billions of rows).
+            other => rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                Some(other.to_string()),
+            ),
+        })?;
     }
     Ok(())
 }
@@ -253,8 +297,12 @@ fn reconcile_shared_tables(conn: &Connection) -> rusqlite::Result<()> {
              DELETE FROM cao_search_partitions;",
         )?;
         // Only present from version 2 on; migration 2 computes it from the (now empty) table otherwise.
-        if columns(conn, "cao_search_stats")?.iter().any(|(n, _)| n == "tokens") {
+        let stats = columns(conn, "cao_search_stats")?;
+        if stats.iter().any(|(n, _)| n == "tokens") {
             conn.execute_batch("UPDATE cao_search_stats SET tokens = 0; DELETE FROM cao_search_terms;")?;
+        }
+        if stats.iter().any(|(n, _)| n == "context_tokens") {
+            conn.execute_batch("UPDATE cao_search_stats SET context_tokens = 0;")?;
         }
         // The recorded file stamps went with the columns: no directory is known to agree with its rows.
         if table_exists(conn, "cao_wiki_dirs")? {

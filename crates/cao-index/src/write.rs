@@ -16,17 +16,44 @@ pub struct UpsertOutcome {
     pub created: bool,
 }
 
-/// The BM25 document of a row: the search terms ([`cao_core::text::search_terms`]: reference tokens, stemmed) of
-/// `key tags content`, joined by single spaces.
-pub(crate) fn fts_body(key: &str, tags: &str, content: &str) -> String {
-    let mut out = String::with_capacity(key.len() + tags.len() + content.len() + 2);
-    for text in [key, tags, content] {
-        for tok in cao_core::text::search_terms(text) {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(&tok);
+/// Most terms of the previous memory's text that a row's context field takes (the start of that text).
+pub const NEIGHBOUR_TERMS_MAX: usize = 100;
+
+/// The content field of a row's lexical document: the indexed terms ([`cao_core::text::index_terms`]: reference
+/// tokens without stop words, stemmed) of its content, joined by single spaces.
+pub(crate) fn content_field(content: &str) -> String {
+    join_terms(cao_core::text::index_terms(content))
+}
+
+/// The own part of a row's context field: the indexed terms of its key, its tags and the day it was stored
+/// (`updated_at` as `8 May 2023`), joined by single spaces (stored in the `meta` column).
+pub(crate) fn meta_field(key: &str, tags: &str, stored: DateTime<Utc>) -> String {
+    let day = stored.format("%-d %B %Y").to_string();
+    join_terms(
+        [key, tags, day.as_str()]
+            .into_iter()
+            .flat_map(cao_core::text::index_terms),
+    )
+}
+
+/// The neighbours' part of a row's context field: the first [`NEIGHBOUR_TERMS_MAX`] indexed terms of each of its
+/// neighbours' content: `before`, the memory created just before it in the same scope and scope id, and `after`,
+/// the one created just after it (stored in the `near` column; docs/decisions/0009-lexical-ranking.md).
+pub(crate) fn near_field(before: &str, after: &str) -> String {
+    join_terms(
+        [before, after]
+            .into_iter()
+            .flat_map(|n| cao_core::text::index_terms(n).take(NEIGHBOUR_TERMS_MAX)),
+    )
+}
+
+fn join_terms(terms: impl Iterator<Item = String>) -> String {
+    let mut out = String::new();
+    for t in terms {
+        if !out.is_empty() {
+            out.push(' ');
         }
+        out.push_str(&t);
     }
     out
 }
@@ -36,55 +63,172 @@ pub(crate) fn trigram_body(key: &str, tags: &str, content: &str) -> String {
     format!("{key} {tags} {content}").to_lowercase()
 }
 
-/// Add a row's documents to both FTS tables under `search_rowid` and count it.
-fn index_search(tx: &Connection, search_rowid: i64, key: &str, tags: &str, content: &str) -> rusqlite::Result<()> {
-    let body = fts_body(key, tags, content);
-    let tokens = body_tokens(&body);
-    tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body) VALUES (?1, ?2)")?
-        .execute(params![search_rowid, body])?;
+/// What a row's search entries are made of.
+pub(crate) struct SearchText<'a> {
+    pub key: &'a str,
+    pub tags: &'a str,
+    pub content: &'a str,
+    pub stored: DateTime<Utc>,
+    /// Content of the memory created just before this one in the same scope and scope id (`""` when none).
+    pub before: &'a str,
+    /// Content of the memory created just after this one in the same scope and scope id (`""` when none).
+    pub after: &'a str,
+}
+
+/// Add a row's documents to both FTS tables under `search_rowid` and count them in the term statistics (the
+/// context field's length is `meta` + `near`).
+fn index_search(tx: &Connection, search_rowid: i64, text: &SearchText<'_>) -> rusqlite::Result<()> {
+    let body = content_field(text.content);
+    let meta = meta_field(text.key, text.tags, text.stored);
+    let near = near_field(text.before, text.after);
+    tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body, meta, near) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![search_rowid, body, meta, near])?;
     tx.prepare_cached("INSERT INTO cao_memory_trigram (rowid, body) VALUES (?1, ?2)")?
-        .execute(params![search_rowid, trigram_body(key, tags, content)])?;
-    tx.prepare_cached("UPDATE cao_search_stats SET docs = docs + 1, tokens = tokens + ?1 WHERE id = 1")?
-        .execute([tokens])?;
+        .execute(params![search_rowid, trigram_body(text.key, text.tags, text.content)])?;
+    tx.prepare_cached(
+        "UPDATE cao_search_stats SET docs = docs + 1, tokens = tokens + ?1, context_tokens = context_tokens + ?2
+         WHERE id = 1",
+    )?
+    .execute([body_tokens(&body), body_tokens(&meta) + body_tokens(&near)])?;
     let mut add = tx.prepare_cached(
         "INSERT INTO cao_search_terms (term, df) VALUES (?1, 1) ON CONFLICT (term) DO UPDATE SET df = df + 1",
     )?;
-    for term in distinct_terms(&body) {
+    for term in distinct_terms(&[&body, &meta, &near]) {
         add.execute([term])?;
     }
     Ok(())
 }
 
-/// The distinct tokens of a BM25 document.
-fn distinct_terms(body: &str) -> std::collections::BTreeSet<&str> {
-    body.split(' ').filter(|t| !t.is_empty()).collect()
+/// The distinct terms of a lexical document (every column).
+fn distinct_terms<'a>(columns: &[&'a str]) -> std::collections::BTreeSet<&'a str> {
+    columns
+        .iter()
+        .flat_map(|c| c.split(' '))
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
-/// Number of tokens of a BM25 document (single-space separated).
+/// Number of terms of one field of a lexical document (single-space separated).
 pub(crate) fn body_tokens(body: &str) -> i64 {
     i64::try_from(body.split(' ').filter(|t| !t.is_empty()).count()).unwrap_or(i64::MAX)
 }
 
-/// Remove a row's documents from both FTS tables and uncount it.
+/// Remove a row's documents from both FTS tables and uncount them.
 fn unindex_search(tx: &Connection, search_rowid: i64) -> rusqlite::Result<()> {
-    let body: Option<String> = tx
-        .prepare_cached("SELECT body FROM cao_memory_fts WHERE rowid = ?1")?
-        .query_row([search_rowid], |r| r.get(0))
+    let columns: Option<(String, String, String)> = tx
+        .prepare_cached("SELECT body, meta, near FROM cao_memory_fts WHERE rowid = ?1")?
+        .query_row([search_rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
     tx.prepare_cached("DELETE FROM cao_memory_fts WHERE rowid = ?1")?
         .execute([search_rowid])?;
     tx.prepare_cached("DELETE FROM cao_memory_trigram WHERE rowid = ?1")?
         .execute([search_rowid])?;
-    if let Some(body) = body {
+    if let Some((body, meta, near)) = columns {
         tx.prepare_cached(
-            "UPDATE cao_search_stats SET docs = max(docs - 1, 0), tokens = max(tokens - ?1, 0) WHERE id = 1",
+            "UPDATE cao_search_stats SET docs = max(docs - 1, 0), tokens = max(tokens - ?1, 0),
+                 context_tokens = max(context_tokens - ?2, 0)
+             WHERE id = 1",
         )?
-        .execute([body_tokens(&body)])?;
+        .execute([body_tokens(&body), body_tokens(&meta) + body_tokens(&near)])?;
         let mut sub = tx.prepare_cached("UPDATE cao_search_terms SET df = df - 1 WHERE term = ?1")?;
         let mut drop_zero = tx.prepare_cached("DELETE FROM cao_search_terms WHERE term = ?1 AND df <= 0")?;
-        for term in distinct_terms(&body) {
+        for term in distinct_terms(&[&body, &meta, &near]) {
             sub.execute([term])?;
             drop_zero.execute([term])?;
+        }
+    }
+    Ok(())
+}
+
+/// Where a row stands in its scope's creation order: `(scope, scope_id, created_at, key)` as stored (text).
+struct Position {
+    scope: String,
+    scope_id: Option<String>,
+    created_at: Option<String>,
+    key: String,
+}
+
+/// The neighbour relation: a row's neighbours are the native rows of the same scope and scope id created just before
+/// and just after it (`created_at`, then key); their content joins the row's context field. Rows without
+/// `created_at` have none and are none. `(id, search_rowid, content)` of the row on `side` of `pos`.
+fn neighbour(tx: &Connection, pos: &Position, side: Side) -> rusqlite::Result<Option<(String, Option<i64>, String)>> {
+    if pos.created_at.is_none() {
+        return Ok(None);
+    }
+    let sql = match side {
+        Side::Before => {
+            "SELECT id, search_rowid, content FROM memory_metadata
+             WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") < (?3, ?4)
+             ORDER BY created_at DESC, \"key\" DESC LIMIT 1"
+        }
+        Side::After => {
+            "SELECT id, search_rowid, content FROM memory_metadata
+             WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") > (?3, ?4)
+             ORDER BY created_at ASC, \"key\" ASC LIMIT 1"
+        }
+    };
+    tx.prepare_cached(sql)?
+        .query_row(params![pos.scope, pos.scope_id, pos.created_at, pos.key], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default()))
+        })
+        .optional()
+}
+
+/// Which neighbour.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Before,
+    After,
+}
+
+/// The stored position of row `id`.
+fn position(tx: &Connection, id: &str) -> rusqlite::Result<Option<Position>> {
+    tx.prepare_cached("SELECT scope, scope_id, created_at, \"key\" FROM memory_metadata WHERE id = ?1")?
+        .query_row([id], |r| {
+            Ok(Position {
+                scope: r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                scope_id: r.get(1)?,
+                created_at: r.get(2)?,
+                key: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+            })
+        })
+        .optional()
+}
+
+/// Add the search entries of row `id` under `search_rowid`, from its stored key, tags, content, `updated_at` and its
+/// neighbour's content (the row must have no entries yet).
+fn index_row(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Result<()> {
+    let Some(pos) = position(tx, id)? else { return Ok(()) };
+    let (tags, content, updated_at): (String, String, DateTime<Utc>) = tx
+        .prepare_cached("SELECT tags, content, updated_at FROM memory_metadata WHERE id = ?1")?
+        .query_row([id], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                crate::row::ts_column(r, 2)?,
+            ))
+        })?;
+    let content_of =
+        |side| -> rusqlite::Result<String> { Ok(neighbour(tx, &pos, side)?.map(|n| n.2).unwrap_or_default()) };
+    let (before, after) = (content_of(Side::Before)?, content_of(Side::After)?);
+    let text = SearchText {
+        key: &pos.key,
+        tags: &tags,
+        content: &content,
+        stored: updated_at,
+        before: &before,
+        after: &after,
+    };
+    index_search(tx, search_rowid, &text)
+}
+
+/// Re-index the indexed rows just before and after `pos` in creation order (their neighbour's text changed, or their
+/// neighbour did).
+fn refresh_neighbours(tx: &Connection, pos: &Position) -> rusqlite::Result<()> {
+    for side in [Side::Before, Side::After] {
+        if let Some((id, Some(s), _)) = neighbour(tx, pos, side)? {
+            unindex_search(tx, s)?;
+            index_row(tx, &id, s)?;
         }
     }
     Ok(())
@@ -158,7 +302,10 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
                 row.file_stamp.map(|f| f.changed_ns),
                 row.file_stamp.map(|f| f.inode),
             ])?;
-            index_search(tx, s, key, &row.tags, &row.content)?;
+            index_row(tx, &id, s)?;
+            if let Some(pos) = position(tx, &id)? {
+                refresh_neighbours(tx, &pos)?;
+            }
             UpsertOutcome { id, created: false }
         }
         None => {
@@ -199,7 +346,10 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
                 row.file_stamp.map(|f| f.changed_ns),
                 row.file_stamp.map(|f| f.inode),
             ])?;
-            index_search(tx, s, key, &row.tags, &row.content)?;
+            index_row(tx, &row.id, s)?;
+            if let Some(pos) = position(tx, &row.id)? {
+                refresh_neighbours(tx, &pos)?;
+            }
             UpsertOutcome {
                 id: row.id.clone(),
                 created: true,
@@ -215,7 +365,7 @@ pub(crate) fn delete_in(tx: &Connection, scope: Scope, scope_id: Option<&str>, k
     let Some((id, search_rowid)) = find_identity(tx, scope, scope_id, key.as_str())? else {
         return Ok(false);
     };
-    delete_row(tx, &id, search_rowid)?;
+    delete_row(tx, &id, search_rowid, true)?;
     dirty::mark(tx, Container::of(scope, scope_id).as_str())?;
     Ok(true)
 }
@@ -293,7 +443,8 @@ impl Index {
                 .query_map(params![scope.as_str(), scope_id], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<rusqlite::Result<_>>()?;
             for (id, search_rowid) in &victims {
-                delete_row(tx, id, *search_rowid)?;
+                // The whole scope goes: no neighbour is left to refresh.
+                delete_row(tx, id, *search_rowid, false)?;
             }
             if !victims.is_empty() {
                 dirty::mark(tx, Container::of(scope, scope_id).as_str())?;
@@ -388,58 +539,127 @@ impl Index {
         })
     }
 
-    /// Re-tokenise every native row from its stored `key`, `tags` and `content` into fresh FTS tables (renumbering
-    /// every `search_rowid`, and indexing rows that lacked one, such as rows only the reference wrote; rows with an
-    /// unknown scope or type stay unindexed). One transaction; returns the number of rows indexed. Used by repair. Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    /// Re-tokenise every native row from its stored `key`, `tags`, `content` and `updated_at` into fresh FTS
+    /// tables (renumbering every `search_rowid`, and indexing rows that lacked one, such as rows only the reference
+    /// wrote; rows with an unknown scope or type stay unindexed), each with its neighbours' content (the rows created
+    /// just before and after it in its scope and scope id). One transaction; returns the number of rows indexed. Used by repair.
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
     pub fn rebuild_search_index(&self) -> Result<usize> {
-        self.write(|tx| {
-            tx.execute_batch(
-                "DELETE FROM cao_memory_fts;
-                 INSERT INTO cao_memory_trigram (cao_memory_trigram) VALUES ('delete-all');
-                 UPDATE cao_search_stats SET docs = 0, tokens = 0 WHERE id = 1;
-                 DELETE FROM cao_search_terms;
-                 UPDATE memory_metadata SET search_rowid = NULL WHERE search_rowid IS NOT NULL;
-                 DELETE FROM cao_search_partitions;",
-            )?;
-            let rows: Vec<StoredText> = tx
-                .prepare(
-                    "SELECT id, \"key\", tags, content, scope, scope_id, memory_type FROM memory_metadata
-                     WHERE source_kind = 'native' ORDER BY rowid",
-                )?
-                .query_map([], |r| {
-                    let text = |i: usize| -> rusqlite::Result<String> {
-                        Ok(r.get::<_, Option<String>>(i)?.unwrap_or_default())
-                    };
-                    Ok((text(0)?, text(1)?, text(2)?, text(3)?, text(4)?, r.get(5)?, text(6)?))
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut indexed = 0;
-            for (id, key, tags, content, scope, scope_id, memory_type) in &rows {
-                // Rows whose scope or type we do not know stay unindexed (see `Index::invalid_rows`).
-                let (Ok(scope), Ok(memory_type)) = (scope.parse::<Scope>(), memory_type.parse::<MemoryType>()) else {
-                    continue;
-                };
-                let part = partition::ensure(tx, scope, scope_id.as_deref())?;
-                let s = partition::allocate(tx, partition::slot(part, memory_type))?;
-                tx.prepare_cached("UPDATE memory_metadata SET search_rowid = ?1 WHERE id = ?2")?
-                    .execute(params![s, id])?;
-                index_search(tx, s, key, tags, content)?;
-                indexed += 1;
-            }
-            Ok(indexed)
-        })
+        self.write(|tx| rebuild_in(tx, Rebuild::Every))
     }
 }
 
-/// `(id, key, tags, content, scope, scope_id, memory_type)` of a stored row, as read for a rebuild.
-type StoredText = (String, String, String, String, String, Option<String>, String);
+/// Which rows [`rebuild_in`] indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rebuild {
+    /// Every native row of a known scope and type.
+    Every,
+    /// Only the rows that were indexed before (a schema change of the search tables; rows only the reference wrote
+    /// stay unindexed until repaired).
+    Indexed,
+}
 
-fn delete_row(tx: &Connection, id: &str, search_rowid: Option<i64>) -> rusqlite::Result<()> {
+/// The body of [`Index::rebuild_search_index`] inside an open write transaction (also run, with
+/// [`Rebuild::Indexed`], by the migration that introduced the two-field lexical document).
+pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
+    let filter = match which {
+        Rebuild::Every => "",
+        Rebuild::Indexed => " AND search_rowid IS NOT NULL",
+    };
+    let rows: Vec<StoredText> = tx
+        .prepare(&format!(
+            "SELECT id, \"key\", tags, content, scope, scope_id, memory_type, updated_at, created_at
+             FROM memory_metadata WHERE source_kind = 'native'{filter} ORDER BY rowid"
+        ))?
+        .query_map([], |r| {
+            let text =
+                |i: usize| -> rusqlite::Result<String> { Ok(r.get::<_, Option<String>>(i)?.unwrap_or_default()) };
+            Ok(StoredText {
+                id: text(0)?,
+                key: text(1)?,
+                tags: text(2)?,
+                content: text(3)?,
+                scope: text(4)?,
+                scope_id: r.get(5)?,
+                memory_type: text(6)?,
+                updated_at: crate::row::ts_column(r, 7)?,
+                created_at: r.get(8)?,
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    tx.execute_batch(
+        "DELETE FROM cao_memory_fts;
+         INSERT INTO cao_memory_trigram (cao_memory_trigram) VALUES ('delete-all');
+         UPDATE cao_search_stats SET docs = 0, tokens = 0, context_tokens = 0 WHERE id = 1;
+         DELETE FROM cao_search_terms;
+         UPDATE memory_metadata SET search_rowid = NULL WHERE search_rowid IS NOT NULL;
+         DELETE FROM cao_search_partitions;",
+    )?;
+    // Neighbours: the rows before and after each one in its (scope, scope_id) by (created_at, key), as stored; rows
+    // without a created_at have none and are none (the SQL comparison of `neighbour` with NULL).
+    let mut order: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].created_at.is_some()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&rows[a], &rows[b]);
+        (&x.scope, &x.scope_id, &x.created_at, &x.key).cmp(&(&y.scope, &y.scope_id, &y.created_at, &y.key))
+    });
+    let mut before: Vec<Option<usize>> = vec![None; rows.len()];
+    let mut after: Vec<Option<usize>> = vec![None; rows.len()];
+    for pair in order.windows(2) {
+        let (prev, cur) = (&rows[pair[0]], &rows[pair[1]]);
+        if prev.scope == cur.scope && prev.scope_id == cur.scope_id {
+            before[pair[1]] = Some(pair[0]);
+            after[pair[0]] = Some(pair[1]);
+        }
+    }
+    let content = |n: Option<usize>| n.map_or("", |n| rows[n].content.as_str());
+    let mut indexed = 0;
+    for (i, r) in rows.iter().enumerate() {
+        // Rows whose scope or type we do not know stay unindexed (see `Index::invalid_rows`).
+        let (Ok(scope), Ok(memory_type)) = (r.scope.parse::<Scope>(), r.memory_type.parse::<MemoryType>()) else {
+            continue;
+        };
+        let part = partition::ensure(tx, scope, r.scope_id.as_deref())?;
+        let s = partition::allocate(tx, partition::slot(part, memory_type))?;
+        tx.prepare_cached("UPDATE memory_metadata SET search_rowid = ?1 WHERE id = ?2")?
+            .execute(params![s, r.id])?;
+        let text = SearchText {
+            key: &r.key,
+            tags: &r.tags,
+            content: &r.content,
+            stored: r.updated_at,
+            before: content(before[i]),
+            after: content(after[i]),
+        };
+        index_search(tx, s, &text)?;
+        indexed += 1;
+    }
+    Ok(indexed)
+}
+
+/// A stored row as read for a rebuild.
+struct StoredText {
+    id: String,
+    key: String,
+    tags: String,
+    content: String,
+    scope: String,
+    scope_id: Option<String>,
+    memory_type: String,
+    updated_at: DateTime<Utc>,
+    created_at: Option<String>,
+}
+
+/// Delete row `id` and its search entries; with `refresh`, re-index the rows whose neighbour it was.
+fn delete_row(tx: &Connection, id: &str, search_rowid: Option<i64>, refresh: bool) -> rusqlite::Result<()> {
+    let pos = if refresh { position(tx, id)? } else { None };
     if let Some(s) = search_rowid {
         unindex_search(tx, s)?;
     }
     tx.prepare_cached("DELETE FROM memory_metadata WHERE id = ?1")?
         .execute([id])?;
+    if let Some(pos) = pos {
+        refresh_neighbours(tx, &pos)?;
+    }
     Ok(())
 }
 
@@ -448,11 +668,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bodies_use_stemmed_reference_tokens() {
+    fn fields_use_stemmed_reference_tokens_without_stop_words() {
+        assert_eq!(content_field("Use the PyTest_fixtures!"), "use pytest fixtur");
+        let at = chrono::TimeZone::with_ymd_and_hms(&Utc, 2023, 5, 8, 13, 56, 0)
+            .single()
+            .expect("valid");
         assert_eq!(
-            fts_body("prefer-pytest", "testing,python", "Use PyTest_fixtures!"),
-            "prefer pytest test python use pytest fixtur"
+            meta_field("prefer-pytest", "testing,python", at),
+            "prefer pytest test python 8 may 2023"
         );
+        assert_eq!(near_field("We painted a sunrise", "Lovely!"), "paint sunris love");
+        let long = "word ".repeat(NEIGHBOUR_TERMS_MAX + 10);
+        assert_eq!(body_tokens(&meta_field("k", "", at)), 4);
+        assert_eq!(body_tokens(&near_field(&long, &long)), 2 * NEIGHBOUR_TERMS_MAX as i64);
         assert_eq!(trigram_body("k", "", "ÄB c"), "k  äb c");
     }
 }

@@ -56,7 +56,8 @@ pub(crate) fn explain(
     let lifecycle = settings.lifecycle_enabled();
     let limit = req.limit;
     let groups = visibility::groups(store, ctx, settings, req.scope, req.all)?;
-    let default_top = recency_top(store, &groups, req.memory_type, query, limit)?;
+    let lexical = crate::recall::lexical_scorer(settings);
+    let default_top = recency_top(store, &groups, req.memory_type, query, limit, lexical)?;
     let pool = relevance::pool(
         store,
         &groups,
@@ -64,6 +65,7 @@ pub(crate) fn explain(
         req.memory_type,
         query,
         limit,
+        &lexical,
         &|rows| rows,
     )?;
     let purpose = if lifecycle { "injection" } else { "relevance_demotion" };

@@ -459,7 +459,13 @@ pub(crate) fn search(
     let index = store.index();
     let mut candidates: Vec<MemoryRow> = index.metadata_pool(&vis, None, &req.query, SEARCH_POOL)?;
     let mut seen: std::collections::HashSet<String> = candidates.iter().map(|r| r.id.clone()).collect();
-    for (row, _) in index.bm25_pool(&vis, None, &req.query, SEARCH_POOL)? {
+    for (row, _) in index.bm25_pool(
+        &vis,
+        None,
+        &req.query,
+        SEARCH_POOL,
+        &crate::recall::lexical_scorer(settings),
+    )? {
         if seen.insert(row.id.clone()) {
             candidates.push(row);
         }

@@ -25,8 +25,8 @@ use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
 use cao_index::MemoryRow;
 use cao_lifecycle::eligibility::{EligibilityCheck, MAX_RELATED_BATCH, PRIMARY_CHUNK, Purpose};
 use cao_rank::{
-    Candidate, apply_order, demote_by, demote_superseded, pool_size, scope_precedence_pass, sort_score, sort_score_in,
-    sort_usage,
+    Bm25, Candidate, apply_order, demote_by, demote_superseded, pool_size, scope_precedence_pass, sort_score,
+    sort_score_in, sort_usage,
 };
 use std::cell::RefCell;
 
@@ -44,6 +44,23 @@ pub(crate) struct Plan {
     /// candidates name, so their labels need no second read (spec 000 "Lifecycle recall similarly shares one
     /// ordering/label snapshot").
     snapshot_related: bool,
+    /// The lexical score of the BM25 source ([`lexical_scorer`] of the call's settings).
+    lexical: Bm25,
+}
+
+/// The lexical score the call's settings ask for: `memory.recall.bm25_k1`, `memory.recall.bm25_b` and
+/// `memory.recall.context_weight` (docs/decisions/0009-lexical-ranking.md). Values are validated when read (an
+/// invalid one reads as its default, with a warning), so [`Bm25::new`] only fails on a setting added without a range
+/// check; then the defaults apply, with a warning.
+pub(crate) fn lexical_scorer(settings: &Settings) -> Bm25 {
+    use cao_core::settings::{MEMORY_RECALL_BM25_B, MEMORY_RECALL_BM25_K1, MEMORY_RECALL_CONTEXT_WEIGHT};
+    let k1 = settings.number(&MEMORY_RECALL_BM25_K1);
+    let b = settings.number(&MEMORY_RECALL_BM25_B);
+    let w = settings.number(&MEMORY_RECALL_CONTEXT_WEIGHT);
+    Bm25::new(k1, b, w).unwrap_or_else(|e| {
+        tracing::warn!("{e}; using the default lexical score");
+        Bm25::DEFAULT
+    })
 }
 
 /// Lifecycle inputs of one recall: the flag, and the eligibility check of a curator recall (an injection path).
@@ -107,6 +124,7 @@ pub(crate) fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
         mode,
         sort,
         snapshot_related: false,
+        lexical: Bm25::DEFAULT,
     })
 }
 
@@ -137,6 +155,7 @@ pub(crate) fn recall(
 ) -> Result<RecallResult, MemoryError> {
     store.prepare_read()?;
     plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
+    plan.lexical = lexical_scorer(settings);
     let groups = crate::visibility::groups(store, ctx, settings, plan.scope, req.scan_all)?;
     let registry = eligibility::curator_registry(store, settings, ctx);
     let lc = Lifecycle {
@@ -221,9 +240,16 @@ fn relevance_ranked(
     query: &str,
     lc: &Lifecycle<'_>,
 ) -> Result<(Vec<MemoryRow>, Snapshot), MemoryError> {
-    let pool = relevance::pool(store, groups, plan.mode, plan.memory_type, query, plan.limit, &|rows| {
-        lc.retain(rows)
-    })?;
+    let pool = relevance::pool(
+        store,
+        groups,
+        plan.mode,
+        plan.memory_type,
+        query,
+        plan.limit,
+        &plan.lexical,
+        &|rows| lc.retain(rows),
+    )?;
     let rows: Vec<&MemoryRow> = pool.iter().map(|p| &p.row).collect();
     let ids = snapshot_ids(rows.iter().copied(), plan.snapshot_related);
     let snap = supersedes::snapshot(store, ids.iter(), "relevance_demotion");
@@ -241,6 +267,7 @@ pub(crate) fn recency_top(
     memory_type: Option<MemoryType>,
     query: &str,
     limit: usize,
+    lexical: Bm25,
 ) -> Result<Vec<MemoryRow>, MemoryError> {
     let plan = Plan {
         query: Some(query.to_owned()),
@@ -250,6 +277,7 @@ pub(crate) fn recency_top(
         mode: SearchMode::Hybrid,
         sort: SortBy::Recency,
         snapshot_related: false,
+        lexical,
     };
     let lc = Lifecycle {
         enabled: false,
@@ -352,7 +380,7 @@ fn in_order(
             })?,
             (Some(q), SearchMode::Bm25) => fill(store, remaining, lc, false, |n| {
                 Ok(index
-                    .bm25_pool(&vis, plan.memory_type, q, n)?
+                    .bm25_pool(&vis, plan.memory_type, q, n, &plan.lexical)?
                     .into_iter()
                     .map(|(r, _)| r)
                     .collect())
@@ -366,7 +394,7 @@ fn in_order(
                     let open = remaining - rows.len();
                     let fill = fill(store, open, lc, false, |n| {
                         Ok(index
-                            .bm25_pool(&vis, plan.memory_type, q, n + seen.len())?
+                            .bm25_pool(&vis, plan.memory_type, q, n + seen.len(), &plan.lexical)?
                             .into_iter()
                             .map(|(r, _)| r)
                             .filter(|r| !seen.contains(&r.id))
@@ -405,7 +433,7 @@ fn reranked(
     };
     let bm = match plan.mode {
         SearchMode::Metadata if plan.sort == SortBy::Usage || meta.is_empty() => Vec::new(),
-        _ => index.bm25_pool(&vis, plan.memory_type, query, n)?,
+        _ => index.bm25_pool(&vis, plan.memory_type, query, n, &plan.lexical)?,
     };
     let bm25_max = bm.first().map_or(0.0, |(_, s)| *s);
     let bm = if lc.check.is_some() {

@@ -2,8 +2,9 @@
 //! "Typed relationships").
 //!
 //! For the memory just written, at most [`MAX_RELATED`] other memories of the same scope and scope id are chosen by
-//! lexical similarity over the index: the FTS5 BM25 pool ([`cao_index::Index::bm25_pool_terms`]) of the entry's
-//! query terms, the memory itself left out. The result is written twice:
+//! lexical similarity over the index: the BM25 pool ([`cao_index::Index::bm25_pool_terms`]) of the entry's query
+//! terms, scored on the other memories' own content only ([`RELATED_SCORE`]: a memory is not related to this one
+//! merely because it was stored next to it), the memory itself left out. The result is written twice:
 //! - the legacy `related_keys` csv of the row (keys in rank order, `,`-joined; `""` = computed, none found), which
 //!   recall's `include_related` expansion and the `<cao-memory>` block read;
 //! - `relates_to` edges of origin `compiler` (status active, rank = position), through `cao-lifecycle`'s
@@ -11,10 +12,10 @@
 //!   derived edges get no audit line of their own (the store that caused them has one); operator changes to them
 //!   (reject, delete) are audited as any other.
 //!
-//! Query terms: the search terms of key, tags and latest entry ([`cao_core::text::search_terms`], stemmed as the
-//! index is), without English function words ([`FUNCTION_WORDS`]) and one-character terms, ordered by frequency in
+//! Query terms: the indexed terms of key, tags and latest entry ([`cao_core::text::index_terms`]: stemmed and
+//! without stop words, as the index holds them), without English function words ([`FUNCTION_WORDS`]) and one-character terms, ordered by frequency in
 //! the entry (then first occurrence), the first [`MAX_QUERY_TERMS`]. Function words are left out because on a small
-//! corpus FTS5 clamps every shared term's IDF alike, so "the" would relate any two memories.
+//! corpus every shared term weighs about alike, so "the" would relate any two memories.
 //!
 //! Cost: bounded in corpus size. At most [`MAX_QUERY_TERMS`] document-frequency lookups, one BM25 query limited to
 //! [`MAX_RELATED`] + 1 rows inside the scope's search-rowid range (pruned as recall's pool is), one `related_keys`
@@ -30,6 +31,12 @@ use std::collections::HashMap;
 
 /// Most related memories kept per memory (the reference's compiler picks at most three).
 pub const MAX_RELATED: usize = 3;
+
+/// The lexical score of the related pass: the default BM25 on the content field alone (context weight 0).
+pub const RELATED_SCORE: cao_rank::Bm25 = cao_rank::Bm25 {
+    context_weight: 0.0,
+    ..cao_rank::Bm25::DEFAULT
+};
 
 /// Most query terms taken from one entry, so the BM25 query stays bounded whatever the entry's length.
 pub const MAX_QUERY_TERMS: usize = 16;
@@ -61,7 +68,7 @@ fn is_function_word(term: &str) -> bool {
 pub(crate) fn query_terms(key: &str, tags: &str, content: &str) -> Vec<String> {
     let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
     let texts = [key, tags, content];
-    let terms = texts.iter().flat_map(|t| cao_core::text::search_terms(t));
+    let terms = texts.iter().flat_map(|t| cao_core::text::index_terms(t));
     for (pos, term) in terms.enumerate() {
         if term.len() < 2 || is_function_word(&term) {
             continue;
@@ -84,7 +91,9 @@ pub(crate) fn find(store: &Store, row: &MemoryRow) -> Result<Vec<Key>, cao_index
         return Ok(Vec::new());
     }
     let vis = Visibility::none().allow(row.scope, row.scope_id.as_deref());
-    let pool = store.index().bm25_pool_terms(&vis, None, &terms, MAX_RELATED + 1)?;
+    let pool = store
+        .index()
+        .bm25_pool_terms(&vis, None, &terms, MAX_RELATED + 1, &RELATED_SCORE)?;
     Ok(pool
         .into_iter()
         .map(|(r, _)| r.key)

@@ -20,6 +20,7 @@ use crate::supersedes::Snapshot;
 use crate::types::SearchMode;
 use crate::visibility::ScopeGroup;
 use cao_core::MemoryType;
+use cao_core::lexical::LexicalScorer;
 use cao_index::{MemoryRow, matches_all_terms};
 use cao_rank::{RelevanceCandidate, RelevanceOrder, Tier, pool_size, sort_relevance};
 use std::collections::{HashMap, HashSet};
@@ -37,8 +38,12 @@ pub(crate) struct RankedPool {
     pub(crate) order: RelevanceOrder,
 }
 
-/// The relevance pool for `query` over `groups` (see the module doc). `keep` drops rows a curator recall may
-/// not see (explicit recall and explain keep everything).
+/// The relevance pool for `query` over `groups` (see the module doc), lexical values from `lexical`. `keep` drops
+/// rows a curator recall may not see (explicit recall and explain keep everything).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the request's parts, each used once; no natural grouping"
+)]
 pub(crate) fn pool(
     store: &Store,
     groups: &[ScopeGroup],
@@ -46,6 +51,7 @@ pub(crate) fn pool(
     memory_type: Option<MemoryType>,
     query: &str,
     limit: usize,
+    lexical: &dyn LexicalScorer,
     keep: &dyn Fn(Vec<MemoryRow>) -> Vec<MemoryRow>,
 ) -> Result<Vec<PoolRow>, MemoryError> {
     let index = store.index();
@@ -72,7 +78,7 @@ pub(crate) fn pool(
             SearchMode::Metadata => Vec::new(),
             _ if census => Vec::new(),
             _ => {
-                let hits = index.bm25_pool(&vis, memory_type, query, n)?;
+                let hits = index.bm25_pool(&vis, memory_type, query, n, lexical)?;
                 let (rows, scores): (Vec<MemoryRow>, Vec<f64>) = hits.into_iter().unzip();
                 let by_id: HashMap<String, f64> = rows.iter().map(|r| r.id.clone()).zip(scores).collect();
                 keep(rows)
@@ -120,7 +126,7 @@ pub(crate) fn pool(
     let missing: Vec<usize> = (0..pool.len()).filter(|&i| pool[i].raw.is_none()).collect();
     if !missing.is_empty() {
         let rows: Vec<&MemoryRow> = missing.iter().map(|&i| &pool[i].row).collect();
-        let scores = index.bm25_scores(query, &rows)?;
+        let scores = index.bm25_scores(query, &rows, lexical)?;
         for (i, s) in missing.into_iter().zip(scores) {
             pool[i].raw = s;
         }

@@ -8,6 +8,8 @@
 //!   carrying the values each candidate was ordered by; the passes [`demote_superseded`] and
 //!   [`scope_precedence_pass`] refine that permutation and [`apply_order`] moves the caller's rows into it.
 //!   [`demote_by`] is the same demotion in place, for rows already read in order.
+//! - Lexical score: [`Bm25`], our BM25 with a down-weighted context field, the [`cao_core::lexical::LexicalScorer`]
+//!   the index's candidate search and the relevance pool score with (docs/decisions/0009-lexical-ranking.md).
 //! - Pools: [`pool_size`], how many rows each source contributes to a re-ranked pool.
 //! - Explain: [`explain_report`] builds the `cao.memory.explain/1` report from the relevance order and default
 //!   recall's top set (ranks, overlap, recovered rows, rounded values); the lifecycle verdicts are the caller's.
@@ -18,6 +20,7 @@
 //! Source: spec/reference-facts.md "Ranking"; spec 000 "sort_by", "On-demand relevance explain".
 
 mod explain;
+mod lexical;
 mod order;
 mod pool;
 mod relevance;
@@ -27,6 +30,7 @@ pub use explain::{
     DEFAULT_EXPLAIN_LIMIT, DefaultRow, EXPLAIN_SCHEMA, ExplainCandidate, ExplainInput, ExplainReport, ExplainSubject,
     Injection, MAX_EXPLAIN_LIMIT, PoolCounts, RecencyConstants, explain_report, round4,
 };
+pub use lexical::{BM25_K1_MAX, Bm25};
 pub use order::{
     Candidate, Rankable, Ranked, apply_order, demote_by, demote_superseded, input_order, scope_precedence_pass,
     score_all, score_all_in, sort_recency, sort_score, sort_score_in, sort_usage,

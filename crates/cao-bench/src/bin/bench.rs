@@ -236,7 +236,7 @@ fn main() -> Result<()> {
             let mut meta = Stats::default();
             for q in questions.iter().cycle().take(args.queries) {
                 let t = Instant::now();
-                std::hint::black_box(svc.index().bm25_pool(&vis, None, q, limit)?);
+                std::hint::black_box(svc.index().bm25_pool(&vis, None, q, limit, &cao_rank::Bm25::DEFAULT)?);
                 bm.push(t.elapsed());
                 let t = Instant::now();
                 std::hint::black_box(svc.index().metadata_pool(&vis, None, q, limit)?);

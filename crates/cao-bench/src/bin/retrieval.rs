@@ -1,10 +1,14 @@
-//! `cargo xtask retrieval`: recall@1/5/10 and MRR on LoCoMo, through the MCP tool layer.
+//! `cargo xtask retrieval`: recall@1/5/10 and MRR@10 on LoCoMo, through the MCP tool layer.
 //!
 //! Every turn of every conversation is stored with the `memory_store` tool (one memory per turn, key from the
 //! turn's `dia_id`, project scope, one project per conversation). Every question except category 5 is asked with
 //! `memory_recall` (limit 10) in each configuration; a hit is a returned key that is one of the question's
-//! evidence turns. recall@k = share of a question's evidence turns found in the top k, averaged over questions;
-//! MRR = mean of 1 / rank of the first evidence turn (0 when none is in the top 10).
+//! evidence turns. Two recall measures, averaged over questions:
+//! - any-evidence R@k: 1 when at least one of the question's evidence turns is in the top k, else 0;
+//! - share R@k: the share of the question's evidence turns found in the top k.
+//!
+//! MRR@10 = mean of 1 / rank of the first evidence turn (0 when none is in the top 10). A second table gives
+//! any-evidence R@5 per LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop).
 //!
 //! Usage: `retrieval [--dated] [--dump FILE]`. By default every turn is stored now (all memories the same age).
 //! `--dated` stores each turn at its session's date (a fixed clock, turns a second apart) and asks the questions the
@@ -22,13 +26,74 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use std::sync::Arc;
 
-const CONFIGS: [(&str, &str, &str); 5] = [
+const CONFIGS: [(&str, &str, &str); 6] = [
     ("bm25", "bm25", "recency"),
     ("hybrid", "hybrid", "recency"),
+    ("bm25-score", "bm25", "score"),
     ("score", "hybrid", "score"),
     ("relevance", "hybrid", "relevance"),
     ("metadata", "metadata", "recency"),
 ];
+
+/// The cut-offs of the recall measures.
+const KS: [usize; 3] = [1, 5, 10];
+
+/// One question's measures, or (in [`Totals::mean`]) their means.
+#[derive(Debug, Clone, Copy, Default)]
+struct Metrics {
+    /// Any-evidence recall at each of [`KS`]: 1 when an evidence turn is in the top k.
+    any: [f64; 3],
+    /// Share of the evidence turns in the top k, at each of [`KS`].
+    share: [f64; 3],
+    /// Reciprocal rank of the first evidence turn in the top 10 (0 when none).
+    rr: f64,
+}
+
+impl Metrics {
+    /// The measures of one answer (`keys`, best first) against the question's evidence keys (non-empty).
+    fn of(keys: &[String], evidence: &[String]) -> Metrics {
+        let mut m = Metrics::default();
+        for (j, k) in KS.iter().enumerate() {
+            let top = &keys[..keys.len().min(*k)];
+            let found = evidence.iter().filter(|e| top.contains(e)).count();
+            m.any[j] = if found > 0 { 1.0 } else { 0.0 };
+            m.share[j] = found as f64 / evidence.len() as f64;
+        }
+        m.rr = keys
+            .iter()
+            .take(10)
+            .position(|k| evidence.contains(k))
+            .map_or(0.0, |p| 1.0 / (p as f64 + 1.0));
+        m
+    }
+}
+
+/// Sums of [`Metrics`] over questions.
+#[derive(Debug, Clone, Copy, Default)]
+struct Totals {
+    sum: Metrics,
+    n: usize,
+}
+
+impl Totals {
+    fn add(&mut self, m: &Metrics) {
+        for j in 0..KS.len() {
+            self.sum.any[j] += m.any[j];
+            self.sum.share[j] += m.share[j];
+        }
+        self.sum.rr += m.rr;
+        self.n += 1;
+    }
+
+    fn mean(&self) -> Metrics {
+        let n = self.n.max(1) as f64;
+        Metrics {
+            any: self.sum.any.map(|v| v / n),
+            share: self.sum.share.map(|v| v / n),
+            rr: self.sum.rr / n,
+        }
+    }
+}
 
 fn main() -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -98,7 +163,9 @@ async fn run() -> Result<()> {
     } else {
         MemoryService::open_with(home, Settings::default(), Arc::new(SystemClock))?
     };
-    let mut totals = vec![(0.0f64, 0.0f64, 0.0f64, 0.0f64); CONFIGS.len()];
+    let mut totals = vec![Totals::default(); CONFIGS.len()];
+    // (category, config) -> totals.
+    let mut by_category: std::collections::BTreeMap<(u8, usize), Totals> = std::collections::BTreeMap::new();
     let mut n_questions = 0usize;
     let mut n_turns = 0usize;
     for sample in &samples {
@@ -161,19 +228,9 @@ async fn run() -> Result<()> {
                     .iter()
                     .filter_map(|m| m["key"].as_str().map(str::to_owned))
                     .collect();
-                let found_at = |k: usize| {
-                    let top = &keys[..keys.len().min(k)];
-                    evidence.iter().filter(|e| top.contains(e)).count() as f64 / evidence.len() as f64
-                };
-                let rr = keys
-                    .iter()
-                    .position(|k| evidence.contains(k))
-                    .map_or(0.0, |p| 1.0 / (p as f64 + 1.0));
-                let t = &mut totals[i];
-                t.0 += found_at(1);
-                t.1 += found_at(5);
-                t.2 += found_at(10);
-                t.3 += rr;
+                let q_metrics = Metrics::of(&keys, &evidence);
+                totals[i].add(&q_metrics);
+                by_category.entry((q.category, i)).or_default().add(&q_metrics);
                 returned.insert((*name).to_owned(), json!(keys));
             }
             if let Some(w) = dump.as_mut() {
@@ -199,18 +256,35 @@ async fn run() -> Result<()> {
         }
     );
     println!();
-    println!("| mode | search_mode/sort_by | recall@1 | recall@5 | recall@10 | MRR |");
-    println!("|---|---|---:|---:|---:|---:|");
-    let n = n_questions as f64;
+    println!(
+        "| mode | search_mode/sort_by | any R@1 | any R@5 | any R@10 | share R@1 | share R@5 | share R@10 | MRR@10 |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for (i, (name, mode, sort)) in CONFIGS.iter().enumerate() {
-        let t = totals[i];
+        let t = &totals[i];
+        let m = t.mean();
         println!(
-            "| {name} | {mode}/{sort} | {:.3} | {:.3} | {:.3} | {:.3} |",
-            t.0 / n,
-            t.1 / n,
-            t.2 / n,
-            t.3 / n
+            "| {name} | {mode}/{sort} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+            m.any[0], m.any[1], m.any[2], m.share[0], m.share[1], m.share[2], m.rr
         );
+    }
+    println!();
+    println!("any-evidence R@5 per LoCoMo category (questions):");
+    println!();
+    let categories: std::collections::BTreeSet<u8> = by_category.keys().map(|(c, _)| *c).collect();
+    let head: Vec<String> = CONFIGS.iter().map(|(name, _, _)| (*name).to_owned()).collect();
+    println!("| category | questions | {} |", head.join(" | "));
+    println!("|---|---:|{}", "---:|".repeat(CONFIGS.len()));
+    for c in categories {
+        let n = by_category.get(&(c, 0)).map_or(0, |t| t.n);
+        let cells: Vec<String> = (0..CONFIGS.len())
+            .map(|i| {
+                by_category
+                    .get(&(c, i))
+                    .map_or("-".into(), |t| format!("{:.3}", t.mean().any[1]))
+            })
+            .collect();
+        println!("| {c} | {n} | {} |", cells.join(" | "));
     }
     if let Some(mut w) = dump {
         use std::io::Write;

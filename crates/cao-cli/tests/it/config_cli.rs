@@ -74,6 +74,9 @@ fn list_on_a_fresh_home_shows_defaults_and_writes_nothing() {
             "memory.instruction_promotion_enabled",
             "agents.dirs",
             "ui.tree_drawing",
+            "memory.recall.bm25_k1",
+            "memory.recall.bm25_b",
+            "memory.recall.context_weight"
         ]
     );
     assert!(!settings_path(&home).exists(), "reading never creates settings.json");

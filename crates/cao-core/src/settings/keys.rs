@@ -41,6 +41,10 @@ pub enum SettingKind {
     Argv,
     /// A whole number of milliseconds, 1..=3600000.
     Millis,
+    /// A number from 0 to 1 (a fraction or weight).
+    Fraction,
+    /// A number from 0 to 3: BM25's term-frequency saturation k1.
+    Saturation,
     /// An injection mode: `block`, `view` or `both` ([`InjectionMode`]).
     InjectionMode,
     /// A list of directories: a JSON list of absolute paths (or `~/`-relative ones, expanded with `$HOME` when
@@ -65,6 +69,7 @@ impl SettingKind {
             | SettingKind::Switch => "string",
             SettingKind::Argv | SettingKind::Dirs => "list",
             SettingKind::Millis => "integer",
+            SettingKind::Fraction | SettingKind::Saturation => "number",
         }
     }
 
@@ -79,6 +84,8 @@ impl SettingKind {
             SettingKind::EnvVarName => model::ENV_NAME_EXPECTED,
             SettingKind::Argv => model::ARGV_EXPECTED,
             SettingKind::Millis => model::MILLIS_EXPECTED,
+            SettingKind::Fraction => FRACTION_EXPECTED,
+            SettingKind::Saturation => SATURATION_EXPECTED,
             SettingKind::InjectionMode => INJECTION_MODE_EXPECTED,
             SettingKind::Dirs => super::learning::DIRS_EXPECTED,
             SettingKind::Switch => SWITCH_EXPECTED,
@@ -101,6 +108,8 @@ pub enum SettingDefault {
     Text(&'static str),
     /// A non-negative integer default.
     Int(u64),
+    /// A decimal default, in thousandths (`900` = 0.9).
+    Thousandths(u32),
     /// No default value: the setting is unset unless the file or the environment provides one.
     Unset,
 }
@@ -112,6 +121,7 @@ impl SettingDefault {
             SettingDefault::Bool(b) => Some(Value::Bool(b)),
             SettingDefault::Text(s) => Some(Value::String(s.to_owned())),
             SettingDefault::Int(n) => Some(Value::from(n)),
+            SettingDefault::Thousandths(n) => Some(Value::from(f64::from(n) / 1000.0)),
             SettingDefault::Unset => None,
         }
     }
@@ -233,6 +243,58 @@ pub const MEMORY_MODEL_TIMEOUT_MS: SettingKey = SettingKey {
     doc: "Timeout of one model request in milliseconds (1..3600000); a command is killed when it passes.",
 };
 
+/// `memory.recall.bm25_k1`: term-frequency saturation of the lexical score (docs/decisions/0009-lexical-ranking.md).
+pub const MEMORY_RECALL_BM25_K1: SettingKey = SettingKey {
+    name: "memory.recall.bm25_k1",
+    kind: SettingKind::Saturation,
+    default: SettingDefault::Thousandths(900),
+    env: "CAO_MEMORY_RECALL_BM25_K1",
+    doc: "BM25 k1 of the lexical score (0..3): how fast repeated query words stop adding to a memory's score.",
+};
+
+/// `memory.recall.bm25_b`: length normalisation of the lexical score (docs/decisions/0009-lexical-ranking.md).
+pub const MEMORY_RECALL_BM25_B: SettingKey = SettingKey {
+    name: "memory.recall.bm25_b",
+    kind: SettingKind::Fraction,
+    default: SettingDefault::Thousandths(250),
+    env: "CAO_MEMORY_RECALL_BM25_B",
+    doc: "BM25 b of the lexical score (0..1): how much longer memories are penalised (0 none, 1 full).",
+};
+
+/// `memory.recall.context_weight`: weight of a memory's context field (key, tags, stored date, the previous
+/// memory's text) against its content in the lexical score (docs/decisions/0009-lexical-ranking.md).
+pub const MEMORY_RECALL_CONTEXT_WEIGHT: SettingKey = SettingKey {
+    name: "memory.recall.context_weight",
+    kind: SettingKind::Fraction,
+    default: SettingDefault::Thousandths(500),
+    env: "CAO_MEMORY_RECALL_CONTEXT_WEIGHT",
+    doc: "Weight (0..1) of a memory's context (key, tags, date, the previous memory's text) against its content.",
+};
+
+/// What a [`SettingKind::Fraction`] value looks like.
+pub(crate) const FRACTION_EXPECTED: &str = "a number from 0 to 1";
+/// What a [`SettingKind::Saturation`] value looks like.
+pub(crate) const SATURATION_EXPECTED: &str = "a number from 0 to 3";
+
+/// A number within `0..=max` (finite), as JSON.
+///
+/// Errors: `expected`.
+fn check_number(v: f64, max: f64, expected: &'static str) -> Result<Value, &'static str> {
+    if v.is_finite() && (0.0..=max).contains(&v) {
+        serde_json::Number::from_f64(v).map(Value::Number).ok_or(expected)
+    } else {
+        Err(expected)
+    }
+}
+
+/// The range and message of a numeric kind.
+fn number_kind(kind: SettingKind) -> Option<(f64, &'static str)> {
+    match kind {
+        SettingKind::Fraction => Some((1.0, FRACTION_EXPECTED)),
+        SettingKind::Saturation => Some((3.0, SATURATION_EXPECTED)),
+        _ => None,
+    }
+}
 /// `memory.injection.mode`: what a new session is given (spec 001 "The view"; default `block`, so nothing changes
 /// for existing users).
 pub const MEMORY_INJECTION_MODE: SettingKey = SettingKey {
@@ -360,6 +422,9 @@ pub const KEYS: &[SettingKey] = &[
     MEMORY_INSTRUCTION_PROMOTION_ENABLED,
     AGENTS_DIRS,
     UI_TREE_DRAWING,
+    MEMORY_RECALL_BM25_K1,
+    MEMORY_RECALL_BM25_B,
+    MEMORY_RECALL_CONTEXT_WEIGHT,
 ];
 
 /// The known setting named `name` (exact, case-sensitive).
@@ -408,6 +473,11 @@ pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
         SettingKind::EnvVarName => checked(model::parse_env_name(raw)),
         SettingKind::Argv => checked(model::parse_argv(raw)),
         SettingKind::Millis => checked(model::parse_millis(raw)),
+        SettingKind::Fraction | SettingKind::Saturation => {
+            let (max, expected) = number_kind(key.kind).ok_or_else(invalid)?;
+            let v: f64 = raw.trim().parse().map_err(|_| invalid())?;
+            checked(check_number(v, max, expected))
+        }
         SettingKind::InjectionMode => match InjectionMode::parse(raw) {
             Some(m) => Ok(Value::String(m.as_str().to_owned())),
             None => Err(invalid()),
@@ -562,6 +632,11 @@ impl Settings {
                     },
                     (SettingKind::Argv, Value::Array(_)) => model::check_argv_value(v),
                     (SettingKind::Dirs, Value::Array(_)) => super::learning::check_dirs_value(v),
+                    (SettingKind::Fraction | SettingKind::Saturation, Value::Number(n)) => match number_kind(kind) {
+                        Some((max, expected)) => n.as_f64().map_or(Err(expected), |v| check_number(v, max, expected)),
+                        None => Err(kind.expected()),
+                    },
+                    (SettingKind::Fraction | SettingKind::Saturation, _) => Err(kind.expected()),
                     (SettingKind::Millis, _) => Err(kind.expected()),
                     (_, Value::String(s)) => parse_value(key, s.trim()).map_err(|_| kind.expected()),
                     _ => Err(kind.expected()),
@@ -603,6 +678,17 @@ impl Settings {
     /// `memory.explain_enabled` (env `CAO_MEMORY_EXPLAIN_ENABLED`), default true.
     pub fn explain_enabled(&self) -> bool {
         self.effective_bool(&MEMORY_EXPLAIN_ENABLED)
+    }
+
+    /// A numeric setting's effective value (env > file > default); an invalid value logs its warning and reads as
+    /// the default.
+    pub fn number(&self, key: &'static SettingKey) -> f64 {
+        let eff = self.effective(key);
+        if let Some(w) = &eff.warning {
+            tracing::warn!(setting = key.name, "{w}");
+        }
+        let default = key.default.value().and_then(|v| v.as_f64()).unwrap_or(0.0);
+        eff.value.as_ref().and_then(Value::as_f64).unwrap_or(default)
     }
 
     /// `memory.summarize` (env `CAO_MEMORY_SUMMARIZE`), default true: long-running processes write the journal's
@@ -689,6 +775,7 @@ mod tests {
                 (SettingKind::Bool, SettingDefault::Bool(_))
                 | (SettingKind::Provider | SettingKind::InjectionMode | SettingKind::Switch, SettingDefault::Text(_))
                 | (SettingKind::Millis, SettingDefault::Int(_))
+                | (SettingKind::Fraction | SettingKind::Saturation, SettingDefault::Thousandths(_))
                 | (
                     SettingKind::ProjectId
                     | SettingKind::Url
@@ -704,6 +791,42 @@ mod tests {
         }
         let err = lookup("memory.Enabled").expect_err("case-sensitive");
         assert!(err.to_string().contains("memory.lifecycle.enabled"), "{err}");
+    }
+
+    #[test]
+    fn recall_numbers_are_validated_from_every_source() {
+        assert_eq!(parse_value(&MEMORY_RECALL_BM25_K1, "1.2"), Ok(json!(1.2)));
+        assert_eq!(parse_value(&MEMORY_RECALL_BM25_B, "0"), Ok(json!(0.0)));
+        for (key, bad) in [
+            (&MEMORY_RECALL_BM25_K1, "3.5"),
+            (&MEMORY_RECALL_BM25_K1, "-1"),
+            (&MEMORY_RECALL_BM25_B, "1.01"),
+            (&MEMORY_RECALL_CONTEXT_WEIGHT, "NaN"),
+            (&MEMORY_RECALL_CONTEXT_WEIGHT, "half"),
+        ] {
+            let err = parse_value(key, bad).expect_err(bad).to_string();
+            assert!(err.contains(key.name) && err.contains("a number from 0 to"), "{err}");
+        }
+        let e = eff(json!({}), &MEMORY_RECALL_BM25_K1, &[]);
+        assert_eq!((e.value, e.source), (Some(json!(0.9)), SettingSource::Default));
+        let e = eff(
+            json!({"memory": {"recall": {"bm25_b": 0.75}}}),
+            &MEMORY_RECALL_BM25_B,
+            &[],
+        );
+        assert_eq!((e.value, e.source), (Some(json!(0.75)), SettingSource::File));
+        let e = eff(json!({"memory": {"recall": {"bm25_b": 7}}}), &MEMORY_RECALL_BM25_B, &[]);
+        assert_eq!(e.value, Some(json!(0.25)), "out of range in the file: the default");
+        assert!(e.warning.is_some_and(|w| w.contains("a number from 0 to 1")));
+        let e = eff(
+            json!({}),
+            &MEMORY_RECALL_CONTEXT_WEIGHT,
+            &[("CAO_MEMORY_RECALL_CONTEXT_WEIGHT", "0")],
+        );
+        assert_eq!((e.value, e.source), (Some(json!(0.0)), SettingSource::Env));
+        let s = Settings::from_value(json!({"memory": {"recall": {"bm25_k1": 1.5}}}));
+        assert_eq!(s.number(&MEMORY_RECALL_BM25_K1), 1.5);
+        assert_eq!(s.number(&MEMORY_RECALL_CONTEXT_WEIGHT), 0.5);
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Property: after any sequence of upserts (new and overwriting), deletes and scope clears, both FTS tables answer
-//! exactly as a naive in-memory model of the rows does.
+//! exactly as a naive in-memory model of the rows does: the two-field lexical document (content; key, stored day and
+//! the neighbouring memories' content as context), our BM25 with the default parameters, a match only through the
+//! row's own text (content, key, day), and substring search.
 
 use crate::common::*;
 use cao_core::{MemoryType, Scope};
 use cao_index::{Index, Visibility};
+use cao_rank::Bm25;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,8 +41,12 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Identity -> (content, updated_at seconds, memory type).
-type Model = BTreeMap<(usize, Option<usize>), (String, i64, MemoryType)>;
+/// A model row's identity: (key index, session index).
+type ModelId = (usize, Option<usize>);
+/// A model row: (content, updated_at seconds, memory type, created_at seconds).
+type ModelRow = (String, i64, MemoryType, i64);
+/// Identity -> row.
+type Model = BTreeMap<ModelId, ModelRow>;
 
 /// `(key, scope_id)` of a row.
 type Id = (String, Option<String>);
@@ -52,7 +59,7 @@ fn model_id(k: usize, s: Option<usize>) -> Id {
 fn visible(model: &Model, vis: &Visibility, ty: Option<MemoryType>) -> Model {
     model
         .iter()
-        .filter(|((_, s), (_, _, t))| {
+        .filter(|((_, s), (_, _, t, _))| {
             let (scope, sid) = scope_of(*s);
             vis.allows(scope, sid) && ty.is_none_or(|ty| ty == *t)
         })
@@ -68,33 +75,154 @@ fn scope_of(session: Option<usize>) -> (Scope, Option<&'static str>) {
 }
 
 fn tokens(text: &str) -> BTreeSet<String> {
-    cao_core::text::tokenize(text).collect()
+    cao_core::text::index_terms(text).collect()
 }
 
-/// The searchable text of a model row, as the index builds it (key, empty tags, content).
+/// The searchable text of a model row for substring search, as the index builds it (key, empty tags, content).
 fn doc(key: usize, content: &str) -> String {
     format!("{}  {}", KEYS[key], content)
 }
 
-/// FTS5's `bm25()` (k1 = 1.2, b = 0.75, IDF clamped to 1e-6) of every model row containing `token`, computed from
-/// the model corpus: a drift of FTS5's row count or token totals shows up as a different score.
-fn model_bm25(model: &Model, token: &str) -> BTreeMap<Id, f64> {
-    let docs: Vec<(Id, Vec<String>)> = model
-        .iter()
-        .map(|((k, s), (c, _, _))| (model_id(*k, *s), cao_core::text::tokenize(&doc(*k, c)).collect()))
-        .collect();
+/// The own context terms of a row with key `key` stored at `t0 + secs`: key, (no tags), the stored day.
+fn meta_terms(key: usize, secs: i64) -> Vec<String> {
+    let day = at(secs).format("%-d %B %Y").to_string();
+    cao_core::text::index_terms(KEYS[key])
+        .chain(cao_core::text::index_terms(&day))
+        .collect()
+}
+
+/// The context-field terms of a row with key `key` stored at `t0 + secs` between memories with content `before` and
+/// `after`: key, (no tags), the stored day, and each neighbour's first terms.
+fn context_terms(key: usize, secs: i64, before: &str, after: &str) -> Vec<String> {
+    meta_terms(key, secs)
+        .into_iter()
+        .chain(cao_core::text::index_terms(before).take(cao_index::NEIGHBOUR_TERMS_MAX))
+        .chain(cao_core::text::index_terms(after).take(cao_index::NEIGHBOUR_TERMS_MAX))
+        .collect()
+}
+
+/// One document of a model corpus: content terms, context terms, and the own part of the context (key, day).
+type Fields = (Vec<String>, Vec<String>, Vec<String>);
+
+/// Our BM25 with the default parameters (k1 = 0.9, b = 0.25, context weight 0.5) of `term` in every document of
+/// `docs` that scores it (in either field: a row matching another query term on its own gets this term's context
+/// contribution too), written out from the formula: a drift of the row count, the field totals or a document
+/// frequency shows up as a different score. [`owns`] tells whether the row can match the term itself.
+fn model_scores(docs: &[Fields], term: &str) -> Vec<Option<f64>> {
+    let (k1, b, w) = (0.9, 0.25, [1.0, 0.5]);
     let n = docs.len() as f64;
-    let avgdl = docs.iter().map(|(_, t)| t.len()).sum::<usize>() as f64 / n;
-    let df = docs.iter().filter(|(_, t)| t.iter().any(|x| x == token)).count() as f64;
-    let idf = ((n - df + 0.5) / (df + 0.5)).ln();
-    let idf = if idf <= 0.0 { 1e-6 } else { idf };
-    docs.into_iter()
-        .filter_map(|(id, t)| {
-            let tf = t.iter().filter(|x| *x == token).count() as f64;
-            let dl = t.len() as f64;
-            (tf > 0.0).then(|| (id, idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))))
+    let avg = [
+        docs.iter().map(|d| d.0.len()).sum::<usize>() as f64 / n,
+        docs.iter().map(|d| d.1.len()).sum::<usize>() as f64 / n,
+    ];
+    let has = |v: &Vec<String>| v.iter().any(|x| x == term);
+    let df = docs.iter().filter(|d| has(&d.0) || has(&d.1)).count() as f64;
+    let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+    docs.iter()
+        .map(|d| {
+            let mut sum = 0.0;
+            for (f, field) in [&d.0, &d.1].into_iter().enumerate() {
+                let tf = field.iter().filter(|x| *x == term).count() as f64;
+                if tf > 0.0 {
+                    let rel = if avg[f] > 0.0 { field.len() as f64 / avg[f] } else { 1.0 };
+                    sum += w[f] * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * rel));
+                }
+            }
+            (sum > 0.0).then_some(idf * sum)
         })
         .collect()
+}
+
+/// The context-field terms of the model row `id`: its neighbours are the rows of the same scope id created just
+/// before and just after it (created seconds, then key).
+fn model_context(model: &Model, id: &(usize, Option<usize>)) -> Vec<String> {
+    let (_, updated, _, created) = &model[id];
+    let me = (*created, KEYS[id.0]);
+    let same = || model.iter().filter(|((_, s), _)| *s == id.1);
+    let order = |(k, c): (&ModelId, &ModelRow)| (c.3, KEYS[k.0]);
+    let before = same()
+        .filter(|r| order(*r) < me)
+        .max_by(|a, b| order(*a).cmp(&order(*b)))
+        .map(|(_, (c, _, _, _))| c.clone())
+        .unwrap_or_default();
+    let after = same()
+        .filter(|r| order(*r) > me)
+        .min_by(|a, b| order(*a).cmp(&order(*b)))
+        .map(|(_, (c, _, _, _))| c.clone())
+        .unwrap_or_default();
+    context_terms(id.0, *updated, &before, &after)
+}
+
+/// Both fields of every model row, in model order.
+fn model_fields(model: &Model) -> Vec<Fields> {
+    model
+        .iter()
+        .map(|(id, (c, updated, _, _))| {
+            (
+                cao_core::text::index_terms(c).collect(),
+                model_context(model, id),
+                meta_terms(id.0, *updated),
+            )
+        })
+        .collect()
+}
+
+/// Whether `term` is in the own text of a model document (content, key, day): whether the row matches it.
+fn owns(d: &Fields, term: &str) -> bool {
+    d.0.iter().chain(&d.2).any(|x| x == term)
+}
+
+/// [`model_scores`] over the whole model, by identity (rows that match the term on their own only).
+fn model_bm25(model: &Model, token: &str) -> BTreeMap<Id, f64> {
+    model_bm25_raw(model, token)
+        .into_iter()
+        .filter(|(_, (_, own))| *own)
+        .map(|(id, (s, _))| (id, s))
+        .collect()
+}
+
+/// [`model_scores`] over the whole model, by identity: every row that scores the term, and whether it [`owns`] it.
+fn model_bm25_raw(model: &Model, token: &str) -> BTreeMap<Id, (f64, bool)> {
+    let ids: Vec<Id> = model.keys().map(|(k, s)| model_id(*k, *s)).collect();
+    let docs = model_fields(model);
+    ids.into_iter()
+        .zip(model_scores(&docs, token))
+        .zip(docs.iter().map(|d| owns(d, token)))
+        .filter_map(|((id, s), own)| s.map(|s| (id, (s, own))))
+        .collect()
+}
+
+/// The fields of global documents `(key, content)` stored one second apart from `t0` in this order: each one's
+/// neighbours are the ones stored just before and after it.
+fn sequence_fields(docs: &[(String, String)]) -> Vec<Fields> {
+    docs.iter()
+        .enumerate()
+        .map(|(i, (k, c))| {
+            let before = if i == 0 { "" } else { docs[i - 1].1.as_str() };
+            let after = docs.get(i + 1).map_or("", |d| d.1.as_str());
+            let day = at(i64::try_from(i).expect("small")).format("%-d %B %Y").to_string();
+            let meta: Vec<String> = cao_core::text::index_terms(k)
+                .chain(cao_core::text::index_terms(&day))
+                .collect();
+            let ctx = meta
+                .iter()
+                .cloned()
+                .chain(cao_core::text::index_terms(before).take(cao_index::NEIGHBOUR_TERMS_MAX))
+                .chain(cao_core::text::index_terms(after).take(cao_index::NEIGHBOUR_TERMS_MAX))
+                .collect();
+            (cao_core::text::index_terms(c).collect(), ctx, meta)
+        })
+        .collect()
+}
+
+/// Whether the model row `id` contains `t` in either field.
+fn contains(model: &Model, id: &(usize, Option<usize>), t: &str) -> bool {
+    tokens(&model[id].0).contains(t) || model_context(model, id).iter().any(|x| x == t)
+}
+
+/// Whether the model row `id` contains `t` in its own text (content, key, stored day): whether it can match `t`.
+fn contains_own(model: &Model, id: &(usize, Option<usize>), t: &str) -> bool {
+    tokens(&model[id].0).contains(t) || meta_terms(id.0, model[id].1).iter().any(|x| x == t)
 }
 
 fn apply(ix: &Index, model: &mut Model, ops: &[Op]) {
@@ -112,7 +240,9 @@ fn apply(ix: &Index, model: &mut Model, ops: &[Op]) {
                 let mut r = row(KEYS[*key], scope, sid, &content, secs);
                 r.memory_type = MemoryType::ALL[*ty];
                 ix.upsert(&r).expect("upsert");
-                model.insert((*key, *session), (content, secs, r.memory_type));
+                // An update keeps the first store's created_at.
+                let created = model.get(&(*key, *session)).map_or(secs, |(_, _, _, c)| *c);
+                model.insert((*key, *session), (content, secs, r.memory_type, created));
             }
             Op::Delete { key, session } => {
                 let (scope, sid) = scope_of(*session);
@@ -149,7 +279,7 @@ fn check(
         .flat_map(|w| tokens(w))
         .chain(KEYS.iter().flat_map(|k| tokens(k)))
     {
-        let hits = ix.bm25_pool(vis, ty, &t, 1000).expect("bm25");
+        let hits = ix.bm25_pool(vis, ty, &t, 1000, &Bm25::DEFAULT).expect("bm25");
         let all_scores = model_bm25(model, &t);
         let want: BTreeSet<Id> = all_scores
             .keys()
@@ -173,43 +303,26 @@ fn check(
         prop_assert_eq!(sorted, hits.iter().map(|(_, s)| *s).collect::<Vec<_>>(), "best first");
     }
 
-    // BM25, two words: tokens in at least half the indexed rows are left out when another token remains, on corpora
-    // of at least 1 000 rows (never in this small model).
+    // BM25, two words: every term present in the corpus is scored.
     let qtoks = tokens(two_words);
-    let n = i64::try_from(model.len()).expect("small");
-    let df = |t: &String| {
-        i64::try_from(
-            model
-                .iter()
-                .filter(|((k, _), (c, _, _))| tokens(&doc(*k, c)).contains(t))
-                .count(),
-        )
-        .expect("small")
-    };
-    let present: Vec<&String> = qtoks.iter().filter(|t| df(t) > 0).collect();
-    let informative: Vec<&String> = if n >= 1000 {
-        present.iter().copied().filter(|t| 2 * df(t) < n).collect()
-    } else {
-        Vec::new()
-    };
-    let chosen = if informative.is_empty() { present } else { informative };
-    let want: BTreeSet<Id> = seen
+    let chosen: Vec<&String> = qtoks
         .iter()
-        .filter(|((k, _), (c, _, _))| {
-            let d = tokens(&doc(*k, c));
-            chosen.iter().any(|t| d.contains(*t))
-        })
-        .map(|((k, s), _)| model_id(*k, *s))
+        .filter(|t| model.keys().any(|id| contains(model, id, t)))
         .collect();
-    let hits = ix.bm25_pool(vis, ty, two_words, 1000).expect("bm25");
+    let want: BTreeSet<Id> = seen
+        .keys()
+        .filter(|id| chosen.iter().any(|t| contains_own(model, id, t)))
+        .map(|(k, s)| model_id(*k, *s))
+        .collect();
+    let hits = ix.bm25_pool(vis, ty, two_words, 1000, &Bm25::DEFAULT).expect("bm25");
     prop_assert_eq!(id_set(hits.iter().map(|(r, _)| r)), want.clone(), "query {}", two_words);
     // The best two (the pruned path may answer these) carry the model's summed scores.
-    let per_token: Vec<BTreeMap<Id, f64>> = chosen.iter().map(|t| model_bm25(model, t)).collect();
-    let full = |id: &Id| per_token.iter().filter_map(|m| m.get(id)).sum::<f64>();
+    let per_token: Vec<BTreeMap<Id, (f64, bool)>> = chosen.iter().map(|t| model_bm25_raw(model, t)).collect();
+    let full = |id: &Id| per_token.iter().filter_map(|m| m.get(id)).map(|(s, _)| s).sum::<f64>();
     let mut best: Vec<f64> = want.iter().map(full).collect();
     best.sort_by(|a, b| b.total_cmp(a));
     best.truncate(2);
-    let top = ix.bm25_pool(vis, ty, two_words, 2).expect("bm25");
+    let top = ix.bm25_pool(vis, ty, two_words, 2, &Bm25::DEFAULT).expect("bm25");
     prop_assert_eq!(top.len(), best.len());
     for ((r, score), expected) in top.iter().zip(&best) {
         prop_assert!(
@@ -238,11 +351,11 @@ fn check(
         let terms: Vec<String> = q.to_lowercase().split_whitespace().map(str::to_owned).collect();
         let mut want: Vec<(i64, String, Option<String>)> = seen
             .iter()
-            .filter(|((k, _), (c, _, _))| {
+            .filter(|((k, _), (c, _, _, _))| {
                 let hay = doc(*k, c).to_lowercase();
                 terms.iter().all(|t| hay.contains(t.as_str()))
             })
-            .map(|((k, s), (_, secs, _))| (-secs, KEYS[*k].to_owned(), s.map(|s| SESSIONS[s].to_owned())))
+            .map(|((k, s), (_, secs, _, _))| (-secs, KEYS[*k].to_owned(), s.map(|s| SESSIONS[s].to_owned())))
             .collect();
         want.sort();
         let got: Vec<(i64, String, Option<String>)> = ix
@@ -272,7 +385,7 @@ proptest! {
         prop_assert_eq!(ix.count().expect("count"), model.len());
         prop_assert_eq!(ix.unindexed_count().expect("unindexed"), 0);
         {
-            // Our statistics equal FTS5's: document frequencies and the token total.
+            // Our statistics equal FTS5's document frequencies, and the field totals the model's.
             let conn = rusqlite::Connection::open(db.path()).expect("raw");
             let read = |sql: &str| -> Vec<(String, i64)> {
                 let mut stmt = conn.prepare(sql).expect("prepare");
@@ -282,9 +395,12 @@ proptest! {
                 read("SELECT term, df FROM cao_search_terms ORDER BY term"),
                 read("SELECT term, doc FROM cao_memory_fts_vocab ORDER BY term")
             );
-            let total: i64 = model.iter().map(|((k, _), (c, _, _))| cao_core::text::tokenize(&doc(*k, c)).count() as i64).sum();
+            let total: i64 = model.values().map(|(c, _, _, _)| cao_core::text::index_terms(c).count() as i64).sum();
+            let context: i64 = model_fields(&model).iter().map(|f| f.1.len() as i64).sum();
             let stats = read("SELECT 'x', tokens FROM cao_search_stats");
             prop_assert_eq!(stats[0].1, total);
+            let stats = read("SELECT 'x', context_tokens FROM cao_search_stats");
+            prop_assert_eq!(stats[0].1, context);
         }
         let query = format!("{} {}", WORDS[q1], WORDS[q2]);
         let mine = Visibility::none().allow(Scope::Global, None).allow(Scope::Session, Some("s1"));
@@ -319,12 +435,18 @@ fn rebuilding_the_search_tables_gives_the_same_answers() {
     apply(ix, &mut model, &ops);
     let before: Vec<_> = WORDS
         .iter()
-        .map(|w| ix.bm25_pool(&Visibility::all(), None, w, 100).expect("bm25"))
+        .map(|w| {
+            ix.bm25_pool(&Visibility::all(), None, w, 100, &Bm25::DEFAULT)
+                .expect("bm25")
+        })
         .collect();
     assert_eq!(ix.rebuild_search_index().expect("rebuild"), model.len());
     let after: Vec<_> = WORDS
         .iter()
-        .map(|w| ix.bm25_pool(&Visibility::all(), None, w, 100).expect("bm25"))
+        .map(|w| {
+            ix.bm25_pool(&Visibility::all(), None, w, 100, &Bm25::DEFAULT)
+                .expect("bm25")
+        })
         .collect();
     let strip = |v: &Vec<Vec<(cao_index::MemoryRow, f64)>>| -> Vec<Vec<String>> {
         v.iter()
@@ -364,31 +486,20 @@ fn pruned_bm25_top_matches_the_full_formula() {
     }
     model.clear();
     // Model scores with the same formula as `model_bm25`, over these documents.
-    let toks: Vec<Vec<String>> = docs
-        .iter()
-        .map(|(k, c)| cao_core::text::tokenize(&format!("{k}  {c}")).collect())
-        .collect();
-    let n = toks.len() as f64;
-    let avgdl = toks.iter().map(Vec::len).sum::<usize>() as f64 / n;
-    let term = |t: &str, d: &[String]| {
-        let df = toks.iter().filter(|x| x.iter().any(|y| y == t)).count() as f64;
-        let idf = ((n - df + 0.5) / (df + 0.5)).ln().max(1e-6);
-        let tf = d.iter().filter(|y| *y == t).count() as f64;
-        if tf == 0.0 {
-            0.0
-        } else {
-            idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / avgdl))
-        }
-    };
+    let fields = sequence_fields(&docs);
+    let rare = model_scores(&fields, "rare");
+    let mid = model_scores(&fields, "mid");
     let mut expected: Vec<(f64, String)> = docs
         .iter()
-        .zip(&toks)
-        .map(|((k, _), d)| (term("rare", d) + term("mid", d), k.clone()))
-        .filter(|(s, _)| *s > 0.0)
+        .enumerate()
+        .filter(|(i, _)| owns(&fields[*i], "rare") || owns(&fields[*i], "mid"))
+        .map(|(i, (k, _))| (rare[i].unwrap_or(0.0) + mid[i].unwrap_or(0.0), k.clone()))
         .collect();
     expected.sort_by(|a, b| b.0.total_cmp(&a.0));
     for limit in [1usize, 5, 12] {
-        let got = ix.bm25_pool(&Visibility::all(), None, "rare mid", limit).expect("bm25");
+        let got = ix
+            .bm25_pool(&Visibility::all(), None, "rare mid", limit, &Bm25::DEFAULT)
+            .expect("bm25");
         assert_eq!(got.len(), limit);
         for (i, (r, score)) in got.iter().enumerate() {
             assert!(
@@ -401,7 +512,9 @@ fn pruned_bm25_top_matches_the_full_formula() {
             assert!((score - mine).abs() < 1e-9, "{}: {score} vs {mine}", r.key);
         }
     }
-    let all = ix.bm25_pool(&Visibility::all(), None, "rare mid", 1000).expect("bm25");
+    let all = ix
+        .bm25_pool(&Visibility::all(), None, "rare mid", 1000, &Bm25::DEFAULT)
+        .expect("bm25");
     assert_eq!(
         all.len(),
         expected.len(),
@@ -431,30 +544,19 @@ fn frequent_tokens_do_not_widen_the_candidates() {
             .expect("upsert");
         docs.push((key, content));
     }
-    let toks: Vec<Vec<String>> = docs
-        .iter()
-        .map(|(k, c)| cao_core::text::search_terms(&format!("{k}  {c}")).collect())
-        .collect();
-    let n = toks.len() as f64;
-    let avgdl = toks.iter().map(Vec::len).sum::<usize>() as f64 / n;
-    let term = |t: &str, d: &[String]| {
-        let df = toks.iter().filter(|x| x.iter().any(|y| y == t)).count() as f64;
-        let idf = ((n - df + 0.5) / (df + 0.5)).ln().max(1e-6);
-        let tf = d.iter().filter(|y| *y == t).count() as f64;
-        if tf == 0.0 {
-            0.0
-        } else {
-            idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * d.len() as f64 / avgdl))
-        }
-    };
+    let fields = sequence_fields(&docs);
+    let rare = model_scores(&fields, "rare");
+    let common = model_scores(&fields, "common");
     let mut expected: Vec<(f64, String)> = docs
         .iter()
-        .zip(&toks)
-        .map(|((k, _), d)| (term("rare", d) + term("common", d), k.clone()))
-        .filter(|(s, _)| *s > 0.0)
+        .enumerate()
+        .filter(|(i, _)| owns(&fields[*i], "rare") || owns(&fields[*i], "common"))
+        .map(|(i, (k, _))| (rare[i].unwrap_or(0.0) + common[i].unwrap_or(0.0), k.clone()))
         .collect();
     expected.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-    let got = ix.bm25_pool(&Visibility::all(), None, "rare common", 10).expect("bm25");
+    let got = ix
+        .bm25_pool(&Visibility::all(), None, "rare common", 10, &Bm25::DEFAULT)
+        .expect("bm25");
     assert_eq!(got.len(), 10);
     for (i, (r, score)) in got.iter().enumerate() {
         assert!(r.content.contains("rare"), "rank {i} ({}) has the rare token", r.key);
@@ -489,26 +591,34 @@ fn bm25_scores_agree_with_the_pool_for_every_row() {
         .expect("upsert");
     }
     let query = "kafka streams";
-    let pool = ix.bm25_pool(&Visibility::all(), None, query, 1000).expect("bm25");
+    let pool = ix
+        .bm25_pool(&Visibility::all(), None, query, 1000, &Bm25::DEFAULT)
+        .expect("bm25");
     assert!(pool.len() > 20, "a pool to compare with");
     let rows: Vec<&cao_index::MemoryRow> = pool.iter().map(|(r, _)| r).collect();
-    let scores = ix.bm25_scores(query, &rows).expect("scores");
+    let scores = ix.bm25_scores(query, &rows, &Bm25::DEFAULT).expect("scores");
     for ((row, expected), got) in pool.iter().zip(&scores) {
         let got = got.expect("every pool row has a score");
         assert!((got - expected).abs() < 1e-9, "{}: {got} vs {expected}", row.key);
     }
-    let top = ix.bm25_pool(&Visibility::all(), None, query, 3).expect("bm25");
+    let top = ix
+        .bm25_pool(&Visibility::all(), None, query, 3, &Bm25::DEFAULT)
+        .expect("bm25");
     let cut: Vec<&cao_index::MemoryRow> = pool[10..12].iter().map(|(r, _)| r).collect();
-    let beyond = ix.bm25_scores(query, &cut).expect("scores");
+    let beyond = ix.bm25_scores(query, &cut, &Bm25::DEFAULT).expect("scores");
     assert_eq!(beyond.len(), 2);
     assert!(
         beyond.iter().all(Option::is_some),
         "rows below the pool's cut are scored too"
     );
     assert!(top[0].1 >= beyond[0].expect("score"));
-    let none = global("doc-1", "filler filler", 1);
+    // doc-2 and its neighbours doc-1 and doc-3 have neither term (doc-0 has both, in doc-1's context).
+    let none = global("doc-2", "filler filler filler filler", 2);
     let plain = ix.find_key(&Visibility::all(), &none.key).expect("find").expect("row");
-    assert_eq!(ix.bm25_scores(query, &[&plain]).expect("scores"), [None]);
+    assert_eq!(
+        ix.bm25_scores(query, &[&plain], &Bm25::DEFAULT).expect("scores"),
+        [None]
+    );
     for (row, _) in &pool {
         let both = row.content.contains("kafka") && row.content.contains("streams");
         assert_eq!(cao_index::matches_all_terms("KAFKA strea", row), both, "{}", row.key);

@@ -3,6 +3,7 @@
 use crate::common::*;
 use cao_core::{MemoryType, Scope};
 use cao_index::{ACCESS_MIN_INTERVAL, Index, ListFilter, Visibility};
+use cao_rank::Bm25;
 
 #[test]
 fn upsert_get_delete_round_trip() {
@@ -66,7 +67,7 @@ fn upsert_get_delete_round_trip() {
             .is_none()
     );
     assert!(
-        ix.bm25_pool(&Visibility::all(), None, "version", 10)
+        ix.bm25_pool(&Visibility::all(), None, "version", 10, &Bm25::DEFAULT)
             .expect("bm25")
             .is_empty()
     );
@@ -116,6 +117,8 @@ fn compile_time_and_related_keys_are_kept_unless_given() {
 fn bm25_ranks_more_query_term_hits_higher() {
     let db = TestDb::new();
     let ix = &db.index;
+    // Content only (context weight 0): the neighbours' text in the context field does not count here.
+    let content_only = Bm25::new(0.9, 0.25, 0.0).expect("valid");
     ix.upsert(&global("both", "tokio runtime tuning notes", 0))
         .expect("upsert");
     ix.upsert(&global("one", "tokio is used here for background notes", 1))
@@ -131,7 +134,7 @@ fn bm25_ranks_more_query_term_hits_higher() {
         .expect("upsert");
     }
     let hits = ix
-        .bm25_pool(&Visibility::all(), None, "Tokio RUNTIME", 10)
+        .bm25_pool(&Visibility::all(), None, "Tokio RUNTIME", 10, &content_only)
         .expect("bm25");
     let order: Vec<&str> = hits.iter().map(|(r, _)| r.key.as_str()).collect();
     assert_eq!(order, ["both", "one"], "only docs sharing a token, best first");
@@ -140,54 +143,114 @@ fn bm25_ranks_more_query_term_hits_higher() {
         "raw scores: higher is better: {hits:?}"
     );
     assert_eq!(
-        ix.bm25_pool(&Visibility::all(), None, "tokio runtime", 1)
+        ix.bm25_pool(&Visibility::all(), None, "tokio runtime", 1, &content_only)
             .expect("bm25")
             .len(),
         1,
         "limit"
     );
     assert!(
-        ix.bm25_pool(&Visibility::all(), None, "!!! ...", 10)
+        ix.bm25_pool(&Visibility::all(), None, "!!! ...", 10, &content_only)
             .expect("bm25")
             .is_empty(),
         "no tokens"
     );
     assert!(
-        ix.bm25_pool(&Visibility::all(), None, "absentword", 10)
+        ix.bm25_pool(&Visibility::all(), None, "absentword", 10, &content_only)
             .expect("bm25")
             .is_empty()
     );
     let typed = ix
-        .bm25_pool(&Visibility::all(), Some(MemoryType::User), "tokio", 10)
+        .bm25_pool(&Visibility::all(), Some(MemoryType::User), "tokio", 10, &content_only)
         .expect("bm25");
     assert!(typed.is_empty(), "memory_type filter applies");
+    // With the default context weight, "one" also has "runtime" through its neighbour "both", which raises its
+    // score; "none" has "tokio" only through its neighbour "one", so it is no hit: a memory matches through its own
+    // text only.
+    let with_context = ix
+        .bm25_pool(&Visibility::all(), None, "Tokio RUNTIME", 10, &Bm25::DEFAULT)
+        .expect("bm25");
+    let order: Vec<&str> = with_context.iter().map(|(r, _)| r.key.as_str()).collect();
+    assert_eq!(order, ["both", "one"], "{with_context:?}");
+    assert!(
+        with_context[1].1 > hits[1].1,
+        "the neighbour's \"runtime\" adds to \"one\": {} vs {}",
+        with_context[1].1,
+        hits[1].1
+    );
+    let runtime: Vec<String> = ix
+        .bm25_pool(&Visibility::all(), None, "runtime", 10, &Bm25::DEFAULT)
+        .expect("bm25")
+        .into_iter()
+        .map(|(r, _)| r.key.to_string())
+        .collect();
+    assert_eq!(runtime, ["both"], "only the row that has the word, not its neighbours");
 }
 
 #[test]
-fn bm25_leaves_out_tokens_in_half_the_corpus_only_on_large_corpora() {
+fn stop_words_are_neither_indexed_nor_searched() {
     let db = TestDb::new();
     let ix = &db.index;
-    // "common" is in 3 of 4 documents: FTS5 clamps its IDF, so it cannot rank anything, but on a small corpus a
-    // row sharing only it is still a hit (ranked last).
+    ix.upsert(&global("a", "the plan is what we do", 0)).expect("upsert");
+    ix.upsert(&global("b", "kafka is the plan", 1)).expect("upsert");
+    let keys = |q: &str| -> Vec<String> {
+        ix.bm25_pool(
+            &Visibility::all(),
+            None,
+            q,
+            10,
+            &Bm25::new(0.9, 0.25, 0.0).expect("valid"),
+        )
+        .expect("bm25")
+        .into_iter()
+        .map(|(r, _)| r.key.to_string())
+        .collect()
+    };
+    assert!(
+        keys("what is the").is_empty(),
+        "a query of only stop words matches nothing"
+    );
+    assert_eq!(keys("What is the Kafka plan?"), ["b", "a"], "stop words do not count");
+}
+
+#[test]
+fn frequent_terms_are_scored_on_large_corpora() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    // "common" ends up in most documents: it still adds to every score, and a row that shares only it with the
+    // query is a hit ranked after the rare match.
     ix.upsert(&global("rare-doc", "common rare", 0)).expect("upsert");
     ix.upsert(&global("c1", "common words", 1)).expect("upsert");
     ix.upsert(&global("c2", "common things", 2)).expect("upsert");
     ix.upsert(&global("other", "nothing shared", 3)).expect("upsert");
-    let hits = ix.bm25_pool(&Visibility::all(), None, "common rare", 10).expect("bm25");
+    let content_only = Bm25::new(0.9, 0.25, 0.0).expect("valid");
+    let hits = ix
+        .bm25_pool(&Visibility::all(), None, "common rare", 10, &content_only)
+        .expect("bm25");
     let keys: Vec<&str> = hits.iter().map(|(r, _)| r.key.as_str()).collect();
     assert_eq!(keys.len(), 3);
     assert_eq!(keys[0], "rare-doc");
-    // At 1 000 documents and more, the common token is left out of the MATCH when another remains.
     for i in 0..1100 {
         let content = if i % 3 == 0 { "filler" } else { "common filler" };
         ix.upsert(&global(&format!("f{i}"), content, 10 + i)).expect("upsert");
     }
-    let hits = ix.bm25_pool(&Visibility::all(), None, "common rare", 10).expect("bm25");
+    let hits = ix
+        .bm25_pool(&Visibility::all(), None, "common rare", 10, &content_only)
+        .expect("bm25");
     assert_eq!(
-        hits.iter().map(|(r, _)| r.key.as_str()).collect::<Vec<_>>(),
-        ["rare-doc"]
+        hits.len(),
+        10,
+        "the rare term matches one row; the common one fills the pool"
     );
-    let only_common = ix.bm25_pool(&Visibility::all(), None, "common", 10).expect("bm25");
+    assert_eq!(hits[0].0.key.as_str(), "rare-doc");
+    assert!(hits[0].1 > hits[1].1, "{hits:?}");
+    assert!(
+        hits[1..].iter().all(|(r, s)| r.content.contains("common") && *s > 0.0),
+        "{hits:?}"
+    );
+    let only_common = ix
+        .bm25_pool(&Visibility::all(), None, "common", 10, &content_only)
+        .expect("bm25");
     assert_eq!(only_common.len(), 10, "a query of only common tokens keeps them");
 }
 
@@ -293,7 +356,7 @@ fn visibility_isolates_sessions_agents_and_projects() {
     let recency = ix.recency_pool(&vis, None, 100).expect("recency");
     assert_eq!(keys(&recency), ["glob", "proj-alias", "proj", "mine"], "newest first");
     let bm25: Vec<String> = ix
-        .bm25_pool(&vis, None, "secret plan", 100)
+        .bm25_pool(&vis, None, "secret plan", 100, &Bm25::DEFAULT)
         .expect("bm25")
         .into_iter()
         .map(|(r, _)| r.key.to_string())
@@ -329,7 +392,7 @@ fn visibility_isolates_sessions_agents_and_projects() {
             .is_empty()
     );
     assert!(
-        ix.bm25_pool(&Visibility::none(), None, "secret", 10)
+        ix.bm25_pool(&Visibility::none(), None, "secret", 10, &Bm25::DEFAULT)
             .expect("bm25")
             .is_empty()
     );
@@ -417,7 +480,9 @@ fn delete_scope_removes_only_that_scope_id() {
         .expect("upsert");
     ix.upsert(&global("a", "shared word", 3)).expect("upsert");
     assert_eq!(ix.delete_scope(Scope::Session, Some("s1")).expect("clear"), 2);
-    let left = ix.bm25_pool(&Visibility::all(), None, "shared", 10).expect("bm25");
+    let left = ix
+        .bm25_pool(&Visibility::all(), None, "shared", 10, &Bm25::DEFAULT)
+        .expect("bm25");
     let mut ids: Vec<(Scope, Option<String>)> = left.into_iter().map(|(r, _)| (r.scope, r.scope_id)).collect();
     ids.sort();
     assert_eq!(ids, [(Scope::Global, None), (Scope::Session, Some("s2".to_owned()))]);
@@ -574,7 +639,7 @@ fn many_visible_scope_ids_use_the_join_path_with_the_same_answers() {
         v.sort();
         v
     };
-    let bm25 = ix.bm25_pool(&vis, None, "marker", 100).expect("bm25");
+    let bm25 = ix.bm25_pool(&vis, None, "marker", 100, &Bm25::DEFAULT).expect("bm25");
     assert_eq!(
         ids(bm25.into_iter().map(|(r, _)| r).collect()),
         want,
@@ -582,12 +647,17 @@ fn many_visible_scope_ids_use_the_join_path_with_the_same_answers() {
     );
     assert_eq!(ids(ix.metadata_pool(&vis, None, "marker", 100).expect("meta")), want);
     assert!(
-        ix.bm25_pool(&vis, Some(MemoryType::User), "marker", 100)
+        ix.bm25_pool(&vis, Some(MemoryType::User), "marker", 100, &Bm25::DEFAULT)
             .expect("bm25")
             .is_empty()
     );
     let any = Visibility::none().allow_any(Scope::Session);
-    assert_eq!(ix.bm25_pool(&any, None, "marker", 100).expect("bm25").len(), 21);
+    assert_eq!(
+        ix.bm25_pool(&any, None, "marker", 100, &Bm25::DEFAULT)
+            .expect("bm25")
+            .len(),
+        21
+    );
     assert_eq!(ix.metadata_pool(&any, None, "marker", 100).expect("meta").len(), 21);
 }
 
@@ -662,7 +732,11 @@ fn upsert_many_writes_all_rows_in_one_transaction_or_none() {
             .content,
         "new text"
     );
-    let hits = ix.bm25_pool(&Visibility::all(), None, "brand", 10).expect("bm25");
+    // Content only: "kept" is "fresh"'s neighbour and has "brand" in its context.
+    let content_only = Bm25::new(0.9, 0.25, 0.0).expect("valid");
+    let hits = ix
+        .bm25_pool(&Visibility::all(), None, "brand", 10, &content_only)
+        .expect("bm25");
     assert_eq!(
         hits.iter().map(|(r, _)| r.key.as_str()).collect::<Vec<_>>(),
         ["fresh"],

@@ -3,6 +3,7 @@
 use crate::common::*;
 use cao_core::{MemoryType, Scope};
 use cao_index::{Index, IndexError, Visibility};
+use cao_rank::Bm25;
 use rusqlite::Connection;
 use std::path::Path;
 use std::sync::{Arc, Barrier};
@@ -50,14 +51,14 @@ fn open_creates_the_directory_and_reopening_changes_nothing() {
     }
     db.index.upsert(&global("kept", "survives reopen", 0)).expect("upsert");
     let before = schema_dump(&path);
-    assert_eq!(versions(&path), (1..=cao_index::SCHEMA_VERSION).collect::<Vec<_>>());
+    assert_eq!(versions(&path), cao_index::known_migrations().collect::<Vec<_>>());
     drop(db.index);
     for _ in 0..3 {
         let again = Index::open(&path).expect("reopen");
         assert_eq!(again.count().expect("count"), 1);
     }
     assert_eq!(schema_dump(&path), before, "reopening is a no-op");
-    assert_eq!(versions(&path), (1..=cao_index::SCHEMA_VERSION).collect::<Vec<_>>());
+    assert_eq!(versions(&path), cao_index::known_migrations().collect::<Vec<_>>());
     let conn = Connection::open(&path).expect("raw");
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).expect("pragma");
     assert_eq!(mode, "wal");
@@ -88,10 +89,12 @@ fn eight_processes_opening_a_new_file_at_once_all_succeed() {
     assert_eq!(index.count().expect("count"), 8);
     assert_eq!(
         versions(&path),
-        (1..=cao_index::SCHEMA_VERSION).collect::<Vec<_>>(),
+        cao_index::known_migrations().collect::<Vec<_>>(),
         "each migration applied once"
     );
-    let hits = index.bm25_pool(&Visibility::all(), None, "opener", 20).expect("bm25");
+    let hits = index
+        .bm25_pool(&Visibility::all(), None, "opener", 20, &Bm25::DEFAULT)
+        .expect("bm25");
     assert_eq!(hits.len(), 8);
 }
 
@@ -199,7 +202,7 @@ fn a_reference_database_gains_our_columns_and_keeps_its_rows() {
     assert_eq!(index.unindexed_count().expect("unindexed"), 1);
     assert_eq!(
         index
-            .bm25_pool(&Visibility::all(), None, "fixtures", 5)
+            .bm25_pool(&Visibility::all(), None, "fixtures", 5, &Bm25::DEFAULT)
             .expect("bm25")
             .len(),
         1
@@ -219,7 +222,9 @@ fn a_reference_database_gains_our_columns_and_keeps_its_rows() {
     // A rebuild of the search tables indexes the remaining reference row (key and tags only; no content yet).
     assert_eq!(index.rebuild_search_index().expect("rebuild"), 2);
     assert_eq!(index.unindexed_count().expect("unindexed"), 0);
-    let hits = index.bm25_pool(&Visibility::all(), None, "cargo", 5).expect("bm25");
+    let hits = index
+        .bm25_pool(&Visibility::all(), None, "cargo", 5, &Bm25::DEFAULT)
+        .expect("bm25");
     assert_eq!(
         keys(&hits.into_iter().map(|(r, _)| r).collect::<Vec<_>>()),
         ["build-commands"]
@@ -287,12 +292,14 @@ fn a_rebuilt_shared_table_drops_stale_search_entries() {
     );
     assert!(
         index
-            .bm25_pool(&Visibility::all(), None, "zebra", 5)
+            .bm25_pool(&Visibility::all(), None, "zebra", 5, &Bm25::DEFAULT)
             .expect("bm25")
             .is_empty()
     );
     index.upsert(&global("beta", "zebra again", 1)).expect("upsert");
-    let hits = index.bm25_pool(&Visibility::all(), None, "zebra", 5).expect("bm25");
+    let hits = index
+        .bm25_pool(&Visibility::all(), None, "zebra", 5, &Bm25::DEFAULT)
+        .expect("bm25");
     assert_eq!(
         hits.len(),
         1,
@@ -325,4 +332,89 @@ fn an_unusable_directory_is_an_open_error() {
     std::fs::write(&blocker, b"a file where the db directory should be").expect("write");
     let err = Index::open(&blocker.join(cao_index::DB_FILE_NAME)).expect_err("cannot create dir");
     assert!(matches!(err, IndexError::Open { .. }), "{err:?}");
+}
+
+/// An index as the builds before the two-field lexical document left it: one-field FTS table of stemmed key, tags
+/// and content, statistics without the context count, migration 9 not recorded.
+fn downgrade_to_one_field_document(path: &Path) {
+    let conn = Connection::open(path).expect("raw");
+    conn.execute_batch(
+        "DROP TABLE cao_memory_fts_vocab;
+         DROP TABLE cao_memory_fts;
+         CREATE VIRTUAL TABLE cao_memory_fts USING fts5(body, tokenize='ascii');
+         CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row');
+         INSERT INTO cao_memory_fts (rowid, body)
+             SELECT search_rowid, \"key\" || ' ' || content FROM memory_metadata WHERE search_rowid IS NOT NULL;
+         ALTER TABLE cao_search_stats DROP COLUMN context_tokens;
+         DELETE FROM cao_schema_migrations WHERE version = 9;",
+    )
+    .expect("downgrade");
+}
+
+#[test]
+fn the_two_field_migration_reindexes_existing_rows_once() {
+    let db = TestDb::new();
+    let path = db.path();
+    db.index
+        .upsert(&global("first", "we painted a sunrise", 0))
+        .expect("upsert");
+    db.index
+        .upsert(&global("second", "lovely colours", 10))
+        .expect("upsert");
+    drop(db.index);
+    downgrade_to_one_field_document(&path);
+    assert!(!versions(&path).contains(&9));
+
+    let index = Index::open(&path).expect("reopen applies migration 9");
+    assert_eq!(versions(&path), cao_index::known_migrations().collect::<Vec<_>>());
+    let conn = Connection::open(&path).expect("raw");
+    assert!(column_names(&conn, "cao_search_stats").contains(&"context_tokens".to_owned()));
+    let (body, meta, near): (String, String, String) = conn
+        .query_row(
+            "SELECT f.body, f.meta, f.near FROM cao_memory_fts f JOIN memory_metadata m ON m.search_rowid = f.rowid
+             WHERE m.\"key\" = 'second'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .expect("re-indexed row");
+    assert_eq!(body, "love colour", "content field: stemmed, stop words left out");
+    assert!(
+        meta.starts_with("second ") && meta.ends_with(" 2026"),
+        "key and day: {meta}"
+    );
+    assert_eq!(near, "paint sunris", "the neighbour's text");
+    let hits = index
+        .bm25_pool(&Visibility::all(), None, "sunrise", 5, &Bm25::DEFAULT)
+        .expect("bm25");
+    assert_eq!(keys(&hits.iter().map(|h| h.0.clone()).collect::<Vec<_>>())[0], "first");
+    drop(index);
+    let before = schema_dump(&path);
+    Index::open(&path).expect("reopen");
+    assert_eq!(
+        schema_dump(&path),
+        before,
+        "applied once: a second open changes nothing"
+    );
+}
+
+#[test]
+fn a_migration_another_build_recorded_is_kept_and_missing_known_ones_still_apply() {
+    let db = TestDb::new();
+    let path = db.path();
+    db.index.upsert(&global("kept", "survives", 0)).expect("upsert");
+    drop(db.index);
+    downgrade_to_one_field_document(&path);
+    // A build that knows a migration this one does not (version 10) recorded it; this build's 9 is still missing.
+    Connection::open(&path)
+        .expect("raw")
+        .execute_batch("INSERT INTO cao_schema_migrations (version, applied_at) VALUES (10, '2026-01-01 00:00:00')")
+        .expect("record");
+    let index = Index::open(&path).expect("open");
+    let mut want: Vec<i64> = cao_index::known_migrations().collect();
+    want.push(10);
+    assert_eq!(versions(&path), want, "9 applied below the recorded 10; 10 kept");
+    let hits = index
+        .bm25_pool(&Visibility::all(), None, "survives", 5, &Bm25::DEFAULT)
+        .expect("bm25");
+    assert_eq!(hits.len(), 1, "the re-index ran");
 }

@@ -177,6 +177,15 @@ fn recovered_corpus(f: &Fx) {
         400,
     );
     for i in 0..8 {
+        // A memory's context holds the text of the one created before it: notes on another topic (never all-term
+        // matches, so never in a pool that has `limit` all-term rows) keep the standups from carrying the guide's or
+        // each other's text.
+        f.store(
+            "project",
+            &format!("lunch-{i}"),
+            &format!("lunch menu {i} for the offsite"),
+            0,
+        );
         f.store(
             "project",
             &format!("standup-{i}"),
@@ -582,7 +591,17 @@ fn one_supersedes_snapshot_per_call() {
 /// pools are built per scope group, so 55 newer global matches cannot push the project's own matches out.
 #[test]
 fn another_scopes_volume_never_pushes_a_scopes_matches_out() {
-    let f = fx_with(false);
+    // Content-only lexical values (context weight 0): the first and last memory of a scope have one neighbour less in
+    // their context, which would break the equal lexical strength this test relies on.
+    let fx = ServiceFixture::builder()
+        .at(utc(2025, 1, 1, 0, 0, 0))
+        .settings(Settings::from_value(
+            serde_json::json!({"memory": {"recall": {"context_weight": 0}}}),
+        ))
+        .project("proj-a")
+        .session("sess-1")
+        .open();
+    let f = Fx { fx };
     for i in 0..55 {
         f.store(
             "project",
@@ -629,7 +648,11 @@ mod model {
             })
             .expect("rows");
         let refs: Vec<&cao_index::MemoryRow> = rows.iter().collect();
-        let raws = f.svc.index().bm25_scores(query, &refs).expect("scores");
+        let raws = f
+            .svc
+            .index()
+            .bm25_scores(query, &refs, &cao_rank::Bm25::DEFAULT)
+            .expect("scores");
         let max = raws.iter().flatten().copied().fold(0.0f64, f64::max);
         struct C<'a> {
             row: &'a cao_index::MemoryRow,

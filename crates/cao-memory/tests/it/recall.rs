@@ -140,6 +140,9 @@ fn hybrid_puts_metadata_hits_before_bm25_fill() {
 fn score_prefers_relevance_recency_and_usage() {
     let w = world();
     w.put("old-strong", "project", "postgres vacuum tuning postgres vacuum");
+    // Between the two, so the new note's context (the memories created next to it) is not the old one's text, which
+    // would raise it; "between" itself shares no word with the queries, so it is no hit.
+    w.put("between", "project", "lunch menu for the offsite");
     w.clock.advance(chrono::Duration::days(200));
     w.put(
         "new-weak",
@@ -232,4 +235,85 @@ fn upsert_appends_and_recall_returns_the_newest_entry() {
         w.keys(q("kafka", "bm25", "recency")).is_empty(),
         "only the current content is searched"
     );
+}
+
+/// Contextual retrieval: the neighbours' text raises a memory that matches on its own (a reply that names the topic
+/// again ranks above an equal mention elsewhere), but a memory that answers without the query's words is no hit
+/// through its neighbour alone; `memory.recall.context_weight` 0 turns the neighbours off, and stop words never match.
+#[test]
+fn neighbours_text_raises_own_matches_and_finds_nothing_alone() {
+    let w = world();
+    w.put(
+        "t1",
+        "project",
+        "Caroline: did you go to the pride parade last weekend?",
+    );
+    w.put("t2", "project", "Melanie: yes, the parade was loud and we loved it");
+    w.put("t3", "project", "Caroline: my new job at the shelter starts monday");
+    w.put("t4", "project", "Melanie: the parade on tv was loud and boring");
+    w.put("t5", "project", "Caroline: a vegetable curry with rice");
+    let got = w.keys(q("pride parade", "bm25", "recency"));
+    assert_eq!(
+        got,
+        ["t1", "t2", "t4"],
+        "the reply after the question ranks above the other mention; t3 and t5 (next to a match) are no hits"
+    );
+    assert_eq!(w.keys(q("pride parade", "hybrid", "recency")), ["t1", "t2", "t4"]);
+    assert_eq!(w.keys(q("pride parade", "hybrid", "score")), ["t1", "t2", "t4"]);
+    assert_eq!(
+        w.keys(q("shelter job", "bm25", "recency")),
+        ["t3"],
+        "t2 and t4 are next to t3 but do not say it"
+    );
+    let off = w.fx.reopen(cao_core::Settings::from_value(
+        serde_json::json!({"memory": {"recall": {"context_weight": 0}}}),
+    ));
+    let keys = |req| -> Vec<String> {
+        off.recall(&w.ctx, req)
+            .expect("recall")
+            .memories
+            .into_iter()
+            .map(|m| m.key)
+            .collect()
+    };
+    let plain = keys(q("pride parade", "bm25", "recency"));
+    assert_eq!(plain.first().map(String::as_str), Some("t1"));
+    let mut rest = plain[1..].to_vec();
+    rest.sort();
+    assert_eq!(
+        rest,
+        ["t2", "t4"],
+        "without the context field: the same hits, no neighbour bonus"
+    );
+    assert!(
+        w.keys(q("what did you", "bm25", "recency")).is_empty(),
+        "stop words only"
+    );
+}
+
+/// The BM25 parameters come from the settings: with full length normalisation (b = 1) a short memory with one
+/// mention beats a long one with two; without it (b = 0) the two mentions win.
+#[test]
+fn bm25_parameters_follow_the_settings() {
+    let w = world();
+    w.put(
+        "long",
+        "global",
+        &format!("kafka kafka {}", "filler words about other things ".repeat(12)),
+    );
+    w.put("gap", "global", "unrelated lunch menu");
+    w.put("short", "global", "kafka");
+    let with = |b: f64| -> Vec<String> {
+        let svc = w.fx.reopen(cao_core::Settings::from_value(serde_json::json!({
+            "memory": {"recall": {"bm25_b": b, "bm25_k1": 1.2, "context_weight": 0}}
+        })));
+        svc.recall(&w.ctx, q("kafka", "bm25", "recency"))
+            .expect("recall")
+            .memories
+            .into_iter()
+            .map(|m| m.key)
+            .collect()
+    };
+    assert_eq!(with(1.0), ["short", "long"]);
+    assert_eq!(with(0.0), ["long", "short"]);
 }
