@@ -573,6 +573,64 @@ impl Index {
         })
     }
 
+    /// A BM25 pool whose cost is bounded whatever the corpus size, for callers that need a good match, not the
+    /// exact BM25 top (the related-memory pass). `tokens` are distinct stemmed terms as for
+    /// [`Index::bm25_pool_terms`]; those present in the corpus are taken rarest first (document frequency, then the
+    /// token) while the sum of their document frequencies stays within `max_postings` (tokens in at least half of a
+    /// corpus of 1 000 or more documents are left out, as in [`Index::bm25_pool`]); a token too frequent to fit is
+    /// left out, and when even the rarest does not fit the pool is empty. One FTS5 query over those tokens, within
+    /// `vis`, gives at most `limit` rows with FTS5's `bm25()` over them (negated: higher = better), best first, ties
+    /// by key then identity.
+    ///
+    /// Cost: one document-frequency lookup per token, one FTS5 query visiting at most `max_postings` postings, and
+    /// at most `limit` row reads; nothing grows with the corpus beyond that.
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn bm25_pool_bounded(
+        &self,
+        vis: &Visibility,
+        tokens: &[String],
+        limit: usize,
+        max_postings: i64,
+    ) -> Result<Vec<(MemoryRow, f64)>> {
+        if tokens.is_empty() || vis.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.read(|tx| {
+            let (_, mut chosen) = chosen_tokens(tx, tokens)?;
+            chosen.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(b.0)));
+            let mut budget = 0i64;
+            let kept: Vec<&String> = chosen
+                .iter()
+                .take_while(|(_, df)| {
+                    budget += df;
+                    budget <= max_postings
+                })
+                .map(|(t, _)| *t)
+                .collect();
+            if kept.is_empty() {
+                return Ok(Vec::new());
+            }
+            let expr = Value::Text(kept.iter().map(|t| fts_quote(t)).collect::<Vec<_>>().join(" OR "));
+            let plan = scan_plan(tx, vis, None)?;
+            let mut hits = fts_hits(tx, &plan, vis, None, expr, Some(limit))?;
+            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            hits.truncate(limit);
+            let mut out = Vec::with_capacity(hits.len());
+            for (search_rowid, score) in hits {
+                if let Some(row) = fetch_by_search_rowid(tx, search_rowid)?
+                    && visible(&row, vis, None)
+                {
+                    out.push((row, score));
+                }
+            }
+            out.sort_by(|(a, sa), (b, sb)| {
+                sb.total_cmp(sa)
+                    .then_with(|| (&a.key, a.scope, &a.scope_id).cmp(&(&b.key, b.scope, &b.scope_id)))
+            });
+            Ok(out)
+        })
+    }
+
     /// Raw BM25 scores of `rows` against `query`, in input order: the value [`Index::bm25_pool`] reports for a row
     /// (same token selection, statistics over the whole indexed corpus, FTS5's formula), `None` for a row that
     /// shares no scored token with the query or is not in the search index. One read snapshot; one point lookup

@@ -2,8 +2,11 @@
 //! "Typed relationships").
 //!
 //! For the memory just written, at most [`MAX_RELATED`] other memories of the same scope and scope id are chosen by
-//! lexical similarity over the index: the FTS5 BM25 pool ([`cao_index::Index::bm25_pool_terms`]) of the entry's
-//! query terms, the memory itself left out. The result is written twice:
+//! lexical similarity over the index: the FTS5 BM25 of the entry's rarest query terms
+//! ([`cao_index::Index::bm25_pool_bounded`]: the terms, rarest first, whose document frequencies sum to at most
+//! [`MAX_RELATED_POSTINGS`]), the memory itself left out. On a small corpus that is every query term; on a large one
+//! the frequent terms, which add little to BM25 and would make the query visit most of the corpus, are left out.
+//! The result is written twice:
 //! - the legacy `related_keys` csv of the row (keys in rank order, `,`-joined; `""` = computed, none found), which
 //!   recall's `include_related` expansion and the `<cao-memory>` block read;
 //! - `relates_to` edges of origin `compiler` (status active, rank = position), through `cao-lifecycle`'s
@@ -16,9 +19,11 @@
 //! the entry (then first occurrence), the first [`MAX_QUERY_TERMS`]. Function words are left out because on a small
 //! corpus FTS5 clamps every shared term's IDF alike, so "the" would relate any two memories.
 //!
-//! Cost: bounded in corpus size. At most [`MAX_QUERY_TERMS`] document-frequency lookups, one BM25 query limited to
-//! [`MAX_RELATED`] + 1 rows inside the scope's search-rowid range (pruned as recall's pool is), one `related_keys`
-//! write when the csv changes and one edge recompute.
+//! Cost: bounded in corpus size. At most [`MAX_QUERY_TERMS`] document-frequency lookups, one FTS5 query visiting
+//! at most [`MAX_RELATED_POSTINGS`] postings and returning [`MAX_RELATED`] + 1 rows inside the scope's search-rowid
+//! range, one `related_keys` write when the csv changes and one edge recompute. (Recall's exact BM25 pool,
+//! `bm25_pool_terms`, reads up to thousands of candidate bodies on a large corpus; the related pass does not need
+//! the exact top and does not use it.)
 //!
 //! Best effort: [`refresh`] never fails the store that triggered it; a failure is logged at warn (content-free).
 
@@ -33,6 +38,11 @@ pub const MAX_RELATED: usize = 3;
 
 /// Most query terms taken from one entry, so the BM25 query stays bounded whatever the entry's length.
 pub const MAX_QUERY_TERMS: usize = 16;
+
+/// Most postings (sum of the chosen terms' document frequencies) the related query visits: the rarest query terms
+/// are used while they fit ([`cao_index::Index::bm25_pool_bounded`]), so the pass costs the same at 1k and 100k
+/// memories.
+pub const MAX_RELATED_POSTINGS: i64 = 2000;
 
 /// English function words (articles, pronouns, auxiliaries, prepositions, conjunctions): never query terms.
 const FUNCTION_WORDS: &[&str] = &[
@@ -84,7 +94,9 @@ pub(crate) fn find(store: &Store, row: &MemoryRow) -> Result<Vec<Key>, cao_index
         return Ok(Vec::new());
     }
     let vis = Visibility::none().allow(row.scope, row.scope_id.as_deref());
-    let pool = store.index().bm25_pool_terms(&vis, None, &terms, MAX_RELATED + 1)?;
+    let pool = store
+        .index()
+        .bm25_pool_bounded(&vis, &terms, MAX_RELATED + 1, MAX_RELATED_POSTINGS)?;
     Ok(pool
         .into_iter()
         .map(|(r, _)| r.key)
