@@ -35,6 +35,7 @@ pub fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter)
         MemoryCommand::Inject(a) => return crate::inject::run(a, out),
         MemoryCommand::Lint(a) => return crate::lint::run_lint(a, out),
         MemoryCommand::Heal(a) => return crate::lint::run_heal(a, out),
+        MemoryCommand::Compact(a) => return crate::lint::run_compact(a, out),
         other => other,
     };
     // Validation and confirmation first: neither needs the store.
@@ -170,9 +171,10 @@ impl Plan {
             | MemoryCommand::Hook(_)
             | MemoryCommand::Inject(_)
             | MemoryCommand::Lint(_)
-            | MemoryCommand::Heal(_) => {
+            | MemoryCommand::Heal(_)
+            | MemoryCommand::Compact(_) => {
                 return Err(CliError::failure(
-                    "context, hook, inject, lint and heal commands do not run through the store plan",
+                    "context, hook, inject, lint, heal and compact commands do not run through the store plan",
                 ));
             }
             MemoryCommand::Cleanup(a) => Plan::Cleanup(a),

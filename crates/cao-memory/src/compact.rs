@@ -26,7 +26,8 @@
 //! else it is skipped (reported). Each compaction writes one `compact` audit line carrying the previous content
 //! (redacted), and runs the related-memory pass on the new content.
 //!
-//! With the `none` provider there is nothing to do: the report says so and nothing is read or written. With
+//! With the `none` provider there is nothing to do: the report says so and nothing is written (the arguments are
+//! still checked: a malformed scope, project or key, or an unknown key, is an error). With
 //! `dry_run` the model is asked and the answers validated, but nothing is written (`would_compact`).
 
 use crate::audit::{self, CompactAuditRecord, actor_of};
@@ -39,6 +40,7 @@ use cao_core::{Key, MemoryRef, Scope, Settings, TerminalContext};
 use cao_index::MemoryRow;
 use cao_model::{Limits, Model, ModelError, ModelProvider, Prompt};
 use cao_wiki::Entry;
+use chrono::SubsecRound;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -217,20 +219,6 @@ pub(crate) fn compact(
     progress: &dyn Progress,
 ) -> Result<CompactReport, MemoryError> {
     let key = req.key.as_deref().map(Key::parse_strict).transpose()?;
-    let model = match model {
-        Err(e) => return Err(MemoryError::Invalid(format!("cannot compact: {e}"))),
-        Ok(m) if m.info().provider == ModelProvider::None => {
-            let mut report = CompactReport::new("none".to_owned(), req.dry_run);
-            report.nothing_to_do = Some(
-                "nothing to do: compaction needs a language model and none is configured \
-                 (memory.model.provider is none)"
-                    .to_owned(),
-            );
-            return Ok(report);
-        }
-        Ok(m) => m,
-    };
-    let mut report = CompactReport::new(model.info().to_string(), req.dry_run);
     let corpus = Corpus::load(store, settings, ctx, req.scope)?;
     let mut candidates: Vec<(&Group, &MemoryRow)> = Vec::new();
     for (group, rows) in &corpus.groups {
@@ -254,6 +242,20 @@ pub(crate) fn compact(
                 .map_or_else(|| "any visible scope".to_owned(), |s| s.to_string()),
         });
     }
+    let model = match model {
+        Err(e) => return Err(MemoryError::Invalid(format!("cannot compact: {e}"))),
+        Ok(m) if m.info().provider == ModelProvider::None => {
+            let mut report = CompactReport::new("none".to_owned(), req.dry_run);
+            report.nothing_to_do = Some(
+                "nothing to do: compaction needs a language model and none is configured \
+                 (memory.model.provider is none)"
+                    .to_owned(),
+            );
+            return Ok(report);
+        }
+        Ok(m) => m,
+    };
+    let mut report = CompactReport::new(model.info().to_string(), req.dry_run);
     let deadline = Instant::now() + PASS_TIMEOUT;
     let actor = actor_of(ctx).to_owned();
     progress.start("compact", candidates.len().min(MAX_TOPICS) as u64);
@@ -346,7 +348,7 @@ fn plan_topic<'a>(store: &Store, group: &'a Group, row: &'a MemoryRow, by_key: b
     let all = stored.topic.entries();
     let window: Vec<&Entry> = all
         .iter()
-        .filter(|e| row.last_compiled_at.is_none_or(|at| e.timestamp >= at))
+        .filter(|e| row.last_compiled_at.is_none_or(|at| e.timestamp >= at.trunc_subsecs(0)))
         .collect();
     if window.len() < 2 {
         return by_key.then(|| {

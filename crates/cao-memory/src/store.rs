@@ -779,8 +779,8 @@ impl Store {
         self.rewrite_marked(memory, false, edit)
     }
 
-    /// [`Store::rewrite`] for a compaction: the written row's `last_compiled_at` is set to its new `updated_at`
-    /// (the time of the entry holding the consolidated article), in the same index transaction.
+    /// [`Store::rewrite`] for a compaction: the written row's `last_compiled_at` is set to the heading time (whole
+    /// seconds) of the entry holding the consolidated article, in the same index transaction.
     ///
     /// Errors: as [`Store::rewrite`].
     pub(crate) fn rewrite_compiled(
@@ -819,7 +819,8 @@ impl Store {
         let note = note_of(&entry);
         let (write, mut row) = self.prepare(&locked, entry)?;
         if compiled {
-            row.last_compiled_at = Some(row.updated_at);
+            // The written entry's heading time (whole seconds), so the entry is found again by its timestamp.
+            row.last_compiled_at = Some(write.topic.updated_at());
         }
         let note = JournalNote {
             at: row.updated_at,

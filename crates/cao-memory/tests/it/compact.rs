@@ -166,7 +166,11 @@ fn a_good_answer_becomes_the_current_content_with_both_versions_kept() {
         after.entry_count, 3,
         "the article is a new entry; the earlier ones stay in the file"
     );
-    assert_eq!(after.last_compiled_at, Some(after.updated_at));
+    assert_eq!(
+        after.last_compiled_at,
+        Some(after.updated_at),
+        "the fixed clock has whole seconds"
+    );
     let file = String::from_utf8(topic_bytes(&fx, "good")).expect("utf-8");
     assert!(
         file.contains("port 8080. Deploys") && file.ends_with(&format!("{GOOD_BODY}\n")),
