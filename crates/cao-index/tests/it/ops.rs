@@ -677,3 +677,42 @@ fn upsert_many_writes_all_rows_in_one_transaction_or_none() {
     );
     assert!(ix.upsert_many(&[]).expect("empty batch").is_empty());
 }
+
+/// The related pass's pool: on a small corpus it is recall's exact pool; the postings budget leaves out the
+/// frequent terms rarest-first, and a query whose rarest term alone exceeds it finds nothing.
+#[test]
+fn the_bounded_pool_keeps_the_rarest_terms_within_its_postings_budget() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    let mut rows = vec![
+        global("kafka-billing", "kafka billing retries", 1),
+        global("kafka-ingest", "kafka ingest lag", 2),
+        global("billing-invoices", "billing invoices monthly", 3),
+    ];
+    // `common` is in every filler; `billing` in none of them.
+    rows.extend((0..20).map(|i| global(&format!("filler-{i}"), &format!("common filler note {i}"), 10 + i)));
+    ix.upsert_many(&rows).expect("upsert");
+    let vis = Visibility::all();
+    let terms = |q: &str| cao_index::search_tokens(q);
+    let pool_keys =
+        |p: Vec<(cao_index::MemoryRow, f64)>| p.into_iter().map(|(r, _)| r.key.to_string()).collect::<Vec<_>>();
+
+    let q = terms("kafka billing common");
+    let exact = pool_keys(ix.bm25_pool_terms(&vis, None, &q, 4).expect("exact"));
+    let bounded = pool_keys(ix.bm25_pool_bounded(&vis, &q, 4, 1000).expect("bounded"));
+    assert_eq!(bounded, exact, "every term fits the budget: the exact pool");
+
+    // Budget 4: `kafka` (2) and `billing` (2) fit, `common` (20) does not; no filler can be a candidate.
+    let bounded = pool_keys(ix.bm25_pool_bounded(&vis, &q, 4, 4).expect("bounded"));
+    assert_eq!(bounded, ["kafka-billing", "billing-invoices", "kafka-ingest"]);
+    // Budget 2: only the rarest term (`billing` ties `kafka` at 2; the token order decides: `bill`).
+    let bounded = pool_keys(ix.bm25_pool_bounded(&vis, &q, 4, 2).expect("bounded"));
+    assert_eq!(bounded, ["billing-invoices", "kafka-billing"]);
+    // Even the rarest term is over the budget: nothing, whatever the corpus holds.
+    assert!(
+        ix.bm25_pool_bounded(&vis, &terms("common"), 4, 5)
+            .expect("bounded")
+            .is_empty()
+    );
+    assert!(ix.bm25_pool_bounded(&vis, &[], 4, 1000).expect("bounded").is_empty());
+}
