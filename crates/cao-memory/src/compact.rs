@@ -12,7 +12,8 @@
 //! last compaction as `## <timestamp>` sections, oldest first. The newest entry is sent whole and may be at most
 //! [`NEWEST_ENTRY_BYTES`] (a topic with a longer one is skipped: cutting it would lose text from the current
 //! content); older entries are sent newest first while they fit in [`EXISTING_ARTICLE_BYTES`], the rest elided (the
-//! prompt says how many). These are the reference compiler's input caps.
+//! prompt says how many). These are the reference compiler's input caps. A topic whose text to send matches the
+//! secret gate ([`cao_core::secret::scan`]) is skipped: credentials never reach a model.
 //!
 //! The answer is untrusted input, accepted only under every rule of [`crate::compact_rules`] (header kept, one
 //! unchanged id line, no links but See Also bullets, no dangerous HTML, even fences, no credential shape, bounded
@@ -383,6 +384,16 @@ fn plan_topic<'a>(store: &Store, group: &'a Group, row: &'a MemoryRow, by_key: b
     let elided = older.len() - kept.len();
     kept.reverse();
     kept.push(newest);
+    // Secrets never reach a model: a topic whose text sent would carry a credential shape is not compacted.
+    if let Some(pattern) = kept.iter().find_map(|e| cao_core::secret::scan(&e.content)) {
+        return Some(Plan::Report(topic_row(
+            group,
+            row,
+            window.len(),
+            CompactStatus::Skipped,
+            format!("the topic holds a credential ({pattern}); it is not sent to a model"),
+        )));
+    }
     let id_line = stored.topic.header().comment_line();
     let mut article = format!("# {}\n{id_line}\n", row.key);
     for e in &kept {

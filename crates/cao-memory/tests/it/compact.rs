@@ -283,6 +283,24 @@ fn every_bad_answer_is_refused_with_its_reason_and_the_topic_is_unchanged() {
 }
 
 #[test]
+fn a_topic_holding_a_credential_is_never_sent_to_the_model() {
+    let fx = fixture();
+    store(&fx, "good", "The deploy key is AKIAABCDEFGHIJKLMNOP for now.");
+    store(&fx, "good", "The service moved to port 9090.");
+    let bytes = topic_bytes(&fx, "good");
+    let ep = FakeModel::start(decide);
+    let report = run(&fx, &model(&ep, Duration::from_secs(5)), None, false);
+    let t = &report.topics[0];
+    assert_eq!(t.status, CompactStatus::Skipped, "{report:#?}");
+    assert!(
+        t.reason.as_deref().unwrap_or_default().contains("aws_access_key"),
+        "{t:?}"
+    );
+    assert_eq!(ep.requests(), 0, "the model was never asked");
+    assert_eq!(topic_bytes(&fx, "good"), bytes);
+}
+
+#[test]
 fn a_dry_run_asks_and_validates_but_writes_nothing() {
     let fx = fixture();
     two_entries(&fx, "good");
