@@ -95,7 +95,8 @@ fn cao_model(home: &TempHome, model: &FakeModel, args: &[&str]) -> RunOutput {
     )
 }
 
-/// Every file under `dir` with its bytes (SQLite's `-shm` read-mark file excluded: readers write it by design).
+/// Every file under `dir` with its bytes (SQLite's `-shm` read-mark file excluded: readers write it by design; so is
+/// an empty `-wal` file, which a reader's connection may create and leave without writing a frame).
 fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -104,7 +105,9 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             let p = e.expect("entry").path();
             if p.is_dir() {
                 stack.push(p);
-            } else if !p.to_string_lossy().ends_with("-shm") {
+            } else if !p.to_string_lossy().ends_with("-shm")
+                && !(p.to_string_lossy().ends_with("-wal") && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0))
+            {
                 out.insert(p.clone(), std::fs::read(&p).expect("read file"));
             }
         }
