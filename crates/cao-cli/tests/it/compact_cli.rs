@@ -105,9 +105,12 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
             let p = e.expect("entry").path();
             if p.is_dir() {
                 stack.push(p);
-            } else if !p.to_string_lossy().ends_with("-shm")
-                && !(p.to_string_lossy().ends_with("-wal") && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0))
-            {
+            } else {
+                let name = p.to_string_lossy();
+                let empty_wal = name.ends_with("-wal") && std::fs::metadata(&p).is_ok_and(|m| m.len() == 0);
+                if name.ends_with("-shm") || empty_wal {
+                    continue;
+                }
                 out.insert(p.clone(), std::fs::read(&p).expect("read file"));
             }
         }
