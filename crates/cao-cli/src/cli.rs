@@ -73,6 +73,12 @@ pub enum MemoryCommand {
     Lint(crate::lint::LintArgs),
     /// Fix what lint finds, one fix per issue type: prints the plan; --apply carries it out (audited).
     Heal(crate::lint::HealArgs),
+    /// Consolidate each topic's entries into one article with the configured model (memory.model.*).
+    ///
+    /// Every answer is checked (header and id line kept, no links but See Also bullets, no
+    /// credentials, bounded size, even code fences) and a refused one leaves the topic unchanged. The previous text
+    /// stays in the topic file, the journal and the audit log. --dry-run asks and checks but writes nothing.
+    Compact(crate::lint::CompactArgs),
     /// Export one scope as an OKF bundle: a directory, or a reproducible .tar.gz archive (a read-only mirror:
     /// edits to the files are not synced back).
     Export(crate::bundle::ExportArgs),

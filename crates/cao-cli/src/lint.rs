@@ -7,7 +7,12 @@
 //! - heal prints its plan (a dry run) or, with `--apply`, carries it out and refreshes `index.md`. Exit 1 when
 //!   another heal holds the lock (`error:` names the lock file; nothing done) or when an action failed (the report
 //!   is printed first).
-//! - Text output is a table for people; `--format json` is `cao.memory.lint/1` / `cao.memory.heal/1`
+//! - compact asks the configured model for one consolidated article per topic with several entries and writes the
+//!   accepted ones (`--dry-run`: asks and checks, writes nothing); then refreshes `index.md`. With the `none`
+//!   provider it says there is nothing to do (exit 0). Exit 1 when an answer was refused or a topic failed (the
+//!   report is printed first), or for a model configuration error or an unknown `--key`.
+//! - Text output is a table for people; `--format json` is `cao.memory.lint/1` / `cao.memory.heal/1` /
+//!   `cao.memory.compact/1`
 //!   (docs/schemas/). A progress bar ([`crate::progress::Bar`]) is drawn on stderr only when stderr is a terminal;
 //!   stdout carries only the report.
 
@@ -16,7 +21,7 @@ use crate::error::CliError;
 use crate::output::{self, emit};
 use crate::progress::Bar;
 use cao_core::{CaoHome, Scope, Settings, TerminalContext};
-use cao_memory::{HealRequest, LintRequest, MemoryError, MemoryService};
+use cao_memory::{CompactRequest, HealRequest, LintRequest, MemoryError, MemoryService};
 use clap::Args;
 use std::io::Write;
 
@@ -44,6 +49,23 @@ pub struct HealArgs {
     #[arg(long)]
     pub aggressive: bool,
     /// Output format: text, or the cao.memory.heal/1 JSON report.
+    #[arg(long, value_enum, default_value_t = TextFormat::Text)]
+    pub format: TextFormat,
+}
+
+/// Arguments of `cao memory compact`.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// Only this scope (default: every scope visible from here).
+    #[arg(long, value_enum, value_name = "SCOPE")]
+    pub scope: Option<ScopeArg>,
+    /// Only this memory key.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// Ask the model and check its answers, but write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Output format: text, or the cao.memory.compact/1 JSON report.
     #[arg(long, value_enum, default_value_t = TextFormat::Text)]
     pub format: TextFormat,
 }
@@ -115,6 +137,40 @@ pub fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliError> {
         return Err(CliError::failure(format!(
             "{} heal actions failed (listed above)",
             report.counts.failed
+        )));
+    }
+    Ok(())
+}
+
+/// Run `cao memory compact`.
+///
+/// Errors: the service's (a model configuration error, an unknown or malformed key); a failure (exit 1) after
+/// printing when an answer was refused or a topic failed; an `index.md` refresh failure after a compaction.
+pub fn run_compact(args: CompactArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let (svc, ctx) = open()?;
+    let req = CompactRequest {
+        scope: args.scope.map(Scope::from),
+        key: args.key,
+        dry_run: args.dry_run,
+    };
+    let report = svc.compact(&ctx, req, &Bar::for_stderr())?;
+    if report.counts.compacted > 0
+        && let Err(e) = svc.flush_index_md()
+    {
+        return Err(CliError::failure_with_hint(
+            format!("compact wrote its articles but index.md could not be refreshed: {e}"),
+            "run `cao memory repair` to rebuild it",
+        ));
+    }
+    let text = match args.format {
+        TextFormat::Text => cao_memory::render_compact_text(&report),
+        TextFormat::Json => output::json(&report).map_err(CliError::failure)?,
+    };
+    emit(out, &text)?;
+    if report.has_problems() {
+        return Err(CliError::failure(format!(
+            "{} answers refused and {} topics failed (listed above); those topics are unchanged",
+            report.counts.refused, report.counts.failed
         )));
     }
     Ok(())

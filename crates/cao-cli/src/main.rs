@@ -3,9 +3,9 @@
 //! It works directly on the local store (the home from `CAO_HOME`, `CAO_HOME_DIR`, or
 //! `~/.aws/cli-agent-orchestrator`) through `cao_memory::MemoryService`; no server is needed.
 //! Commands: `cao memory list [--query Q --explain] | show | delete | clear | repair | relationships | context | hook
-//! | inject | cleanup | export | import | lint | heal | view | inspect | purge | outcomes | promote` (see `cao memory
-//! --help`), `cao config get | set | unset | list` (see `cao config --help`) and `cao agents list | show | install |
-//! skill` (see `cao agents --help`).
+//! | inject | cleanup | export | import | lint | heal | compact | view | inspect | purge | outcomes | promote` (see
+//! `cao memory --help`), `cao config get | set | unset | list` (see `cao config --help`) and `cao agents list | show |
+//! install | skill` (see `cao agents --help`).
 //!
 //! Invariants:
 //! - Exit codes: 0 success, 1 failure (one `error:` line on stderr, sometimes a `hint:` line), 2 usage error

@@ -36,6 +36,7 @@ pub fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter)
         MemoryCommand::Lint(a) => return crate::lint::run_lint(a, out),
         MemoryCommand::Heal(a) => return crate::lint::run_heal(a, out),
         MemoryCommand::Inspect(a) => return crate::inspect::run(a),
+        MemoryCommand::Compact(a) => return crate::lint::run_compact(a, out),
         other => other,
     };
     // Validation and confirmation first: neither needs the store.
@@ -172,9 +173,10 @@ impl Plan {
             | MemoryCommand::Inject(_)
             | MemoryCommand::Lint(_)
             | MemoryCommand::Heal(_)
-            | MemoryCommand::Inspect(_) => {
+            | MemoryCommand::Inspect(_)
+            | MemoryCommand::Compact(_) => {
                 return Err(CliError::failure(
-                    "context, hook, inject, lint, heal and inspect commands do not run through the store plan",
+                    "context, hook, inject, lint, heal, compact and inspect commands do not run through the store plan",
                 ));
             }
             MemoryCommand::Cleanup(a) => Plan::Cleanup(a),

@@ -14,6 +14,10 @@
 //! the whole paragraph also stays in the topic file's earlier entry). Matches of the secret gate in `removed` are
 //! replaced by `[REDACTED:<name>]` (credentials never reach the log).
 //!
+//! A `compact` line (one per compacted topic) adds `previous`: the memory's content before the consolidated
+//! article replaced it (at most [`MAX_PREVIOUS_BYTES`], redacted as `removed` is; the text also stays in the topic
+//! file's earlier entries and in the journal).
+//!
 //! Invariants:
 //! - Every string field is at most [`MAX_FIELD_CHARS`] characters (longer values are cut and end with `…`), and
 //!   JSON escaping turns every control character into an escape, so a line is one line and at most a few KiB.
@@ -56,10 +60,13 @@ pub enum AuditEvent {
     Purge,
     /// `cao memory heal --apply` changed a memory (the line names the action and carries what it removed).
     Heal,
+    /// `cao memory compact` replaced a memory's current content with a consolidated article (the line carries the
+    /// previous content).
+    Compact,
 }
 
 impl AuditEvent {
-    /// The wire name (`store`, `forget`, `delete`, `clear`, `retention_removal`, `purge`, `heal`).
+    /// The wire name (`store`, `forget`, `delete`, `clear`, `retention_removal`, `purge`, `heal`, `compact`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Store => "store",
@@ -69,6 +76,7 @@ impl AuditEvent {
             Self::RetentionRemoval => "retention_removal",
             Self::Purge => "purge",
             Self::Heal => "heal",
+            Self::Compact => "compact",
         }
     }
 }
@@ -305,6 +313,69 @@ impl HealAuditRecord<'_> {
     }
 }
 
+/// Most bytes of the previous content kept in a `compact` line's `previous` field (the memory content limit).
+pub const MAX_PREVIOUS_BYTES: usize = cao_wiki::MAX_CONTENT_BYTES;
+
+/// One compacted topic, as an audit line (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct CompactAuditRecord<'a> {
+    /// When it happened (the service clock).
+    pub ts: DateTime<Utc>,
+    /// The memory key.
+    pub key: &'a str,
+    /// The memory's scope.
+    pub scope: Scope,
+    /// The memory's scope id.
+    pub scope_id: Option<&'a str>,
+    /// Who ran the compaction (see [`actor_of`]).
+    pub actor: &'a str,
+    /// The model that wrote the article (`provider/name`).
+    pub model: &'a str,
+    /// The content before the compaction (redacted and cut to [`MAX_PREVIOUS_BYTES`] when rendered).
+    pub previous: &'a str,
+}
+
+#[derive(Serialize)]
+struct CompactLine {
+    ts: String,
+    event: &'static str,
+    key: String,
+    scope: &'static str,
+    scope_id: Option<String>,
+    actor: String,
+    outcome: &'static str,
+    model: String,
+    previous: String,
+}
+
+impl CompactAuditRecord<'_> {
+    /// The record as one JSON line ending with `\n` (`outcome` = `compacted`).
+    pub fn line(&self) -> String {
+        let previous = &self.previous[..self.previous.floor_char_boundary(MAX_PREVIOUS_BYTES)];
+        let line = CompactLine {
+            ts: self.ts.to_rfc3339_opts(SecondsFormat::Millis, true),
+            event: AuditEvent::Compact.as_str(),
+            key: bounded(self.key),
+            scope: self.scope.as_str(),
+            scope_id: self.scope_id.map(bounded),
+            actor: bounded(self.actor),
+            outcome: "compacted",
+            model: bounded(self.model),
+            previous: cao_core::secret::redact(previous),
+        };
+        let mut s = serde_json::to_string(&line).unwrap_or_else(|_| "{\"event\":\"compact\"}".to_owned());
+        s.push('\n');
+        s
+    }
+}
+
+/// Append one compact line to `store`'s audit log (best effort: a failure is logged as a warning).
+pub(crate) fn record_compact(store: &Store, record: &CompactAuditRecord<'_>) {
+    if let Err(e) = log_of(store).append_line(record.ts, &record.line()) {
+        tracing::warn!(error = %e, event = "compact", "could not write the audit log line; the compaction itself succeeded");
+    }
+}
+
 /// Append one heal line to `store`'s audit log (best effort: a failure is logged as a warning).
 pub(crate) fn record_heal(store: &Store, record: &HealAuditRecord<'_>) {
     if let Err(e) = log_of(store).append_line(record.ts, &record.line()) {
@@ -392,6 +463,33 @@ mod tests {
     }
 
     #[test]
+    fn compact_lines_redact_and_bound_the_previous_text() {
+        let previous = format!("old AKIAABCDEFGHIJKLMNOP text {}", "z".repeat(MAX_PREVIOUS_BYTES));
+        let rec = CompactAuditRecord {
+            ts: Utc.with_ymd_and_hms(2026, 4, 16, 10, 30, 0).single().expect("ts"),
+            key: "k",
+            scope: Scope::Project,
+            scope_id: Some("p"),
+            actor: "operator",
+            model: "openai/m",
+            previous: &previous,
+        };
+        let line = rec.line();
+        assert!(line.ends_with('\n') && line.matches('\n').count() == 1);
+        let v: serde_json::Value = serde_json::from_str(&line).expect("json");
+        assert_eq!(v["event"], "compact");
+        assert_eq!(v["outcome"], "compacted");
+        let kept = v["previous"].as_str().expect("previous");
+        assert!(
+            kept.starts_with("old [REDACTED:aws_access_key] text"),
+            "{}",
+            &kept[..40]
+        );
+        assert!(!line.contains("AKIAABCDEFGHIJKLMNOP"));
+        assert!(kept.len() <= MAX_PREVIOUS_BYTES + 40);
+    }
+
+    #[test]
     fn event_wire_names() {
         for (e, n) in [
             (AuditEvent::Store, "store"),
@@ -400,6 +498,7 @@ mod tests {
             (AuditEvent::Clear, "clear"),
             (AuditEvent::RetentionRemoval, "retention_removal"),
             (AuditEvent::Heal, "heal"),
+            (AuditEvent::Compact, "compact"),
         ] {
             assert_eq!(e.as_str(), n);
             assert_eq!(serde_json::to_value(e).expect("json"), serde_json::json!(n));

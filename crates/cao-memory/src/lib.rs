@@ -13,7 +13,8 @@
 //!   `relevance`, `explain`, `inspect` (list, show), `inject` and `inject_related` (the context block),
 //!   `retention`, `export` and `import` (OKF bundles, read and written by `bundle`), `audit` and
 //!   `audit_relationships`, `related` (the related-memory pass after every store), `lint` (with `lint_claims`,
-//!   `code_search` and `lint_contradiction`) and `heal`, the self-learning features `outcomes` (report/list
+//!   `code_search` and `lint_contradiction`), `heal` and `compact` (model-written consolidated articles, accepted
+//!   under the pure rules of `compact_rules`), the self-learning features `outcomes` (report/list
 //!   outcomes), `lessons` (`store_lesson`) and `promote` (lessons into agent profiles; the rules are `cao-learn`'s),
 //!   with
 //!   `visibility`, `supersedes` and `eligibility` as shared read rules. Ranking rules are `cao-rank`'s; these
@@ -51,6 +52,8 @@ pub mod audit;
 mod audit_relationships;
 mod bundle;
 mod code_search;
+pub mod compact;
+pub mod compact_rules;
 mod eligibility;
 mod error;
 mod explain;
@@ -93,6 +96,9 @@ pub use cao_okf::{ConflictPolicy, ExportReport, ImportReport};
 pub use cao_rank::{
     DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, Injection, MAX_EXPLAIN_LIMIT, PoolCounts,
     RecencyConstants,
+};
+pub use compact::{
+    COMPACT_SCHEMA, CompactCounts, CompactReport, CompactRequest, CompactStatus, CompactedTopic, render_compact_text,
 };
 pub use error::MemoryError;
 pub use explain::ExplainRequest;

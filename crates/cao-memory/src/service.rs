@@ -3,6 +3,7 @@
 //! it (`write`, `recall`, `inspect`, `explain`, `inject`, `retention`, ...), each a set of free functions over the
 //! [`Store`] (the rust-analyzer `ide` pattern). No logic lives here beyond that order of checks.
 
+use crate::compact::{CompactReport, CompactRequest};
 use crate::error::MemoryError;
 use crate::explain::ExplainRequest;
 use crate::export::{ExportDestination, ExportOutcome, ExportRequest};
@@ -22,8 +23,8 @@ use crate::retention::CleanupReport;
 use crate::store::Store;
 use crate::types::*;
 use crate::{
-    audit, audit_relationships, eligibility, explain, export, heal, import, inject, inspect, journal, lessons, lint,
-    outcomes, overview, promote, recall, retention, write,
+    audit, audit_relationships, compact, eligibility, explain, export, heal, import, inject, inspect, journal, lessons,
+    lint, outcomes, overview, promote, recall, retention, write,
 };
 use cao_core::{CaoHome, Clock, Key, MemoryRef, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::Index;
@@ -390,6 +391,36 @@ impl MemoryService {
     ) -> Result<HealReport, MemoryError> {
         let settings = self.ensure_enabled()?;
         heal::heal(&self.store, &settings, ctx, &req, Ok(model), progress)
+    }
+
+    /// Rewrite topics' entries into one consolidated article each with the model of `memory.model.*` (`cao memory
+    /// compact`; see the `compact` module for candidates, caps and the acceptance rules). With the `none`
+    /// provider the report says there is nothing to do.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a malformed key or a model configuration
+    /// error; [`MemoryError::NotFound`] for an unknown key. Per-topic refusals and failures are in the report.
+    pub fn compact(
+        &self,
+        ctx: &TerminalContext,
+        req: CompactRequest,
+        progress: &dyn Progress,
+    ) -> Result<CompactReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        compact::compact_configured(&self.store, &settings, ctx, &req, progress)
+    }
+
+    /// [`MemoryService::compact`] with a given model (tests, embedding).
+    ///
+    /// Errors: as [`MemoryService::compact`].
+    pub fn compact_with_model(
+        &self,
+        ctx: &TerminalContext,
+        req: CompactRequest,
+        model: &dyn cao_model::Model,
+        progress: &dyn Progress,
+    ) -> Result<CompactReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        compact::compact(&self.store, &settings, ctx, &req, Ok(model), progress)
     }
 
     /// Export one scope as an OKF bundle directory or `.tar.gz` archive (spec 000 "cao memory export"; the rules

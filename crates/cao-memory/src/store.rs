@@ -776,6 +776,27 @@ impl Store {
         memory: &MemoryRef,
         edit: impl FnOnce(&MemoryRow) -> Result<Option<String>, MemoryError>,
     ) -> Result<Option<Written>, MemoryError> {
+        self.rewrite_marked(memory, false, edit)
+    }
+
+    /// [`Store::rewrite`] for a compaction: the written row's `last_compiled_at` is set to the heading time (whole
+    /// seconds) of the entry holding the consolidated article, in the same index transaction.
+    ///
+    /// Errors: as [`Store::rewrite`].
+    pub(crate) fn rewrite_compiled(
+        &self,
+        memory: &MemoryRef,
+        edit: impl FnOnce(&MemoryRow) -> Result<Option<String>, MemoryError>,
+    ) -> Result<Option<Written>, MemoryError> {
+        self.rewrite_marked(memory, true, edit)
+    }
+
+    fn rewrite_marked(
+        &self,
+        memory: &MemoryRef,
+        compiled: bool,
+        edit: impl FnOnce(&MemoryRow) -> Result<Option<String>, MemoryError>,
+    ) -> Result<Option<Written>, MemoryError> {
         self.ensure_index_current()?;
         self.open_journal(&memory.container())?;
         let locked = self.layout.lock_topic(memory.scope, memory.scope_id(), &memory.key)?;
@@ -796,7 +817,11 @@ impl Store {
             at: None,
         };
         let note = note_of(&entry);
-        let (write, row) = self.prepare(&locked, entry)?;
+        let (write, mut row) = self.prepare(&locked, entry)?;
+        if compiled {
+            // The written entry's heading time (whole seconds), so the entry is found again by its timestamp.
+            row.last_compiled_at = Some(write.topic.updated_at());
+        }
         let note = JournalNote {
             at: row.updated_at,
             ..note

@@ -12,6 +12,7 @@ mod bad_input;
 mod bundle_cli;
 mod cleanup_cli;
 mod common;
+mod compact_cli;
 mod config_cli;
 mod context_cli;
 mod context_terminal_cli;

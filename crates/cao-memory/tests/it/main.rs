@@ -9,6 +9,7 @@
 )]
 
 mod bad_input;
+mod compact;
 mod concurrency;
 mod conformance;
 mod explain;
