@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -284,7 +284,10 @@ def test_cross_origin_and_tokenless_form_posts_are_refused(browser: WebDriver, s
         drv = browser
         drv.get(f"http://127.0.0.1:{other.server_address[1]}/")
         drv.find_element(By.ID, "go").click()
-        WebDriverWait(drv, 20).until(lambda d: "cross_origin_refused" in d.find_element(By.TAG_NAME, "body").text)
+        # The click navigates: the body found before the new page replaced it goes stale, so look again.
+        WebDriverWait(drv, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: "cross_origin_refused" in d.find_element(By.TAG_NAME, "body").text
+        )
         shot(drv, "cross-origin-refused")
     finally:
         other.shutdown()
