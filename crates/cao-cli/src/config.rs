@@ -289,6 +289,7 @@ mod tests {
             SettingDefault::Bool(b) => b.to_string(),
             SettingDefault::Text(t) => format!("{t:?}"),
             SettingDefault::Int(n) => n.to_string(),
+            SettingDefault::Hundredths(n) => (f64::from(n) / 100.0).to_string(),
             SettingDefault::Unset => "(unset)".to_owned(),
         }
     }

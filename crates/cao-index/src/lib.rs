@@ -38,6 +38,7 @@
 //!   built from quoted, escaped terms and bound too).
 
 mod aliases;
+mod decisions;
 mod dirty;
 mod edges;
 pub mod error;
@@ -67,7 +68,7 @@ pub use relationships::{
 pub use row::{
     ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, RowStamp, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
 };
-pub use schema::SCHEMA_VERSION;
+pub use schema::{SCHEMA_VERSION, migration_versions};
 pub use search::{ListFilter, matches_all_terms, search_tokens};
 pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;

@@ -162,10 +162,27 @@ CREATE TABLE cao_wiki_dirs (scope TEXT NOT NULL, scope_id_key TEXT NOT NULL, siz
         // written elsewhere once; a new snapshot resets it).
         "ALTER TABLE cao_journal_snapshots ADD COLUMN reminded_to INTEGER NOT NULL DEFAULT 0;",
     ),
+    (
+        // 9, not 8: version 8 (workflow outcomes) is taken by another line of work; versions need only increase.
+        9,
+        // The memories recall advice has named per conversation (spec 001 "Relevance from the decision engine": a
+        // memory is named once per conversation); `crate::decisions` documents the columns.
+        "
+CREATE TABLE cao_decisions_named (conversation TEXT NOT NULL, scope TEXT NOT NULL, scope_id TEXT NOT NULL,
+    \"key\" TEXT NOT NULL, named_at TEXT NOT NULL, PRIMARY KEY (conversation, scope, scope_id, \"key\")) WITHOUT ROWID;
+CREATE INDEX cao_decisions_named_at ON cao_decisions_named (named_at);
+",
+    ),
 ];
 
+/// The versions of our migrations, in the order they apply (what `cao_schema_migrations` holds on a current
+/// database).
+pub fn migration_versions() -> Vec<i64> {
+    MIGRATIONS.iter().map(|(v, _)| *v).collect()
+}
+
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// Bring the database to the current schema. Must run inside `BEGIN IMMEDIATE`.
 pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {

@@ -48,6 +48,7 @@ pub mod audit;
 mod audit_relationships;
 mod bundle;
 mod code_search;
+pub mod decisions;
 mod eligibility;
 mod error;
 mod explain;

@@ -11,6 +11,7 @@
 mod bad_input;
 mod concurrency;
 mod conformance;
+mod decisions;
 mod explain;
 mod external_edits;
 mod inject;
