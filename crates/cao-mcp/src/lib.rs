@@ -1,7 +1,7 @@
 //! `cao-mcp`: the MCP tools agents use to store, recall, forget and browse memories (layer 4; over `cao-memory` and
 //! `cao-protocol`).
 //!
-//! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with seven tools (spec 000 "MCP Tools", spec 001 "Zoom and
+//! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with eight tools (spec 000 "MCP Tools", spec 001 "Zoom and
 //! search"):
 //! - `memory_store(content, scope="project", memory_type="project", key?, tags?)`
 //! - `memory_recall(query?, scope?, memory_type?, limit=10 (1..100), search_mode="hybrid", sort_by="recency",
@@ -9,6 +9,8 @@
 //! - `memory_forget(key, scope="project")`
 //! - `memory_view(scope="project")`, `memory_zoom(id, n, scope="project")`, `memory_search(query)`,
 //!   `memory_read(key, scope?)`: the journal (no tool can purge; that is an operator command)
+//! - `memory_advise(message, conversation_id?)`: recall advice from the decision engine (spec 001 "Relevance from
+//!   the decision engine"; empty unless `memory.decisions.recall = advise` and a model is configured)
 //!
 //! Each tool is a [`Tool`] (its wire facts: name, internal route, access) and a [`ToolHandler`] (its typed
 //! arguments, definition and service call, in `handlers.rs`); nothing here matches tool-name strings.
@@ -55,7 +57,7 @@ pub use error::disabled_payload;
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};
 pub use handle::ServiceHandle;
 pub use handlers::ToolHandler;
-pub use params::{ForgetParams, ReadParams, RecallParams, SearchParams, StoreParams, ViewParams, ZoomParams};
+pub use params::{AdviseParams, ForgetParams, ReadParams, RecallParams, SearchParams, StoreParams, ViewParams, ZoomParams};
 pub use session::{ENV_NO_VIEW, OwnSession, SessionStart};
 pub use summarizer::{IDLE_PAUSE, run_summarizer};
 pub use tools::{MemoryTools, SERVER_NAME, local_enabled};
@@ -74,3 +76,5 @@ pub const ZOOM: &str = Tool::Zoom.name();
 pub const SEARCH: &str = Tool::Search.name();
 /// Name of the read tool (`Tool::Read`).
 pub const READ: &str = Tool::Read.name();
+/// Name of the advice tool (`Tool::Advise`).
+pub const ADVISE: &str = Tool::Advise.name();

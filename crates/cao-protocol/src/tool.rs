@@ -53,11 +53,14 @@ pub enum Tool {
     Search,
     /// `memory_read(key, scope)`: a memory's current text (spec 001 "Zoom and search").
     Read,
+    /// `memory_advise(message, conversation_id)`: the memories the decision engine finds relevant to a new user
+    /// message (spec 001 "Relevance from the decision engine", `memory.decisions.recall = advise`).
+    Advise,
 }
 
 impl Tool {
     /// Every tool, in the order `tools/list` shows them.
-    pub const ALL: [Tool; 7] = [
+    pub const ALL: [Tool; 8] = [
         Tool::Store,
         Tool::Recall,
         Tool::Forget,
@@ -65,6 +68,7 @@ impl Tool {
         Tool::Zoom,
         Tool::Search,
         Tool::Read,
+        Tool::Advise,
     ];
 
     /// The facts about this tool (the one table of them).
@@ -111,6 +115,12 @@ impl Tool {
                 internal_path: "/internal/memory/read",
                 access: Access::Read,
                 empty_list: None,
+            },
+            Tool::Advise => ToolSpec {
+                name: "memory_advise",
+                internal_path: "/internal/memory/advise",
+                access: Access::Read,
+                empty_list: Some("memories"),
             },
         }
     }
@@ -173,11 +183,13 @@ mod tests {
                 ("memory_zoom", "/internal/memory/zoom", Access::Read),
                 ("memory_search", "/internal/memory/search", Access::Read),
                 ("memory_read", "/internal/memory/read", Access::Read),
+                ("memory_advise", "/internal/memory/advise", Access::Read),
             ]
         );
         assert_eq!(
             Tool::names(),
-            "memory_store, memory_recall, memory_forget, memory_view, memory_zoom, memory_search, memory_read"
+            "memory_store, memory_recall, memory_forget, memory_view, memory_zoom, memory_search, memory_read, \
+             memory_advise"
         );
     }
 
@@ -202,12 +214,13 @@ mod tests {
     #[test]
     fn only_reads_leave_memories_unchanged_and_only_recall_and_search_list() {
         assert!(Tool::Store.writes() && Tool::Forget.writes() && !Tool::Recall.writes());
-        for t in [Tool::View, Tool::Zoom, Tool::Search, Tool::Read] {
+        for t in [Tool::View, Tool::Zoom, Tool::Search, Tool::Read, Tool::Advise] {
             assert!(!t.writes(), "{t} reads only");
         }
         assert_eq!(Tool::Recall.spec().empty_list, Some("memories"));
         assert_eq!(Tool::Search.spec().empty_list, Some("hits"));
-        assert!(Tool::ALL.iter().filter(|t| t.spec().empty_list.is_some()).count() == 2);
+        assert_eq!(Tool::Advise.spec().empty_list, Some("memories"));
+        assert!(Tool::ALL.iter().filter(|t| t.spec().empty_list.is_some()).count() == 3);
     }
 
     #[test]

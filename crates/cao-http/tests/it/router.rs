@@ -124,7 +124,7 @@ async fn initialize_then_calls_use_header_context() {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["result"]["tools"].as_array().map(Vec::len), Some(7));
+    assert_eq!(body["result"]["tools"].as_array().map(Vec::len), Some(8));
 
     // Session scope needs the session name: without the header the call is refused, with it the id is used.
     let args = json!({"content": "reuse the auth middleware", "scope": "session", "key": "auth-decision"});

@@ -82,7 +82,7 @@ fn malformed_tools_call_params_are_invalid_params_over_stdio() {
         assert_eq!(resp["error"]["data"]["field"], field, "{params}: {resp}");
     }
     let listed = exchange(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#).expect("a response");
-    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(7), "{listed}");
+    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(8), "{listed}");
     drop(stdin);
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status:?}");
