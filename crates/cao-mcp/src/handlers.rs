@@ -6,7 +6,9 @@
 //! scope) follows from the handler and the tool's row in [`Tool::spec`].
 
 use crate::error::ToolError;
-use crate::params::{AdviseParams, ForgetParams, ReadParams, RecallParams, SearchParams, StoreParams, ViewParams, ZoomParams};
+use crate::params::{
+    AdviseParams, ForgetParams, ReadParams, RecallParams, SearchParams, StoreParams, ViewParams, ZoomParams,
+};
 use cao_core::TerminalContext;
 use cao_memory::{MemoryError, MemoryService};
 use cao_protocol::{Arguments, Tool};
@@ -193,7 +195,10 @@ impl ToolHandler for AdviseParams {
 
     fn annotations() -> ToolAnnotations {
         // Not idempotent: a memory named once is not named again in the conversation.
-        ToolAnnotations::new().read_only(true).idempotent(false).open_world(false)
+        ToolAnnotations::new()
+            .read_only(true)
+            .idempotent(false)
+            .open_world(false)
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Output, MemoryError> {

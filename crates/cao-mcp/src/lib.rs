@@ -57,7 +57,9 @@ pub use error::disabled_payload;
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};
 pub use handle::ServiceHandle;
 pub use handlers::ToolHandler;
-pub use params::{AdviseParams, ForgetParams, ReadParams, RecallParams, SearchParams, StoreParams, ViewParams, ZoomParams};
+pub use params::{
+    AdviseParams, ForgetParams, ReadParams, RecallParams, SearchParams, StoreParams, ViewParams, ZoomParams,
+};
 pub use session::{ENV_NO_VIEW, OwnSession, SessionStart};
 pub use summarizer::{IDLE_PAUSE, run_summarizer};
 pub use tools::{MemoryTools, SERVER_NAME, local_enabled};

@@ -15,6 +15,7 @@ mod common;
 mod config_cli;
 mod context_cli;
 mod context_terminal_cli;
+mod decisions_cli;
 mod explain_cli;
 mod hardening_cli;
 mod inject_cli;
