@@ -43,7 +43,8 @@ const STORE_DESCRIPTION: &str = "Store a persistent memory (a fact, decision, pr
 wiki topic plus a search-index entry. Storing again with the same key and scope appends a new timestamped entry \
 (upsert); the newest entry is the current content. Returns JSON {success, key, scope, scope_id, file_path, action, \
 journal_entry} with action \"created\" or \"updated\" and journal_entry the number of the journal entry this write \
-appended (memory_zoom(journal_entry, 1) reads it); on failure {success: false, error, error_kind}. Storing into project, session \
+appended (memory_zoom(journal_entry, 1) reads it); a new key may also carry possible_duplicates [{key, first_line}] \
+and duplicate_advice, existing memories that may cover the same topic (consider rewriting one of them instead); on failure {success: false, error, error_kind}. Storing into project, session \
 or agent scope needs that piece of the terminal context (working directory, session name, agent profile).";
 
 const RECALL_DESCRIPTION: &str = "Search stored memories by keywords and filters, ranked by sort_by. Check memory \
@@ -75,7 +76,8 @@ beyond the journal).";
 const SEARCH_DESCRIPTION: &str = "Search the current memories you can see by word: a word in a memory's key counts \
 more than one in its text, and the newer memory wins a tie. Returns the top 10 as JSON {success, hits: [{key, \
 scope, scope_id, first_line, matching_line, score, updated_at}]}; read a hit whole with memory_read(key). It also \
-finds memories the view leaves out while their summaries are being written.";
+finds memories the view leaves out while their summaries are being written. When a notice is present, a model kept \
+only the relevant matches (each with relevance 0..1) and left_out names the others; memory_read still opens them.";
 
 const READ_DESCRIPTION: &str = "Read a memory's current text by key. Without scope, the first match in scope \
 precedence session > project > global. Returns JSON {success, key, scope, scope_id, content, memory_type, tags, \
