@@ -338,14 +338,7 @@ any of them: {}",
 // ---------------------------------------------------------------------------------------------------------------
 // Duplicates
 
-/// A memory a receipt names as possibly covering the same topic as the one just created.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PossibleDuplicate {
-    /// Its key (same scope and scope id as the new memory).
-    pub key: String,
-    /// Its first line. Untrusted memory text.
-    pub first_line: String,
-}
+pub use crate::types::PossibleDuplicate;
 
 /// The advice a receipt carries: what to do about [`PossibleDuplicate`]s.
 pub const DUPLICATE_ADVICE: &str = "These memories may cover the same topic. Consider rewriting one of them with \

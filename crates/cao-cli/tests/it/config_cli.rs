@@ -70,6 +70,12 @@ fn list_on_a_fresh_home_shows_defaults_and_writes_nothing() {
             "memory.model.timeout_ms",
             "memory.injection.mode",
             "memory.summarize",
+            "memory.decisions.search",
+            "memory.decisions.recall",
+            "memory.decisions.duplicates",
+            "memory.decisions.relevance_floor",
+            "memory.decisions.routing_confidence",
+            "memory.decisions.timeout_ms",
             "ui.tree_drawing",
         ]
     );

@@ -701,6 +701,7 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/internal/memory/zoom", &["post"]),
         ("/internal/memory/search", &["post"]),
         ("/internal/memory/read", &["post"]),
+        ("/internal/memory/advise", &["post"]),
         ("/internal/memory/context", &["post"]),
     ];
     let mut documented: Vec<String> = paths.keys().cloned().collect();
