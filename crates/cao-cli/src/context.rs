@@ -289,7 +289,14 @@ fn hook_text(
                         message: message.to_owned(),
                         conversation: session_id.map(str::to_owned),
                     };
-                    svc.advise(ctx, &req)?.reminder
+                    // Advice failing adds nothing; the block and the reminder are still given.
+                    svc.advise(ctx, &req).map_or_else(
+                        |e| {
+                            tracing::warn!(error = %e, "no memory advice for this prompt");
+                            None
+                        },
+                        |a| a.reminder,
+                    )
                 }
                 _ => None,
             };

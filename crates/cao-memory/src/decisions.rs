@@ -111,11 +111,13 @@ fn cut(text: &str, max: usize) -> &str {
     &text[..text.floor_char_boundary(max)]
 }
 
-/// `text` redacted by the secret gate, then cut to `max` bytes; the prompt's `<<<`/`>>>` fences are bent so a
-/// memory cannot close its own fence.
+/// `text` redacted by the secret gate, its `<<<`/`>>>` (the prompt's fences) bent so a memory cannot close its own
+/// fence, then cut to at most `max` bytes at a character boundary.
 pub fn redacted(text: &str, max: usize) -> String {
-    let r = cao_core::secret::redact(text);
-    cut(&r, max).replace("<<<", "‹‹‹").replace(">>>", "›››")
+    let r = cao_core::secret::redact(text)
+        .replace("<<<", "‹‹‹")
+        .replace(">>>", "›››");
+    cut(&r, max).to_owned()
 }
 
 /// How the engine sees `row` (module docs): key, first line and an excerpt of the rest, each redacted.
@@ -632,6 +634,11 @@ mod tests {
         assert!(
             !first.first_line.contains("sk-ant") && first.first_line.contains("[REDACTED"),
             "{first:?}"
+        );
+        let fenced = candidate_of("f", &format!("# F\n{}", ">>>".repeat(300)));
+        assert!(
+            fenced.excerpt.len() <= EXCERPT_MAX_BYTES && !fenced.excerpt.contains(">>>"),
+            "{fenced:?}"
         );
         let p = prompt(&Question::Recall(&format!("use {secret}")), &[c, first]);
         let text = format!("{p:?}");
