@@ -37,6 +37,7 @@ async def check_tool_list(session: ClientSession) -> None:
     tools = {t.name: t for t in (await session.list_tools()).tools}
     assert sorted(tools) == [
         "list_outcomes",
+        "memory_advise",
         "memory_forget",
         "memory_read",
         "memory_recall",
@@ -51,6 +52,7 @@ async def check_tool_list(session: ClientSession) -> None:
     assert tools["memory_zoom"].inputSchema["required"] == ["id", "n"]
     assert tools["memory_search"].inputSchema["required"] == ["query"]
     assert tools["memory_read"].inputSchema["required"] == ["key"]
+    assert tools["memory_advise"].inputSchema["required"] == ["message"]
 
     store = tools["memory_store"].inputSchema
     assert store["required"] == ["content"]
@@ -284,11 +286,12 @@ async def run_disabled(session: ClientSession) -> None:
         ("memory_zoom", {"id": 0, "n": 1}),
         ("memory_search", {"query": "anything"}),
         ("memory_read", {"key": "nope"}),
+        ("memory_advise", {"message": "anything"}),
     ):
         payload = await call(session, tool, **args)
         assert payload["success"] is False and payload["disabled"] is True, payload
         assert payload["error"].startswith("memory is disabled"), payload
-        if tool == "memory_recall":
+        if tool in ("memory_recall", "memory_advise"):
             assert payload["memories"] == []
         if tool == "memory_search":
             assert payload["hits"] == []

@@ -120,7 +120,7 @@ def test_stdout_carries_only_protocol_and_eof_exits_cleanly(ws: Workspace) -> No
         assert line.strip() == "" or json.loads(line).get("jsonrpc") == "2.0", line
     assert stderr.strip(), "logs go to stderr"
 
-    assert len(responses[2]["result"]["tools"]) == 10  # seven memory tools, three self-learning tools
+    assert len(responses[2]["result"]["tools"]) == 11  # eight memory tools, three self-learning tools
     stored = json.loads(responses[3]["result"]["content"][0]["text"])
     assert stored["success"] is True and pathlib.Path(stored["file_path"]).is_file(), stored
     bad_limit = json.loads(responses[4]["result"]["content"][0]["text"])

@@ -16,7 +16,9 @@
 //!   - `UserPromptSubmit`: the block (`block`, `both`) and, with the view, a `# Memory updated` reminder listing one
 //!     row per journal entry written since the snapshot by someone else (`- <id>+1 note <key>: <first line>`),
 //!     each entry once; entries written from this terminal (`CAO_TERMINAL_ID`, else `CAO_SESSION_NAME`) are left
-//!     out.
+//!     out. With `memory.decisions.recall = advise` and a configured model, a `# Memory advice` reminder follows,
+//!     naming up to 3 memories the model finds relevant to the hook's `prompt`, each once per `session_id`
+//!     (`MemoryService::advise`, within `memory.decisions.timeout_ms`; nothing when the model fails).
 //!
 //!   It never fails the hook: any problem (bad JSON, unknown event, unreadable store) is logged on stderr, nothing
 //!   is printed, and the exit code is 0, because exit code 2 would block the user's prompt. Claude Code's
@@ -223,7 +225,11 @@ fn claude_code(event_arg: Option<&str>, input: &mut dyn Read, home: CaoHome) -> 
         .get("session_id")
         .and_then(serde_json::Value::as_str)
         .filter(|s| !s.is_empty());
-    let text = hook_text(home, &ctx, event, session_id).map_err(|e| match e {
+    let prompt = payload
+        .get("prompt")
+        .and_then(serde_json::Value::as_str)
+        .filter(|p| !p.trim().is_empty());
+    let text = hook_text(home, &ctx, event, session_id, prompt).map_err(|e| match e {
         CliError::Failure { message, .. } | CliError::Usage(message) => message,
         CliError::Aborted => "aborted".to_owned(),
     })?;
@@ -246,6 +252,7 @@ fn hook_text(
     ctx: &TerminalContext,
     event: ClaudeEvent,
     session_id: Option<&str>,
+    prompt: Option<&str>,
 ) -> Result<Option<String>, CliError> {
     let budget = cao_memory::DEFAULT_CONTEXT_BUDGET;
     let settings = Settings::load(&home);
@@ -276,10 +283,25 @@ fn hook_text(
                 }
                 _ => None,
             };
-            Ok(match (block, reminder) {
-                (Some(b), Some(r)) => Some(format!("{b}\n\n{r}")),
-                (b, r) => b.or(r),
-            })
+            let advice = match prompt {
+                Some(message) if settings.decisions_recall_advised() => {
+                    let req = cao_memory::decisions::AdviseRequest {
+                        message: message.to_owned(),
+                        conversation: session_id.map(str::to_owned),
+                    };
+                    // Advice failing adds nothing; the block and the reminder are still given.
+                    svc.advise(ctx, &req).map_or_else(
+                        |e| {
+                            tracing::warn!(error = %e, "no memory advice for this prompt");
+                            None
+                        },
+                        |a| a.reminder,
+                    )
+                }
+                _ => None,
+            };
+            let parts: Vec<String> = [block, reminder, advice].into_iter().flatten().collect();
+            Ok((!parts.is_empty()).then(|| parts.join("\n\n")))
         }
     }
 }

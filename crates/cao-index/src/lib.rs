@@ -44,6 +44,7 @@
 //!   built from quoted, escaped terms and bound too).
 
 mod aliases;
+mod decisions;
 mod dirty;
 mod edges;
 pub mod error;

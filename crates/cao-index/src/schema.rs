@@ -203,13 +203,23 @@ CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row')
 ALTER TABLE cao_search_stats ADD COLUMN context_tokens INTEGER NOT NULL DEFAULT 0;
 ",
     ),
+    (
+        10,
+        // The memories recall advice has named per conversation (spec 001 "Relevance from the decision engine": a
+        // memory is named once per conversation); `crate::decisions` documents the columns.
+        "
+CREATE TABLE cao_decisions_named (conversation TEXT NOT NULL, scope TEXT NOT NULL, scope_id TEXT NOT NULL,
+    \"key\" TEXT NOT NULL, named_at TEXT NOT NULL, PRIMARY KEY (conversation, scope, scope_id, \"key\")) WITHOUT ROWID;
+CREATE INDEX cao_decisions_named_at ON cao_decisions_named (named_at);
+",
+    ),
 ];
 
 /// The migration that re-tokenises every indexed row from its stored text once it has run.
 const REINDEX_WITH: i64 = 9;
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// The versions of every migration this build knows, ascending (not necessarily contiguous: a version is a name,
 /// and builds made from different lines of work may know different sets).

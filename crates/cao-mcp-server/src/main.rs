@@ -40,9 +40,10 @@ const STDIN_GRACE: Duration = Duration::from_millis(200);
 #[command(
     name = "cao-mcp-server",
     version = cao_core::VERSION,
-    about = "MCP server (stdio) exposing the memory tools (store, recall, forget, view, zoom, search, read)",
+    about = "MCP server (stdio) exposing the memory tools (store, recall, forget, view, zoom, search, read, advise)",
     long_about = "MCP server (stdio) exposing the memory tools: memory_store, memory_recall, memory_forget and the \
-journal's memory_view, memory_zoom, memory_search and memory_read.\n\n\
+journal's memory_view, memory_zoom, memory_search and memory_read, and memory_advise (recall advice from the \
+decision engine, memory.decisions.recall).\n\n\
 Launched by an agent's MCP client; speaks JSON-RPC on stdin/stdout and logs to stderr.\n\n\
 Environment:\n  \
 CAO_HOME            store location (default ~/.aws/cli-agent-orchestrator; CAO_HOME_DIR also accepted)\n  \

@@ -1,14 +1,17 @@
 //! `cao-mcp`: the MCP tools agents use to store, recall, forget and browse memories and to take part in the
 //! self-learning loop (layer 4; over `cao-memory` and `cao-protocol`).
 //!
-//! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with ten tools (spec 000 "MCP Tools", spec 001 "Zoom and
-//! search", spec 004 "Phase 1 — outcome capture" and "The retrospector agent"):
+//! [`MemoryTools`] is an rmcp [`rmcp::ServerHandler`] with eleven tools (spec 000 "MCP Tools", spec 001 "Zoom and
+//! search" and "Relevance from the decision engine", spec 004 "Phase 1 — outcome capture" and "The retrospector
+//! agent"):
 //! - `memory_store(content, scope="project", memory_type="project", key?, tags?)`
 //! - `memory_recall(query?, scope?, memory_type?, limit=10 (1..100), search_mode="hybrid", sort_by="recency",
 //!   include_related=false)`
 //! - `memory_forget(key, scope="project")`
 //! - `memory_view(scope="project")`, `memory_zoom(id, n, scope="project")`, `memory_search(query)`,
 //!   `memory_read(key, scope?)`: the journal (no tool can purge; that is an operator command)
+//! - `memory_advise(message, conversation_id?)`: recall advice from the decision engine (spec 001 "Relevance from
+//!   the decision engine"; empty unless `memory.decisions.recall = advise` and a model is configured)
 //!
 //! and the self-learning tools (spec 004; off unless `memory.learning_enabled`, answering a `disabled: true`
 //! payload then):
@@ -62,8 +65,8 @@ pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flush
 pub use handle::ServiceHandle;
 pub use handlers::ToolHandler;
 pub use params::{
-    ForgetParams, ListOutcomesParams, ReadParams, RecallParams, ReportOutcomeParams, SearchParams, StoreLessonParams,
-    StoreParams, ViewParams, ZoomParams,
+    AdviseParams, ForgetParams, ListOutcomesParams, ReadParams, RecallParams, ReportOutcomeParams, SearchParams,
+    StoreLessonParams, StoreParams, ViewParams, ZoomParams,
 };
 pub use session::{ENV_NO_VIEW, OwnSession, SessionStart};
 pub use summarizer::{IDLE_PAUSE, run_summarizer};
@@ -89,3 +92,5 @@ pub const REPORT_OUTCOME: &str = Tool::ReportOutcome.name();
 pub const LIST_OUTCOMES: &str = Tool::ListOutcomes.name();
 /// Name of the lesson tool (`Tool::StoreLesson`).
 pub const STORE_LESSON: &str = Tool::StoreLesson.name();
+/// Name of the advice tool (`Tool::Advise`).
+pub const ADVISE: &str = Tool::Advise.name();

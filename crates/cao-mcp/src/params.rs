@@ -377,6 +377,30 @@ impl SearchParams {
     }
 }
 
+/// Arguments of `memory_advise` (spec 001 "Relevance from the decision engine").
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct AdviseParams {
+    /// The user's new message.
+    #[schemars(description = "The user's new message, as they wrote it. Required.")]
+    pub message: String,
+    /// The conversation (memories are named once per conversation).
+    #[serde(default)]
+    #[schemars(
+        description = "An id of this conversation (at most 256 bytes): each memory is named at most once per conversation. Omit to use your terminal id or session name."
+    )]
+    pub conversation_id: Option<String>,
+}
+
+impl AdviseParams {
+    /// The service request for these arguments.
+    pub fn into_request(self) -> cao_memory::decisions::AdviseRequest {
+        cao_memory::decisions::AdviseRequest {
+            message: self.message,
+            conversation: self.conversation_id,
+        }
+    }
+}
+
 /// Arguments of `memory_read` (spec 001 "Zoom and search").
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ReadParams {

@@ -338,7 +338,7 @@ fn invalid_params<T: serde::de::DeserializeOwned>(method: &str, params: Option<&
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{FORGET, LIST_OUTCOMES, READ, RECALL, REPORT_OUTCOME, SEARCH, STORE, STORE_LESSON, VIEW, ZOOM};
+    use crate::{ADVISE, FORGET, LIST_OUTCOMES, READ, RECALL, REPORT_OUTCOME, SEARCH, STORE, STORE_LESSON, VIEW, ZOOM};
 
     fn schema(name: &str) -> Value {
         let tool = MemoryTools::tools()
@@ -349,7 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn seven_tools_with_spec_parameters_and_defaults() {
+    fn eight_tools_with_spec_parameters_and_defaults() {
         let names: Vec<_> = MemoryTools::tools().into_iter().map(|t| t.name.to_string()).collect();
         assert_eq!(
             names,
@@ -361,11 +361,13 @@ mod tests {
                 ZOOM,
                 SEARCH,
                 READ,
+                ADVISE,
                 REPORT_OUTCOME,
                 LIST_OUTCOMES,
                 STORE_LESSON
             ]
         );
+        assert_eq!(schema(ADVISE)["required"], serde_json::json!(["message"]));
         let z = schema(ZOOM);
         assert_eq!(z["required"], serde_json::json!(["id", "n"]));
         assert_eq!(z["properties"]["scope"]["default"], "project");
@@ -378,7 +380,7 @@ mod tests {
         );
         for t in MemoryTools::tools() {
             let read_only = t.annotations.as_ref().and_then(|a| a.read_only_hint);
-            if [VIEW, ZOOM, SEARCH, READ].contains(&t.name.as_ref()) {
+            if [VIEW, ZOOM, SEARCH, READ, ADVISE].contains(&t.name.as_ref()) {
                 assert_eq!(read_only, Some(true), "{} is read-only", t.name);
             }
         }

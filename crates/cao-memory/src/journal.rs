@@ -168,6 +168,10 @@ pub struct SearchHit {
     pub matching_line: String,
     /// The score: 3 per query word in the key, 1 per query word in the body.
     pub score: u32,
+    /// The decision engine's relevance score (0..1), present only when `memory.decisions.search` is `enforce` and
+    /// the engine judged the matches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relevance: Option<f64>,
     /// Its last write, `YYYY-MM-DDTHH:MM:SSZ`.
     pub updated_at: String,
 }
@@ -177,8 +181,17 @@ pub struct SearchHit {
 pub struct SearchResult {
     /// Always true.
     pub success: bool,
-    /// Best first: score, then the newer memory; at most [`SEARCH_MAX_HITS`].
+    /// Best first: score, then the newer memory; at most [`SEARCH_MAX_HITS`]. With `memory.decisions.search =
+    /// enforce` and a judging engine: the matches it scored at or above `memory.decisions.relevance_floor`, most
+    /// relevant first.
     pub hits: Vec<SearchHit>,
+    /// Present when the decision engine left word matches out: says so and names them (`memory_read` still opens
+    /// any of them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    /// The word matches the decision engine left out (`key`, or `<scope>/<key>` outside the project), in word order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 /// `memory_read` arguments.
@@ -432,7 +445,9 @@ fn cut(text: &str, max: usize) -> &str {
 /// Search the caller's current memories by word (spec 001 "Zoom and search"): every memory visible to the caller
 /// that holds a query word is scored 3 per word in its key and 1 per word in its body (case-insensitive substring
 /// match); the best 10 are returned, the newer memory first on a tie. Candidates come from the index's word pools
-/// (every query word, then any query word), 500 each; no access is counted.
+/// (every query word, then any query word), 500 each; no access is counted. With `memory.decisions.search =
+/// enforce`, the decision engine judges the best 32 and only those it finds relevant are shown
+/// ([`crate::decisions`]; its failure shows the word matches as without it).
 ///
 /// Errors: [`MemoryError::Invalid`] for a query without a letter or digit or over [`SEARCH_QUERY_MAX_BYTES`];
 /// visibility and index errors.
@@ -487,32 +502,59 @@ pub(crate) fn search(
             .then(b.updated_at.cmp(&a.updated_at))
             .then(a.key.as_str().cmp(b.key.as_str()))
     });
+    let to_hit = |score: u32, relevance: Option<f64>, row: MemoryRow| {
+        let first = cao_journal::render::first_line(&row.content);
+        let matching = row
+            .content
+            .lines()
+            .find(|l| {
+                let l = l.to_lowercase();
+                words.iter().any(|w| l.contains(w.as_str()))
+            })
+            .map_or(first, str::trim);
+        SearchHit {
+            key: row.key.as_str().to_owned(),
+            scope: row.scope,
+            first_line: cut(first, MATCH_LINE_MAX_BYTES).to_owned(),
+            matching_line: cut(matching, MATCH_LINE_MAX_BYTES).to_owned(),
+            score,
+            relevance,
+            updated_at: cao_core::time::format_ts(row.updated_at),
+            scope_id: row.scope_id,
+        }
+    };
+    hits.truncate(crate::decisions::SEARCH_CANDIDATES.max(SEARCH_MAX_HITS));
+    let rows: Vec<MemoryRow> = hits.iter().map(|(_, r)| r.clone()).collect();
+    if let Some(judged) = crate::decisions::judge_search(settings, &req.query, &rows) {
+        let left_out: Vec<String> = judged
+            .left_out
+            .iter()
+            .map(|&i| match rows[i].scope {
+                Scope::Project => rows[i].key.as_str().to_owned(),
+                s => format!("{}/{}", s.as_str(), rows[i].key.as_str()),
+            })
+            .collect();
+        let mut slots: Vec<Option<(u32, MemoryRow)>> = hits.into_iter().map(Some).collect();
+        return Ok(SearchResult {
+            success: true,
+            hits: judged
+                .shown
+                .iter()
+                .filter_map(|&(i, relevance)| {
+                    let (score, row) = slots.get_mut(i)?.take()?;
+                    Some(to_hit(score, Some(relevance), row))
+                })
+                .collect(),
+            notice: (!left_out.is_empty()).then(|| crate::decisions::search_notice(&left_out)),
+            left_out,
+        });
+    }
     hits.truncate(SEARCH_MAX_HITS);
     Ok(SearchResult {
         success: true,
-        hits: hits
-            .into_iter()
-            .map(|(score, row)| {
-                let first = cao_journal::render::first_line(&row.content);
-                let matching = row
-                    .content
-                    .lines()
-                    .find(|l| {
-                        let l = l.to_lowercase();
-                        words.iter().any(|w| l.contains(w.as_str()))
-                    })
-                    .map_or(first, str::trim);
-                SearchHit {
-                    key: row.key.as_str().to_owned(),
-                    scope: row.scope,
-                    first_line: cut(first, MATCH_LINE_MAX_BYTES).to_owned(),
-                    matching_line: cut(matching, MATCH_LINE_MAX_BYTES).to_owned(),
-                    score,
-                    updated_at: cao_core::time::format_ts(row.updated_at),
-                    scope_id: row.scope_id,
-                }
-            })
-            .collect(),
+        hits: hits.into_iter().map(|(score, row)| to_hit(score, None, row)).collect(),
+        notice: None,
+        left_out: Vec::new(),
     })
 }
 

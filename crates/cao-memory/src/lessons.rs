@@ -101,7 +101,7 @@ pub(crate) fn store_lesson(
         cwd: row.cwd.as_ref().map(std::path::PathBuf::from),
         project_id: None,
     };
-    write::commit(store, &writer, &prepared, Some(target), None)
+    write::commit(store, settings, &writer, &prepared, Some(target), None)
 }
 
 /// The lesson contract's hard edges on `content` (see the module documentation).

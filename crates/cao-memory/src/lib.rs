@@ -54,6 +54,7 @@ mod bundle;
 mod code_search;
 pub mod compact;
 pub mod compact_rules;
+pub mod decisions;
 mod eligibility;
 mod error;
 mod explain;

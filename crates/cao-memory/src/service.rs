@@ -503,6 +503,21 @@ impl MemoryService {
         journal::search(&self.store, &settings, ctx, req)
     }
 
+    /// Recall advice for a new user message (the `memory_advise` tool and the UserPromptSubmit hook; spec 001
+    /// "Relevance from the decision engine"): with `memory.decisions.recall = advise` and a configured model, up to
+    /// 3 memories the engine scores at or above `memory.decisions.routing_confidence`, each named once per
+    /// conversation. Empty when the feature is off or the engine fails, times out or refuses.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a bad conversation id; index errors.
+    pub fn advise(
+        &self,
+        ctx: &TerminalContext,
+        req: &crate::decisions::AdviseRequest,
+    ) -> Result<crate::decisions::AdviseResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        crate::decisions::advise(&self.store, &settings, ctx, req)
+    }
+
     /// A memory's current text (the `memory_read` tool): the first visible memory named `key` (within `scope` when
     /// given), with its newest journal entry.
     ///

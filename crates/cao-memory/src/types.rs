@@ -204,6 +204,22 @@ pub struct StoreResult {
     /// The id of the entry this write appended to its container's journal (spec 001: "A receipt from either names
     /// the number of the entry it appended"); `memory_zoom(id, 1)` reads it whole.
     pub journal_entry: Option<u64>,
+    /// With `memory.decisions.duplicates = advise`, after a write that created a new key: existing memories of the
+    /// same scope the decision engine finds may cover the same topic (at most 3); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub possible_duplicates: Vec<PossibleDuplicate>,
+    /// The suggestion that goes with [`StoreResult::possible_duplicates`]: rewrite one of them instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_advice: Option<String>,
+}
+
+/// A memory a receipt names as possibly covering the same topic as the one just created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PossibleDuplicate {
+    /// Its key (same scope and scope id as the new memory).
+    pub key: String,
+    /// Its first line. Untrusted memory text.
+    pub first_line: String,
 }
 
 /// One recalled memory: `{key, content, memory_type, scope, tags, file_path, updated_at}`.

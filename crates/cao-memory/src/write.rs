@@ -31,7 +31,7 @@ pub(crate) fn store(
 ) -> Result<StoreResult, MemoryError> {
     let prepared = prepare(&req)?;
     let scope_id = visibility::target_scope_id(store, ctx, prepared.scope, settings)?;
-    commit(store, ctx, &prepared, scope_id, None)
+    commit(store, settings, ctx, &prepared, scope_id, None)
 }
 
 /// A `memory_store` call that passed every rule that needs no I/O ([`prepare`]).
@@ -104,11 +104,14 @@ pub(crate) fn prepare(req: &StoreRequest) -> Result<Prepared, MemoryError> {
 
 /// Write a prepared store into `scope_id` (resolved by the caller) through [`Store::write`], with the entry at `at`
 /// (`None` = now), run the related-memory pass on the committed row ([`crate::related::refresh`], best effort:
-/// it never fails the store) and append the audit line.
+/// it never fails the store) and append the audit line. When the write created a new key, the receipt names
+/// possible duplicates under `memory.decisions.duplicates = advise` ([`crate::decisions::duplicates`]; never
+/// blocks or changes the write).
 ///
 /// Errors: [`MemoryError::Corrupt`], [`MemoryError::PartialWrite`], I/O and index errors.
 pub(crate) fn commit(
     store: &Store,
+    settings: &Settings,
     ctx: &TerminalContext,
     p: &Prepared,
     scope_id: Option<String>,
@@ -116,7 +119,17 @@ pub(crate) fn commit(
 ) -> Result<StoreResult, MemoryError> {
     let written = store.write(new_entry(ctx, p, scope_id, at))?;
     crate::related::refresh(store, &written.row);
-    Ok(stored(store, ctx, written))
+    let duplicates = if written.created {
+        crate::decisions::duplicates(store, settings, &written.row)
+    } else {
+        Vec::new()
+    };
+    let mut result = stored(store, ctx, written);
+    if !duplicates.is_empty() {
+        result.duplicate_advice = Some(crate::decisions::DUPLICATE_ADVICE.to_owned());
+        result.possible_duplicates = duplicates;
+    }
+    Ok(result)
 }
 
 /// [`commit`] of many prepared stores into one `scope_id` through [`Store::write_batch`] (one data sync and one
@@ -182,6 +195,8 @@ fn stored(store: &Store, ctx: &TerminalContext, written: crate::store::Written) 
         file_path: row.file_path,
         action,
         journal_entry: written.journal_entry,
+        possible_duplicates: Vec::new(),
+        duplicate_advice: None,
     }
 }
 

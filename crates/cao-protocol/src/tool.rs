@@ -53,6 +53,9 @@ pub enum Tool {
     Search,
     /// `memory_read(key, scope)`: a memory's current text (spec 001 "Zoom and search").
     Read,
+    /// `memory_advise(message, conversation_id)`: the memories the decision engine finds relevant to a new user
+    /// message (spec 001 "Relevance from the decision engine", `memory.decisions.recall = advise`).
+    Advise,
     /// `report_outcome(task_label, success, score?, friction_notes?, workflow_name?, agent_profile?)`: record one
     /// unit of agent work (spec 004 "Phase 1 — outcome capture").
     ReportOutcome,
@@ -66,7 +69,7 @@ pub enum Tool {
 
 impl Tool {
     /// Every tool, in the order `tools/list` shows them.
-    pub const ALL: [Tool; 10] = [
+    pub const ALL: [Tool; 11] = [
         Tool::Store,
         Tool::Recall,
         Tool::Forget,
@@ -74,6 +77,7 @@ impl Tool {
         Tool::Zoom,
         Tool::Search,
         Tool::Read,
+        Tool::Advise,
         Tool::ReportOutcome,
         Tool::ListOutcomes,
         Tool::StoreLesson,
@@ -123,6 +127,12 @@ impl Tool {
                 internal_path: "/internal/memory/read",
                 access: Access::Read,
                 empty_list: None,
+            },
+            Tool::Advise => ToolSpec {
+                name: "memory_advise",
+                internal_path: "/internal/memory/advise",
+                access: Access::Read,
+                empty_list: Some("memories"),
             },
             Tool::ReportOutcome => ToolSpec {
                 name: "report_outcome",
@@ -203,6 +213,7 @@ mod tests {
                 ("memory_zoom", "/internal/memory/zoom", Access::Read),
                 ("memory_search", "/internal/memory/search", Access::Read),
                 ("memory_read", "/internal/memory/read", Access::Read),
+                ("memory_advise", "/internal/memory/advise", Access::Read),
                 ("report_outcome", "/internal/outcomes/report", Access::Write),
                 ("list_outcomes", "/internal/outcomes/list", Access::Read),
                 ("store_lesson", "/internal/memory/lesson", Access::Write),
@@ -210,7 +221,8 @@ mod tests {
         );
         assert_eq!(
             Tool::names(),
-            "memory_store, memory_recall, memory_forget, memory_view, memory_zoom, memory_search, memory_read, report_outcome, list_outcomes, store_lesson"
+            "memory_store, memory_recall, memory_forget, memory_view, memory_zoom, memory_search, memory_read, \
+             memory_advise, report_outcome, list_outcomes, store_lesson"
         );
     }
 
@@ -235,13 +247,14 @@ mod tests {
     #[test]
     fn only_reads_leave_memories_unchanged_and_only_recall_and_search_list() {
         assert!(Tool::Store.writes() && Tool::Forget.writes() && !Tool::Recall.writes());
-        for t in [Tool::View, Tool::Zoom, Tool::Search, Tool::Read] {
+        for t in [Tool::View, Tool::Zoom, Tool::Search, Tool::Read, Tool::Advise] {
             assert!(!t.writes(), "{t} reads only");
         }
         assert!(Tool::ReportOutcome.writes() && Tool::StoreLesson.writes() && !Tool::ListOutcomes.writes());
         assert_eq!(Tool::Recall.spec().empty_list, Some("memories"));
         assert_eq!(Tool::Search.spec().empty_list, Some("hits"));
-        assert!(Tool::ALL.iter().filter(|t| t.spec().empty_list.is_some()).count() == 2);
+        assert_eq!(Tool::Advise.spec().empty_list, Some("memories"));
+        assert!(Tool::ALL.iter().filter(|t| t.spec().empty_list.is_some()).count() == 3);
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod compact_cli;
 mod config_cli;
 mod context_cli;
 mod context_terminal_cli;
+mod decisions_cli;
 mod explain_cli;
 mod hardening_cli;
 mod inject_cli;

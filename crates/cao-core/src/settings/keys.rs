@@ -53,6 +53,10 @@ pub enum SettingKind {
     Dirs,
     /// A switch spelled `on` or `off` (a string, as the `[ui]` settings of spec 001 are).
     Switch,
+    /// A decision-engine mode spelled `off` or `enforce` (spec 001 "Relevance from the decision engine").
+    Enforce,
+    /// A decision-engine mode spelled `off` or `advise` (spec 001 "Relevance from the decision engine").
+    Advise,
 }
 
 impl SettingKind {
@@ -66,7 +70,9 @@ impl SettingKind {
             | SettingKind::Name
             | SettingKind::EnvVarName
             | SettingKind::InjectionMode
-            | SettingKind::Switch => "string",
+            | SettingKind::Switch
+            | SettingKind::Enforce
+            | SettingKind::Advise => "string",
             SettingKind::Argv | SettingKind::Dirs => "list",
             SettingKind::Millis => "integer",
             SettingKind::Fraction | SettingKind::Saturation => "number",
@@ -89,6 +95,8 @@ impl SettingKind {
             SettingKind::InjectionMode => INJECTION_MODE_EXPECTED,
             SettingKind::Dirs => super::learning::DIRS_EXPECTED,
             SettingKind::Switch => SWITCH_EXPECTED,
+            SettingKind::Enforce => ENFORCE_EXPECTED,
+            SettingKind::Advise => ADVISE_EXPECTED,
         }
     }
 
@@ -329,6 +337,78 @@ pub const UI_TREE_DRAWING: SettingKey = SettingKey {
 /// What a valid switch looks like.
 const SWITCH_EXPECTED: &str = "one of on, off";
 
+/// What a valid enforce mode looks like.
+const ENFORCE_EXPECTED: &str = "one of off, enforce";
+
+/// What a valid advise mode looks like.
+const ADVISE_EXPECTED: &str = "one of off, advise";
+
+/// `memory.decisions.search`: with `enforce` and a configured model, `memory_search` shows only the word matches the
+/// decision engine scores at or above `memory.decisions.relevance_floor` (spec 001 "Relevance from the decision
+/// engine"; experimental, off by default).
+pub const MEMORY_DECISIONS_SEARCH: SettingKey = SettingKey {
+    name: "memory.decisions.search",
+    kind: SettingKind::Enforce,
+    default: SettingDefault::Text("off"),
+    env: "CAO_MEMORY_DECISIONS_SEARCH",
+    doc: "Experimental: enforce lets the model (memory.model.*) keep only the relevant memory_search matches; off \
+          shows the word matches.",
+};
+
+/// `memory.decisions.recall`: with `advise` and a configured model, each new user message gets a reminder naming up
+/// to 3 memories the decision engine scores at or above `memory.decisions.routing_confidence` (spec 001).
+pub const MEMORY_DECISIONS_RECALL: SettingKey = SettingKey {
+    name: "memory.decisions.recall",
+    kind: SettingKind::Advise,
+    default: SettingDefault::Text("off"),
+    env: "CAO_MEMORY_DECISIONS_RECALL",
+    doc: "Experimental: advise names up to 3 memories the model finds relevant to each new user message \
+          (UserPromptSubmit hook, memory_advise).",
+};
+
+/// `memory.decisions.duplicates`: with `advise` and a configured model, a `memory_store` receipt for a new key names
+/// existing memories that may cover the same topic (spec 001).
+pub const MEMORY_DECISIONS_DUPLICATES: SettingKey = SettingKey {
+    name: "memory.decisions.duplicates",
+    kind: SettingKind::Advise,
+    default: SettingDefault::Text("off"),
+    env: "CAO_MEMORY_DECISIONS_DUPLICATES",
+    doc: "Experimental: advise makes a memory_store receipt for a new key name existing memories that may cover \
+          the same topic.",
+};
+
+/// `memory.decisions.relevance_floor`: the least engine score a `memory_search` match needs to be shown under
+/// `memory.decisions.search = enforce`. The spec gives no default; 0.5 (the midpoint: "more likely relevant than
+/// not") is ours.
+pub const MEMORY_DECISIONS_RELEVANCE_FLOOR: SettingKey = SettingKey {
+    name: "memory.decisions.relevance_floor",
+    kind: SettingKind::Fraction,
+    default: SettingDefault::Thousandths(500),
+    env: "CAO_MEMORY_DECISIONS_RELEVANCE_FLOOR",
+    doc: "Least model score (0..1) a memory_search match needs under memory.decisions.search = enforce.",
+};
+
+/// `memory.decisions.routing_confidence`: the least engine score a memory needs to be named by recall advice or
+/// duplicate advice. The spec gives no default; 0.7 is ours: advice interrupts the agent unasked, so it asks for
+/// more confidence than a search the agent asked for.
+pub const MEMORY_DECISIONS_ROUTING_CONFIDENCE: SettingKey = SettingKey {
+    name: "memory.decisions.routing_confidence",
+    kind: SettingKind::Fraction,
+    default: SettingDefault::Thousandths(700),
+    env: "CAO_MEMORY_DECISIONS_ROUTING_CONFIDENCE",
+    doc: "Least model score (0..1) a memory needs to be named by recall or duplicate advice.",
+};
+
+/// `memory.decisions.timeout_ms`: the deadline of the recall advice's model call, shorter than
+/// `memory.model.timeout_ms` because it runs before the turn starts (spec 001).
+pub const MEMORY_DECISIONS_TIMEOUT_MS: SettingKey = SettingKey {
+    name: "memory.decisions.timeout_ms",
+    kind: SettingKind::Millis,
+    default: SettingDefault::Int(3000),
+    env: "CAO_MEMORY_DECISIONS_TIMEOUT_MS",
+    doc: "Deadline of the recall advice's model call in milliseconds (1..3600000); when it passes, no advice.",
+};
+
 /// What a new session is given ([`MEMORY_INJECTION_MODE`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum InjectionMode {
@@ -421,6 +501,12 @@ pub const KEYS: &[SettingKey] = &[
     MEMORY_LEARNING_ENABLED,
     MEMORY_INSTRUCTION_PROMOTION_ENABLED,
     AGENTS_DIRS,
+    MEMORY_DECISIONS_SEARCH,
+    MEMORY_DECISIONS_RECALL,
+    MEMORY_DECISIONS_DUPLICATES,
+    MEMORY_DECISIONS_RELEVANCE_FLOOR,
+    MEMORY_DECISIONS_ROUTING_CONFIDENCE,
+    MEMORY_DECISIONS_TIMEOUT_MS,
     UI_TREE_DRAWING,
     MEMORY_RECALL_BM25_K1,
     MEMORY_RECALL_BM25_B,
@@ -485,6 +571,14 @@ pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
         SettingKind::Dirs => checked(super::learning::parse_dirs(raw)),
         SettingKind::Switch => match raw {
             "on" | "off" => Ok(Value::String(raw.to_owned())),
+            _ => Err(invalid()),
+        },
+        SettingKind::Enforce => match raw {
+            "off" | "enforce" => Ok(Value::String(raw.to_owned())),
+            _ => Err(invalid()),
+        },
+        SettingKind::Advise => match raw {
+            "off" | "advise" => Ok(Value::String(raw.to_owned())),
             _ => Err(invalid()),
         },
         SettingKind::Bool => match raw {
@@ -708,6 +802,64 @@ impl Settings {
         eff.value.as_ref().and_then(Value::as_str) != Some("off")
     }
 
+    /// The string value of a mode setting, warning about an invalid value (which reads as the default).
+    fn effective_text(&self, key: &'static SettingKey) -> Option<String> {
+        let eff = self.effective(key);
+        if let Some(w) = &eff.warning {
+            tracing::warn!(setting = key.name, "{w}");
+        }
+        eff.value.as_ref().and_then(Value::as_str).map(str::to_owned)
+    }
+
+    /// A fraction setting's value in 0..=1 (an invalid value warns and reads as the default).
+    fn effective_fraction(&self, key: &'static SettingKey) -> f64 {
+        let eff = self.effective(key);
+        if let Some(w) = &eff.warning {
+            tracing::warn!(setting = key.name, "{w}");
+        }
+        let default = key.default.value().and_then(|v| v.as_f64()).unwrap_or(1.0);
+        eff.value
+            .as_ref()
+            .and_then(Value::as_f64)
+            .unwrap_or(default)
+            .clamp(0.0, 1.0)
+    }
+
+    /// `memory.decisions.search` (env `CAO_MEMORY_DECISIONS_SEARCH`) is `enforce`; default `off`.
+    pub fn decisions_search_enforced(&self) -> bool {
+        self.effective_text(&MEMORY_DECISIONS_SEARCH).as_deref() == Some("enforce")
+    }
+
+    /// `memory.decisions.recall` (env `CAO_MEMORY_DECISIONS_RECALL`) is `advise`; default `off`.
+    pub fn decisions_recall_advised(&self) -> bool {
+        self.effective_text(&MEMORY_DECISIONS_RECALL).as_deref() == Some("advise")
+    }
+
+    /// `memory.decisions.duplicates` (env `CAO_MEMORY_DECISIONS_DUPLICATES`) is `advise`; default `off`.
+    pub fn decisions_duplicates_advised(&self) -> bool {
+        self.effective_text(&MEMORY_DECISIONS_DUPLICATES).as_deref() == Some("advise")
+    }
+
+    /// `memory.decisions.relevance_floor` (env `CAO_MEMORY_DECISIONS_RELEVANCE_FLOOR`), 0..=1, default 0.5.
+    pub fn decisions_relevance_floor(&self) -> f64 {
+        self.effective_fraction(&MEMORY_DECISIONS_RELEVANCE_FLOOR)
+    }
+
+    /// `memory.decisions.routing_confidence` (env `CAO_MEMORY_DECISIONS_ROUTING_CONFIDENCE`), 0..=1, default 0.7.
+    pub fn decisions_routing_confidence(&self) -> f64 {
+        self.effective_fraction(&MEMORY_DECISIONS_ROUTING_CONFIDENCE)
+    }
+
+    /// `memory.decisions.timeout_ms` (env `CAO_MEMORY_DECISIONS_TIMEOUT_MS`), default 3000 ms: the recall advice's
+    /// deadline.
+    pub fn decisions_timeout(&self) -> std::time::Duration {
+        let eff = self.effective(&MEMORY_DECISIONS_TIMEOUT_MS);
+        if let Some(w) = &eff.warning {
+            tracing::warn!(setting = MEMORY_DECISIONS_TIMEOUT_MS.name, "{w}");
+        }
+        std::time::Duration::from_millis(eff.value.as_ref().and_then(Value::as_u64).unwrap_or(3000))
+    }
+
     /// `memory.injection.mode` (env `CAO_MEMORY_INJECTION_MODE`), default `block`; an invalid value warns and
     /// reads as `block`.
     pub fn injection_mode(&self) -> InjectionMode {
@@ -773,7 +925,14 @@ mod tests {
             assert!(k.env.starts_with("CAO_"), "{}", k.env);
             match (k.kind, k.default) {
                 (SettingKind::Bool, SettingDefault::Bool(_))
-                | (SettingKind::Provider | SettingKind::InjectionMode | SettingKind::Switch, SettingDefault::Text(_))
+                | (
+                    SettingKind::Provider
+                    | SettingKind::InjectionMode
+                    | SettingKind::Switch
+                    | SettingKind::Enforce
+                    | SettingKind::Advise,
+                    SettingDefault::Text(_),
+                )
                 | (SettingKind::Millis, SettingDefault::Int(_))
                 | (SettingKind::Fraction | SettingKind::Saturation, SettingDefault::Thousandths(_))
                 | (
@@ -865,6 +1024,74 @@ mod tests {
             assert_eq!((m.block(), m.view()), (block, view));
             assert_eq!(InjectionMode::parse(m.as_str()), Some(m));
         }
+    }
+
+    #[test]
+    fn decision_settings_are_off_by_default_and_validated() {
+        let none = Settings::from_value(json!({}));
+        assert!(!none.decisions_search_enforced());
+        assert!(!none.decisions_recall_advised());
+        assert!(!none.decisions_duplicates_advised());
+        assert_eq!(none.decisions_relevance_floor(), 0.5);
+        assert_eq!(none.decisions_routing_confidence(), 0.7);
+        assert_eq!(none.decisions_timeout(), std::time::Duration::from_millis(3000));
+        let on = Settings::from_value(json!({"memory": {"decisions": {"search": "enforce", "recall": "advise",
+            "duplicates": "advise", "relevance_floor": 0.25, "routing_confidence": 1, "timeout_ms": 500}}}));
+        assert!(on.decisions_search_enforced() && on.decisions_recall_advised() && on.decisions_duplicates_advised());
+        assert_eq!(on.decisions_relevance_floor(), 0.25);
+        assert_eq!(on.decisions_routing_confidence(), 1.0);
+        assert_eq!(on.decisions_timeout(), std::time::Duration::from_millis(500));
+        // The modes are not interchangeable, and a fraction outside 0..1 is the default with a warning.
+        for (file, key) in [
+            (
+                json!({"memory": {"decisions": {"search": "advise"}}}),
+                &MEMORY_DECISIONS_SEARCH,
+            ),
+            (
+                json!({"memory": {"decisions": {"recall": "enforce"}}}),
+                &MEMORY_DECISIONS_RECALL,
+            ),
+            (
+                json!({"memory": {"decisions": {"relevance_floor": 1.5}}}),
+                &MEMORY_DECISIONS_RELEVANCE_FLOOR,
+            ),
+            (
+                json!({"memory": {"decisions": {"routing_confidence": -0.1}}}),
+                &MEMORY_DECISIONS_ROUTING_CONFIDENCE,
+            ),
+            (
+                json!({"memory": {"decisions": {"relevance_floor": true}}}),
+                &MEMORY_DECISIONS_RELEVANCE_FLOOR,
+            ),
+        ] {
+            let e = eff(file.clone(), key, &[]);
+            assert_eq!(
+                (e.value, e.source),
+                (key.default.value(), SettingSource::Default),
+                "{file}"
+            );
+            assert!(e.warning.is_some(), "{file}");
+        }
+        let e = eff(
+            json!({}),
+            &MEMORY_DECISIONS_RELEVANCE_FLOOR,
+            &[("CAO_MEMORY_DECISIONS_RELEVANCE_FLOOR", "0.9")],
+        );
+        assert_eq!((e.value, e.source), (Some(json!(0.9)), SettingSource::Env));
+        let e = eff(
+            json!({}),
+            &MEMORY_DECISIONS_SEARCH,
+            &[("CAO_MEMORY_DECISIONS_SEARCH", "enforce")],
+        );
+        assert_eq!(e.value, Some(json!("enforce")));
+        assert_eq!(
+            parse_value(&MEMORY_DECISIONS_ROUTING_CONFIDENCE, ".75"),
+            Ok(json!(0.75))
+        );
+        for bad in ["", ".", "1.01", "-0", "1e-1", "0,5", "NaN", "inf"] {
+            assert!(parse_value(&MEMORY_DECISIONS_ROUTING_CONFIDENCE, bad).is_err(), "{bad}");
+        }
+        assert!(parse_value(&MEMORY_DECISIONS_DUPLICATES, "on").is_err());
     }
 
     #[test]

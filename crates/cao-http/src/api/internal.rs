@@ -200,6 +200,20 @@ pub struct StorePayload {
     pub action: String,
     /// The journal entry this write appended.
     pub journal_entry: Option<u64>,
+    /// Existing memories that may cover the same topic (only under `memory.decisions.duplicates = advise`, after a
+    /// write that created a new key).
+    pub possible_duplicates: Option<Vec<DuplicatePayload>>,
+    /// The suggestion that goes with `possible_duplicates`.
+    pub duplicate_advice: Option<String>,
+}
+
+/// A memory a `memory_store` receipt names as a possible duplicate.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DuplicatePayload {
+    /// Key (same scope as the new memory).
+    pub key: String,
+    /// First line.
+    pub first_line: String,
 }
 
 /// One recalled memory.
@@ -294,6 +308,18 @@ pub struct ZoomBody {
 pub struct SearchBody {
     /// Words to look for.
     pub query: String,
+    /// The caller's context.
+    pub context: Option<CallContext>,
+}
+
+/// Body of `POST /internal/memory/advise` (`memory_advise` arguments plus `context`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct AdviseBody {
+    /// The user's new message.
+    pub message: String,
+    /// The conversation (each memory is named once per conversation); default the caller's terminal id or session
+    /// name.
+    pub conversation_id: Option<String>,
     /// The caller's context.
     pub context: Option<CallContext>,
 }
@@ -407,6 +433,8 @@ pub struct SearchHitPayload {
     pub matching_line: String,
     /// 3 per word in the key, 1 per word in the body.
     pub score: u32,
+    /// The decision engine's score, 0..1 (only under `memory.decisions.search = enforce`).
+    pub relevance: Option<f64>,
     /// `YYYY-MM-DDTHH:MM:SSZ`.
     pub updated_at: String,
 }
@@ -418,6 +446,36 @@ pub struct SearchPayload {
     pub success: bool,
     /// Best first, at most 10.
     pub hits: Vec<SearchHitPayload>,
+    /// Present when the decision engine left word matches out; names them.
+    pub notice: Option<String>,
+    /// The word matches the decision engine left out (`key` or `<scope>/<key>`).
+    pub left_out: Option<Vec<String>>,
+}
+
+/// One memory `memory_advise` names.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AdvisedPayload {
+    /// Key.
+    pub key: String,
+    /// Scope.
+    pub scope: ScopeParam,
+    /// Scope id.
+    pub scope_id: Option<String>,
+    /// First line.
+    pub first_line: String,
+    /// The decision engine's score, 0..1.
+    pub score: f64,
+}
+
+/// `memory_advise` payload.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct AdvisePayload {
+    /// True.
+    pub success: bool,
+    /// At most 3, most relevant first; empty when nothing new is relevant, the feature is off or the engine failed.
+    pub memories: Vec<AdvisedPayload>,
+    /// The `# Memory advice` reminder naming them.
+    pub reminder: Option<String>,
 }
 
 /// `memory_read` payload.
@@ -595,6 +653,18 @@ pub async fn store_lesson(
     body: Result<Json<Value>, JsonRejection>,
 ) -> ApiResult<Json<Value>> {
     run_tool(&state, Tool::StoreLesson, body).await
+}
+
+/// `memory_advise` as a remote node's caller.
+#[utoipa::path(post, path = "/internal/memory/advise", tag = "internal", request_body = AdviseBody,
+    responses(
+        (status = 200, description = "The memory_advise payload", body = AdvisePayload),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 404, description = "Memory disabled", body = ErrorBody),
+        (status = 422, description = "Invalid argument", body = ErrorBody),
+    ))]
+pub async fn advise(State(state): State<ApiState>, body: Result<Json<Value>, JsonRejection>) -> ApiResult<Json<Value>> {
+    run_tool(&state, Tool::Advise, body).await
 }
 
 /// The `<cao-memory>` block for the body's context.

@@ -77,6 +77,7 @@ pub fn read_routes() -> OpenApiRouter<ApiState> {
         .routes(routes!(internal::zoom))
         .routes(routes!(internal::search))
         .routes(routes!(internal::read))
+        .routes(routes!(internal::advise))
         .routes(routes!(internal::context))
         .routes(routes!(internal::list_outcomes))
 }

@@ -701,6 +701,7 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/internal/memory/zoom", &["post"]),
         ("/internal/memory/search", &["post"]),
         ("/internal/memory/read", &["post"]),
+        ("/internal/memory/advise", &["post"]),
         ("/internal/memory/context", &["post"]),
         ("/outcomes", &["get", "post"]),
         ("/internal/outcomes/report", &["post"]),

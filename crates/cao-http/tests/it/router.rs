@@ -129,7 +129,7 @@ async fn initialize_then_calls_use_header_context() {
         Some(cao_mcp::Tool::ALL.len()),
         "every tool is listed: {body}"
     );
-    assert_eq!(cao_mcp::Tool::ALL.len(), 10);
+    assert_eq!(cao_mcp::Tool::ALL.len(), 11);
 
     // Session scope needs the session name: without the header the call is refused, with it the id is used.
     let args = json!({"content": "reuse the auth middleware", "scope": "session", "key": "auth-decision"});

@@ -82,8 +82,8 @@ fn malformed_tools_call_params_are_invalid_params_over_stdio() {
         assert_eq!(resp["error"]["data"]["field"], field, "{params}: {resp}");
     }
     let listed = exchange(r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#).expect("a response");
-    // Seven memory tools and three self-learning tools: the server survives the malformed calls above.
-    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(10), "{listed}");
+    // Eight memory tools and three self-learning tools: the server survives the malformed calls above.
+    assert_eq!(listed["result"]["tools"].as_array().map(Vec::len), Some(11), "{listed}");
     drop(stdin);
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status:?}");

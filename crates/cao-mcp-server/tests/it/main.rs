@@ -8,4 +8,5 @@
 )]
 
 mod cli;
+mod decisions;
 mod summarizer;

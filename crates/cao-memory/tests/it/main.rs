@@ -12,6 +12,7 @@ mod bad_input;
 mod compact;
 mod concurrency;
 mod conformance;
+mod decisions;
 mod explain;
 mod external_edits;
 mod inject;
