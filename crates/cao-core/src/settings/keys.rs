@@ -561,7 +561,11 @@ pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
         SettingKind::Millis => checked(model::parse_millis(raw)),
         SettingKind::Fraction | SettingKind::Saturation => {
             let (max, expected) = number_kind(key.kind).ok_or_else(invalid)?;
-            let v: f64 = raw.trim().parse().map_err(|_| invalid())?;
+            // Plain decimals only (`0.5`, `.75`, `1`): no sign, exponent, NaN or infinity spellings.
+            if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+                return Err(invalid());
+            }
+            let v: f64 = raw.parse().map_err(|_| invalid())?;
             checked(check_number(v, max, expected))
         }
         SettingKind::InjectionMode => match InjectionMode::parse(raw) {

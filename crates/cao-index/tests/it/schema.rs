@@ -411,15 +411,15 @@ fn a_migration_another_build_recorded_is_kept_and_missing_known_ones_still_apply
     db.index.upsert(&global("kept", "survives", 0)).expect("upsert");
     drop(db.index);
     downgrade_to_one_field_document(&path);
-    // A build that knows a migration this one does not (version 10) recorded it; this build's 9 is still missing.
+    // A build that knows a migration this one does not (version 1000) recorded it; this build's 9 is still missing.
     Connection::open(&path)
         .expect("raw")
-        .execute_batch("INSERT INTO cao_schema_migrations (version, applied_at) VALUES (10, '2026-01-01 00:00:00')")
+        .execute_batch("INSERT INTO cao_schema_migrations (version, applied_at) VALUES (1000, '2026-01-01 00:00:00')")
         .expect("record");
     let index = Index::open(&path).expect("open");
     let mut want: Vec<i64> = cao_index::known_migrations().collect();
-    want.push(10);
-    assert_eq!(versions(&path), want, "9 applied below the recorded 10; 10 kept");
+    want.push(1000);
+    assert_eq!(versions(&path), want, "9 applied below the recorded 1000; 1000 kept");
     let hits = index
         .bm25_pool(&Visibility::all(), None, "survives", 5, &Bm25::DEFAULT)
         .expect("bm25");
