@@ -1,5 +1,5 @@
-//! `cao memory lint [--scope S] [--format text|json]` and `cao memory heal [--scope S] [--apply] [--aggressive]
-//! [--format text|json]` (spec 000 "CLI Commands", "Typed relationships"; the detectors and fixes are
+//! `cao memory lint [--scope S] [--repo-root DIR] [--format text|json]` and `cao memory heal [--scope S] [--apply]
+//! [--aggressive] [--repo-root DIR] [--format text|json]` (spec 000 "CLI Commands", "Typed relationships"; the detectors and fixes are
 //! `cao_memory::lint` and `cao_memory::heal`).
 //!
 //! - lint is read-only: it opens the store, lints, prints, and refreshes nothing (no `index.md` flush, no access
@@ -31,6 +31,10 @@ pub struct LintArgs {
     /// Only this scope (default: every scope visible from here).
     #[arg(long, value_enum, value_name = "SCOPE")]
     pub scope: Option<ScopeArg>,
+    /// The repository that relative paths and code symbols are checked against (default: the nearest ancestor of
+    /// the working directory holding `.git`; outside a repository they are not checked).
+    #[arg(long, value_name = "DIR")]
+    pub repo_root: Option<std::path::PathBuf>,
     /// Output format: a table, or the cao.memory.lint/1 JSON report.
     #[arg(long, value_enum, default_value_t = TextFormat::Text)]
     pub format: TextFormat,
@@ -48,6 +52,10 @@ pub struct HealArgs {
     /// Also reset poisoned access counts to 0.
     #[arg(long)]
     pub aggressive: bool,
+    /// The repository that relative paths and code symbols are checked against (default: the nearest ancestor of
+    /// the working directory holding `.git`; outside a repository they are not checked).
+    #[arg(long, value_name = "DIR")]
+    pub repo_root: Option<std::path::PathBuf>,
     /// Output format: text, or the cao.memory.heal/1 JSON report.
     #[arg(long, value_enum, default_value_t = TextFormat::Text)]
     pub format: TextFormat,
@@ -81,6 +89,20 @@ fn open() -> Result<(MemoryService, TerminalContext), CliError> {
     Ok((svc, TerminalContext::from_env()))
 }
 
+/// The `--repo-root` directory, made absolute; it must be an existing directory.
+///
+/// Errors: a usage error naming the path when it is not a readable directory.
+fn repo_root(arg: Option<std::path::PathBuf>) -> Result<Option<std::path::PathBuf>, CliError> {
+    let Some(dir) = arg else { return Ok(None) };
+    match std::fs::canonicalize(&dir) {
+        Ok(abs) if abs.is_dir() => Ok(Some(abs)),
+        _ => Err(CliError::Usage(format!(
+            "--repo-root {} is not an existing directory",
+            dir.display()
+        ))),
+    }
+}
+
 /// Run `cao memory lint`.
 ///
 /// Errors: the service's; a failure (exit 1) after printing when a finding is an error.
@@ -88,7 +110,7 @@ pub fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (svc, ctx) = open()?;
     let req = LintRequest {
         scope: args.scope.map(Scope::from),
-        repo_root: None,
+        repo_root: repo_root(args.repo_root)?,
     };
     let report = svc.lint(&ctx, req, &Bar::for_stderr());
     let report = report?;
@@ -116,7 +138,7 @@ pub fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliError> {
         scope: args.scope.map(Scope::from),
         apply: args.apply,
         aggressive: args.aggressive,
-        repo_root: None,
+        repo_root: repo_root(args.repo_root)?,
     };
     let report = svc.heal(&ctx, req, &Bar::for_stderr());
     let report = report?;

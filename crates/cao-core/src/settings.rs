@@ -70,7 +70,18 @@ impl Settings {
     }
 
     fn with_error(e: String) -> Self {
-        tracing::warn!(error = %e, "settings.json unreadable; using defaults");
+        // A command loads the settings several times; one warning per distinct problem per process is enough.
+        static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let first = WARNED.lock().map_or(true, |mut seen| {
+            let new = !seen.contains(&e);
+            if new {
+                seen.push(e.clone());
+            }
+            new
+        });
+        if first {
+            tracing::warn!(error = %e, "settings.json unreadable; using defaults");
+        }
         Self {
             file: Map::new(),
             file_error: Some(e),

@@ -323,9 +323,19 @@ impl<H: ToolHandler> Handler for Erased<H> {
     }
 
     fn run(&self, svc: &MemoryService, ctx: &TerminalContext, args: Arguments) -> Result<Value, ToolError> {
-        let params: H = serde_json::from_value(Value::Object(args)).map_err(|e| ToolError::Arguments {
-            tool: H::TOOL,
-            reason: e.to_string(),
+        // The path names the offending argument (`tags: invalid type: sequence, expected a string`).
+        let params: H = serde_path_to_error::deserialize(Value::Object(args)).map_err(|e| {
+            let path = e.path().to_string();
+            let reason = e.into_inner().to_string();
+            ToolError::Arguments {
+                tool: H::TOOL,
+                // Our own messages already start with the argument's name (`limit must be ...`).
+                reason: if path == "." || reason.starts_with(&path) {
+                    reason
+                } else {
+                    format!("{path}: {reason}")
+                },
+            }
         })?;
         let result = params.run(svc, ctx)?;
         serde_json::to_value(result).map_err(|e| ToolError::Internal {

@@ -483,7 +483,7 @@ pub fn render_advice(memories: &[AdvisedMemory]) -> String {
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
-        out.push_str(&format!("\n- {name}: {}", crate::neutralize_delimiters(&line)));
+        out.push_str(&format!("\n- {name}: {}", crate::inject::neutralize_entry(&line)));
     }
     out
 }

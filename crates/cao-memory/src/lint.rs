@@ -119,7 +119,7 @@ pub(crate) fn lint_corpus(
     let repo_root = req
         .repo_root
         .clone()
-        .or_else(|| ctx.cwd.as_deref().map(lint_claims::repo_root_of));
+        .or_else(|| ctx.cwd.as_deref().and_then(lint_claims::repo_root_of));
     let mut findings = Vec::new();
     progress.start("orphan pages", corpus.groups.len() as u64);
     let orphan_findings = orphans(store, corpus, progress);
@@ -431,7 +431,7 @@ fn stale_claims(
             FindingKind::Skipped,
             Severity::Info,
             format!(
-                "no repository root (no working directory): code symbols and {skipped_relative} relative paths not checked"
+                "no repository root (the working directory is not inside a git repository; --repo-root names one): code symbols and {skipped_relative} relative paths not checked"
             ),
         ));
     }

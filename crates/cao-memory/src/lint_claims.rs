@@ -68,12 +68,17 @@ pub(crate) fn is_absolute(token: &str) -> bool {
     token.starts_with('/')
 }
 
-/// The repository root of `cwd`: the nearest ancestor (itself included) holding `.git`, else `cwd` itself.
-pub(crate) fn repo_root_of(cwd: &Path) -> PathBuf {
+/// The repository root of `cwd`: the nearest ancestor (itself included) holding `.git`; `None` outside a git
+/// repository.
+///
+/// The reference falls back to the cwd itself. We do not: run from an unrelated directory (say `/tmp` with
+/// `CAO_PROJECT_ID` naming the project), that fallback judged every relative path of the project's memories
+/// missing and heal stripped correct paragraphs. Without a repository, relative paths and code symbols are left
+/// unchecked and the report says so; `--repo-root` names a root explicitly (docs/conformance.md).
+pub(crate) fn repo_root_of(cwd: &Path) -> Option<PathBuf> {
     cwd.ancestors()
         .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
-        .unwrap_or(cwd)
-        .to_path_buf()
+        .map(Path::to_path_buf)
 }
 
 /// The opening fence of a line (```` ``` ```` or `~~~`, up to three spaces of indent): its character and length.
@@ -255,8 +260,12 @@ mod tests {
         assert!(is_absolute(&abs) && !is_absolute("src/lib.rs"));
         std::fs::create_dir_all(d.path().join("repo/.git")).expect("mkdir");
         std::fs::create_dir_all(d.path().join("repo/a/b")).expect("mkdir");
-        assert_eq!(repo_root_of(&d.path().join("repo/a/b")), d.path().join("repo"));
-        assert_eq!(repo_root_of(d.path()), d.path(), "no .git above: the cwd");
+        assert_eq!(repo_root_of(&d.path().join("repo/a/b")), Some(d.path().join("repo")));
+        assert_eq!(
+            repo_root_of(d.path()),
+            None,
+            "no .git above: no root (the reference used the cwd)"
+        );
     }
 
     #[test]

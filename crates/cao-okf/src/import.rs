@@ -395,8 +395,10 @@ impl ImportPlan {
     }
 }
 
-/// Plan a whole bundle (rules in the module docs). Entries are sorted by path; a repeated path (after
-/// normalisation, e.g. `a.md` and `./a.md`) is rejected after its first occurrence in `entries`.
+/// Plan a whole bundle (rules in the module docs). Entries are sorted by path; every copy of a repeated path (after
+/// normalisation, e.g. `a.md` and `./a.md`) is rejected: which copy is "the" file depends on the tool that reads
+/// the bundle (`tar x` keeps the last, a streaming reader sees the first first), so a reviewer of the unpacked
+/// bundle could read other text than the one imported.
 ///
 /// Errors: [`OkfError::ImportScope`] for a session or agent target (nothing is planned).
 pub fn plan_import<'a>(
@@ -405,8 +407,7 @@ pub fn plan_import<'a>(
     existing: &impl ExistingTopics,
 ) -> Result<ImportPlan, OkfError> {
     check_import_scope(opts.target_scope)?;
-    // Sort by the normalised path's segments (raw bytes for an invalid path); the sort is stable, so of a
-    // repeated path the first occurrence in the bundle is the one planned.
+    // Sort by the normalised path's segments (raw bytes for an invalid path).
     let mut entries: Vec<(Vec<Vec<u8>>, BundleEntry<'a>)> = entries
         .into_iter()
         .map(|e| {
@@ -416,10 +417,18 @@ pub fn plan_import<'a>(
         .collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let mut seen = BTreeSet::new();
+    let mut repeated = BTreeSet::new();
+    for (_, entry) in &entries {
+        if let Ok(rel) = validate_bundle_path(entry.path)
+            && !seen.insert(rel.clone())
+        {
+            repeated.insert(rel);
+        }
+    }
     let mut files = Vec::with_capacity(entries.len());
     for (_, entry) in entries {
         let plan = match validate_bundle_path(entry.path) {
-            Ok(rel) if !seen.insert(rel.clone()) => FilePlan::with(rel, FileOutcome::Rejected(RejectReason::Duplicate)),
+            Ok(rel) if repeated.contains(&rel) => FilePlan::with(rel, FileOutcome::Rejected(RejectReason::Duplicate)),
             _ => plan_file(opts, entry, existing),
         };
         files.push(plan);

@@ -53,6 +53,7 @@ fn planted_home() -> TempHome {
     std::fs::create_dir_all(work.join("src")).expect("mkdir");
     std::fs::create_dir_all(work.join("target")).expect("mkdir");
     std::fs::write(work.join(".gitignore"), "target/\n").expect("write");
+    std::fs::create_dir_all(work.join(".git")).expect("mkdir");
     std::fs::write(work.join("src/lib.rs"), "pub fn present_fn() {}\n").expect("write");
     std::fs::write(work.join("target/gen.rs"), "fn ignored_fn() {}\n").expect("write");
     let clock = Arc::new(FixedClock::new(t0()));
@@ -361,5 +362,73 @@ fn a_second_heal_fails_at_once_naming_the_lock() {
     assert!(
         home.home().join("memory/test-proj/wiki/project/stray.md").exists(),
         "nothing was healed"
+    );
+}
+
+/// Run outside a git repository (say from `/tmp` with `CAO_PROJECT_ID` naming the project), relative paths cannot be
+/// judged: lint and heal leave them alone instead of planning to strip correct paragraphs; `--repo-root` names the
+/// repository explicitly and brings the checks back.
+#[test]
+fn outside_a_repository_relative_paths_are_not_judged_unless_a_root_is_named() {
+    let home = planted_home();
+    let work = home.cwd().to_path_buf();
+    std::fs::remove_dir(work.join(".git")).expect("no repository any more");
+    let path_findings = |report: &Value| -> Vec<String> {
+        report["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .filter(|f| f["issue_type"] == "stale_claim" && f["kind"] == "path")
+            .map(|f| f["key"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let lint = json(&cao_env(
+        &home,
+        &["memory", "lint", "--scope", "project", "--format", "json"],
+        &[],
+    ));
+    assert_eq!(path_findings(&lint), Vec::<String>::new(), "{lint:#}");
+    assert_eq!(lint["repo_root"], Value::Null, "{lint:#}");
+    assert!(
+        lint["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .any(|f| f["kind"] == "skipped" && f["description"].as_str().unwrap_or_default().contains("--repo-root")),
+        "the report says the relative paths were not checked: {lint:#}"
+    );
+    let plan = cao_env(
+        &home,
+        &["memory", "heal", "--scope", "project", "--format", "json"],
+        &[],
+    );
+    assert!(
+        !plan.stdout.contains("strip_paragraph"),
+        "no paragraph is stripped for a path nobody could judge:\n{}",
+        plan.stdout
+    );
+    let root = work.display().to_string();
+    let named = json(&cao_env(
+        &home,
+        &[
+            "memory",
+            "lint",
+            "--scope",
+            "project",
+            "--repo-root",
+            &root,
+            "--format",
+            "json",
+        ],
+        &[],
+    ));
+    assert_eq!(path_findings(&named), vec!["build-notes".to_owned()], "{named:#}");
+    let bad = cao_env(&home, &["memory", "lint", "--repo-root", "/no/such/dir"], &[]);
+    assert_eq!(bad.code, Some(2), "{}", bad.transcript());
+    assert!(
+        bad.stderr
+            .contains("--repo-root /no/such/dir is not an existing directory"),
+        "{}",
+        bad.stderr
     );
 }

@@ -5,4 +5,5 @@
 
 #![allow(clippy::disallowed_methods, reason = "test setup writes fixture files directly")]
 
+mod arguments;
 mod learning_tools;
