@@ -7,7 +7,9 @@
 //! 2. The bundle is read within hard limits ([`crate::bundle::read_bundle`]: no link followed, nothing extracted,
 //!    a bundle over a limit refused whole).
 //! 3. `cao-okf` plans every path against the target's current topics ([`cao_okf::plan_import`]: path rules,
-//!    frontmatter, escaping, See Also, the federated secret gate, the conflict policy, timestamp clamping).
+//!    frontmatter, escaping, See Also, the federated secret gate, the conflict policy, timestamp clamping). A merge
+//!    whose text the existing topic already holds as an entry becomes a skipped conflict
+//!    ([`cao_okf::same_entry_text`]), so importing one bundle again with `--conflict merge` appends nothing.
 //! 4. Every planned write then passes the store's own rules, the same function `memory_store` runs
 //!    ([`write::prepare`]: content size and NUL bytes, tag size and shape, key, write authorisation, federated
 //!    secret gate); a refusal becomes that file's rejection. The report is computed from this final plan, so a
@@ -112,6 +114,27 @@ pub(crate) fn import(
         &existing,
     )
     .map_err(|e| MemoryError::Invalid(e.to_string()))?;
+    // A merge whose text the topic already holds appends nothing (re-importing a bundle is idempotent).
+    for file in &mut plan.files {
+        let FileOutcome::Write(w) = &file.outcome else { continue };
+        if w.action != WriteAction::Merge {
+            continue;
+        }
+        let present = store
+            .layout()
+            .read_topic(req.scope, scope_id.as_deref(), &w.key)
+            .ok()
+            .flatten()
+            .is_some_and(|t| {
+                t.topic
+                    .entries()
+                    .iter()
+                    .any(|e| cao_okf::same_entry_text(&e.content, &w.content))
+            });
+        if present {
+            file.skip_present_merge();
+        }
+    }
     // Step 4: the store's own rules for every planned write.
     let mut prepared: Vec<Option<write::Prepared>> = Vec::with_capacity(plan.files.len());
     for file in &mut plan.files {

@@ -305,6 +305,18 @@ impl FilePlan {
         }
     }
 
+    /// Turn a planned merge into a skipped conflict because the topic already holds an entry with the same text
+    /// ([`same_entry_text`]): importing one bundle again with `--conflict merge` appends nothing, so a periodic
+    /// sync does not grow every topic (the reference appends a duplicate each time; docs/conformance.md). No
+    /// effect on other outcomes.
+    pub fn skip_present_merge(&mut self) {
+        if let FileOutcome::Write(w) = &self.outcome
+            && w.action == WriteAction::Merge
+        {
+            self.outcome = FileOutcome::SkippedConflict(w.key.clone());
+        }
+    }
+
     /// Turn a planned write into a rejection because the store refused it (`message` must not contain content).
     /// The file's See Also and escape counts stay, as in the reference. No effect on other outcomes.
     pub fn reject_after_planning(&mut self, message: impl Into<String>) {
@@ -393,6 +405,19 @@ impl ImportPlan {
             _ => None,
         })
     }
+}
+
+/// Whether a stored entry and a planned entry carry the same text: compared trimmed, each without a leading
+/// `_Originally recorded: <ts>_` line (a re-import of an old entry is clamped again, with another `now`).
+pub fn same_entry_text(stored: &str, planned: &str) -> bool {
+    fn core(text: &str) -> &str {
+        let t = text.trim();
+        match t.split_once('\n') {
+            Some((first, rest)) if first.starts_with("_Originally recorded: ") && first.ends_with('_') => rest.trim(),
+            _ => t,
+        }
+    }
+    core(stored) == core(planned)
 }
 
 /// Plan a whole bundle (rules in the module docs). Entries are sorted by path; every copy of a repeated path (after
@@ -730,6 +755,19 @@ mod tests {
     #[test]
     fn policies_parse() {
         assert_eq!("merge".parse::<ConflictPolicy>(), Ok(ConflictPolicy::Merge));
+        assert!(same_entry_text(
+            "_Originally recorded: 2020-01-01T00:00:00Z_\nImported alpha.",
+            "_Originally recorded: 2020-01-01T00:00:00Z_\nImported alpha.\n"
+        ));
+        assert!(same_entry_text(
+            "Imported alpha.",
+            "_Originally recorded: 2020-01-01T00:00:00Z_\nImported alpha."
+        ));
+        assert!(!same_entry_text("Existing alpha.", "Imported alpha."));
+        assert!(!same_entry_text(
+            "_Originally recorded: x_\nA",
+            "_Originally recorded: x_\nB"
+        ));
         assert!("Merge".parse::<ConflictPolicy>().is_err());
         assert!(check_import_scope(Scope::Agent).is_err() && check_import_scope(Scope::Session).is_err());
         assert!(check_import_scope(Scope::Federated).is_ok());

@@ -38,5 +38,5 @@ pub use error::OkfError;
 pub use export::{ExportEntry, ExportOptions, ExportReport, ExportTopic, RenderedBundle, render_bundle};
 pub use import::{
     BundleEntry, ConflictPolicy, EntryKind, ExistingTopics, FileOutcome, FilePlan, ImportOptions, ImportPlan,
-    ImportReport, PlannedWrite, RejectReason, WriteAction, plan_file, plan_import,
+    ImportReport, PlannedWrite, RejectReason, WriteAction, plan_file, plan_import, same_entry_text,
 };

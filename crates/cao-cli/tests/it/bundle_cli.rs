@@ -8,7 +8,7 @@
 use crate::common::{cao, filters, json, listed, seeded_home};
 use cao_testkit::TempHome;
 use cao_testkit::tarball::{RawEntry, tar_gz};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -475,4 +475,65 @@ fn secrets_never_enter_federated_and_are_never_echoed() {
         .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("read"))
         .collect::<String>();
     assert!(!audit.contains(token));
+}
+
+/// Importing one bundle again with `--conflict merge` appends nothing: a topic that already holds the bundle's
+/// text is a skipped conflict, so a periodic sync does not grow every topic; new text still merges.
+#[test]
+fn merging_the_same_bundle_again_appends_nothing() {
+    let home = TempHome::new().expect("temp home");
+    let bundle = home.root().join("bundle");
+    std::fs::create_dir_all(&bundle).expect("mkdir");
+    std::fs::write(bundle.join("ok.md"), OK).expect("write");
+    std::fs::write(
+        bundle.join("old.md"),
+        "---\ntype: project\ntimestamp: 2020-01-01T00:00:00Z\n---\nAn old decision.\n",
+    )
+    .expect("write");
+    let merge = |home: &TempHome| {
+        let out = cao(
+            home,
+            &[
+                "memory",
+                "import",
+                bundle.to_str().expect("utf8"),
+                "--scope",
+                "global",
+                "--conflict",
+                "merge",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(out.code, Some(0), "{}", out.transcript());
+        json(&out)
+    };
+    let first = merge(&home);
+    assert_eq!(first["imported"], 2, "{first:#}");
+    let topic = home.home().join("memory/global/wiki/global/ok.md");
+    let old = home.home().join("memory/global/wiki/global/old.md");
+    let before = (std::fs::read(&topic).expect("read"), std::fs::read(&old).expect("read"));
+    let again = merge(&home);
+    assert_eq!(
+        (&again["merged"], &again["skipped_conflict"]),
+        (&json!(0), &json!(2)),
+        "{again:#}"
+    );
+    assert_eq!(
+        (std::fs::read(&topic).expect("read"), std::fs::read(&old).expect("read")),
+        before,
+        "nothing appended"
+    );
+    std::fs::write(bundle.join("ok.md"), "---\ntype: project\n---\nA newer text.\n").expect("write");
+    let changed = merge(&home);
+    assert_eq!(
+        (&changed["merged"], &changed["skipped_conflict"]),
+        (&json!(1), &json!(1)),
+        "{changed:#}"
+    );
+    let text = std::fs::read_to_string(&topic).expect("read");
+    assert!(
+        text.contains("A fine topic.") && text.contains("A newer text."),
+        "{text}"
+    );
 }
