@@ -18,8 +18,10 @@
 //! corpus every shared term weighs about alike, so "the" would relate any two memories.
 //!
 //! Cost: bounded in corpus size. At most [`MAX_QUERY_TERMS`] document-frequency lookups, one BM25 query limited to
-//! [`MAX_RELATED`] + 1 rows inside the scope's search-rowid range (pruned as recall's pool is), one `related_keys`
-//! write when the csv changes and one edge recompute.
+//! [`MAX_RELATED`] + 1 rows inside the scope's search-rowid range within [`RELATED_BUDGET`] (at most 200 rows read
+//! through the rarer terms, then at most a few dozen recent rows sharing only frequent terms; recall's pool instead
+//! pre-selects those by FTS5's BM25, whose cost grows with the rows matching them), one `related_keys` write when
+//! the csv changes and one edge recompute.
 //!
 //! Best effort: [`refresh`] never fails the store that triggered it; a failure is logged at warn (content-free).
 
@@ -40,6 +42,14 @@ pub const RELATED_SCORE: cao_rank::Bm25 = cao_rank::Bm25 {
 
 /// Most query terms taken from one entry, so the BM25 query stays bounded whatever the entry's length.
 pub const MAX_QUERY_TERMS: usize = 16;
+
+/// The candidate budget of the pass: at most 200 rows read through the entry's rarer terms (the reference's
+/// compiler considers at most 200 candidates), and rows sharing only frequent terms with it pre-selected by
+/// recency ([`cao_index::FrequentTerms::Recent`]), so the cost of a store does not grow with the corpus.
+pub const RELATED_BUDGET: cao_index::PoolBudget = cao_index::PoolBudget {
+    rare_candidates: 200,
+    frequent: cao_index::FrequentTerms::Recent,
+};
 
 /// English function words (articles, pronouns, auxiliaries, prepositions, conjunctions): never query terms.
 const FUNCTION_WORDS: &[&str] = &[
@@ -93,7 +103,7 @@ pub(crate) fn find(store: &Store, row: &MemoryRow) -> Result<Vec<Key>, cao_index
     let vis = Visibility::none().allow(row.scope, row.scope_id.as_deref());
     let pool = store
         .index()
-        .bm25_pool_terms(&vis, None, &terms, MAX_RELATED + 1, &RELATED_SCORE)?;
+        .bm25_pool_budgeted(&vis, None, &terms, MAX_RELATED + 1, &RELATED_SCORE, RELATED_BUDGET)?;
     Ok(pool
         .into_iter()
         .map(|(r, _)| r.key)

@@ -90,6 +90,8 @@ pub(crate) struct Store {
     pickup: Mutex<Pickup>,
     /// Containers whose journal this process knows to exist ([`Store::open_journal`] ran or found it).
     journals: Mutex<HashSet<String>>,
+    /// How topic file writes are made durable (`memory.fsync_writes`, read at open; docs/decisions/0011).
+    durability: cao_core::fs::Durability,
 }
 
 /// The state of this process's pickup of external changes ([`Store::pick_up_changes`]).
@@ -266,6 +268,9 @@ impl Store {
         let db_path = home.db_path();
         let index = Index::open(&db_path)?;
         let db_identity = file_identity(&db_path);
+        let durability = settings
+            .as_ref()
+            .map_or_else(|| Settings::load(&home).write_durability(), Settings::write_durability);
         let store = Store {
             layout: WikiLayout::new(memory_dir),
             home,
@@ -276,6 +281,7 @@ impl Store {
             supersedes_lookup: OnceLock::new(),
             pickup: Mutex::new(Pickup::default()),
             journals: Mutex::new(HashSet::new()),
+            durability,
         };
         store.recover_empty_index()?;
         Ok(store)
@@ -840,7 +846,7 @@ impl Store {
         mut row: MemoryRow,
         note: &JournalNote,
     ) -> Result<Written, MemoryError> {
-        locked.write_prepared(&write)?;
+        locked.write_prepared_with(&write, self.durability)?;
         stamp_written(&write, &mut row);
         let (_, journal_entry) = self
             .index
@@ -997,7 +1003,7 @@ impl Store {
         }
         let files: Vec<(&cao_wiki::LockedTopic, &cao_wiki::TopicWrite)> =
             prepared.iter().map(|(_, (locked, write, _))| (locked, write)).collect();
-        let written = cao_wiki::write_prepared(&files).map_err(|e| e.to_string());
+        let written = cao_wiki::write_prepared_with(&files, self.durability).map_err(|e| e.to_string());
         drop(files);
         if written.is_ok() {
             // The stamps of the files as written (every lock is still held).

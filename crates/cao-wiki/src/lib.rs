@@ -38,7 +38,7 @@ pub use layout::{
     ScopeDirListing, ScopeDirs, SkippedPath, StoredTopic, WIKI_DIR, WikiLayout, is_safe_segment, read_topic_file,
     validate_container, validate_scope_id,
 };
-pub use store::{LockedTopic, TopicWrite, write_prepared};
+pub use store::{LockedTopic, TopicWrite, write_prepared, write_prepared_with};
 pub use topic::{Entry, Topic, TopicHeader, upsert_text, validate_tags};
 
 /// Documented maximum content size of one entry in bytes (64 KiB). The service rejects bigger content before
