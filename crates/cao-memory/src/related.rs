@@ -146,17 +146,7 @@ fn try_refresh(store: &Store, row: &MemoryRow) -> Result<Refreshed, crate::error
     store.edit_related_keys(&memory, |current| {
         (current != Some(value.as_str())).then(|| value.clone())
     })?;
-    let edges = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| ProducerEdgeInput {
-            target_key: k.as_str().to_owned(),
-            status: RelStatus::Active,
-            confidence: None,
-            rank: i64::try_from(i).ok(),
-            attributes: None,
-        })
-        .collect();
+    let edges = edges_of(&keys);
     // Not audited: compiler edges are derived from the store (which has its own audit line) and are recomputed
     // from the index on every store of the memory; a line per derived edge would bury the operators' changes.
     let rels = cao_lifecycle::RelationshipService::new(store.index().clone(), std::sync::Arc::clone(store.clock()));
@@ -173,6 +163,69 @@ fn try_refresh(store: &Store, row: &MemoryRow) -> Result<Refreshed, crate::error
     )
     .map_err(crate::audit_relationships::lifecycle_error)?;
     Ok(Refreshed { keys })
+}
+
+/// The related pass of many just-committed rows at once (a bulk writer: an import's batch): each row's related
+/// memories are found as [`refresh`] finds them, then every changed `related_keys` csv is written in one index
+/// transaction ([`Store::set_related_keys_many`], each only while its row is still the version the keys were found
+/// for) and every row's `compiler` edges are recomputed in one more ([`cao_lifecycle::RelationshipService::
+/// recompute_many`]). Best effort, as [`refresh`]: failures are logged (key and error, no content).
+pub(crate) fn refresh_many(store: &Store, rows: &[&MemoryRow]) {
+    let mut found: Vec<(&MemoryRow, Vec<Key>)> = Vec::with_capacity(rows.len());
+    for row in rows {
+        match find(store, row) {
+            Ok(keys) => found.push((row, keys)),
+            Err(e) => tracing::warn!(
+                key = row.key.as_str(),
+                scope = row.scope.as_str(),
+                error = %e,
+                "the related-memory pass failed; the memory is stored, its related memories are unchanged"
+            ),
+        }
+    }
+    let csv = |keys: &[Key]| keys.iter().map(Key::as_str).collect::<Vec<_>>().join(",");
+    let changed: Vec<(MemoryRef, chrono::DateTime<chrono::Utc>, String)> = found
+        .iter()
+        .filter(|(row, keys)| row.related_keys.as_deref() != Some(csv(keys).as_str()))
+        .map(|(row, keys)| (row.memory_ref(), row.updated_at, csv(keys)))
+        .collect();
+    if let Err(e) = store.set_related_keys_many(&changed) {
+        tracing::warn!(rows = changed.len(), error = %e, "the related-memory pass could not write related keys");
+    }
+    let items = found
+        .into_iter()
+        .map(|(row, keys)| cao_lifecycle::RecomputeItem {
+            scope: row.scope,
+            scope_id: row.scope_id.clone(),
+            source_key: row.key.as_str().to_owned(),
+            edges: edges_of(&keys),
+        })
+        .collect();
+    let rels = cao_lifecycle::RelationshipService::new(store.index().clone(), std::sync::Arc::clone(store.clock()));
+    match rels.recompute_many(RelOrigin::Compiler, RelType::RelatesTo, items) {
+        Ok(reports) => {
+            for r in reports {
+                if let Err(e) = r {
+                    tracing::warn!(error = %e, "the related-memory pass could not write a memory's edges");
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "the related-memory pass could not write edges"),
+    }
+}
+
+/// The `compiler` `relates_to` edges to `keys` (rank = position, active).
+fn edges_of(keys: &[Key]) -> Vec<ProducerEdgeInput> {
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| ProducerEdgeInput {
+            target_key: k.as_str().to_owned(),
+            status: RelStatus::Active,
+            confidence: None,
+            rank: i64::try_from(i).ok(),
+            attributes: None,
+        })
+        .collect()
 }
 
 /// Whether `row`'s `compiler` `relates_to` edges already are what a recompute to `keys` would leave: each key has

@@ -5,7 +5,7 @@
 //! of the database file it opened, the supersedes lookup) and owns the write protocol:
 //!
 //! - **write** ([`Store::write`]): per-topic file lock -> read the prior row -> atomic replace of the topic file
-//!   (`cao-wiki`: temp file + fsync + rename) -> one index transaction (row, both FTS tables, term statistics,
+//!   (`cao-wiki`: temp file + rename, fsynced with `memory.fsync_writes`, docs/decisions/0011) -> one index transaction (row, both FTS tables, term statistics,
 //!   `index.md` dirty mark) -> unlock. A failure after the file replace is [`MemoryError::PartialWrite`].
 //! - **remove** ([`Store::remove`]): under the same lock, the topic file, then the row and the dirty mark.
 //! - **access counting** ([`Store::record_access`]) and **project aliases** ([`Store::record_alias`]): best-effort
@@ -932,7 +932,7 @@ impl Store {
         Ok(cleared)
     }
 
-    /// [`Store::write`] of many entries with one data sync and one index transaction for the whole batch (an
+    /// [`Store::write`] of many entries with one batch file write and one index transaction for the whole batch (an
     /// import): every topic lock is taken (in `(scope, scope id, key)` order, so two batch writers never wait for
     /// each other in a cycle), each new file text is computed and verified, the files are written by
     /// [`cao_wiki::write_prepared`], the rows by [`Index::upsert_many`] in the order of `entries`, then the locks are
@@ -1272,6 +1272,19 @@ impl Store {
         };
         self.index.set_related_keys(scope, scope_id, key, Some(&after))?;
         Ok(Some((row.related_keys, after)))
+    }
+
+    /// Set `related_keys` of many memories in one index transaction (a bulk writer's related-memory pass), each
+    /// `(memory, updated_at, value)` only while its row is still at that `updated_at` (a memory stored again
+    /// meanwhile keeps what its own pass writes; so no topic lock is needed). Returns how many rows changed.
+    ///
+    /// Errors: index errors (a value of 1024 bytes or more is refused, nothing written).
+    pub(crate) fn set_related_keys_many(
+        &self,
+        items: &[(MemoryRef, DateTime<Utc>, String)],
+    ) -> Result<usize, MemoryError> {
+        self.ensure_index_current()?;
+        Ok(self.index.set_related_keys_many(items)?)
     }
 
     /// Set one memory's access count to 0; returns the count it had (`None`: no such row).
