@@ -264,6 +264,9 @@ fn main() -> Result<()> {
         okf_rows(size, &turns)?;
         learning_rows(size, &turns, args.queries)?;
     }
+    if args.only_lint {
+        return Ok(());
+    }
     journal_index_rows(100_000, &turns, args.queries)?;
     first_open_import(10_000, &turns)?;
     Ok(())
