@@ -13,7 +13,9 @@
 //!   counter, so threads never collide) is created beside the target with `O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`
 //!   (a planted file or symlink at that name fails the write instead of being followed), written, fsynced,
 //!   renamed over the target, and the directory is fsynced. On any failure the temp file is removed and the
-//!   target is untouched.
+//!   target is untouched. With [`Durability::ProcessCrash`] the two fsyncs are skipped: the replacement is as
+//!   atomic for readers and survives any process crash or kill (the bytes are in the kernel's page cache), but a
+//!   power failure or OS crash before the kernel writes them back may lose it (docs/decisions/0011).
 //! - [`create_private_dir_all`] creates missing directories with mode 0700 (existing ones are left alone);
 //!   [`create_private_file`] and [`lock_exclusive`] create missing files with mode 0600.
 //! - Nothing here follows a symlink at the temp name; the target itself is replaced by `rename`, which replaces a
@@ -51,11 +53,26 @@ pub enum FileMode {
     UmaskDefault,
 }
 
+/// What an atomic write has made sure of when it returns (docs/decisions/0011-write-durability.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// The data and the rename are on the disk (file and directory fsynced): the write survives a power failure
+    /// or an OS crash. Costs two fsyncs (milliseconds on a virtual disk).
+    #[default]
+    PowerLoss,
+    /// The rename is done and the bytes are in the kernel's page cache: every reader sees the new file and the
+    /// write survives the crash or kill of any process, but a power failure or OS crash before the kernel writes
+    /// it back (seconds) may lose it. The guarantee of SQLite's `synchronous = NORMAL` in WAL mode, which the index
+    /// uses.
+    ProcessCrash,
+}
+
 /// How [`atomic_write_with`] writes.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteOptions<'a> {
     mode: FileMode,
     dir: Option<&'a File>,
+    durability: Durability,
 }
 
 impl WriteOptions<'static> {
@@ -64,12 +81,17 @@ impl WriteOptions<'static> {
         WriteOptions {
             mode: FileMode::Private,
             dir: None,
+            durability: Durability::PowerLoss,
         }
     }
 
     /// A file with `mode`; the directory is opened by path for its fsync.
     pub fn with_mode(mode: FileMode) -> Self {
-        WriteOptions { mode, dir: None }
+        WriteOptions {
+            mode,
+            dir: None,
+            durability: Durability::PowerLoss,
+        }
     }
 }
 
@@ -78,6 +100,11 @@ impl<'a> WriteOptions<'a> {
     /// lock on) instead of opening it by path.
     pub fn sync_dir_through(self, dir: &'a File) -> WriteOptions<'a> {
         WriteOptions { dir: Some(dir), ..self }
+    }
+
+    /// Write with `durability` (default [`Durability::PowerLoss`]).
+    pub fn durability(self, durability: Durability) -> WriteOptions<'a> {
+        WriteOptions { durability, ..self }
     }
 }
 
@@ -98,12 +125,18 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Errors: as [`atomic_write`].
 pub fn atomic_write_with(path: &Path, bytes: &[u8], opts: WriteOptions<'_>) -> io::Result<()> {
     let (tmp, mut file) = create_temp(path, opts.mode)?;
+    let synced = opts.durability == Durability::PowerLoss;
     let result = (|| {
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if synced {
+            file.sync_all()?;
+        }
         drop(file);
         #[allow(clippy::disallowed_methods, reason = "the one rename of the atomic writer")]
         std::fs::rename(&tmp, path)?;
+        if !synced {
+            return Ok(());
+        }
         match opts.dir {
             Some(handle) => handle.sync_all(),
             None => sync_dir(parent_dir(path)),
@@ -185,6 +218,15 @@ fn create_temp(path: &Path, mode: FileMode) -> io::Result<(std::path::PathBuf, F
 ///
 /// Errors: the first I/O error (see [`atomic_write`]).
 pub fn atomic_write_batch(items: &[(&Path, &[u8])], mode: FileMode) -> io::Result<()> {
+    atomic_write_batch_with(items, mode, Durability::PowerLoss)
+}
+
+/// [`atomic_write_batch`] with `durability`: with [`Durability::ProcessCrash`] neither the data sync nor the
+/// directory fsyncs happen (each file is still replaced atomically for readers and process crashes).
+///
+/// Errors: as [`atomic_write_batch`].
+pub fn atomic_write_batch_with(items: &[(&Path, &[u8])], mode: FileMode, durability: Durability) -> io::Result<()> {
+    let synced = durability == Durability::PowerLoss;
     let mut temps: Vec<std::path::PathBuf> = Vec::with_capacity(items.len());
     let cleanup = |temps: &[std::path::PathBuf]| {
         for t in temps {
@@ -201,7 +243,7 @@ pub fn atomic_write_batch(items: &[(&Path, &[u8])], mode: FileMode) -> io::Resul
         };
         temps.push(tmp);
         let written = file.write_all(bytes).and_then(|()| {
-            if cfg!(target_os = "linux") {
+            if cfg!(target_os = "linux") || !synced {
                 Ok(())
             } else {
                 file.sync_all()
@@ -215,7 +257,7 @@ pub fn atomic_write_batch(items: &[(&Path, &[u8])], mode: FileMode) -> io::Resul
     let mut dirs: Vec<&Path> = items.iter().map(|(p, _)| parent_dir(p)).collect();
     dirs.sort();
     dirs.dedup();
-    if let Err(e) = sync_file_systems(&dirs) {
+    if synced && let Err(e) = sync_file_systems(&dirs) {
         cleanup(&temps);
         return Err(e);
     }
@@ -226,8 +268,10 @@ pub fn atomic_write_batch(items: &[(&Path, &[u8])], mode: FileMode) -> io::Resul
             return Err(e);
         }
     }
-    for dir in dirs {
-        sync_dir(dir)?;
+    if synced {
+        for dir in dirs {
+            sync_dir(dir)?;
+        }
     }
     Ok(())
 }

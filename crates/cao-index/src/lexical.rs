@@ -20,8 +20,39 @@ use cao_core::lexical::{CorpusStats, LexicalScorer, TermInDoc};
 use rusqlite::types::Value;
 use rusqlite::{OptionalExtension, Transaction, params_from_iter};
 
-/// Most candidate rows the pool reads and scores through its rarer terms (the sum of their document frequencies).
+/// Most candidate rows recall's pool reads and scores through its rarer terms (the sum of their document
+/// frequencies): [`PoolBudget::RECALL`].
 const PRUNE_MAX_CANDIDATES: u64 = 1000;
+
+/// How a lexical pool draws its candidates (see `top`): the rarer query terms generate candidates while the sum of
+/// their document frequencies fits in `rare_candidates`; rows matching only the other (frequent) terms are
+/// pre-selected as `frequent` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolBudget {
+    /// Most candidate rows read and scored through the rarer terms.
+    pub rare_candidates: u64,
+    /// How rows that match only the frequent terms are pre-selected.
+    pub frequent: FrequentTerms,
+}
+
+/// How [`PoolBudget`] pre-selects rows that match only a query's frequent terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrequentTerms {
+    /// By FTS5's own BM25: the best rows, but FTS5 scores every row matching those terms, so the cost grows with
+    /// them (recall, where the order matters most).
+    Bm25,
+    /// The most recently indexed matching rows (highest search rowids): FTS5 walks its index in rowid order and
+    /// stops at the limit, so the cost does not grow with the corpus (the related-memory pass on every store).
+    Recent,
+}
+
+impl PoolBudget {
+    /// Recall's pool: 1,000 rare-term candidates, frequent terms pre-selected by FTS5's BM25.
+    pub const RECALL: PoolBudget = PoolBudget {
+        rare_candidates: PRUNE_MAX_CANDIDATES,
+        frequent: FrequentTerms::Bm25,
+    };
+}
 
 /// Rows FTS5's pre-selection takes beyond the ones still missing from the pool.
 const PRESELECT_MARGIN: usize = 32;
@@ -194,8 +225,9 @@ fn candidates(
     Ok(out)
 }
 
-/// The search rowids of at most `k` visible rows matching `expr`, best first by FTS5's own BM25 (`bm25()`, k1 1.2,
-/// b 0.75, columns weighted 1, 0.5, 0.5): a pre-selection only, read from FTS5's index (no document is read).
+/// The search rowids of at most `k` visible rows matching `expr`: with [`FrequentTerms::Bm25`] best first by FTS5's
+/// own BM25 (`bm25()`, k1 1.2, b 0.75, columns weighted 1, 0.5, 0.5), with [`FrequentTerms::Recent`] the highest
+/// rowids first. A pre-selection only, read from FTS5's index (no document is read).
 fn preselect(
     tx: &Transaction<'_>,
     plan: &Scan,
@@ -203,7 +235,11 @@ fn preselect(
     memory_type: Option<MemoryType>,
     expr: Value,
     k: usize,
+    mode: FrequentTerms,
 ) -> rusqlite::Result<Vec<i64>> {
+    if mode == FrequentTerms::Recent {
+        return preselect_recent(tx, plan, vis, memory_type, expr, k);
+    }
     let lim = Value::Integer(i64::try_from(k).unwrap_or(i64::MAX));
     let pair = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?));
     let mut hits: Vec<(i64, f64)> = Vec::new();
@@ -248,6 +284,56 @@ fn preselect(
     Ok(hits.into_iter().map(|(r, _)| r).collect())
 }
 
+/// [`preselect`] with [`FrequentTerms::Recent`]: the `k` highest visible rowids matching `expr`.
+fn preselect_recent(
+    tx: &Transaction<'_>,
+    plan: &Scan,
+    vis: &Visibility,
+    memory_type: Option<MemoryType>,
+    expr: Value,
+    k: usize,
+) -> rusqlite::Result<Vec<i64>> {
+    let lim = Value::Integer(i64::try_from(k).unwrap_or(i64::MAX));
+    let mut hits: Vec<i64> = Vec::new();
+    match plan {
+        Scan::Everything => {
+            let mut stmt = tx.prepare_cached(
+                "SELECT rowid FROM cao_memory_fts WHERE cao_memory_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params_from_iter([&expr, &lim]), |r| r.get::<_, i64>(0))?;
+            hits = rows.collect::<rusqlite::Result<_>>()?;
+        }
+        Scan::Ranges(ranges) => {
+            let mut stmt = tx.prepare_cached(
+                "SELECT rowid FROM cao_memory_fts
+                 WHERE cao_memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY rowid DESC LIMIT ?4",
+            )?;
+            for (lo, hi) in ranges {
+                let p = [expr.clone(), Value::Integer(*lo), Value::Integer(*hi), lim.clone()];
+                for h in stmt.query_map(params_from_iter(p), |r| r.get::<_, i64>(0))? {
+                    hits.push(h?);
+                }
+            }
+            hits.sort_unstable_by(|a, b| b.cmp(a));
+            hits.truncate(k);
+        }
+        Scan::Join => {
+            let mut params = vec![expr];
+            let vis_sql = vis.sql(&mut params);
+            let ty = type_clause(memory_type, &mut params);
+            params.push(lim);
+            let sql = format!(
+                "SELECT f.rowid FROM cao_memory_fts f CROSS JOIN memory_metadata m ON m.search_rowid = f.rowid
+                 WHERE f.cao_memory_fts MATCH ? AND {vis_sql}{ty} ORDER BY f.rowid DESC LIMIT ?"
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let rows = stmt.query_map(params_from_iter(&params), |r| r.get::<_, i64>(0))?;
+            hits = rows.collect::<rusqlite::Result<_>>()?;
+        }
+    }
+    Ok(hits)
+}
+
 /// The stored document of one search rowid.
 fn doc_of(tx: &Transaction<'_>, rowid: i64) -> rusqlite::Result<Option<Doc>> {
     tx.prepare_cached("SELECT body, meta, near FROM cao_memory_fts WHERE rowid = ?1")?
@@ -263,11 +349,11 @@ fn doc_of(tx: &Transaction<'_>, rowid: i64) -> rusqlite::Result<Option<Doc>> {
 
 /// The best `limit` `(search_rowid, score)` pairs, best first (ties by search rowid).
 ///
-/// Bounded work whatever the corpus: the rarest terms G (as many as fit in [`PRUNE_MAX_CANDIDATES`] by document
+/// Bounded reads whatever the corpus: the rarest terms G (as many as fit in `budget.rare_candidates` by document
 /// frequency) generate candidates, each read and scored on every query term. While G yields fewer than `limit` rows
-/// (or no term is rare enough to be in G), FTS5's own BM25 pre-selects at most `limit` + (rows found) +
-/// [`PRESELECT_MARGIN`] more rows from the other terms (from its index alone, no document read), and only those are
-/// read and scored. A row that matches none of G scores at most the sum of [`LexicalScorer::term_bound`] over the
+/// (or no term is rare enough to be in G), at most `limit` + (rows found) + [`PRESELECT_MARGIN`] more rows are
+/// pre-selected from the other terms (from FTS5's index alone, no document read; by FTS5's own BM25 or the most
+/// recent, [`FrequentTerms`]), and only those are read and scored. A row that matches none of G scores at most the sum of [`LexicalScorer::term_bound`] over the
 /// other terms; when the `limit`-th candidate scores above that the answer is exact, otherwise such a row can be
 /// missing from the pool (its score is bounded by the frequent terms' low IDF). This keeps long natural-language
 /// queries at a few milliseconds on 100k memories (docs/decisions/0001 and 0009).
@@ -281,12 +367,13 @@ fn top(
     corpus: &CorpusStats,
     terms: &[QueryTerm],
     limit: usize,
+    pool: PoolBudget,
 ) -> rusqlite::Result<Vec<(i64, f64)>> {
     let mut by_df: Vec<&QueryTerm> = terms.iter().collect();
     by_df.sort_by(|a, b| a.df.cmp(&b.df).then_with(|| a.term.cmp(&b.term)));
     let mut split = 0;
     let mut budget = 0;
-    while split < by_df.len() && budget + by_df[split].df <= PRUNE_MAX_CANDIDATES {
+    while split < by_df.len() && budget + by_df[split].df <= pool.rare_candidates {
         budget += by_df[split].df;
         split += 1;
     }
@@ -300,7 +387,7 @@ fn top(
         let seen: std::collections::HashSet<i64> = found.iter().map(|f| f.0).collect();
         let k = limit + found.len() + PRESELECT_MARGIN;
         let expr = match_expr(&by_df[split..]);
-        for rowid in preselect(tx, plan, vis, memory_type, expr, k)? {
+        for rowid in preselect(tx, plan, vis, memory_type, expr, k, pool.frequent)? {
             if seen.contains(&rowid) {
                 continue;
             }
@@ -350,6 +437,22 @@ impl Index {
         limit: usize,
         scorer: &dyn LexicalScorer,
     ) -> Result<Vec<(MemoryRow, f64)>> {
+        self.bm25_pool_budgeted(vis, memory_type, terms, limit, scorer, PoolBudget::RECALL)
+    }
+
+    /// [`Index::bm25_pool_terms`] with the candidate budget `pool` instead of [`PoolBudget::RECALL`]: the
+    /// related-memory pass bounds its reads further and pre-selects frequent-term rows by recency, so its cost does
+    /// not grow with the corpus.
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn bm25_pool_budgeted(
+        &self,
+        vis: &Visibility,
+        memory_type: Option<MemoryType>,
+        terms: &[String],
+        limit: usize,
+        scorer: &dyn LexicalScorer,
+        pool: PoolBudget,
+    ) -> Result<Vec<(MemoryRow, f64)>> {
         if terms.is_empty() || vis.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -359,7 +462,7 @@ impl Index {
                 return Ok(Vec::new());
             }
             let plan = scan_plan(tx, vis, memory_type)?;
-            let hits = top(tx, &plan, vis, memory_type, scorer, &corpus, &terms, limit)?;
+            let hits = top(tx, &plan, vis, memory_type, scorer, &corpus, &terms, limit, pool)?;
             let mut out = Vec::with_capacity(hits.len());
             for (search_rowid, score) in hits {
                 if let Some(row) = fetch_by_search_rowid(tx, search_rowid)?

@@ -69,11 +69,11 @@ pub use journal::{
     AppendWhen, Checkpoint, EntryKind, EntryRow, ImportCandidate, JournalMeta, JournalNote, JournalTx, JournalWriter,
     LeaseRow, LineRow, NewEntry, SnapshotRow, ViewItem, ViewRow,
 };
-pub use lexical::search_tokens;
+pub use lexical::{FrequentTerms, PoolBudget, search_tokens};
 pub use outcomes::{OutcomeFilter, OutcomeRow};
 pub use relationships::{
-    GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, RelOrigin, RelStatus, RelType, RelationshipFilter,
-    RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, SupersedesLookup,
+    GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, ProducerReplace, RelOrigin, RelStatus, RelType,
+    RelationshipFilter, RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, SupersedesLookup,
 };
 pub use row::{
     ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, RowStamp, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,

@@ -712,106 +712,184 @@ impl Index {
             }
             check_values(e.confidence, e.attributes_json.as_deref())?;
         }
-        let sid = scope_id.unwrap_or(GLOBAL_SCOPE_ID);
         let now_text = format_db_ts(now);
         self.write(|tx| {
-            let Some(src_updated) = memory_updated_at(tx, scope, sid, source_key)? else {
-                return Err(IndexError::Invalid(format!(
-                    "no memory {:?} in scope {scope} (scope id {sid:?}); cannot write its relationships",
-                    source_key.as_str()
-                )));
-            };
-            let existing: Vec<(String, String, String)> = tx
-                .prepare_cached(
-                    "SELECT id, target_key, status FROM memory_relationships
+            replace_in(tx, scope, scope_id, source_key, origin, rel_type, edges, &now_text)?.ok_or_else(|| {
+                IndexError::Invalid(format!(
+                    "no memory {:?} in scope {scope} (scope id {:?}); cannot write its relationships",
+                    source_key.as_str(),
+                    scope_id.unwrap_or(GLOBAL_SCOPE_ID)
+                ))
+            })
+        })
+    }
+
+    /// [`Index::replace_producer_edges`] for many sources of one producer and type in one transaction (a bulk
+    /// writer: an import's related-memory pass). Each item is replaced by the same rules; an item whose source
+    /// memory does not exist is `None` (nothing written for it) instead of failing the batch.
+    ///
+    /// Errors: [`IndexError::Invalid`] for an edge with an empty `new_id`, a confidence outside `[0, 1]` or
+    /// oversized attributes (nothing written); [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn replace_producer_edges_many(
+        &self,
+        origin: RelOrigin,
+        rel_type: RelType,
+        items: &[ProducerReplace<'_>],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Option<ReplaceOutcome>>> {
+        for item in items {
+            for e in item.edges {
+                if e.new_id.is_empty() {
+                    return Err(IndexError::Invalid(format!(
+                        "empty relationship id for target {:?}",
+                        e.target_key.as_str()
+                    )));
+                }
+                check_values(e.confidence, e.attributes_json.as_deref())?;
+            }
+        }
+        let now_text = format_db_ts(now);
+        self.write(|tx| {
+            items
+                .iter()
+                .map(|i| {
+                    replace_in(
+                        tx,
+                        i.scope,
+                        i.scope_id,
+                        i.source_key,
+                        origin,
+                        rel_type,
+                        i.edges,
+                        &now_text,
+                    )
+                })
+                .collect()
+        })
+    }
+}
+
+/// One source's new edge set for [`Index::replace_producer_edges_many`].
+#[derive(Debug, Clone, Copy)]
+pub struct ProducerReplace<'a> {
+    /// The source memory's scope.
+    pub scope: Scope,
+    /// Its scope id (`None` for global and federated).
+    pub scope_id: Option<&'a str>,
+    /// Its key.
+    pub source_key: &'a Key,
+    /// The producer's full current edge set leaving it.
+    pub edges: &'a [ProducerEdge],
+}
+
+/// The body of [`Index::replace_producer_edges`] inside an open write transaction; `None` when the source memory
+/// does not exist (nothing written). Edge values are checked by the caller.
+#[allow(clippy::too_many_arguments)]
+fn replace_in(
+    tx: &Transaction<'_>,
+    scope: Scope,
+    scope_id: Option<&str>,
+    source_key: &Key,
+    origin: RelOrigin,
+    rel_type: RelType,
+    edges: &[ProducerEdge],
+    now_text: &str,
+) -> Result<Option<ReplaceOutcome>> {
+    let sid = scope_id.unwrap_or(GLOBAL_SCOPE_ID);
+    {
+        let Some(src_updated) = memory_updated_at(tx, scope, sid, source_key)? else {
+            return Ok(None);
+        };
+        let existing: Vec<(String, String, String)> = tx
+            .prepare_cached(
+                "SELECT id, target_key, status FROM memory_relationships
                      WHERE scope = ?1 AND scope_id = ?2 AND source_key = ?3 AND origin = ?4 AND type = ?5
                      ORDER BY target_key",
-                )?
-                .query_map(
-                    params![
-                        scope.as_str(),
-                        sid,
-                        source_key.as_str(),
-                        origin.as_str(),
-                        rel_type.as_str()
-                    ],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut wanted: Vec<&ProducerEdge> = Vec::new();
-            for e in edges {
-                if !wanted.iter().any(|w| w.target_key == e.target_key) {
-                    wanted.push(e);
-                }
-            }
-            let mut out = ReplaceOutcome::default();
-            let terminal = |status: &str| status.parse::<RelStatus>().is_ok_and(RelStatus::is_curation_terminal);
-            let mut preserved_targets: Vec<&str> = Vec::new();
-            for (id, target, status) in &existing {
-                if terminal(status) {
-                    if let (Ok(k), Ok(st)) = (Key::parse_strict(target), status.parse::<RelStatus>()) {
-                        out.preserved.push((k, st));
-                    }
-                    preserved_targets.push(target);
-                    continue;
-                }
-                if !wanted.iter().any(|w| w.target_key.as_str() == target) {
-                    tx.prepare_cached("DELETE FROM memory_relationships WHERE id = ?1")?
-                        .execute([id])?;
-                    out.removed += 1;
-                }
-            }
-            for e in wanted {
-                let target = e.target_key.as_str();
-                if preserved_targets.contains(&target) {
-                    continue;
-                }
-                let src_ts = opt_ts(src_updated);
-                if let Some((id, _, _)) = existing.iter().find(|(_, t, _)| t == target) {
-                    tx.prepare_cached(
-                        "UPDATE memory_relationships SET status = ?1, confidence = ?2, rank = ?3, attributes_json = ?4,
-                             source_updated_at = ?5, updated_at = ?6 WHERE id = ?7",
-                    )?
-                    .execute(params![
-                        e.status.as_str(),
-                        e.confidence,
-                        e.rank,
-                        e.attributes_json,
-                        src_ts,
-                        now_text,
-                        id
-                    ])?;
-                    out.updated += 1;
-                    continue;
-                }
-                if e.target_key == *source_key || memory_updated_at(tx, scope, sid, &e.target_key)?.is_none() {
-                    out.dangling.push(e.target_key.clone());
-                    continue;
-                }
-                tx.prepare_cached(
-                    "INSERT INTO memory_relationships (id, scope, scope_id, source_key, target_key, type, origin,
-                         status, confidence, rank, attributes_json, source_updated_at, created_at, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)",
-                )?
-                .execute(params![
-                    e.new_id,
+            )?
+            .query_map(
+                params![
                     scope.as_str(),
                     sid,
                     source_key.as_str(),
-                    target,
-                    rel_type.as_str(),
                     origin.as_str(),
+                    rel_type.as_str()
+                ],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut wanted: Vec<&ProducerEdge> = Vec::new();
+        for e in edges {
+            if !wanted.iter().any(|w| w.target_key == e.target_key) {
+                wanted.push(e);
+            }
+        }
+        let mut out = ReplaceOutcome::default();
+        let terminal = |status: &str| status.parse::<RelStatus>().is_ok_and(RelStatus::is_curation_terminal);
+        let mut preserved_targets: Vec<&str> = Vec::new();
+        for (id, target, status) in &existing {
+            if terminal(status) {
+                if let (Ok(k), Ok(st)) = (Key::parse_strict(target), status.parse::<RelStatus>()) {
+                    out.preserved.push((k, st));
+                }
+                preserved_targets.push(target);
+                continue;
+            }
+            if !wanted.iter().any(|w| w.target_key.as_str() == target) {
+                tx.prepare_cached("DELETE FROM memory_relationships WHERE id = ?1")?
+                    .execute([id])?;
+                out.removed += 1;
+            }
+        }
+        for e in wanted {
+            let target = e.target_key.as_str();
+            if preserved_targets.contains(&target) {
+                continue;
+            }
+            let src_ts = opt_ts(src_updated);
+            if let Some((id, _, _)) = existing.iter().find(|(_, t, _)| t == target) {
+                tx.prepare_cached(
+                    "UPDATE memory_relationships SET status = ?1, confidence = ?2, rank = ?3, attributes_json = ?4,
+                             source_updated_at = ?5, updated_at = ?6 WHERE id = ?7",
+                )?
+                .execute(params![
                     e.status.as_str(),
                     e.confidence,
                     e.rank,
                     e.attributes_json,
                     src_ts,
                     now_text,
+                    id
                 ])?;
-                out.added += 1;
+                out.updated += 1;
+                continue;
             }
-            Ok(out)
-        })
+            if e.target_key == *source_key || memory_updated_at(tx, scope, sid, &e.target_key)?.is_none() {
+                out.dangling.push(e.target_key.clone());
+                continue;
+            }
+            tx.prepare_cached(
+                "INSERT INTO memory_relationships (id, scope, scope_id, source_key, target_key, type, origin,
+                         status, confidence, rank, attributes_json, source_updated_at, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)",
+            )?
+            .execute(params![
+                e.new_id,
+                scope.as_str(),
+                sid,
+                source_key.as_str(),
+                target,
+                rel_type.as_str(),
+                origin.as_str(),
+                e.status.as_str(),
+                e.confidence,
+                e.rank,
+                e.attributes_json,
+                src_ts,
+                now_text,
+            ])?;
+            out.added += 1;
+        }
+        Ok(Some(out))
     }
 }
 

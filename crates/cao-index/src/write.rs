@@ -227,9 +227,54 @@ fn index_row(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Result<(
 fn refresh_neighbours(tx: &Connection, pos: &Position) -> rusqlite::Result<()> {
     for side in [Side::Before, Side::After] {
         if let Some((id, Some(s), _)) = neighbour(tx, pos, side)? {
-            unindex_search(tx, s)?;
-            index_row(tx, &id, s)?;
+            reindex_near(tx, &id, s)?;
         }
+    }
+    Ok(())
+}
+
+/// Re-index row `id` (search rowid `search_rowid`) after its neighbours changed. Only its `near` column can differ
+/// (its own key, tags, content and day are as indexed), so the trigram document is left alone, the FTS5 row is
+/// rewritten only when `near` changed, and only the terms that entered or left the document change their document
+/// frequency: the same statistics as removing and adding the whole row, at a fraction of the writes (a store
+/// re-indexes its neighbour every time). A row without search entries is indexed whole.
+fn reindex_near(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Result<()> {
+    let old: Option<(String, String, String)> = tx
+        .prepare_cached("SELECT body, meta, near FROM cao_memory_fts WHERE rowid = ?1")?
+        .query_row([search_rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    let Some((body, meta, old_near)) = old else {
+        unindex_search(tx, search_rowid)?;
+        return index_row(tx, id, search_rowid);
+    };
+    let Some(pos) = position(tx, id)? else {
+        return Ok(());
+    };
+    let content_of =
+        |side| -> rusqlite::Result<String> { Ok(neighbour(tx, &pos, side)?.map(|n| n.2).unwrap_or_default()) };
+    let near = near_field(&content_of(Side::Before)?, &content_of(Side::After)?);
+    if near == old_near {
+        return Ok(());
+    }
+    tx.prepare_cached("DELETE FROM cao_memory_fts WHERE rowid = ?1")?
+        .execute([search_rowid])?;
+    tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body, meta, near) VALUES (?1, ?2, ?3, ?4)")?
+        .execute(params![search_rowid, body, meta, near])?;
+    tx.prepare_cached("UPDATE cao_search_stats SET context_tokens = max(context_tokens - ?1 + ?2, 0) WHERE id = 1")?
+        .execute([body_tokens(&old_near), body_tokens(&near)])?;
+    let before = distinct_terms(&[&body, &meta, &old_near]);
+    let after = distinct_terms(&[&body, &meta, &near]);
+    let mut add = tx.prepare_cached(
+        "INSERT INTO cao_search_terms (term, df) VALUES (?1, 1) ON CONFLICT (term) DO UPDATE SET df = df + 1",
+    )?;
+    for term in after.difference(&before) {
+        add.execute([term])?;
+    }
+    let mut sub = tx.prepare_cached("UPDATE cao_search_terms SET df = df - 1 WHERE term = ?1")?;
+    let mut drop_zero = tx.prepare_cached("DELETE FROM cao_search_terms WHERE term = ?1 AND df <= 0")?;
+    for term in before.difference(&after) {
+        sub.execute([term])?;
+        drop_zero.execute([term])?;
     }
     Ok(())
 }
@@ -509,6 +554,40 @@ impl Index {
                 )?
                 .execute(params![related_keys, key.as_str(), scope.as_str(), scope_id])?;
             Ok(n > 0)
+        })
+    }
+
+    /// Set `related_keys` of many native rows in one transaction (a bulk writer's related-memory pass), each
+    /// `(memory, updated_at, value)` only while the row is still at that `updated_at`: a row stored again meanwhile
+    /// keeps its value (its own pass sets it). Returns how many rows changed.
+    ///
+    /// Errors: [`IndexError::Invalid`] when a value is 1024 bytes or longer (nothing written);
+    /// [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn set_related_keys_many(&self, items: &[(MemoryRef, DateTime<Utc>, String)]) -> Result<usize> {
+        if let Some((m, _, v)) = items.iter().find(|(_, _, v)| v.len() >= 1024) {
+            return Err(IndexError::Invalid(format!(
+                "related_keys of {:?} is {} bytes; the limit is 1023",
+                m.key.as_str(),
+                v.len()
+            )));
+        }
+        self.write(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE memory_metadata SET related_keys = ?1
+                 WHERE \"key\" = ?2 AND scope = ?3 AND scope_id IS ?4 AND source_kind = 'native' AND updated_at = ?5
+                     AND related_keys IS NOT ?1",
+            )?;
+            let mut n = 0;
+            for (m, at, value) in items {
+                n += stmt.execute(params![
+                    value,
+                    m.key.as_str(),
+                    m.scope.as_str(),
+                    m.scope_id(),
+                    format_db_ts(*at)
+                ])?;
+            }
+            Ok(n)
         })
     }
 

@@ -420,70 +420,102 @@ impl RelationshipService {
         rel_type: RelType,
         edges: Vec<ProducerEdgeInput>,
     ) -> Result<RecomputeReport> {
-        if origin == RelOrigin::Human {
-            return Err(LifecycleError::Invalid(
-                "origin human is not a producer: human edges are written only by create".to_owned(),
-            ));
-        }
-        if edges.len() > MAX_EDGES_PER_RECOMPUTE {
-            return Err(LifecycleError::Invalid(format!(
-                "a recompute carries {} edges; the maximum is {MAX_EDGES_PER_RECOMPUTE}",
-                edges.len()
-            )));
-        }
-        let scope_id = check_scope_id(scope, scope_id.map(str::to_owned))?;
-        let source = sanitize_key(source_key)?;
-        self.require_memory(scope, scope_id.as_deref(), &source)?;
-        let mut skipped = Vec::new();
-        let mut valid = Vec::new();
-        for e in edges {
-            let Ok(target) = Key::sanitize(&e.target_key) else {
-                skipped.push(SkippedEdge {
-                    target_key: e.target_key,
-                    reason: SkipReason::InvalidKey,
-                });
-                continue;
-            };
-            let skip = |reason| SkippedEdge {
-                target_key: target.to_string(),
-                reason,
-            };
-            if target == source {
-                skipped.push(skip(SkipReason::SelfLink));
-                continue;
-            }
-            let values = (
-                matches!(e.status, RelStatus::Proposal | RelStatus::Active),
-                check_confidence(e.confidence),
-                encode_attributes(e.attributes.as_ref()),
-            );
-            let (true, Ok(confidence), Ok(attributes_json)) = values else {
-                skipped.push(skip(SkipReason::InvalidValue));
-                continue;
-            };
-            if check_attribute_secrets(scope, e.attributes.as_ref()).is_err() {
-                skipped.push(skip(SkipReason::SecretDetected));
-                continue;
-            }
-            valid.push(ProducerEdge {
-                new_id: uuid::Uuid::new_v4().to_string(),
-                target_key: target,
-                status: e.status,
-                confidence,
-                rank: e.rank,
-                attributes_json,
-            });
-        }
-        let before = self.producer_snapshot(scope, scope_id.as_deref(), &source, origin, rel_type)?;
+        let checked = check_recompute(scope, scope_id, source_key, origin, edges)?;
+        self.require_memory(scope, checked.scope_id.as_deref(), &checked.source)?;
+        let before = self.producer_snapshot(scope, checked.scope_id.as_deref(), &checked.source, origin, rel_type)?;
         let out = self.index.replace_producer_edges(
             scope,
-            scope_id.as_deref(),
-            &source,
+            checked.scope_id.as_deref(),
+            &checked.source,
             origin,
             rel_type,
-            &valid,
+            &checked.valid,
             self.clock.now(),
         )?;
+        self.recompute_report(scope, origin, rel_type, checked, &before, out)
+    }
+
+    /// [`RelationshipService::recompute`] of many sources' edges (one producer, one type) in one index transaction:
+    /// a bulk writer (an import's related-memory pass) instead of one transaction per source. Each item is checked
+    /// and written by the same rules and gets its own result: an invalid item or one whose source memory does not
+    /// exist fails alone (nothing written for it).
+    ///
+    /// Errors: the whole call fails only on [`LifecycleError::Index`] (nothing written).
+    pub fn recompute_many(
+        &self,
+        origin: RelOrigin,
+        rel_type: RelType,
+        items: Vec<RecomputeItem>,
+    ) -> Result<Vec<Result<RecomputeReport>>> {
+        let mut checked: Vec<Result<CheckedRecompute>> = Vec::with_capacity(items.len());
+        for item in items {
+            checked.push(check_recompute(
+                item.scope,
+                item.scope_id.as_deref(),
+                &item.source_key,
+                origin,
+                item.edges,
+            ));
+        }
+        let mut befores = Vec::with_capacity(checked.len());
+        for c in checked.iter().flatten() {
+            befores.push(self.producer_snapshot(c.scope, c.scope_id.as_deref(), &c.source, origin, rel_type)?);
+        }
+        let batch: Vec<cao_index::ProducerReplace<'_>> = checked
+            .iter()
+            .flatten()
+            .map(|c| cao_index::ProducerReplace {
+                scope: c.scope,
+                scope_id: c.scope_id.as_deref(),
+                source_key: &c.source,
+                edges: &c.valid,
+            })
+            .collect();
+        let mut outs = self
+            .index
+            .replace_producer_edges_many(origin, rel_type, &batch, self.clock.now())?
+            .into_iter();
+        drop(batch);
+        let mut befores = befores.into_iter();
+        let mut reports = Vec::with_capacity(checked.len());
+        for c in checked {
+            let c = match c {
+                Ok(c) => c,
+                Err(e) => {
+                    reports.push(Err(e));
+                    continue;
+                }
+            };
+            let before = befores.next().unwrap_or_default();
+            let report = match outs.next().flatten() {
+                Some(out) => self.recompute_report(c.scope, origin, rel_type, c, &before, out),
+                None => Err(LifecycleError::MissingMemory {
+                    key: c.source.to_string(),
+                    scope: c.scope,
+                    scope_id: c.scope_id.clone().unwrap_or_default(),
+                }),
+            };
+            reports.push(report);
+        }
+        Ok(reports)
+    }
+
+    /// Audit what a recompute changed (when this service has a sink) and build its report.
+    fn recompute_report(
+        &self,
+        scope: Scope,
+        origin: RelOrigin,
+        rel_type: RelType,
+        checked: CheckedRecompute,
+        before: &std::collections::BTreeMap<String, Relationship>,
+        out: cao_index::ReplaceOutcome,
+    ) -> Result<RecomputeReport> {
+        let CheckedRecompute {
+            scope_id,
+            source,
+            mut skipped,
+            ..
+        } = checked;
         if self.audit.is_some() && out.added + out.updated + out.removed > 0 {
             let after = self.producer_snapshot(scope, scope_id.as_deref(), &source, origin, rel_type)?;
             for (target, rel) in &after {
@@ -493,7 +525,7 @@ impl RelationshipService {
                     Some(_) => {}
                 }
             }
-            for (target, rel) in &before {
+            for (target, rel) in before {
                 if after.get(target).is_none_or(|new| new.id != rel.id) {
                     self.report(RelationshipEvent::Recompute, rel, "removed");
                 }
@@ -781,6 +813,101 @@ pub fn parse_related_keys(raw: &str) -> Vec<Key> {
         }
     }
     out
+}
+
+/// One source of [`RelationshipService::recompute_many`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecomputeItem {
+    /// The source memory's scope.
+    pub scope: Scope,
+    /// Its scope id (`None` for global and federated).
+    pub scope_id: Option<String>,
+    /// Its key (sanitised with [`Key::sanitize`]).
+    pub source_key: String,
+    /// The producer's full current edge set leaving it.
+    pub edges: Vec<ProducerEdgeInput>,
+}
+
+/// A recompute's arguments after [`check_recompute`].
+struct CheckedRecompute {
+    scope: Scope,
+    scope_id: Option<String>,
+    source: Key,
+    valid: Vec<ProducerEdge>,
+    skipped: Vec<SkippedEdge>,
+}
+
+/// Every rule of a recompute that needs no I/O: the producer, the edge count, the source key and scope id, and each
+/// edge (sanitised target, no self-link, status, confidence, attributes, secrets); edges that fail are skipped.
+///
+/// Errors: [`LifecycleError::Invalid`] (see [`RelationshipService::recompute`]).
+fn check_recompute(
+    scope: Scope,
+    scope_id: Option<&str>,
+    source_key: &str,
+    origin: RelOrigin,
+    edges: Vec<ProducerEdgeInput>,
+) -> Result<CheckedRecompute> {
+    if origin == RelOrigin::Human {
+        return Err(LifecycleError::Invalid(
+            "origin human is not a producer: human edges are written only by create".to_owned(),
+        ));
+    }
+    if edges.len() > MAX_EDGES_PER_RECOMPUTE {
+        return Err(LifecycleError::Invalid(format!(
+            "a recompute carries {} edges; the maximum is {MAX_EDGES_PER_RECOMPUTE}",
+            edges.len()
+        )));
+    }
+    let scope_id = check_scope_id(scope, scope_id.map(str::to_owned))?;
+    let source = sanitize_key(source_key)?;
+    let mut skipped = Vec::new();
+    let mut valid = Vec::new();
+    for e in edges {
+        let Ok(target) = Key::sanitize(&e.target_key) else {
+            skipped.push(SkippedEdge {
+                target_key: e.target_key,
+                reason: SkipReason::InvalidKey,
+            });
+            continue;
+        };
+        let skip = |reason| SkippedEdge {
+            target_key: target.to_string(),
+            reason,
+        };
+        if target == source {
+            skipped.push(skip(SkipReason::SelfLink));
+            continue;
+        }
+        let values = (
+            matches!(e.status, RelStatus::Proposal | RelStatus::Active),
+            check_confidence(e.confidence),
+            encode_attributes(e.attributes.as_ref()),
+        );
+        let (true, Ok(confidence), Ok(attributes_json)) = values else {
+            skipped.push(skip(SkipReason::InvalidValue));
+            continue;
+        };
+        if check_attribute_secrets(scope, e.attributes.as_ref()).is_err() {
+            skipped.push(skip(SkipReason::SecretDetected));
+            continue;
+        }
+        valid.push(ProducerEdge {
+            new_id: uuid::Uuid::new_v4().to_string(),
+            target_key: target,
+            status: e.status,
+            confidence,
+            rank: e.rank,
+            attributes_json,
+        });
+    }
+    Ok(CheckedRecompute {
+        scope,
+        scope_id,
+        source,
+        valid,
+        skipped,
+    })
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use anyhow::Context as _;
 use cao_core::CaoHome;
 use cao_mcp::{
     DEFAULT_FLUSH_INTERVAL, ENV_NO_VIEW, FixedContext, FlushSignal, MemoryTools, OwnSession, ServiceHandle,
-    run_index_flusher, run_summarizer,
+    run_compactor, run_index_flusher, run_summarizer,
 };
 use clap::Parser;
 use rmcp::ServiceExt as _;
@@ -109,6 +109,7 @@ async fn run(no_view: bool) -> anyhow::Result<()> {
     let mut tools = MemoryTools::new(svc.clone(), Arc::new(context.clone()), flush);
     // A remote memory owner (CAO_MEMORY_API_URL) carries out the calls; the local switch is still checked first.
     let mut summarizer = None;
+    let mut compactor = None;
     if let Some(remote) = cao_client::RemoteConfig::from_env()? {
         tracing::info!(owner = %remote.url, "memory calls go to the remote owner");
         tools = tools.with_backend(Arc::new(cao_client::RemoteBackend::new(remote)?));
@@ -134,6 +135,8 @@ async fn run(no_view: bool) -> anyhow::Result<()> {
             Err(e) => tracing::warn!(error = %e, "could not take the memory view; serving without it"),
         }
         summarizer = Some(tokio::spawn(run_summarizer(svc.clone(), stop.clone())));
+        svc.enable_auto_compaction();
+        compactor = Some(tokio::spawn(run_compactor(svc.clone(), stop.clone())));
     }
     let served = tools.serve(rmcp::transport::stdio()).await;
     let outcome = match served {
@@ -165,6 +168,11 @@ async fn run(no_view: bool) -> anyhow::Result<()> {
         if tokio::time::timeout(Duration::from_secs(5), task).await.is_err() {
             tracing::info!("a summary was still being written at exit; another process finishes it");
         }
+    }
+    if let Some(task) = compactor
+        && tokio::time::timeout(Duration::from_secs(5), task).await.is_err()
+    {
+        tracing::info!("a compaction was still running at exit; the topic stays as it was");
     }
     flusher.await.context("index.md flusher task failed")?;
     outcome

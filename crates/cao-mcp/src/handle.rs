@@ -8,6 +8,7 @@
 
 use cao_core::{CaoHome, Settings};
 use cao_memory::{MemoryError, MemoryService};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// A shareable, lazily opened [`MemoryService`]. Cloning shares the same service.
@@ -15,6 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub struct ServiceHandle {
     home: CaoHome,
     cell: Arc<Mutex<Option<MemoryService>>>,
+    /// Enable automatic compaction on the service as it is opened (long-running processes); shared by the clones.
+    auto_compaction: Arc<AtomicBool>,
 }
 
 impl ServiceHandle {
@@ -23,6 +26,19 @@ impl ServiceHandle {
         Self {
             home,
             cell: Arc::new(Mutex::new(None)),
+            auto_compaction: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Enable automatic compaction (`MemoryService::enable_auto_compaction`) on the service now if it is open, and
+    /// as it is opened otherwise, for this handle and every clone. Only long-running processes, which run the
+    /// worker ([`crate::run_compactor`]), call it; whether a store then queues a topic depends on
+    /// `memory.compile_mode`.
+    pub fn enable_auto_compaction(&self) {
+        let cell = self.cell.lock().unwrap_or_else(PoisonError::into_inner);
+        self.auto_compaction.store(true, Ordering::SeqCst);
+        if let Some(svc) = cell.as_ref() {
+            svc.enable_auto_compaction();
         }
     }
 
@@ -31,6 +47,7 @@ impl ServiceHandle {
         Self {
             home: svc.home().clone(),
             cell: Arc::new(Mutex::new(Some(svc))),
+            auto_compaction: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -67,6 +84,9 @@ impl ServiceHandle {
             return Ok(svc.clone());
         }
         let svc = MemoryService::open(self.home.clone())?;
+        if self.auto_compaction.load(Ordering::SeqCst) {
+            svc.enable_auto_compaction();
+        }
         tracing::debug!(home = %self.home.root().display(), "memory service opened");
         *cell = Some(svc.clone());
         Ok(svc)

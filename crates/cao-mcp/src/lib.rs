@@ -45,6 +45,7 @@
 //! - Nothing here writes to stdout (the stdio transport owns it); diagnostics go through `tracing`.
 
 mod backend;
+mod compactor;
 mod context;
 mod error;
 mod flush;
@@ -59,6 +60,7 @@ pub mod process;
 
 pub use backend::{LocalBackend, default_read_concurrency};
 pub use cao_protocol::{Access, Arguments, BackendFuture, ErrorCode, MemoryBackend, Tool, ToolError};
+pub use compactor::run_compactor;
 pub use context::{ContextSource, FixedContext, resolve_terminal};
 pub use error::disabled_payload;
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};

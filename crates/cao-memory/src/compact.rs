@@ -411,6 +411,37 @@ fn plan_topic<'a>(store: &Store, group: &'a Group, row: &'a MemoryRow, by_key: b
     }))
 }
 
+/// Compact the one memory `memory` now, whoever's it is (automatic compaction, [`crate::auto_compact`]): the same
+/// plan, model call, validation and write as a run of [`compact`] restricted to that key, with `actor` in the
+/// audit line. `None` when there is no such memory or it is not a candidate (fewer than two entries since its last
+/// compaction); otherwise the topic's report row (unchanged unless `compacted`).
+pub(crate) fn compact_memory(
+    store: &Store,
+    model: &dyn Model,
+    memory: &MemoryRef,
+    actor: &str,
+) -> Option<CompactedTopic> {
+    let row = match store.index().get(memory.scope, memory.scope_id(), &memory.key) {
+        Ok(Some(row)) => row,
+        Ok(None) => return None,
+        Err(e) => {
+            tracing::warn!(key = memory.key.as_str(), error = %e, "automatic compaction could not read the memory");
+            return None;
+        }
+    };
+    if row.entry_count < 2 {
+        return None;
+    }
+    let group = Group {
+        scope: memory.scope,
+        scope_id: memory.scope_id.clone(),
+    };
+    match plan_topic(store, &group, &row, false)? {
+        Plan::Ask(t) => Some(run_topic(store, model, actor, t, false, Instant::now() + TOPIC_TIMEOUT)),
+        Plan::Report(r) => Some(r),
+    }
+}
+
 /// Ask the model about one planned topic, validate the answer and (unless `dry_run`) write it.
 fn run_topic(
     store: &Store,

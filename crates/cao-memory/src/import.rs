@@ -14,8 +14,8 @@
 //!    ([`write::prepare`]: content size and NUL bytes, tag size and shape, key, write authorisation, federated
 //!    secret gate); a refusal becomes that file's rejection. The report is computed from this final plan, so a
 //!    dry run reports exactly what a real run does and writes nothing (no file, row, alias or audit line).
-//! 5. A real run executes the plan in batches ([`write::commit_batch`]: per-topic locks, one data sync and one index
-//!    transaction per batch; a replace first forgets the memory, purging its relationships, as the reference
+//! 5. A real run executes the plan in batches ([`write::commit_batch`]: per-topic locks, one batch file write and one index
+//!    transaction per batch, then the related-memory pass of the batch in two more; a replace first forgets the memory, purging its relationships, as the reference
 //!    does). Each write is audited. A write the store refuses becomes a rejection; after a storage failure (I/O,
 //!    index) the remaining writes are not attempted: they are reported as rejected and
 //!    [`ImportOutcome::stopped`] names the failure.
@@ -41,7 +41,7 @@ use std::path::PathBuf;
 /// Schema name of [`ImportOutcome`] (docs/schemas/cao.memory.import-1.json).
 pub const IMPORT_SCHEMA: &str = "cao.memory.import/1";
 
-/// Topics written per batch (one data sync and one index transaction each).
+/// Topics written per batch (one batch file write and one index transaction each).
 const WRITE_BATCH: usize = 500;
 
 /// What to import.

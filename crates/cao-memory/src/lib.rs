@@ -50,6 +50,7 @@
 
 pub mod audit;
 mod audit_relationships;
+pub mod auto_compact;
 mod bundle;
 mod code_search;
 pub mod compact;
@@ -90,6 +91,7 @@ mod visibility;
 mod write;
 
 pub use audit::{AuditEvent, AuditLog};
+pub use auto_compact::AutoCompactStep;
 pub use bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
 pub use cao_journal::{Worker as SummarizeWorker, WriterFilter};
 pub use cao_learn::OutcomeDraft;

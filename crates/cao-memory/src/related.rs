@@ -18,8 +18,10 @@
 //! corpus every shared term weighs about alike, so "the" would relate any two memories.
 //!
 //! Cost: bounded in corpus size. At most [`MAX_QUERY_TERMS`] document-frequency lookups, one BM25 query limited to
-//! [`MAX_RELATED`] + 1 rows inside the scope's search-rowid range (pruned as recall's pool is), one `related_keys`
-//! write when the csv changes and one edge recompute.
+//! [`MAX_RELATED`] + 1 rows inside the scope's search-rowid range within [`RELATED_BUDGET`] (at most 200 rows read
+//! through the rarer terms, then at most a few dozen recent rows sharing only frequent terms; recall's pool instead
+//! pre-selects those by FTS5's BM25, whose cost grows with the rows matching them), one `related_keys` write when
+//! the csv changes and one edge recompute.
 //!
 //! Best effort: [`refresh`] never fails the store that triggered it; a failure is logged at warn (content-free).
 
@@ -40,6 +42,14 @@ pub const RELATED_SCORE: cao_rank::Bm25 = cao_rank::Bm25 {
 
 /// Most query terms taken from one entry, so the BM25 query stays bounded whatever the entry's length.
 pub const MAX_QUERY_TERMS: usize = 16;
+
+/// The candidate budget of the pass: at most 200 rows read through the entry's rarer terms (the reference's
+/// compiler considers at most 200 candidates), and rows sharing only frequent terms with it pre-selected by
+/// recency ([`cao_index::FrequentTerms::Recent`]), so the cost of a store does not grow with the corpus.
+pub const RELATED_BUDGET: cao_index::PoolBudget = cao_index::PoolBudget {
+    rare_candidates: 200,
+    frequent: cao_index::FrequentTerms::Recent,
+};
 
 /// English function words (articles, pronouns, auxiliaries, prepositions, conjunctions): never query terms.
 const FUNCTION_WORDS: &[&str] = &[
@@ -93,7 +103,7 @@ pub(crate) fn find(store: &Store, row: &MemoryRow) -> Result<Vec<Key>, cao_index
     let vis = Visibility::none().allow(row.scope, row.scope_id.as_deref());
     let pool = store
         .index()
-        .bm25_pool_terms(&vis, None, &terms, MAX_RELATED + 1, &RELATED_SCORE)?;
+        .bm25_pool_budgeted(&vis, None, &terms, MAX_RELATED + 1, &RELATED_SCORE, RELATED_BUDGET)?;
     Ok(pool
         .into_iter()
         .map(|(r, _)| r.key)
@@ -136,17 +146,7 @@ fn try_refresh(store: &Store, row: &MemoryRow) -> Result<Refreshed, crate::error
     store.edit_related_keys(&memory, |current| {
         (current != Some(value.as_str())).then(|| value.clone())
     })?;
-    let edges = keys
-        .iter()
-        .enumerate()
-        .map(|(i, k)| ProducerEdgeInput {
-            target_key: k.as_str().to_owned(),
-            status: RelStatus::Active,
-            confidence: None,
-            rank: i64::try_from(i).ok(),
-            attributes: None,
-        })
-        .collect();
+    let edges = edges_of(&keys);
     // Not audited: compiler edges are derived from the store (which has its own audit line) and are recomputed
     // from the index on every store of the memory; a line per derived edge would bury the operators' changes.
     let rels = cao_lifecycle::RelationshipService::new(store.index().clone(), std::sync::Arc::clone(store.clock()));
@@ -163,6 +163,69 @@ fn try_refresh(store: &Store, row: &MemoryRow) -> Result<Refreshed, crate::error
     )
     .map_err(crate::audit_relationships::lifecycle_error)?;
     Ok(Refreshed { keys })
+}
+
+/// The related pass of many just-committed rows at once (a bulk writer: an import's batch): each row's related
+/// memories are found as [`refresh`] finds them, then every changed `related_keys` csv is written in one index
+/// transaction ([`Store::set_related_keys_many`], each only while its row is still the version the keys were found
+/// for) and every row's `compiler` edges are recomputed in one more ([`cao_lifecycle::RelationshipService::
+/// recompute_many`]). Best effort, as [`refresh`]: failures are logged (key and error, no content).
+pub(crate) fn refresh_many(store: &Store, rows: &[&MemoryRow]) {
+    let mut found: Vec<(&MemoryRow, Vec<Key>)> = Vec::with_capacity(rows.len());
+    for row in rows {
+        match find(store, row) {
+            Ok(keys) => found.push((row, keys)),
+            Err(e) => tracing::warn!(
+                key = row.key.as_str(),
+                scope = row.scope.as_str(),
+                error = %e,
+                "the related-memory pass failed; the memory is stored, its related memories are unchanged"
+            ),
+        }
+    }
+    let csv = |keys: &[Key]| keys.iter().map(Key::as_str).collect::<Vec<_>>().join(",");
+    let changed: Vec<(MemoryRef, chrono::DateTime<chrono::Utc>, String)> = found
+        .iter()
+        .filter(|(row, keys)| row.related_keys.as_deref() != Some(csv(keys).as_str()))
+        .map(|(row, keys)| (row.memory_ref(), row.updated_at, csv(keys)))
+        .collect();
+    if let Err(e) = store.set_related_keys_many(&changed) {
+        tracing::warn!(rows = changed.len(), error = %e, "the related-memory pass could not write related keys");
+    }
+    let items = found
+        .into_iter()
+        .map(|(row, keys)| cao_lifecycle::RecomputeItem {
+            scope: row.scope,
+            scope_id: row.scope_id.clone(),
+            source_key: row.key.as_str().to_owned(),
+            edges: edges_of(&keys),
+        })
+        .collect();
+    let rels = cao_lifecycle::RelationshipService::new(store.index().clone(), std::sync::Arc::clone(store.clock()));
+    match rels.recompute_many(RelOrigin::Compiler, RelType::RelatesTo, items) {
+        Ok(reports) => {
+            for r in reports {
+                if let Err(e) = r {
+                    tracing::warn!(error = %e, "the related-memory pass could not write a memory's edges");
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "the related-memory pass could not write edges"),
+    }
+}
+
+/// The `compiler` `relates_to` edges to `keys` (rank = position, active).
+fn edges_of(keys: &[Key]) -> Vec<ProducerEdgeInput> {
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| ProducerEdgeInput {
+            target_key: k.as_str().to_owned(),
+            status: RelStatus::Active,
+            confidence: None,
+            rank: i64::try_from(i).ok(),
+            attributes: None,
+        })
+        .collect()
 }
 
 /// Whether `row`'s `compiler` `relates_to` edges already are what a recompute to `keys` would leave: each key has

@@ -3,6 +3,7 @@
 //! it (`write`, `recall`, `inspect`, `explain`, `inject`, `retention`, ...), each a set of free functions over the
 //! [`Store`] (the rust-analyzer `ide` pattern). No logic lives here beyond that order of checks.
 
+use crate::auto_compact::AutoCompactStep;
 use crate::compact::{CompactReport, CompactRequest};
 use crate::error::MemoryError;
 use crate::explain::ExplainRequest;
@@ -40,6 +41,8 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct MemoryService {
     store: Arc<Store>,
+    /// Topics waiting for automatic compaction (shared by every clone; enabled only by long-running processes).
+    auto: Arc<crate::auto_compact::Queue>,
     /// Settings the caller already loaded for the current call ([`MemoryService::with_settings`]); `None` = the
     /// service's own (fixed, or `settings.json` read per call).
     loaded: Option<Arc<Settings>>,
@@ -62,6 +65,7 @@ impl MemoryService {
     fn build(home: CaoHome, settings: Option<Settings>, clock: Arc<dyn Clock>) -> Result<Self, MemoryError> {
         Ok(Self {
             store: Arc::new(Store::open(home, settings, clock)?),
+            auto: Arc::new(crate::auto_compact::Queue::default()),
             loaded: None,
         })
     }
@@ -111,6 +115,7 @@ impl MemoryService {
     pub fn with_settings(&self, settings: Settings) -> MemoryService {
         MemoryService {
             store: Arc::clone(&self.store),
+            auto: Arc::clone(&self.auto),
             loaded: Some(Arc::new(settings)),
         }
     }
@@ -143,7 +148,42 @@ impl MemoryService {
     /// [`MemoryError::PartialWrite`] (file written, index not), I/O and index errors.
     pub fn store(&self, ctx: &TerminalContext, req: StoreRequest) -> Result<StoreResult, MemoryError> {
         let settings = self.ensure_enabled()?;
-        write::store(&self.store, &settings, ctx, req)
+        write::store(&self.store, &settings, ctx, req, &self.auto)
+    }
+
+    /// Let this process compact updated topics in the background (`memory.compile_mode = model`; long-running
+    /// processes only: `cao-server` and `cao-mcp-server` call it, one-shot commands never do). From now on a store
+    /// to a topic with two or more entries since its last compaction queues it (bounded, coalesced) for
+    /// [`MemoryService::auto_compact_next`], which one worker of the process calls in a loop. Shared by every clone
+    /// of this service.
+    pub fn enable_auto_compaction(&self) {
+        self.auto.enable();
+    }
+
+    /// Stop automatic compaction (shutdown): nothing more is queued, the topics still waiting are dropped (their
+    /// number is returned) and a worker waiting in [`MemoryService::auto_compact_next`] returns
+    /// [`AutoCompactStep::Closed`] at once.
+    pub fn close_auto_compaction(&self) -> usize {
+        self.auto.close()
+    }
+
+    /// Drop the topics waiting for automatic compaction (the worker has no usable model); returns how many.
+    pub fn clear_auto_compaction(&self) -> usize {
+        self.auto.clear()
+    }
+
+    /// How many topics wait for automatic compaction.
+    pub fn auto_compaction_waiting(&self) -> usize {
+        self.auto.len()
+    }
+
+    /// The automatic compaction worker's step: wait at most `wait` for a queued topic, then compact it with `model`
+    /// through the same validated path as `cao memory compact` (any refusal or failure leaves the topic unchanged
+    /// and is logged to stderr). Blocking (a model call, bounded by its timeout). Nothing is compacted while memory
+    /// is disabled or `memory.compile_mode` is `off` (a topic taken then is dropped).
+    pub fn auto_compact_next(&self, model: &dyn cao_model::Model, wait: std::time::Duration) -> AutoCompactStep {
+        let settings = self.settings();
+        crate::auto_compact::next(&self.store, &self.auto, &settings, model, wait)
     }
 
     /// Ranked retrieval (the `memory_recall` tool). Every argument is validated before any I/O.

@@ -5,7 +5,7 @@
 //! of the database file it opened, the supersedes lookup) and owns the write protocol:
 //!
 //! - **write** ([`Store::write`]): per-topic file lock -> read the prior row -> atomic replace of the topic file
-//!   (`cao-wiki`: temp file + fsync + rename) -> one index transaction (row, both FTS tables, term statistics,
+//!   (`cao-wiki`: temp file + rename, fsynced with `memory.fsync_writes`, docs/decisions/0011) -> one index transaction (row, both FTS tables, term statistics,
 //!   `index.md` dirty mark) -> unlock. A failure after the file replace is [`MemoryError::PartialWrite`].
 //! - **remove** ([`Store::remove`]): under the same lock, the topic file, then the row and the dirty mark.
 //! - **access counting** ([`Store::record_access`]) and **project aliases** ([`Store::record_alias`]): best-effort
@@ -90,6 +90,8 @@ pub(crate) struct Store {
     pickup: Mutex<Pickup>,
     /// Containers whose journal this process knows to exist ([`Store::open_journal`] ran or found it).
     journals: Mutex<HashSet<String>>,
+    /// How topic file writes are made durable (`memory.fsync_writes`, read at open; docs/decisions/0011).
+    durability: cao_core::fs::Durability,
 }
 
 /// The state of this process's pickup of external changes ([`Store::pick_up_changes`]).
@@ -266,6 +268,9 @@ impl Store {
         let db_path = home.db_path();
         let index = Index::open(&db_path)?;
         let db_identity = file_identity(&db_path);
+        let durability = settings
+            .as_ref()
+            .map_or_else(|| Settings::load(&home).write_durability(), Settings::write_durability);
         let store = Store {
             layout: WikiLayout::new(memory_dir),
             home,
@@ -276,6 +281,7 @@ impl Store {
             supersedes_lookup: OnceLock::new(),
             pickup: Mutex::new(Pickup::default()),
             journals: Mutex::new(HashSet::new()),
+            durability,
         };
         store.recover_empty_index()?;
         Ok(store)
@@ -840,7 +846,7 @@ impl Store {
         mut row: MemoryRow,
         note: &JournalNote,
     ) -> Result<Written, MemoryError> {
-        locked.write_prepared(&write)?;
+        locked.write_prepared_with(&write, self.durability)?;
         stamp_written(&write, &mut row);
         let (_, journal_entry) = self
             .index
@@ -926,7 +932,7 @@ impl Store {
         Ok(cleared)
     }
 
-    /// [`Store::write`] of many entries with one data sync and one index transaction for the whole batch (an
+    /// [`Store::write`] of many entries with one batch file write and one index transaction for the whole batch (an
     /// import): every topic lock is taken (in `(scope, scope id, key)` order, so two batch writers never wait for
     /// each other in a cycle), each new file text is computed and verified, the files are written by
     /// [`cao_wiki::write_prepared`], the rows by [`Index::upsert_many`] in the order of `entries`, then the locks are
@@ -997,7 +1003,7 @@ impl Store {
         }
         let files: Vec<(&cao_wiki::LockedTopic, &cao_wiki::TopicWrite)> =
             prepared.iter().map(|(_, (locked, write, _))| (locked, write)).collect();
-        let written = cao_wiki::write_prepared(&files).map_err(|e| e.to_string());
+        let written = cao_wiki::write_prepared_with(&files, self.durability).map_err(|e| e.to_string());
         drop(files);
         if written.is_ok() {
             // The stamps of the files as written (every lock is still held).
@@ -1266,6 +1272,19 @@ impl Store {
         };
         self.index.set_related_keys(scope, scope_id, key, Some(&after))?;
         Ok(Some((row.related_keys, after)))
+    }
+
+    /// Set `related_keys` of many memories in one index transaction (a bulk writer's related-memory pass), each
+    /// `(memory, updated_at, value)` only while its row is still at that `updated_at` (a memory stored again
+    /// meanwhile keeps what its own pass writes; so no topic lock is needed). Returns how many rows changed.
+    ///
+    /// Errors: index errors (a value of 1024 bytes or more is refused, nothing written).
+    pub(crate) fn set_related_keys_many(
+        &self,
+        items: &[(MemoryRef, DateTime<Utc>, String)],
+    ) -> Result<usize, MemoryError> {
+        self.ensure_index_current()?;
+        Ok(self.index.set_related_keys_many(items)?)
     }
 
     /// Set one memory's access count to 0; returns the count it had (`None`: no such row).

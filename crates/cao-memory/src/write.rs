@@ -23,15 +23,19 @@ use chrono::{DateTime, Utc};
 ///
 /// Errors: [`MemoryError::Invalid`], [`MemoryError::Secret`], [`MemoryError::Unauthorized`],
 /// [`MemoryError::Corrupt`], [`MemoryError::PartialWrite`], I/O and index errors.
+///
+/// In a long-running process that compacts in the background (`queue` enabled), a topic that qualifies
+/// ([`crate::auto_compact::wanted`]) is queued for the worker after the write.
 pub(crate) fn store(
     store: &Store,
     settings: &Settings,
     ctx: &TerminalContext,
     req: StoreRequest,
+    queue: &crate::auto_compact::Queue,
 ) -> Result<StoreResult, MemoryError> {
     let prepared = prepare(&req)?;
     let scope_id = visibility::target_scope_id(store, ctx, prepared.scope, settings)?;
-    commit(store, settings, ctx, &prepared, scope_id, None)
+    commit_queued(store, settings, ctx, &prepared, scope_id, None, Some(queue))
 }
 
 /// A `memory_store` call that passed every rule that needs no I/O ([`prepare`]).
@@ -117,8 +121,27 @@ pub(crate) fn commit(
     scope_id: Option<String>,
     at: Option<DateTime<Utc>>,
 ) -> Result<StoreResult, MemoryError> {
+    commit_queued(store, settings, ctx, p, scope_id, at, None)
+}
+
+/// [`commit`], then queue the topic for automatic compaction in `queue` when it qualifies.
+fn commit_queued(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    p: &Prepared,
+    scope_id: Option<String>,
+    at: Option<DateTime<Utc>>,
+    queue: Option<&crate::auto_compact::Queue>,
+) -> Result<StoreResult, MemoryError> {
     let written = store.write(new_entry(ctx, p, scope_id, at))?;
     crate::related::refresh(store, &written.row);
+    if let Some(q) = queue
+        && q.enabled()
+        && crate::auto_compact::wanted(settings, &written.row)
+    {
+        q.push(&written.row.memory_ref());
+    }
     let duplicates = if written.created {
         crate::decisions::duplicates(store, settings, &written.row)
     } else {
@@ -132,9 +155,9 @@ pub(crate) fn commit(
     Ok(result)
 }
 
-/// [`commit`] of many prepared stores into one `scope_id` through [`Store::write_batch`] (one data sync and one
-/// index transaction), each with its entry time, then the related-memory pass of each written row; results in
-/// order, each failing alone as the batch allows.
+/// [`commit`] of many prepared stores into one `scope_id` through [`Store::write_batch`] (one index transaction),
+/// each with its entry time, then the related-memory pass of the written rows ([`crate::related::refresh_many`]:
+/// two more transactions for the batch); results in order, each failing alone as the batch allows.
 pub(crate) fn commit_batch(
     store: &Store,
     ctx: &TerminalContext,
@@ -146,10 +169,9 @@ pub(crate) fn commit_batch(
         .map(|(p, at)| new_entry(ctx, p, scope_id.map(str::to_owned), *at))
         .collect();
     let results = store.write_batch(entries);
-    // Every row of the batch is committed before any related pass, so imported topics can relate to each other.
-    for written in results.iter().flatten() {
-        crate::related::refresh(store, &written.row);
-    }
+    // Every row of the batch is committed before the related pass, so imported topics can relate to each other.
+    let rows: Vec<&cao_index::MemoryRow> = results.iter().flatten().map(|w| &w.row).collect();
+    crate::related::refresh_many(store, &rows);
     results
         .into_iter()
         .map(|r| r.map(|written| stored(store, ctx, written)))

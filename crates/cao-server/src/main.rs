@@ -23,7 +23,7 @@
 use anyhow::Context as _;
 use cao_core::CaoHome;
 use cao_http::{AllowedHosts, AuthConfig, Authenticator, HttpConfig, JwksSource};
-use cao_mcp::{DEFAULT_FLUSH_INTERVAL, FlushSignal, ServiceHandle, run_index_flusher, run_summarizer};
+use cao_mcp::{DEFAULT_FLUSH_INTERVAL, FlushSignal, ServiceHandle, run_compactor, run_index_flusher, run_summarizer};
 use clap::Parser;
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -209,6 +209,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     tokio::spawn(run_retention(svc.clone()));
     let summarizer_stop = CancellationToken::new();
     let summarizer = local.then(|| tokio::spawn(run_summarizer(svc.clone(), summarizer_stop.clone())));
+    if local {
+        svc.enable_auto_compaction();
+    }
+    let compactor = local.then(|| tokio::spawn(run_compactor(svc.clone(), summarizer_stop.clone())));
     let flusher_stop = CancellationToken::new();
     let flusher = tokio::spawn(run_index_flusher(
         svc,
@@ -241,6 +245,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         if tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err() {
             tracing::warn!("a summary was still being written at exit; another process finishes it");
         }
+    }
+    if let Some(task) = compactor
+        && tokio::time::timeout(SHUTDOWN_GRACE, task).await.is_err()
+    {
+        tracing::warn!("a compaction was still running at exit; the topic stays as it was");
     }
     flusher_stop.cancel();
     flusher.await.context("index.md flusher task failed")?;

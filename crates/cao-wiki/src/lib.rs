@@ -15,7 +15,8 @@
 //! - Every path handed out is built from a validated [`cao_core::Key`] and a validated scope id / container
 //!   (one `[A-Za-z0-9._-]` segment, not `.`/`..`) and is checked to stay below the memory dir; directories are
 //!   additionally checked after resolving symlinks before anything is written into them.
-//! - Topic files and index.md are only ever replaced atomically (temp file, fsync, rename, fsync dir), under
+//! - Topic files and index.md are only ever replaced atomically (temp file, fsync, rename, fsync dir; topic writes
+//!   may skip the fsyncs, [`cao_core::fs::Durability`]), under
 //!   the same lock files as the reference (`.<key>.lock`, `.index.lock`), so a reader never sees a partial file.
 //! - For any content `c` up to [`MAX_CONTENT_BYTES`],
 //!   `Topic::parse(&upsert_text(prev, h, ts, c)?)?.current_content() == c`, byte for byte.
@@ -38,7 +39,7 @@ pub use layout::{
     ScopeDirListing, ScopeDirs, SkippedPath, StoredTopic, WIKI_DIR, WikiLayout, is_safe_segment, read_topic_file,
     validate_container, validate_scope_id,
 };
-pub use store::{LockedTopic, TopicWrite, write_prepared};
+pub use store::{LockedTopic, TopicWrite, write_prepared, write_prepared_with};
 pub use topic::{Entry, Topic, TopicHeader, upsert_text, validate_tags};
 
 /// Documented maximum content size of one entry in bytes (64 KiB). The service rejects bigger content before

@@ -12,7 +12,7 @@ use crate::error::{Result, WikiError};
 use crate::fsio::TopicLock;
 use crate::layout::{StoredTopic, WikiLayout, read_topic_file};
 use crate::topic::{Topic, TopicHeader, upsert_text};
-use cao_core::fs::{atomic_write, sync_dir};
+use cao_core::fs::{Durability, WriteOptions, atomic_write, atomic_write_with, sync_dir};
 use cao_core::{Key, MemoryType, Scope};
 use chrono::{DateTime, Utc};
 use std::fs;
@@ -145,6 +145,15 @@ impl LockedTopic {
         atomic_write(&self.path, write.text.as_bytes()).map_err(|e| WikiError::io("write", &self.path, e))
     }
 
+    /// [`LockedTopic::write_prepared`] with `durability` ([`Durability::ProcessCrash`]: no fsync; the replacement is
+    /// atomic for readers and process crashes, docs/decisions/0011).
+    ///
+    /// Errors: [`WikiError::Io`].
+    pub fn write_prepared_with(&self, write: &TopicWrite, durability: Durability) -> Result<()> {
+        let opts = WriteOptions::private().durability(durability);
+        atomic_write_with(&self.path, write.text.as_bytes(), opts).map_err(|e| WikiError::io("write", &self.path, e))
+    }
+
     /// Everything [`LockedTopic::upsert`] does except the write: read the file, compute the new text and verify
     /// that it parses back to `content` with one more entry and the same id. Nothing is written; pass the result
     /// to [`LockedTopic::write_prepared`] (or [`write_prepared`] for a batch) while this lock is held.
@@ -225,11 +234,19 @@ impl LockedTopic {
 /// Errors: [`WikiError::Io`] naming the first file of the batch; files renamed before a failure stay written (see
 /// [`cao_core::fs::atomic_write_batch`]).
 pub fn write_prepared(batch: &[(&LockedTopic, &TopicWrite)]) -> Result<()> {
+    write_prepared_with(batch, Durability::PowerLoss)
+}
+
+/// [`write_prepared`] with `durability` ([`Durability::ProcessCrash`]: no data sync and no directory fsync; each
+/// file is still replaced atomically for readers and process crashes, docs/decisions/0011).
+///
+/// Errors: as [`write_prepared`].
+pub fn write_prepared_with(batch: &[(&LockedTopic, &TopicWrite)], durability: Durability) -> Result<()> {
     let items: Vec<(&Path, &[u8])> = batch
         .iter()
         .map(|(locked, write)| (locked.path.as_path(), write.text.as_bytes()))
         .collect();
-    cao_core::fs::atomic_write_batch(&items, cao_core::fs::FileMode::Private).map_err(|e| {
+    cao_core::fs::atomic_write_batch_with(&items, cao_core::fs::FileMode::Private, durability).map_err(|e| {
         let first = items.first().map_or_else(PathBuf::new, |(p, _)| p.to_path_buf());
         WikiError::io("write (batch starting at)", &first, e)
     })

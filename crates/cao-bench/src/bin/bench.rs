@@ -1,9 +1,10 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
-//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf|journal|learning|ui]`. Prints one
+//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf|journal|learning|ui|lint]`. Prints one
 //! table row per (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair,
 //! hybrid/relevance included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo
-//! questions; lint and the heal dry run (no model) go over the whole corpus. The OKF rows
+//! questions; lint and the heal dry run (no model) go over the whole corpus (`--only lint`: the store fill and
+//! these alone). The OKF rows
 //! (one run each, n = 1) import a bundle of `size` topics into a fresh home (directory and `.tar.gz`) and export
 //! them again (directory, unchanged directory, `.tar.gz`); `--only okf` runs just those. The journal rows (spec 001):
 //! store p50 includes the journal entry; at each size the project journal's view with summaries pending and settled
@@ -31,6 +32,7 @@ struct Args {
     only_journal: bool,
     only_learning: bool,
     only_ui: bool,
+    only_lint: bool,
 }
 
 fn args() -> Result<Args> {
@@ -42,6 +44,7 @@ fn args() -> Result<Args> {
         only_journal: false,
         only_learning: false,
         only_ui: false,
+        only_lint: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -54,6 +57,7 @@ fn args() -> Result<Args> {
             "--only" if v == "journal" => a.only_journal = true,
             "--only" if v == "learning" => a.only_learning = true,
             "--only" if v == "ui" => a.only_ui = true,
+            "--only" if v == "lint" => a.only_lint = true,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -128,6 +132,10 @@ fn main() -> Result<()> {
         row(size, "store (upsert new key; file, row and journal entry)", &st);
         if args.only_journal {
             journal_service_rows(size, &svc, &ctx, args.queries)?;
+            continue;
+        }
+        if args.only_lint {
+            lint_latency(size, &svc, &ctx, tmp.path())?;
             continue;
         }
         if args.only_ui {
@@ -255,6 +263,9 @@ fn main() -> Result<()> {
         server_rss(size, &root, &questions)?;
         okf_rows(size, &turns)?;
         learning_rows(size, &turns, args.queries)?;
+    }
+    if args.only_lint {
+        return Ok(());
     }
     journal_index_rows(100_000, &turns, args.queries)?;
     first_open_import(10_000, &turns)?;

@@ -57,6 +57,8 @@ pub enum SettingKind {
     Enforce,
     /// A decision-engine mode spelled `off` or `advise` (spec 001 "Relevance from the decision engine").
     Advise,
+    /// A compile mode spelled `off` or `model` ([`CompileMode`]).
+    CompileMode,
 }
 
 impl SettingKind {
@@ -72,7 +74,8 @@ impl SettingKind {
             | SettingKind::InjectionMode
             | SettingKind::Switch
             | SettingKind::Enforce
-            | SettingKind::Advise => "string",
+            | SettingKind::Advise
+            | SettingKind::CompileMode => "string",
             SettingKind::Argv | SettingKind::Dirs => "list",
             SettingKind::Millis => "integer",
             SettingKind::Fraction | SettingKind::Saturation => "number",
@@ -97,6 +100,7 @@ impl SettingKind {
             SettingKind::Switch => SWITCH_EXPECTED,
             SettingKind::Enforce => ENFORCE_EXPECTED,
             SettingKind::Advise => ADVISE_EXPECTED,
+            SettingKind::CompileMode => COMPILE_MODE_EXPECTED,
         }
     }
 
@@ -409,6 +413,65 @@ pub const MEMORY_DECISIONS_TIMEOUT_MS: SettingKey = SettingKey {
     doc: "Deadline of the recall advice's model call in milliseconds (1..3600000); when it passes, no advice.",
 };
 
+/// `memory.fsync_writes`: whether each memory write fsyncs its topic file and directory before it is acknowledged
+/// (docs/decisions/0011-write-durability.md). Default false: a write survives the crash or kill of any process at
+/// once, and a power failure or OS crash only after the kernel's write-back (as the index's SQLite
+/// `synchronous = NORMAL`); true adds two fsyncs per write (milliseconds on a virtual disk).
+pub const MEMORY_FSYNC_WRITES: SettingKey = SettingKey {
+    name: "memory.fsync_writes",
+    kind: SettingKind::Bool,
+    default: SettingDefault::Bool(false),
+    env: "CAO_MEMORY_FSYNC_WRITES",
+    doc: "Fsync each written topic file and its directory before a write returns, so it survives a power failure \
+          (slower). Off: writes survive any process crash at once, a power failure after the kernel's write-back. \
+          Read when a process opens the store.",
+};
+
+/// `memory.compile_mode`: whether long-running processes compact a topic in the background after a store to it
+/// (spec 000 "Capabilities"; spec/reference-facts.md "Compiler": the reference merges each update of an existing key
+/// into its article). Default `off`; `model` needs a configured model (`memory.model.*`).
+pub const MEMORY_COMPILE_MODE: SettingKey = SettingKey {
+    name: "memory.compile_mode",
+    kind: SettingKind::CompileMode,
+    default: SettingDefault::Text("off"),
+    env: "CAO_MEMORY_COMPILE_MODE",
+    doc: "off, or model: cao-server and cao-mcp-server compact a topic in the background (as cao memory compact \
+          does, with memory.model.*) once it has two or more entries since its last compaction. One-shot cao \
+          commands never do.",
+};
+
+/// What a valid compile mode looks like.
+const COMPILE_MODE_EXPECTED: &str = "one of off, model";
+
+/// Automatic compaction on update ([`MEMORY_COMPILE_MODE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CompileMode {
+    /// No automatic compaction (the default); `cao memory compact` still works.
+    #[default]
+    Off,
+    /// Long-running processes compact updated topics with the configured model.
+    Model,
+}
+
+impl CompileMode {
+    /// `off` or `model`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompileMode::Off => "off",
+            CompileMode::Model => "model",
+        }
+    }
+
+    /// The mode spelled exactly `off` or `model`; anything else is `None`.
+    pub fn parse(s: &str) -> Option<CompileMode> {
+        match s {
+            "off" => Some(CompileMode::Off),
+            "model" => Some(CompileMode::Model),
+            _ => None,
+        }
+    }
+}
+
 /// What a new session is given ([`MEMORY_INJECTION_MODE`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum InjectionMode {
@@ -498,6 +561,8 @@ pub const KEYS: &[SettingKey] = &[
     MEMORY_MODEL_TIMEOUT_MS,
     MEMORY_INJECTION_MODE,
     MEMORY_SUMMARIZE,
+    MEMORY_COMPILE_MODE,
+    MEMORY_FSYNC_WRITES,
     MEMORY_LEARNING_ENABLED,
     MEMORY_INSTRUCTION_PROMOTION_ENABLED,
     AGENTS_DIRS,
@@ -584,6 +649,10 @@ pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
         SettingKind::Advise => match raw {
             "off" | "advise" => Ok(Value::String(raw.to_owned())),
             _ => Err(invalid()),
+        },
+        SettingKind::CompileMode => match CompileMode::parse(raw) {
+            Some(m) => Ok(Value::String(m.as_str().to_owned())),
+            None => Err(invalid()),
         },
         SettingKind::Bool => match raw {
             "true" => Ok(Value::Bool(true)),
@@ -795,6 +864,24 @@ impl Settings {
         self.effective_bool(&MEMORY_SUMMARIZE)
     }
 
+    /// `memory.fsync_writes` (env `CAO_MEMORY_FSYNC_WRITES`), default false: the durability of memory writes.
+    pub fn write_durability(&self) -> crate::fs::Durability {
+        if self.effective_bool(&MEMORY_FSYNC_WRITES) {
+            crate::fs::Durability::PowerLoss
+        } else {
+            crate::fs::Durability::ProcessCrash
+        }
+    }
+
+    /// `memory.compile_mode` (env `CAO_MEMORY_COMPILE_MODE`), default `off`; an invalid value warns and reads as
+    /// `off`.
+    pub fn compile_mode(&self) -> CompileMode {
+        self.effective_text(&MEMORY_COMPILE_MODE)
+            .as_deref()
+            .and_then(CompileMode::parse)
+            .unwrap_or_default()
+    }
+
     /// `ui.tree_drawing` (env `CAO_UI_TREE_DRAWING`), default `on`: true when the memory inspector draws the tree
     /// around the selection as boxes, false (`off`) for the outline's tree lines. An invalid value warns and reads
     /// as `on`.
@@ -934,7 +1021,8 @@ mod tests {
                     | SettingKind::InjectionMode
                     | SettingKind::Switch
                     | SettingKind::Enforce
-                    | SettingKind::Advise,
+                    | SettingKind::Advise
+                    | SettingKind::CompileMode,
                     SettingDefault::Text(_),
                 )
                 | (SettingKind::Millis, SettingDefault::Int(_))
@@ -1096,6 +1184,28 @@ mod tests {
             assert!(parse_value(&MEMORY_DECISIONS_ROUTING_CONFIDENCE, bad).is_err(), "{bad}");
         }
         assert!(parse_value(&MEMORY_DECISIONS_DUPLICATES, "on").is_err());
+    }
+
+    #[test]
+    fn compile_mode_is_off_by_default_and_only_off_or_model() {
+        assert_eq!(Settings::from_value(json!({})).compile_mode(), CompileMode::Off);
+        let on = json!({"memory": {"compile_mode": "model"}});
+        assert_eq!(Settings::from_value(on.clone()).compile_mode(), CompileMode::Model);
+        assert_eq!(
+            eff(on, &MEMORY_COMPILE_MODE, &[("CAO_MEMORY_COMPILE_MODE", "off")]).value,
+            Some(json!("off"))
+        );
+        let bad = eff(json!({"memory": {"compile_mode": "on"}}), &MEMORY_COMPILE_MODE, &[]);
+        assert_eq!(bad.value, Some(json!("off")));
+        assert!(bad.warning.is_some());
+        assert_eq!(
+            Settings::from_value(json!({"memory": {"compile_mode": true}})).compile_mode(),
+            CompileMode::Off
+        );
+        assert_eq!(parse_value(&MEMORY_COMPILE_MODE, "model"), Ok(json!("model")));
+        for raw in ["on", "Model", "true", ""] {
+            assert!(parse_value(&MEMORY_COMPILE_MODE, raw).is_err(), "{raw}");
+        }
     }
 
     #[test]

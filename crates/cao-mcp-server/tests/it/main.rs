@@ -7,6 +7,7 @@
     reason = "test setup writes fixture files directly; the code under test writes through cao_core::fs"
 )]
 
+mod auto_compact;
 mod cli;
 mod decisions;
 mod summarizer;

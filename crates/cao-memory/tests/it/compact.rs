@@ -399,3 +399,71 @@ fn without_a_model_there_is_nothing_to_do_and_an_unknown_key_is_not_found() {
     assert!(matches!(err, MemoryError::Invalid(_)), "{err}");
     assert_eq!(ep.requests(), 0);
 }
+
+/// Automatic compaction: a service that did not enable it (every one-shot process) never queues a topic, whatever
+/// `memory.compile_mode` says; once enabled (long-running processes), a store to a topic with two or more entries
+/// queues it once (coalesced), a first store does not, and `off` queues nothing. The worker's step compacts the
+/// queued topic through the same validated path as `compact` and leaves a refused one unchanged.
+#[test]
+fn automatic_compaction_queues_only_where_enabled_and_compacts_through_the_validated_path() {
+    let on = Settings::from_value(serde_json::json!({"memory": {"compile_mode": "model"}}));
+    let fx = ServiceFixture::builder().project(PROJECT).settings(on.clone()).open();
+    two_entries(&fx, "good");
+    assert_eq!(fx.svc.auto_compaction_waiting(), 0, "a one-shot service never queues");
+
+    fx.svc.enable_auto_compaction();
+    store(&fx, "good", "Deploys moved to Thursdays.");
+    store(&fx, "good", "The service still listens on 9090.");
+    assert_eq!(fx.svc.auto_compaction_waiting(), 1, "one topic, queued once");
+    store(&fx, "fresh-topic", "A first entry is not an update.");
+    assert_eq!(fx.svc.auto_compaction_waiting(), 1);
+    two_entries(&fx, "link");
+    assert_eq!(fx.svc.auto_compaction_waiting(), 2);
+
+    let off = fx.reopen(Settings::from_value(
+        serde_json::json!({"memory": {"compile_mode": "off"}}),
+    ));
+    off.enable_auto_compaction();
+    off.store(
+        &fx.ctx,
+        StoreRequest {
+            content: "Another entry while off.".into(),
+            scope: Some("project".into()),
+            key: Some("good".into()),
+            ..Default::default()
+        },
+    )
+    .expect("store");
+    assert_eq!(off.auto_compaction_waiting(), 0, "compile_mode off queues nothing");
+
+    let ep = FakeModel::start(decide);
+    let m = model(&ep, Duration::from_secs(5));
+    let key = |k: &str| Key::parse_strict(k).expect("key");
+    let first = fx.svc.auto_compact_next(&m, Duration::from_secs(1));
+    let cao_memory::AutoCompactStep::Done(memory, status) = first else {
+        panic!("{first:?}");
+    };
+    assert_eq!(memory.key, key("good"));
+    assert_eq!(status, Some(CompactStatus::Compacted));
+    let good = row(&fx, "good");
+    assert_eq!(good.content, GOOD_BODY);
+    assert!(good.last_compiled_at.is_some());
+
+    let links_before = (row(&fx, "link"), topic_bytes(&fx, "link"));
+    let second = fx.svc.auto_compact_next(&m, Duration::from_secs(1));
+    assert!(
+        matches!(&second, cao_memory::AutoCompactStep::Done(m, Some(CompactStatus::Refused)) if m.key == key("link")),
+        "{second:?}"
+    );
+    let links_after = (row(&fx, "link"), topic_bytes(&fx, "link"));
+    assert_eq!(links_after, links_before, "a refused answer leaves the topic unchanged");
+    assert_eq!(
+        fx.svc.auto_compact_next(&m, Duration::from_millis(10)),
+        cao_memory::AutoCompactStep::Idle
+    );
+    assert_eq!(fx.svc.close_auto_compaction(), 0);
+    assert_eq!(
+        fx.svc.auto_compact_next(&m, Duration::from_secs(5)),
+        cao_memory::AutoCompactStep::Closed
+    );
+}
