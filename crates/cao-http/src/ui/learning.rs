@@ -24,9 +24,19 @@ const OUTCOMES_SHOWN: i64 = 50;
 /// Characters of friction notes a row shows.
 const NOTES_CHARS: usize = 240;
 
-/// The access count the gate asks for (spec 004 "The promotion gate"; the default of `cao memory promote`).
-fn min_recalls() -> u32 {
-    cao_learn::gate::DEFAULT_MIN_RECALLS
+/// The access count the gate asks for: `given` (as `cao memory promote --min-recalls`), else the default (spec
+/// 004 "The promotion gate").
+fn min_recalls(given: Option<u32>) -> u32 {
+    given.unwrap_or(cao_learn::gate::DEFAULT_MIN_RECALLS)
+}
+
+/// `?min_recalls=` of a link, when not the default.
+fn recalls_param(n: u32) -> String {
+    if n == cao_learn::gate::DEFAULT_MIN_RECALLS {
+        String::new()
+    } else {
+        n.to_string()
+    }
 }
 
 /// 404 unless learning is on: the pages of a feature that is off do not exist.
@@ -54,7 +64,7 @@ pub(crate) async fn overview(State(state): State<UiState>, ctx: Ctx) -> UiResult
     let agents = with_service(&state.api, |svc| Ok(svc.learning_agents()?)).await?;
     let body = html! {
         h1 { "Learning" }
-        p.lead { "Outcomes agents reported, the lessons stored in each agent's scope, and which of them the promotion gate would copy into the agent's profile (recalled at least " (min_recalls()) " times)." }
+        p.lead { "Outcomes agents reported, the lessons stored in each agent's scope, and which of them the promotion gate would copy into the agent's profile (recalled at least " (min_recalls(None)) " times by default)." }
         @if agents.is_empty() {
             p.empty { "No agent has a profile, outcomes or lessons yet." }
         } @else {
@@ -94,9 +104,11 @@ fn profile_label(p: &AgentProfileSource) -> Markup {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct AgentQuery {
     page: Option<usize>,
+    min_recalls: Option<u32>,
 }
 
-/// `GET /ui/learning/{agent}`: its newest outcomes and its lessons (paged), with access-count bars and verdicts.
+/// `GET /ui/learning/{agent}`: its newest outcomes and its lessons (paged), with access-count bars and verdicts
+/// (`?min_recalls=` as `cao memory promote --min-recalls`, default 3).
 pub(crate) async fn agent(
     State(state): State<UiState>,
     ctx: Ctx,
@@ -106,6 +118,7 @@ pub(crate) async fn agent(
     require_learning(&ctx)?;
     let agent = agent_name(&raw)?;
     let page_no = q.page.unwrap_or(0).min(cao_memory::MAX_CANDIDATES / PAGE_SIZE);
+    let min = min_recalls(q.min_recalls);
     let (outcomes, (lessons, more)) = {
         let agent = agent.clone();
         with_service(&state.api, move |svc| {
@@ -114,7 +127,7 @@ pub(crate) async fn agent(
                 limit: Some(OUTCOMES_SHOWN),
                 ..OutcomeQuery::default()
             })?;
-            let lessons = svc.agent_lessons(&agent, min_recalls(), page_no * PAGE_SIZE, PAGE_SIZE)?;
+            let lessons = svc.agent_lessons(&agent, min, page_no * PAGE_SIZE, PAGE_SIZE)?;
             Ok((outcomes, lessons))
         })
         .await?
@@ -124,11 +137,16 @@ pub(crate) async fn agent(
         .map(|l| u64::try_from(l.memory.access_count).unwrap_or(0))
         .max()
         .unwrap_or(0);
-    let threshold = u64::from(min_recalls());
+    let threshold = u64::from(min);
+    let plan_href = format!(
+        "{}/promote?{}",
+        agent_href(&agent),
+        query_string(&[("min_recalls", &recalls_param(min))])
+    );
     let body = html! {
         p.crumbs { a href="/ui/learning" { "Learning" } }
         h1 { (agent) }
-        p { a href=(format!("{}/promote", agent_href(&agent))) data-action="promotion-plan" { "The promotion plan for " (agent) "'s profile →" } }
+        p { a href=(plan_href.trim_end_matches('?')) data-action="promotion-plan" { "The promotion plan for " (agent) "'s profile →" } }
         h2 { "Lessons" }
         p.small { "Memories of scope agent/" (agent) ", most recalled first. A lesson is promoted once recalled at least "
             (threshold) " times and when it passes the gate's other rules (type feedback or project, a lesson key, at most 400 characters, no secrets)." }
@@ -160,7 +178,7 @@ pub(crate) async fn agent(
                     }
                 }
             }
-            (pager(page_no, more, |p| format!("{}?{}", agent_href(&agent), query_string(&[("page", &p.to_string())]))))
+            (pager(page_no, more, |p| format!("{}?{}", agent_href(&agent), query_string(&[("page", &p.to_string()), ("min_recalls", &recalls_param(min))]))))
         }
         h2 { "Outcomes" }
         p.small { "The newest " (OUTCOMES_SHOWN) " outcomes reported for " (agent) " (" code { "cao memory outcomes list --agent-profile" } " lists more)." }
@@ -193,6 +211,7 @@ pub(crate) async fn agent(
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct PlanQuery {
     done: Option<String>,
+    min_recalls: Option<u32>,
 }
 
 /// `GET /ui/learning/{agent}/promote`: the promotion plan (a dry run of `cao memory promote`) as a diff of the
@@ -206,12 +225,14 @@ pub(crate) async fn plan(
 ) -> UiResult {
     require_learning(&ctx)?;
     let agent = agent_name(&raw)?;
+    let min = min_recalls(q.min_recalls);
     let (plan, can_apply) = {
         let agent = agent.clone();
         with_service(&state.api, move |svc| {
             let can_apply = svc.settings().instruction_promotion_enabled();
             let plan = match svc.promote(&PromoteRequest {
                 agent,
+                min_recalls: Some(min),
                 ..PromoteRequest::default()
             }) {
                 Ok(r) => Ok(r),
@@ -235,6 +256,7 @@ pub(crate) async fn plan(
                 @if r.has_changes() {
                     form.confirm method="post" action=(format!("{}/promote", agent_href(&agent))) data-action="promote-apply" {
                         (csrf_field(&ctx))
+                        input type="hidden" name="min_recalls" value=(min);
                         label.check { input type="checkbox" name="confirm" value="yes" required;
                             span { "I have read this diff: write its " (r.changes.len()) " change(s) into " code { (r.real_path) } } }
                         button.danger type="submit" { "Apply the promotion" }
@@ -289,6 +311,7 @@ fn report(r: &PromotionReport) -> Markup {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct PromoteForm {
     confirm: Option<String>,
+    min_recalls: Option<u32>,
 }
 
 /// `POST /ui/learning/{agent}/promote`: write the promotion (`confirm=yes` required; 422 otherwise, nothing
@@ -305,12 +328,14 @@ pub(crate) async fn apply(
     if form.confirm.as_deref() != Some("yes") {
         return Err(ApiError::invalid("promotion not confirmed: tick the confirmation to write the plan").into());
     }
+    let min = min_recalls(form.min_recalls);
     let r = {
         let agent = agent.clone();
         with_service(&state.api, move |svc| {
             Ok(svc.promote(&PromoteRequest {
                 agent,
                 apply: true,
+                min_recalls: Some(min),
                 ..PromoteRequest::default()
             })?)
         })
@@ -326,6 +351,7 @@ pub(crate) async fn apply(
         }
         (report(&r))
         p { a href=(format!("{}/promote", agent_href(&agent))) { "Plan again" } }
+        p { a href=(agent_href(&agent)) { "Back to " (agent) "'s lessons" } }
     };
     Ok(page(
         &ctx,
