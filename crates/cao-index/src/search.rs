@@ -282,7 +282,7 @@ impl Index {
                 let digit = rest.as_bytes().get(at + 1).copied().unwrap_or(b'1');
                 let i = usize::from(digit.saturating_sub(b'1')).min(3);
                 values.push(position[i].clone());
-                rest = &rest[at + 2..];
+                rest = rest.get(at + 2..).unwrap_or("");
             }
             cond.push_str(rest);
             ordered_from(tx, vis, memory_type, limit, order, Some((&cond, &values))).map(Some)
