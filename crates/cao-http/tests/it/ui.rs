@@ -553,3 +553,53 @@ async fn the_listing_pages_by_position_forwards_and_back() {
     let bad = get(&f.app, "/ui/memories?after=nonsense").await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
 }
+
+#[tokio::test]
+async fn keyset_pages_cross_from_one_scope_group_to_the_next_and_back() {
+    let f = fixture();
+    for i in 0..30 {
+        store(&f.app, &format!("g-{i:02}"), "global").await;
+        let req = Request::post("/internal/memory/store")
+            .header("host", "127.0.0.1:9889")
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"key": format!("f-{i:02}"), "content": "federated", "scope": "federated", "context": {}})
+                    .to_string(),
+            ))
+            .expect("request");
+        assert_eq!(send(&f.app, req).await.status, StatusCode::OK);
+    }
+    let keys = |text: &str| -> Vec<String> {
+        text.split(r#"class="key" href="/ui/memory/"#)
+            .skip(1)
+            .filter_map(|s| s.split('"').next().map(str::to_owned))
+            .collect()
+    };
+    let link = |text: &str, rel: &str| -> Option<String> {
+        text.split(&format!(r#"rel="{rel}" href=""#))
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .map(|s| s.replace("&amp;", "&"))
+    };
+    let first = get(&f.app, "/ui/memories").await;
+    let p1 = keys(&first.text);
+    assert_eq!(p1.len(), 50, "{}", first.text);
+    assert!(
+        p1[..30].iter().all(|k| k.starts_with("global/")),
+        "global first: {p1:?}"
+    );
+    assert!(
+        p1[30..].iter().all(|k| k.starts_with("federated/")),
+        "then federated: {p1:?}"
+    );
+    let second = get(&f.app, &link(&first.text, "next").expect("next")).await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.text);
+    let p2 = keys(&second.text);
+    assert_eq!(p2.len(), 10, "{p2:?}");
+    assert!(
+        p2.iter().all(|k| k.starts_with("federated/") && !p1.contains(k)),
+        "{p2:?}"
+    );
+    let back = get(&f.app, &link(&second.text, "prev").expect("prev")).await;
+    assert_eq!(keys(&back.text), p1, "back across the group boundary");
+}
