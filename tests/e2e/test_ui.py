@@ -162,6 +162,13 @@ def test_every_page_search_explain_review_lint_heal_and_zoom(browser: WebDriver,
     rows = {r.get_attribute("data-container") for r in drv.find_elements(By.CSS_SELECTOR, "tr[data-container]")}
     assert {"global", "federated", ids["project"]} <= rows, rows
     assert drv.find_elements(By.CSS_SELECTOR, "svg.gauge"), "the view gauge is drawn"
+    # The stores-per-day sparkline: five global memories were created today (deploy-steps stored twice counts once).
+    spark = drv.find_element(By.CSS_SELECTOR, "tr[data-container=global] td[data-spark]")
+    assert spark.get_attribute("data-spark") == "5", spark.get_attribute("outerHTML")
+    line = spark.find_element(By.CSS_SELECTOR, "svg.spark polyline")
+    assert len(line.get_attribute("points").split()) == 30, "one point per day of the last 30"
+    assert line.size["width"] > 0, "the sparkline is drawn"
+    assert not drv.find_elements(By.CSS_SELECTOR, "a[href='/ui/learning']"), "no learning page while learning is off"
 
     drv.get(f"{server.url}/ui/memories")
     assert_page(drv, "browse", heading="Browse")
@@ -346,6 +353,114 @@ def test_main_pages_wide_and_narrow(browser: WebDriver, seeded: Any) -> None:
         "relationships": "/ui/relationships",
         "lint": "/ui/lint",
         "journal": "/ui/journal?container=global",
+    }
+    for width, (w, h) in (("wide", WIDE), ("narrow", NARROW)):
+        drv.set_window_size(w, h)
+        for name, path in pages.items():
+            drv.get(f"{server.url}{path}")
+            assert_page(drv, f"{name}-{width}")
+
+
+LEARNING = {"CAO_MEMORY_LEARNING_ENABLED": "true", "CAO_MEMORY_INSTRUCTION_PROMOTION_ENABLED": "true"}
+PROFILE = "---\nname: worker\ndescription: Does the work\n---\n# Worker\n\nDo the work carefully.\n"
+LESSON = "Quote paths with spaces in shell steps. Applies when: a step runs a shell command."
+
+
+def seed_learning(server: Server) -> None:
+    """Two lessons of agent `worker` (one recalled once, one never), and two outcomes with untrusted text."""
+    for key, content in (("quote-paths", LESSON), ("unused-tip", f"Never recalled: {XSS} Applies when: never.")):
+        r = httpx.post(
+            f"{server.url}/internal/memory/store",
+            json={"key": key, "content": content, "scope": "agent", "memory_type": "feedback",
+                  "context": {"agent_profile": "worker"}},
+            timeout=30,
+        )
+        assert r.status_code == 200, r.text
+    r = httpx.post(
+        f"{server.url}/internal/memory/recall",
+        json={"query": "quote paths shell", "scope": "agent", "search_mode": "metadata",
+              "context": {"agent_profile": "worker"}},
+        timeout=30,
+    )
+    assert r.status_code == 200 and "quote-paths" in r.text, r.text
+    for success, label in ((True, "release build"), (False, f"render {XSS}")):
+        r = httpx.post(
+            f"{server.url}/outcomes",
+            json={"session_name": "s1", "task_label": label, "success": success, "score": 80 if success else 20,
+                  "friction_notes": f"notes {XSS}", "agent_profile": "worker"},
+            timeout=30,
+        )
+        assert r.status_code == 201, r.text
+
+
+@pytest.fixture
+def learning(ws: Workspace) -> Iterator[tuple[Server, pathlib.Path]]:
+    agents = ws.home / "agent-store"
+    agents.mkdir(parents=True, exist_ok=True)
+    profile = agents / "worker.md"
+    profile.write_text(PROFILE)
+    srv = start_server(ws, **LEARNING)
+    seed_learning(srv)
+    yield srv, profile
+    if srv.proc.poll() is None:
+        srv.stop()
+
+
+def test_learning_pages_and_a_confirmed_promotion(browser: WebDriver, learning: Any) -> None:
+    server, profile = learning
+    drv = browser
+    drv.get(f"{server.url}/ui")
+    drv.find_element(By.CSS_SELECTOR, "header.top nav a[href='/ui/learning']").click()
+    wait_for(drv, "tr[data-agent=worker]")
+    assert_page(drv, "learning", heading="Learning")
+    row = drv.find_element(By.CSS_SELECTOR, "tr[data-agent=worker]").text
+    assert "2" in row and "1" in row, row
+
+    drv.get(f"{server.url}/ui/learning/worker?min_recalls=1")
+    wait_for(drv, "table.lessons")
+    assert_page(drv, "learning-agent", heading="worker")
+    eligible = drv.find_element(By.CSS_SELECTOR, "tr[data-lesson=quote-paths]")
+    assert eligible.get_attribute("data-eligible") == "yes" and "eligible" in eligible.text, eligible.text
+    assert eligible.find_elements(By.CSS_SELECTOR, "svg.bar.met rect.fill"), "the access-count bar"
+    refused = drv.find_element(By.CSS_SELECTOR, "tr[data-lesson=unused-tip]")
+    assert refused.get_attribute("data-eligible") == "no" and "recalled 0 times" in refused.text, refused.text
+    assert "<script>alert(1)</script>" in refused.text, "lesson text shown as text"
+    outcomes = drv.find_element(By.CSS_SELECTOR, "table.outcomes").text
+    assert f"render {XSS}" in outcomes and "release build" in outcomes, outcomes
+    assert not drv.find_elements(By.CSS_SELECTOR, "main script, main img"), "markup from outcomes became elements"
+
+    drv.find_element(By.CSS_SELECTOR, "a[data-action=promotion-plan]").click()
+    wait_for(drv, "form[data-action=promote-apply]")
+    assert_page(drv, "learning-plan", heading="Promotion plan")
+    added = drv.find_element(By.CSS_SELECTOR, "pre.diff").text
+    assert LESSON in added, added
+    assert drv.find_elements(By.CSS_SELECTOR, "tr[data-change=add][data-key=quote-paths]")
+    assert profile.read_text() == PROFILE, "a plan writes nothing"
+    # The browser refuses to submit before the confirmation is ticked (required), and the server refuses too.
+    r = httpx.post(f"{server.url}/ui/learning/worker/promote", data={"min_recalls": "1"},
+                   headers={"Origin": server.url}, timeout=30)
+    assert r.status_code == 403 and "csrf_refused" in r.text, r.text
+    drv.find_element(By.CSS_SELECTOR, "form[data-action=promote-apply] input[name=confirm]").click()
+    drv.find_element(By.CSS_SELECTOR, "form[data-action=promote-apply] button[type=submit]").click()
+    wait_for(drv, "p[data-done=promoted-lessons]")
+    assert_page(drv, "learning-promoted", heading="Promotion applied")
+    written = profile.read_text()
+    assert LESSON in written and "quote-paths" in written and "unused-tip" not in written, written
+
+    # Planning again proposes nothing.
+    drv.get(f"{server.url}/ui/learning/worker/promote?min_recalls=1")
+    wait_for(drv, "p[data-plan=nothing]")
+    assert_page(drv, "learning-plan-again", heading="Promotion plan")
+
+
+def test_learning_pages_wide_and_narrow(browser: WebDriver, learning: Any) -> None:
+    """Screenshots of the learning pages at a desktop and a phone width (docs/ui/ holds a copy)."""
+    server, _ = learning
+    drv = browser
+    pages = {
+        "learning": "/ui/learning",
+        "learning-agent": "/ui/learning/worker?min_recalls=1",
+        "learning-plan": "/ui/learning/worker/promote?min_recalls=1",
     }
     for width, (w, h) in (("wide", WIDE), ("narrow", NARROW)):
         drv.set_window_size(w, h)

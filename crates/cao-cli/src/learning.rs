@@ -258,6 +258,8 @@ mod tests {
                 reason: "cap",
             }],
             ineligible: vec![],
+            profile_before: String::new(),
+            profile_after: String::new(),
         };
         let text = promote_text(&r);
         assert_eq!(

@@ -79,7 +79,7 @@ pub use row::{
     ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, RowStamp, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
 };
 pub use schema::{SCHEMA_VERSION, known_migrations};
-pub use search::{ListFilter, matches_all_terms};
+pub use search::{ListFilter, RecencyCursor, matches_all_terms};
 pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;
 pub use visibility::Visibility;

@@ -83,6 +83,28 @@ impl Index {
         })
     }
 
+    /// Outcomes per agent profile: `(agent_profile, outcomes, successes)`, by agent profile (`None`, outcomes
+    /// without one, first). One grouped pass over the agent index.
+    ///
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn outcome_counts(&self) -> Result<Vec<(Option<String>, u64, u64)>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT agent_profile, count(*), coalesce(sum(success = 1), 0) FROM workflow_outcomes
+                 GROUP BY agent_profile ORDER BY agent_profile",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((r.get::<_, Option<String>>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (agent, n, ok) = row?;
+                out.push((agent, u64::try_from(n).unwrap_or(0), u64::try_from(ok).unwrap_or(0)));
+            }
+            Ok(out)
+        })
+    }
+
     /// The outcomes matching `filter`, newest first (`created_at` descending, then the later insert first), at most
     /// `filter.limit`. Served by the session or agent index when that filter is given.
     ///

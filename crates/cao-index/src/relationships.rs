@@ -526,6 +526,42 @@ impl Index {
         Ok((page, usize::try_from(total).unwrap_or(0)))
     }
 
+    /// `limit` edges of [`Index::relationships`]'s order from `offset`, cut in SQL and not counted: with a status
+    /// filter the page is a walk of `cao_idx_memory_rel_status` (no sort), and only its rows join their memory
+    /// for staleness. The stale filter is applied after decoding (as [`Index::relationships_page`]).
+    /// Errors: [`IndexError::Sqlite`].
+    pub fn relationships_slice(
+        &self,
+        filter: &RelationshipFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Vec<RelationshipRecord>> {
+        if filter.stale {
+            return Ok(self
+                .relationships(filter)?
+                .into_iter()
+                .skip(offset)
+                .take(limit)
+                .collect());
+        }
+        self.relationships_window(filter, Some((offset, limit)))
+    }
+
+    /// How many edges match `filter` (the stale filter ignored), counting no further than `cap`: a bounded cost
+    /// for a count shown next to a page ("at least `cap`"). Errors: [`IndexError::Sqlite`].
+    pub fn relationships_count_capped(&self, filter: &RelationshipFilter, cap: usize) -> Result<usize> {
+        let (sql_where, mut params) = relationship_where(filter);
+        params.push(Value::Integer(i64::try_from(cap).unwrap_or(i64::MAX)));
+        let n: i64 = self.read(|tx| {
+            Ok(tx.query_row(
+                &format!("SELECT count(*) FROM (SELECT 1 FROM memory_relationships r {sql_where} LIMIT ?)"),
+                rusqlite::params_from_iter(params.iter()),
+                |r| r.get(0),
+            )?)
+        })?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
     /// [`Index::relationships`], optionally only `(offset, limit)` of the order (cut in SQL).
     fn relationships_window(
         &self,

@@ -213,13 +213,25 @@ CREATE TABLE cao_decisions_named (conversation TEXT NOT NULL, scope TEXT NOT NUL
 CREATE INDEX cao_decisions_named_at ON cao_decisions_named (named_at);
 ",
     ),
+    (
+        12,
+        // Indexes the operator UI's lists page on. The relationship queue lists one status in the listing order
+        // (`crate::relationships`: scope, scope id, source, rank with NULL last, target, type, origin), so a page is
+        // an index walk instead of a sort of every edge of that status; the containers overview counts rows per
+        // `(scope, scope_id)` of one source kind, which this index answers without reading the rows.
+        "
+CREATE INDEX IF NOT EXISTS cao_idx_memory_rel_status ON memory_relationships
+    (status, scope, scope_id, source_key, rank IS NULL, rank, target_key, type, origin);
+CREATE INDEX IF NOT EXISTS cao_idx_memory_scope_kind ON memory_metadata (scope, scope_id, source_kind);
+",
+    ),
 ];
 
 /// The migration that re-tokenises every indexed row from its stored text once it has run.
 const REINDEX_WITH: i64 = 9;
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// The versions of every migration this build knows, ascending (not necessarily contiguous: a version is a name,
 /// and builds made from different lines of work may know different sets).

@@ -166,6 +166,19 @@ fn ordered(
     limit: usize,
     order: &str,
 ) -> Result<Vec<MemoryRow>> {
+    ordered_from(tx, vis, memory_type, limit, order, None)
+}
+
+/// [`ordered`], only the rows on one side of a keyset position: `from` is a condition on `m` (with `?`
+/// placeholders) and its parameters, added to every sub-select.
+fn ordered_from(
+    tx: &Transaction<'_>,
+    vis: &Visibility,
+    memory_type: Option<MemoryType>,
+    limit: usize,
+    order: &str,
+    from: Option<(&str, &[Value])>,
+) -> Result<Vec<MemoryRow>> {
     if vis.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
@@ -176,10 +189,17 @@ fn ordered(
     for (cond, p) in terms.iter().zip(term_params) {
         params.extend(p);
         let ty = type_clause(memory_type, &mut params);
+        let keyset = match from {
+            Some((sql, values)) => {
+                params.extend(values.iter().cloned());
+                format!(" AND {sql}")
+            }
+            None => String::new(),
+        };
         params.push(limit_param(limit));
         parts.push(format!(
             "SELECT r FROM (SELECT m.rowid AS r FROM memory_metadata m
-             WHERE {cond} AND m.source_kind = 'native'{ty} ORDER BY {order} LIMIT ?)"
+             WHERE {cond} AND m.source_kind = 'native'{ty}{keyset} ORDER BY {order} LIMIT ?)"
         ));
     }
     params.push(limit_param(limit));
@@ -193,7 +213,118 @@ fn ordered(
         .collect())
 }
 
+/// The recency order reversed (for pages before a position).
+const RECENCY_ORDER_REVERSED: &str = "m.updated_at ASC, m.\"key\" DESC, m.scope DESC, m.scope_id DESC";
+
+/// Rows after a position of the recency order (`?` = updated_at, key, scope, scope id or `''`). The leading
+/// `updated_at <=` is the range the `(…, updated_at DESC, key)` indexes answer; the rest breaks the ties.
+const AFTER_SQL: &str = "m.updated_at <= ?1 AND (m.updated_at < ?1 OR (m.updated_at = ?1 AND (m.\"key\" > ?2 OR \
+     (m.\"key\" = ?2 AND (m.scope > ?3 OR (m.scope = ?3 AND coalesce(m.scope_id, '') > ?4))))))";
+
+/// Rows before a position of the recency order (the mirror of [`AFTER_SQL`]).
+const BEFORE_SQL: &str = "m.updated_at >= ?1 AND (m.updated_at > ?1 OR (m.updated_at = ?1 AND (m.\"key\" < ?2 OR \
+     (m.\"key\" = ?2 AND (m.scope < ?3 OR (m.scope = ?3 AND coalesce(m.scope_id, '') < ?4))))))";
+
+/// A position in the recency order: the native row `(scope, scope_id, key)`, and which side of it a page lies on.
+/// Pages read from a position cost what the first page costs, however deep (keyset paging).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecencyCursor<'a> {
+    /// The row's scope.
+    pub scope: Scope,
+    /// The row's scope id (`None` for global and federated).
+    pub scope_id: Option<&'a str>,
+    /// The row's key.
+    pub key: &'a Key,
+    /// `false`: the rows after it (the next page, in recency order); `true`: the rows before it (the previous
+    /// page, nearest first, so in reverse recency order).
+    pub before: bool,
+}
+
 impl Index {
+    /// One page of the recency pool from a position: at most `limit` visible native rows (of `memory_type` when
+    /// given) after `cursor` in recency order, or before it nearest first when `cursor.before`. The position is
+    /// read from the cursor's row, so it is exact whatever the stored timestamp's spelling. `Ok(None)` when that
+    /// row no longer exists. Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn recency_page(
+        &self,
+        vis: &Visibility,
+        memory_type: Option<MemoryType>,
+        cursor: &RecencyCursor<'_>,
+        limit: usize,
+    ) -> Result<Option<Vec<MemoryRow>>> {
+        self.read(|tx| {
+            let position = tx
+                .prepare_cached(
+                    "SELECT updated_at, \"key\", scope, coalesce(scope_id, '') FROM memory_metadata
+                     WHERE scope = ?1 AND scope_id IS ?2 AND \"key\" = ?3 AND source_kind = 'native'",
+                )?
+                .query_row(
+                    rusqlite::params![cursor.scope.as_str(), cursor.scope_id, cursor.key.as_str()],
+                    |r| Ok([r.get::<_, Value>(0)?, r.get(1)?, r.get(2)?, r.get(3)?]),
+                );
+            let position = match position {
+                Ok(p) => p,
+                Err(rusqlite::Error::QueryReturnedNoRows) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            // The numbered placeholders of the keyset condition become positional ones, bound per sub-select.
+            let (sql, order) = if cursor.before {
+                (BEFORE_SQL, RECENCY_ORDER_REVERSED)
+            } else {
+                (AFTER_SQL, RECENCY_ORDER)
+            };
+            let mut values = Vec::new();
+            let mut cond = String::new();
+            let mut rest = sql;
+            while let Some(at) = rest.find('?') {
+                cond.push_str(&rest[..at]);
+                cond.push('?');
+                let digit = rest.as_bytes().get(at + 1).copied().unwrap_or(b'1');
+                let i = usize::from(digit.saturating_sub(b'1')).min(3);
+                values.push(position[i].clone());
+                rest = rest.get(at + 2..).unwrap_or("");
+            }
+            cond.push_str(rest);
+            ordered_from(tx, vis, memory_type, limit, order, Some((&cond, &values))).map(Some)
+        })
+    }
+
+    /// The end of the recency pool: the last `limit` visible native rows (of `memory_type` when given) of the
+    /// recency order, the oldest first (the previous page when paging backwards reaches an earlier scope group).
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn recency_pool_last(
+        &self,
+        vis: &Visibility,
+        memory_type: Option<MemoryType>,
+        limit: usize,
+    ) -> Result<Vec<MemoryRow>> {
+        self.read(|tx| ordered(tx, vis, memory_type, limit, RECENCY_ORDER_REVERSED))
+    }
+
+    /// Rows of `(scope, scope_id)` created at or after `since` (a stored timestamp, `YYYY-MM-DD …`), counted per
+    /// day: `(YYYY-MM-DD, count)` ascending. One range read of the covering index `cao_idx_memory_created`, so its
+    /// cost is the rows created since, not the rows held (vault rows, which the index does not tell apart, count
+    /// too). Errors: [`crate::IndexError::Sqlite`] /
+    /// [`crate::IndexError::Pool`].
+    pub fn created_per_day(&self, scope: Scope, scope_id: Option<&str>, since: &str) -> Result<Vec<(String, u64)>> {
+        self.read(|tx| {
+            let mut stmt = tx.prepare_cached(
+                "SELECT substr(created_at, 1, 10) AS day, count(*) FROM memory_metadata
+                 WHERE scope = ?1 AND scope_id IS ?2 AND created_at >= ?3
+                 GROUP BY day ORDER BY day",
+            )?;
+            let rows = stmt.query_map(rusqlite::params![scope.as_str(), scope_id, since], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (day, n) = row?;
+                out.push((day, u64::try_from(n).unwrap_or(0)));
+            }
+            Ok(out)
+        })
+    }
+
     /// The usage pool: at most `limit` visible native rows (of `memory_type` when given) ordered by access_count
     /// desc, updated_at desc, key (spec/reference-facts.md "Ranking", usage order).
     /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].

@@ -120,6 +120,38 @@ pub struct JournalStatus {
     pub lines: u64,
 }
 
+/// The counters of one journal as they stand, read without catching up (see [`gauge`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalGauge {
+    /// N: the number of entries.
+    pub entries: u64,
+    /// Entries the view state covers (`entries - view_end` were appended since a journal call last caught up).
+    pub view_end: u64,
+    /// Rendered bytes of the view state as of `view_end` (tags included; may exceed [`VIEW_MAX_BYTES`] while
+    /// summaries are pending).
+    pub view_bytes: u64,
+    /// Entry lines not written yet.
+    pub unwritten: u64,
+}
+
+/// The counters of `container`'s journal as stored, in one read transaction: nothing is caught up or written, so
+/// a page that shows many journals costs reads only however busy the writers and summarizers are (unlike
+/// [`status`], which first brings the view state up to N). One meta row and one count of the unwritten lines.
+///
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
+pub fn gauge(index: &Index, container: &str) -> Result<JournalGauge> {
+    check_container(container)?;
+    index.journal_read(|j| {
+        let meta = j.meta(container)?;
+        Ok(JournalGauge {
+            entries: meta.entries,
+            view_end: meta.view_end,
+            view_bytes: render::VIEW_OVERHEAD as u64 + meta.view_bytes,
+            unwritten: j.unwritten_count(container)?,
+        })
+    })
+}
+
 /// The counters of `container`'s journal at `now` (for the leases).
 ///
 /// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].

@@ -651,6 +651,23 @@ impl RelationshipService {
         Ok((page.into_iter().map(Into::into).collect(), total))
     }
 
+    /// `limit` edges matching `filter` from `offset` of the listing order, without counting them all (a page of a
+    /// long list costs the page). Errors: [`LifecycleError::Index`].
+    pub fn list_slice(&self, filter: &RelationshipFilter, offset: usize, limit: usize) -> Result<Vec<Relationship>> {
+        Ok(self
+            .index
+            .relationships_slice(filter, offset, limit)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
+    }
+
+    /// How many edges match `filter` (the stale filter ignored), counted no further than `cap`.
+    /// Errors: [`LifecycleError::Index`].
+    pub fn count_capped(&self, filter: &RelationshipFilter, cap: usize) -> Result<usize> {
+        Ok(self.index.relationships_count_capped(filter, cap)?)
+    }
+
     /// Delete every edge (any origin, any status) into or out of the memory `(key, scope, scope_id)`; called when it
     /// is forgotten. Returns the number of rows deleted; each is reported to the audit sink as a purge.
     /// Errors: [`LifecycleError::Index`].

@@ -9,7 +9,7 @@
 use crate::error::MemoryError;
 use crate::store::Store;
 use crate::supersedes;
-use crate::types::{ListRequest, Memory, row_to_memory};
+use crate::types::{ListCursor, ListRequest, Memory, row_to_memory};
 use crate::visibility;
 use cao_core::{Key, Scope, Settings, TerminalContext};
 use cao_index::MemoryRow;
@@ -29,6 +29,31 @@ pub(crate) fn list(
     let wanted = limit.saturating_add(req.offset);
     let mut rows = visibility::visible_rows(store, ctx, settings, req.scope, req.memory_type, req.all, wanted)?;
     rows.drain(..req.offset.min(rows.len()));
+    if req.record_access {
+        store.record_access(&rows);
+    }
+    let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
+    if settings.lifecycle_enabled() {
+        supersedes::label(store, &rows, &mut memories);
+    }
+    Ok(memories)
+}
+
+/// One page of the operator listing from `cursor` (keyset paging; see [`visibility::visible_rows_from`]):
+/// `req.limit` memories (default 100) after or before the cursor's memory, in listing order; `req.offset` is
+/// ignored. Accesses and labels as [`list`].
+///
+/// Errors: those of [`visibility::visible_rows_from`].
+pub(crate) fn list_from(
+    store: &Store,
+    settings: &Settings,
+    ctx: &TerminalContext,
+    req: ListRequest,
+    cursor: &ListCursor,
+) -> Result<Vec<Memory>, MemoryError> {
+    store.prepare_read()?;
+    let limit = req.limit.unwrap_or(100).max(1);
+    let rows = visibility::visible_rows_from(store, ctx, settings, req.scope, req.memory_type, req.all, cursor, limit)?;
     if req.record_access {
         store.record_access(&rows);
     }

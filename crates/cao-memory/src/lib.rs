@@ -67,6 +67,7 @@ mod inject;
 mod inject_related;
 mod inspect;
 mod journal;
+mod learning;
 mod lessons;
 pub mod lint;
 mod lint_claims;
@@ -122,13 +123,14 @@ pub use journal::{
     SEARCH_QUERY_MAX_BYTES, SearchHit, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport, ViewResult,
     ZoomRequest, ZoomResult, ZoomedEntry, ZoomedLine,
 };
+pub use learning::{AgentProfileSource, AgentSummary, LessonView};
 pub use lessons::LessonRequest;
 pub use lint_report::{
     FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintReport, LintRequest, Severity,
 };
 pub use lint_table::{render_heal_text, render_lint_table};
 pub use outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
-pub use overview::{ContainerSummary, JournalSummary};
+pub use overview::{ContainerSummary, JournalSummary, SPARK_DAYS};
 pub use promote::{
     IneligibleLesson, MAX_CANDIDATES, PROMOTE_SCHEMA, PlannedChange, PromoteRequest, PromotionReport, SkippedChange,
 };

@@ -2,9 +2,11 @@
 //! project), how many memories it holds per scope, when it was last written, and its journal's counters with the
 //! size of its view against the 32 KiB limit (spec 001 "The view").
 //!
-//! Costs: one grouped count over the index's `(scope, scope_id)` index, then per container with a journal the
-//! journal's counters (`cao_journal::status`) and its newest entry (one point query). Nothing is opened or written
-//! for a container that has no journal yet; no access is counted.
+//! Costs: one grouped count over the index's `(scope, scope_id, source_kind)` index; per container with a journal
+//! its stored counters (`cao_journal::gauge`: read as they stand, the view is not caught up on a read) and its
+//! newest entry (one point query); per `(scope, scope_id)` the rows created in the last [`SPARK_DAYS`] days, counted
+//! per day on the `(scope, scope_id, created_at)` index. Nothing is opened or written for a container that has no
+//! journal yet; no access is counted.
 
 use crate::error::MemoryError;
 use crate::store::Store;
@@ -19,13 +21,13 @@ use std::collections::BTreeMap;
 pub struct JournalSummary {
     /// N, the number of entries.
     pub entries: u64,
-    /// Bytes of the view state as rendered (tags included); the limit is [`cao_journal::VIEW_MAX_BYTES`]. May
-    /// exceed it while summaries are pending.
+    /// Bytes of the view state as rendered (tags included), as of the last entry a journal call caught up to;
+    /// the limit is [`cao_journal::VIEW_MAX_BYTES`]. May exceed it while summaries are pending.
     pub view_bytes: u64,
+    /// Entries appended since the view state was last caught up (the next journal call takes them in).
+    pub behind: u64,
     /// Entry lines not summarized yet.
     pub unwritten: u64,
-    /// Written lines of the summary tree.
-    pub lines: u64,
     /// When the newest entry was appended (the container's last write through the tool).
     pub last_write: Option<DateTime<Utc>>,
 }
@@ -42,7 +44,13 @@ pub struct ContainerSummary {
     pub memories: u64,
     /// Its journal; `None` when it has none yet.
     pub journal: Option<JournalSummary>,
+    /// Memories created per day over the last [`SPARK_DAYS`] days, oldest day first, today last (UTC days; a
+    /// memory counts on the day it was first stored, and only while it exists).
+    pub created_per_day: Vec<u64>,
 }
+
+/// Days of [`ContainerSummary::created_per_day`].
+pub const SPARK_DAYS: usize = 30;
 
 /// Every container that holds a memory or has a journal: `global` first, then `federated`, then the projects by
 /// name. `global` and `federated` are always listed.
@@ -53,7 +61,9 @@ pub(crate) fn containers(store: &Store) -> Result<Vec<ContainerSummary>, MemoryE
     let mut by_container: BTreeMap<String, BTreeMap<Scope, u64>> = BTreeMap::new();
     by_container.entry(GLOBAL_CONTAINER.to_owned()).or_default();
     by_container.entry(FEDERATED_CONTAINER.to_owned()).or_default();
+    let mut groups: Vec<(Scope, Option<String>)> = Vec::new();
     for (scope, scope_id, n) in store.index().scope_counts()? {
+        groups.push((scope, scope_id.clone()));
         let container = Container::of(scope, scope_id.as_deref()).into_string();
         if container.is_empty() {
             continue;
@@ -65,11 +75,30 @@ pub(crate) fn containers(store: &Store) -> Result<Vec<ContainerSummary>, MemoryE
         by_container.entry(name).or_default();
     }
     let now = store.now();
+    let today = now.date_naive();
+    let first_day = today - chrono::Days::new(SPARK_DAYS as u64 - 1);
+    let since = first_day.format("%Y-%m-%d").to_string();
+    let mut per_day: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for (scope, scope_id) in &groups {
+        let container = Container::of(*scope, scope_id.as_deref()).into_string();
+        let days = per_day.entry(container).or_insert_with(|| vec![0; SPARK_DAYS]);
+        for (day, n) in store.index().created_per_day(*scope, scope_id.as_deref(), &since)? {
+            let Ok(day) = chrono::NaiveDate::parse_from_str(&day, "%Y-%m-%d") else {
+                continue;
+            };
+            let Ok(i) = usize::try_from((day - first_day).num_days()) else {
+                continue;
+            };
+            if let Some(slot) = days.get_mut(i) {
+                *slot += n;
+            }
+        }
+    }
     let mut out = Vec::with_capacity(by_container.len());
     for (container, counts) in by_container {
         let journal = if cao_journal::has_journal(store.index(), &container)? {
-            let status = cao_journal::status(store.index(), &container, now)?;
-            let last = match status.entries.checked_sub(1) {
+            let gauge = cao_journal::gauge(store.index(), &container)?;
+            let last = match gauge.entries.checked_sub(1) {
                 Some(id) => store
                     .index()
                     .journal_read(|j| Ok::<_, MemoryError>(j.entry(&container, id)?))?
@@ -77,21 +106,23 @@ pub(crate) fn containers(store: &Store) -> Result<Vec<ContainerSummary>, MemoryE
                 None => None,
             };
             Some(JournalSummary {
-                entries: status.entries,
-                view_bytes: status.view_bytes,
-                unwritten: status.unwritten,
-                lines: status.lines,
+                entries: gauge.entries,
+                view_bytes: gauge.view_bytes,
+                behind: gauge.entries.saturating_sub(gauge.view_end),
+                unwritten: gauge.unwritten,
                 last_write: last,
             })
         } else {
             None
         };
+        let created_per_day = per_day.remove(&container).unwrap_or_else(|| vec![0; SPARK_DAYS]);
         let counts: Vec<(Scope, u64)> = counts.into_iter().collect();
         out.push(ContainerSummary {
             memories: counts.iter().map(|(_, n)| n).sum(),
             container,
             counts,
             journal,
+            created_per_day,
         });
     }
     let rank = |c: &str| match c {

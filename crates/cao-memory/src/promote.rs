@@ -27,7 +27,7 @@ use crate::error::MemoryError;
 use crate::store::Store;
 use cao_core::key::sanitize_scope_id;
 use cao_core::{Scope, Settings};
-use cao_index::Visibility;
+use cao_index::{MemoryRow, Visibility};
 use cao_learn::gate::{self, Candidate, Ineligible};
 use cao_learn::{builtin, learned, profile, profile_file};
 use chrono::SecondsFormat;
@@ -121,6 +121,13 @@ pub struct PromotionReport {
     pub skipped: Vec<SkippedChange>,
     /// Agent-scope memories the gate refused, with the reason.
     pub ineligible: Vec<IneligibleLesson>,
+    /// The profile's text before the edit (as read for the plan, or under the lock for an apply). Not part of the
+    /// `cao.memory.promote/1` document; for showing the plan as a diff.
+    #[serde(skip)]
+    pub profile_before: String,
+    /// The profile's text the plan leads to (equal to `profile_before` when nothing changes). Not serialized.
+    #[serde(skip)]
+    pub profile_after: String,
 }
 
 impl PromotionReport {
@@ -162,13 +169,7 @@ pub(crate) fn promote(
     let mut eligible: Vec<(String, String, i64)> = Vec::new();
     let mut ineligible = Vec::new();
     for row in &rows {
-        let candidate = Candidate {
-            key: row.key.as_str(),
-            content: &row.content,
-            memory_type: row.memory_type,
-            access_count: row.access_count,
-        };
-        match gate::judge(&candidate, min_recalls) {
+        match judge(row, min_recalls) {
             Ok(text) => eligible.push((row.key.as_str().to_owned(), text, row.access_count)),
             Err(why) => ineligible.push(IneligibleLesson {
                 key: row.key.as_str().to_owned(),
@@ -258,7 +259,24 @@ pub(crate) fn promote(
         unchanged: r.unchanged.clone(),
         skipped,
         ineligible,
+        profile_after: edited.content.clone().unwrap_or_else(|| file.content.clone()),
+        profile_before: file.content,
     })
+}
+
+/// The promotion gate's verdict on one agent-scope memory with `min_recalls` ([`cao_learn::gate::judge`]): the
+/// lesson text it would be promoted as, or the first reason it is not. The one place promotion and the operator
+/// UI's lessons page judge a lesson.
+pub(crate) fn judge(row: &MemoryRow, min_recalls: u32) -> Result<String, Ineligible> {
+    gate::judge(
+        &Candidate {
+            key: row.key.as_str(),
+            content: &row.content,
+            memory_type: row.memory_type,
+            access_count: row.access_count,
+        },
+        min_recalls,
+    )
 }
 
 /// The profile file promotion edits (step 2 of the module documentation).

@@ -15,6 +15,7 @@ use crate::journal::{
     JournalTarget, PurgeResult, ReadRequest, ReadResult, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport,
     ViewResult, ZoomRequest, ZoomResult, ZoomedEntry,
 };
+use crate::learning::{AgentSummary, LessonView};
 use crate::lessons::LessonRequest;
 use crate::lint_report::{LintReport, LintRequest};
 use crate::outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
@@ -24,8 +25,8 @@ use crate::retention::CleanupReport;
 use crate::store::Store;
 use crate::types::*;
 use crate::{
-    audit, audit_relationships, compact, eligibility, explain, export, heal, import, inject, inspect, journal, lessons,
-    lint, outcomes, overview, promote, recall, retention, write,
+    audit, audit_relationships, compact, eligibility, explain, export, heal, import, inject, inspect, journal,
+    learning, lessons, lint, outcomes, overview, promote, recall, retention, write,
 };
 use cao_core::{CaoHome, Clock, Key, MemoryRef, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::Index;
@@ -237,6 +238,22 @@ impl MemoryService {
     pub fn list(&self, ctx: &TerminalContext, req: ListRequest) -> Result<Vec<Memory>, MemoryError> {
         let settings = self.ensure_enabled()?;
         inspect::list(&self.store, &settings, ctx, req)
+    }
+
+    /// One page of the operator listing from a position (keyset paging: the operator UI's next and previous
+    /// pages): `req.limit` memories (default 100) after `cursor`'s memory, or before it with `cursor.before`, in
+    /// the order of [`MemoryService::list`]; `req.offset` is ignored. Accesses and labels as `list`.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] when the cursor's memory is outside the listed
+    /// scopes or no longer exists; visibility and index errors.
+    pub fn list_from(
+        &self,
+        ctx: &TerminalContext,
+        req: ListRequest,
+        cursor: &ListCursor,
+    ) -> Result<Vec<Memory>, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        inspect::list_from(&self.store, &settings, ctx, req, cursor)
     }
 
     /// Show one memory by exact key: the first match in scope precedence order among every memory (all projects,
@@ -728,6 +745,33 @@ impl MemoryService {
     pub fn store_lesson(&self, ctx: &TerminalContext, req: LessonRequest) -> Result<StoreResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         lessons::store_lesson(&self.store, &settings, ctx, req)
+    }
+
+    /// The learning overview (the operator UI): every agent with a profile, outcomes or lessons, with its outcome,
+    /// success and lesson counts. See the `learning` module.
+    ///
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Learn`] (an agent
+    /// directory cannot be listed), index errors.
+    pub fn learning_agents(&self) -> Result<Vec<AgentSummary>, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        learning::agents(&self.store, &settings)
+    }
+
+    /// `limit` lessons (agent-scope memories) of `agent` from `offset`, most recalled first, each with the
+    /// promotion gate's verdict at `min_recalls` (the rule of [`MemoryService::promote`]), and whether more follow.
+    /// Counts no access.
+    ///
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Learn`] (agent name),
+    /// index errors.
+    pub fn agent_lessons(
+        &self,
+        agent: &str,
+        min_recalls: u32,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<LessonView>, bool), MemoryError> {
+        let settings = self.ensure_enabled()?;
+        learning::lessons(&self.store, &settings, agent, min_recalls, offset, limit)
     }
 
     /// Plan (and with `req.apply`, write) the promotion of `req.agent`'s reinforced lessons into its profile's

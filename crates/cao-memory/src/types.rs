@@ -2,7 +2,7 @@
 //! one place, before any I/O; results serialise to the payloads of spec/reference-facts.md "MCP payloads".
 
 use crate::error::MemoryError;
-use cao_core::{MemoryType, Scope};
+use cao_core::{Key, MemoryType, Scope};
 use cao_index::MemoryRow;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -88,6 +88,21 @@ pub struct ListRequest {
     /// Count an access for each returned row; default true. Operator views pass
     /// `!settings.non_accessing_inspection()` (spec 000 "Non-accessing operator inspection").
     pub record_access: bool,
+}
+
+/// Where a page of the operator listing starts (keyset paging): the memory `(scope, scope_id, key)` shown last
+/// (or first) on the page before, and the side of it the page lies on. A page read from a cursor costs what the
+/// first page costs, however deep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor {
+    /// The memory's scope.
+    pub scope: Scope,
+    /// Its scope id (`None` for global and federated).
+    pub scope_id: Option<String>,
+    /// Its key.
+    pub key: Key,
+    /// `false`: the memories listed after it (the next page); `true`: those listed before it (the previous page).
+    pub before: bool,
 }
 
 impl Default for ListRequest {

@@ -141,6 +141,77 @@ pub(crate) fn visible_rows(
     Ok(out)
 }
 
+/// One page of the visible rows from `cursor` (keyset paging over the order of [`visible_rows`]): at most `limit`
+/// rows after the cursor's memory, or the `limit` rows before it (returned in listing order). Each scope group is
+/// read from an index position, so a deep page costs what the first does.
+///
+/// Errors: [`MemoryError::Invalid`] when the cursor's memory is in no listed scope group, or no longer exists (the
+/// listing changed under the page: start again from the first page); as [`groups`]; index errors.
+#[allow(clippy::too_many_arguments, reason = "the listing's filters plus the page position")]
+pub(crate) fn visible_rows_from(
+    store: &Store,
+    ctx: &TerminalContext,
+    settings: &Settings,
+    scope: Option<Scope>,
+    memory_type: Option<MemoryType>,
+    scan_all: bool,
+    cursor: &crate::types::ListCursor,
+    limit: usize,
+) -> Result<Vec<MemoryRow>, MemoryError> {
+    let groups = groups(store, ctx, settings, scope, scan_all)?;
+    let scope_id = cursor.scope_id.as_deref().filter(|_| cursor.scope.needs_scope_id());
+    let Some(at) = groups
+        .iter()
+        .position(|g| g.scope == cursor.scope && g.visibility().allows(cursor.scope, scope_id))
+    else {
+        return Err(MemoryError::Invalid(format!(
+            "the page position {}/{} is not in the listed scopes",
+            cursor.scope,
+            cursor.key.as_str()
+        )));
+    };
+    let gone = || {
+        MemoryError::Invalid(format!(
+            "the page position {}/{} no longer exists (the list changed); start from the first page",
+            cursor.scope,
+            cursor.key.as_str()
+        ))
+    };
+    let position = cao_index::RecencyCursor {
+        scope: cursor.scope,
+        scope_id,
+        key: &cursor.key,
+        before: cursor.before,
+    };
+    let mut out = store
+        .index()
+        .recency_page(&groups[at].visibility(), memory_type, &position, limit)?
+        .ok_or_else(gone)?;
+    if cursor.before {
+        for g in groups[..at].iter().rev() {
+            let remaining = limit.saturating_sub(out.len());
+            if remaining == 0 {
+                break;
+            }
+            out.extend(
+                store
+                    .index()
+                    .recency_pool_last(&g.visibility(), memory_type, remaining)?,
+            );
+        }
+        out.reverse();
+    } else {
+        for g in &groups[at + 1..] {
+            let remaining = limit.saturating_sub(out.len());
+            if remaining == 0 {
+                break;
+            }
+            out.extend(store.index().recency_pool(&g.visibility(), memory_type, remaining)?);
+        }
+    }
+    Ok(out)
+}
+
 /// The scope id a write or a forget by `ctx` targets in `scope`, recording the project alias when one applies.
 ///
 /// Errors: [`MemoryError::Invalid`] when the id cannot be resolved (no session name, agent profile or project).

@@ -781,18 +781,33 @@ fn spawn_server(root: &std::path::Path) -> Result<Option<(std::process::Child, S
 }
 
 /// The web UI's pages over HTTP on the running server (one keep-alive connection, sequential GETs, whole answer
-/// read): the containers overview, the first and the 100th page of the browse list, a search with the explain
-/// table, a memory page, the relationship queue and the active edges, and the project journal's view. Each row is
-/// the answer time of that page as a browser's request sees it.
+/// read): the containers overview, the first and the 101st page of the browse list (reached by following the
+/// pages' "next" links, which page by position), a search with the explain table, a memory page, the relationship
+/// queue and the active edges, and the project journal's view. Each row is the answer time of that page as a
+/// browser's request sees it.
 fn ui_pages(size: usize, addr: &str, questions: &[String]) -> Result<()> {
     let deep = (size / 50).saturating_sub(1).min(100);
     let q = |s: &str| s.replace(|c: char| !c.is_ascii_alphanumeric(), "+");
+    let mut deep_path = "/ui/memories".to_owned();
+    {
+        let mut conn = KeepAlive::connect(addr)?;
+        for _ in 0..deep {
+            conn.call(format!("GET {deep_path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())?;
+            let page = String::from_utf8_lossy(&conn.buf);
+            let next = page
+                .split("rel=\"next\" href=\"")
+                .nth(1)
+                .and_then(|s| s.split('"').next())
+                .context("a browse page without a next link")?;
+            deep_path = next.replace("&amp;", "&");
+        }
+    }
     let pages: Vec<(String, String)> = vec![
         ("/ui".into(), "UI containers overview".into()),
         ("/ui/memories".into(), "UI browse, first page of 50".into()),
         (
-            format!("/ui/memories?page={deep}"),
-            format!("UI browse, page {} of 50", deep + 1),
+            deep_path.clone(),
+            format!("UI browse, page {} of 50 (by position)", deep + 1),
         ),
         (
             "/ui/memories?scope=project&scope_id=bench-project".into(),

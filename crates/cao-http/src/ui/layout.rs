@@ -7,19 +7,31 @@ use super::csrf;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
+use std::fmt::Write as _;
 
-/// The navigation: one row per page (path, label). A new page is one more row here and its route in
-/// [`super::ui_router`].
-pub const NAV: &[(&str, &str)] = &[
-    ("/ui", "Containers"),
-    ("/ui/memories", "Browse"),
-    ("/ui/relationships", "Relationships"),
-    ("/ui/lint", "Lint & heal"),
-    ("/ui/journal", "Journal"),
+/// What a page needs to exist: pages of a feature that is switched off are absent (not in the navigation, and
+/// their routes answer 404).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Always there.
+    Nothing,
+    /// Only with `memory.learning_enabled` on (outcomes, lessons, promotion).
+    Learning,
+}
+
+/// The navigation: one row per page (path, label, what it needs). A new page is one more row here and its route
+/// in [`super::ui_router`].
+pub const NAV: &[(&str, &str, Needs)] = &[
+    ("/ui", "Containers", Needs::Nothing),
+    ("/ui/memories", "Browse", Needs::Nothing),
+    ("/ui/relationships", "Relationships", Needs::Nothing),
+    ("/ui/lint", "Lint & heal", Needs::Nothing),
+    ("/ui/learning", "Learning", Needs::Learning),
+    ("/ui/journal", "Journal", Needs::Nothing),
 ];
 
-/// The shell around `body`, with `active` the [`NAV`] path to mark.
-fn shell(title: &str, active: Option<&str>, who: Option<&str>, auth_on: bool, body: Markup) -> Markup {
+/// The shell around `body`, with `active` the [`NAV`] path to mark; `learning` shows the learning pages.
+fn shell(title: &str, active: Option<&str>, who: Option<&str>, auth_on: bool, learning: bool, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -34,8 +46,10 @@ fn shell(title: &str, active: Option<&str>, who: Option<&str>, auth_on: bool, bo
                 header.top {
                     a.brand href="/ui" { "cao memory" }
                     nav aria-label="pages" {
-                        @for (path, label) in NAV {
-                            a href=(path) aria-current=[(active == Some(*path)).then_some("page")] { (label) }
+                        @for (path, label, needs) in NAV {
+                            @if *needs == Needs::Nothing || learning {
+                                a href=(path) aria-current=[(active == Some(*path)).then_some("page")] { (label) }
+                            }
                         }
                     }
                     @if let Some(who) = who { span.who { (who) } }
@@ -56,7 +70,7 @@ pub fn page(ctx: &Ctx, status: StatusCode, title: &str, active: Option<&str>, bo
             None => scope.to_owned(),
         }
     });
-    let markup = shell(title, active, who.as_deref(), ctx.auth_on, body);
+    let markup = shell(title, active, who.as_deref(), ctx.auth_on, ctx.learning, body);
     let mut resp = (status, axum::response::Html(markup.into_string())).into_response();
     set_html(&mut resp);
     if ctx.csrf.fresh {
@@ -91,7 +105,7 @@ pub fn error_page(status: StatusCode, code: &str, message: &str) -> Response {
     };
     let mut resp = (
         status,
-        axum::response::Html(shell("Error", None, None, false, body).into_string()),
+        axum::response::Html(shell("Error", None, None, false, false, body).into_string()),
     )
         .into_response();
     set_html(&mut resp);
@@ -118,7 +132,7 @@ pub fn sign_in_page(message: &str) -> Response {
     };
     let mut resp = (
         StatusCode::UNAUTHORIZED,
-        axum::response::Html(shell("Sign in", None, None, true, body).into_string()),
+        axum::response::Html(shell("Sign in", None, None, true, false, body).into_string()),
     )
         .into_response();
     set_html(&mut resp);
@@ -150,6 +164,59 @@ pub fn gauge(value: u64, max: u64, label: &str) -> Markup {
     }
 }
 
+/// A sparkline of `values` (oldest first) as inline SVG: one polyline scaled to the largest value, the last
+/// point marked; `label` is its accessible name and tooltip.
+pub fn sparkline(values: &[u64], label: &str) -> Markup {
+    const W: usize = 90;
+    const H: u64 = 18;
+    let max = values.iter().copied().max().unwrap_or(0).max(1);
+    let step = if values.len() > 1 {
+        (W - 2) as f64 / (values.len() - 1) as f64
+    } else {
+        0.0
+    };
+    let point = |i: usize, v: u64| {
+        (
+            1.0 + i as f64 * step,
+            (H - 1) as f64 - (v * (H - 2)) as f64 / max as f64,
+        )
+    };
+    let mut points = String::new();
+    for (i, v) in values.iter().enumerate() {
+        let (x, y) = point(i, *v);
+        let _ = write!(points, "{x:.1},{y:.1} ");
+    }
+    let last = values.len().checked_sub(1).map(|i| point(i, values[i]));
+    html! {
+        svg.spark width=(W) height=(H) viewBox=(format!("0 0 {W} {H}")) role="img" aria-label=(label) {
+            title { (label) }
+            line.base x1="0" y1=(H - 1) x2=(W) y2=(H - 1) {}
+            polyline points=(points.trim_end()) {}
+            @if let Some((x, y)) = last { circle cx=(format!("{x:.1}")) cy=(format!("{y:.1}")) r="1.8" {} }
+        }
+    }
+}
+
+/// A horizontal bar of `value` against `max` (inline SVG, no style attribute), with a tick at `threshold` when
+/// given (the bar is marked `met` at or above it); `label` is its accessible name and tooltip.
+pub fn bar(value: u64, max: u64, threshold: Option<u64>, label: &str) -> Markup {
+    const W: u64 = 120;
+    let max = max.max(threshold.unwrap_or(0)).max(1);
+    let filled = (value.min(max) * W) / max;
+    let class = match threshold {
+        Some(t) if value >= t => "bar met",
+        _ => "bar",
+    };
+    html! {
+        svg class=(class) width=(W) height="10" viewBox=(format!("0 0 {W} 10")) role="img" aria-label=(label) {
+            title { (label) }
+            rect.track x="0" y="0" width=(W) height="10" rx="2" {}
+            rect.fill x="0" y="0" width=(filled) height="10" rx="2" {}
+            @if let Some(t) = threshold { line.tick x1=((t.min(max) * W) / max) y1="0" x2=((t.min(max) * W) / max) y2="10" {} }
+        }
+    }
+}
+
 /// `text` cut to at most `max` characters on one line (newlines as spaces), with `…` when cut.
 pub fn short(text: &str, max: usize) -> String {
     let one: String = text
@@ -163,6 +230,16 @@ pub fn short(text: &str, max: usize) -> String {
         cut
     } else {
         one
+    }
+}
+
+/// Previous / next links of a list paged by position: each link is given when that page exists.
+pub fn keyset_pager(prev: Option<String>, next: Option<String>) -> Markup {
+    html! {
+        nav.pager aria-label="pages" {
+            @if let Some(p) = prev { a rel="prev" href=(p) { "← previous" } }
+            @if let Some(n) = next { a rel="next" href=(n) { "next →" } }
+        }
     }
 }
 

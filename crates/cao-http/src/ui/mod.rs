@@ -3,14 +3,17 @@
 //! Pages: `/ui` (containers: counts, journal size, the view gauge), `/ui/memories` (browse and search with filters,
 //! search mode, order and the `cao.memory.explain/1` comparison), `/ui/memory/{scope}/{key}` (a memory, its
 //! relationships in and out, its journal versions with diffs; delete, purge), `/ui/relationships` (the review queue:
-//! promote, reject), `/ui/lint` and `/ui/heal` (findings, the heal plan, apply), `/ui/journal` (the live view; lines
-//! expand in place through `/ui/journal/zoom`). The navigation is one table ([`layout::NAV`]).
+//! promote, reject), `/ui/lint` and `/ui/heal` (findings, the heal plan, apply), `/ui/learning` (agents, their
+//! outcomes and lessons with access-count bars and promotion eligibility, the promotion plan as a profile diff,
+//! apply; only while `memory.learning_enabled` is on), `/ui/journal` (the live view; lines expand in place through
+//! `/ui/journal/zoom`). The navigation is one table ([`layout::NAV`]); a page whose feature is off is absent from
+//! it and answers 404.
 //!
 //! Invariants:
 //! - **One edge, one auth.** The routes are part of the one router, so the [`edge`](crate::edge) layer (Host
 //!   allow-list, same-origin state changes, the body limit) covers them like every route. Each route group carries
-//!   the REST API's scope layer ([`require_scope`]): pages `cao:read`; promote and reject `cao:write`; delete, purge
-//!   and heal `cao:admin`. With auth on, a 401 or 403 from that layer is answered as an HTML page (sign-in, or the
+//!   the REST API's scope layer ([`require_scope`]): pages `cao:read`; promote and reject `cao:write`; delete, purge,
+//!   heal and applying a lesson promotion `cao:admin`. With auth on, a 401 or 403 from that layer is answered as an HTML page (sign-in, or the
 //!   missing scope); the script keeps the token in `sessionStorage` and sends it as `Authorization: Bearer` on every
 //!   navigation and form of the tab. Only the two static files are served without a token.
 //! - **No second copy of a rule.** Handlers validate with the REST API's helpers (`strict_key`, `context_for`) and
@@ -26,12 +29,15 @@
 //!   ([`csrf`]).
 //! - **Reading works without JavaScript.** Links and GET forms are plain HTML; `/ui/static/ui.js` (vendored in the
 //!   binary, no build step) only adds the token header, in-place zoom and the live journal refresh.
-//! - **Lists page.** Browse, relationships and findings show [`PAGE_SIZE`] rows per page; nothing renders a whole
-//!   store.
+//! - **Lists page.** Browse, relationships, findings and lessons show [`PAGE_SIZE`] rows per page; nothing renders a
+//!   whole store. The browse listing pages by position (keyset: `after` / `before` name the memory a page starts
+//!   after or ends before), so a deep page costs what the first does; the relationship queue pages on an index in
+//!   its own order and counts no further than 10,000.
 
 mod actions;
 pub mod csrf;
 pub mod layout;
+mod learning;
 mod pages;
 
 use crate::api::{ApiError, ApiState};
@@ -76,6 +82,8 @@ pub struct Ctx {
     pub principal: Option<Principal>,
     /// Whether auth is on.
     pub auth_on: bool,
+    /// Whether `memory.learning_enabled` is on (the learning pages exist).
+    pub learning: bool,
 }
 
 impl Ctx {
@@ -89,10 +97,16 @@ impl FromRequestParts<UiState> for Ctx {
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, state: &UiState) -> Result<Self, Self::Rejection> {
+        let svc = state.api.svc.clone();
+        // Reading the settings is a small blocking file read; a failed task hides the learning pages.
+        let learning = tokio::task::spawn_blocking(move || svc.settings().learning_enabled())
+            .await
+            .unwrap_or(false);
         Ok(Ctx {
             csrf: csrf::Token::for_request(&parts.headers),
             principal: parts.extensions.get::<Principal>().cloned(),
             auth_on: state.auth_on,
+            learning,
         })
     }
 }
@@ -144,6 +158,9 @@ pub fn ui_router(api: ApiState, auth: Option<Authenticator>) -> Router {
         .route("/ui/heal", get(pages::heal_plan))
         .route("/ui/journal", get(pages::journal))
         .route("/ui/journal/zoom", get(pages::zoom))
+        .route("/ui/learning", get(learning::overview))
+        .route("/ui/learning/{agent}", get(learning::agent))
+        .route("/ui/learning/{agent}/promote", get(learning::plan))
         .route_layer(require_scope(auth.clone(), ApiScope::Read));
     let write = Router::new()
         .route("/ui/relationships/{id}/promote", post(actions::promote))
@@ -154,6 +171,7 @@ pub fn ui_router(api: ApiState, auth: Option<Authenticator>) -> Router {
         .route("/ui/memory/{scope}/{key}/delete", post(actions::delete))
         .route("/ui/memory/{scope}/{key}/purge", post(actions::purge))
         .route("/ui/heal/apply", post(actions::heal_apply))
+        .route("/ui/learning/{agent}/promote", post(learning::apply))
         .route_layer(from_fn(csrf::require_token))
         .route_layer(require_scope(auth, ApiScope::Admin));
     Router::new()

@@ -2,7 +2,7 @@
 //! plan, the journal view and zoom. Each validates its query with the REST API's helpers and calls the service
 //! through [`with_service`], as the REST routes do.
 
-use super::layout::{csrf_field, fragment, gauge, page, pager, short};
+use super::layout::{csrf_field, fragment, gauge, keyset_pager, page, pager, short, sparkline};
 use super::{Ctx, PAGE_SIZE, UiResult, UiState};
 use crate::api::memory::strict_key;
 use crate::api::{ApiError, context_for, nonempty, with_service};
@@ -13,13 +13,15 @@ use cao_core::time::format_ts;
 use cao_core::{MemoryType, Scope, TerminalContext};
 use cao_lifecycle::{RelStatus, Relationship, RelationshipFilter};
 use cao_memory::{
-    ExplainRequest, HealReport, HealRequest, JournalTarget, LintReport, LintRequest, ListRequest, Memory,
+    ExplainRequest, HealReport, HealRequest, JournalTarget, LintReport, LintRequest, ListCursor, ListRequest, Memory,
     MemoryService, NoProgress, RecallRequest, ZoomRequest, ZoomedEntry,
 };
 use maud::{Markup, html};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
+/// Largest count a list page spells out (counting further would cost more than the page).
+const COUNT_CAP: usize = 10_000;
 /// Versions of a memory the memory page shows.
 const HISTORY_SHOWN: usize = 20;
 /// Characters of content a list row shows.
@@ -135,7 +137,7 @@ pub(crate) async fn overview(State(state): State<UiState>, ctx: Ctx) -> UiResult
             (limit / 1024) " KiB." }
         div.scroll {
             table.containers {
-                thead { tr { th { "container" } th { "memories" } th { "by scope" } th { "last write" }
+                thead { tr { th { "container" } th { "memories" } th { "by scope" } th { "new per day (30 d)" } th { "last write" }
                     th { "journal entries" } th { "unsummarized" } th { "view" } } }
                 tbody {
                     @for c in &containers {
@@ -145,6 +147,12 @@ pub(crate) async fn overview(State(state): State<UiState>, ctx: Ctx) -> UiResult
                             td {
                                 @for (scope, n) in &c.counts { span.tag { (scope.as_str()) " " (n) } " " }
                             }
+                            td.nowrap data-spark=(c.created_per_day.iter().sum::<u64>()) {
+                                (sparkline(&c.created_per_day, &format!(
+                                    "{} memories created in the last {} days, {} today",
+                                    c.created_per_day.iter().sum::<u64>(), cao_memory::SPARK_DAYS,
+                                    c.created_per_day.last().copied().unwrap_or(0))))
+                            }
                             @match &c.journal {
                                 Some(j) => {
                                     td { (j.last_write.map(format_ts).unwrap_or_else(|| "—".into())) }
@@ -152,7 +160,7 @@ pub(crate) async fn overview(State(state): State<UiState>, ctx: Ctx) -> UiResult
                                     td.num { (j.unwritten) }
                                     td {
                                         (gauge(j.view_bytes, limit, &format!("view {} of {} bytes", j.view_bytes, limit)))
-                                        " " span.small { (j.view_bytes) " B" }
+                                        " " span.small { (j.view_bytes) " B" @if j.behind > 0 { " (" (j.behind) " new entries not in it yet)" } }
                                     }
                                 }
                                 None => { td { "—" } td.num { "no journal" } td {} td {} }
@@ -195,6 +203,33 @@ pub(crate) struct BrowseQuery {
     sort: Option<String>,
     explain: Option<String>,
     page: Option<usize>,
+    /// The listing (no query) from a position: the memory after which the page starts ([`cursor_param`]).
+    after: Option<String>,
+    /// The listing (no query) before a position: the memory before which the page ends.
+    before: Option<String>,
+}
+
+/// A listing position as a query value: `scope~key~scope_id` (the scope id last, since it may hold `~`).
+fn cursor_param(scope: Scope, scope_id: Option<&str>, key: &str) -> String {
+    format!("{}~{key}~{}", scope.as_str(), scope_id.unwrap_or(""))
+}
+
+/// Parse a [`cursor_param`] value.
+fn parse_cursor(raw: &str, before: bool) -> Result<ListCursor, ApiError> {
+    let bad = || ApiError::invalid(format!("malformed page position {:?}", short(raw, 80)));
+    let mut parts = raw.splitn(3, '~');
+    let scope: Scope = parts.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+    let key = parts.next().map(strict_key).ok_or_else(bad)??;
+    let scope_id = parts.next().filter(|s| !s.is_empty()).map(str::to_owned);
+    if scope.needs_scope_id() && scope_id.is_none() {
+        return Err(bad());
+    }
+    Ok(ListCursor {
+        scope,
+        scope_id,
+        key,
+        before,
+    })
 }
 
 /// One row of a browse or search list.
@@ -237,31 +272,63 @@ pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, Query(q): Que
         None => TerminalContext::default(),
     };
     let query = nonempty(q.q.clone());
-    let page_no = q.page.unwrap_or(0).min(10_000);
+    // Search results are one recall of at most 100, paged in memory; the listing pages by position.
+    let page_no = q.page.unwrap_or(0).min(1);
+    let cursor = match (nonempty(q.after.clone()), nonempty(q.before.clone())) {
+        (Some(_), Some(_)) => return Err(ApiError::invalid("give after or before, not both").into()),
+        (Some(a), None) => Some(parse_cursor(&a, false)?),
+        (None, Some(b)) => Some(parse_cursor(&b, true)?),
+        (None, None) => None,
+    };
     let want_explain = q.explain.as_deref().is_some_and(|v| !v.is_empty() && v != "0");
     let mode = nonempty(q.mode.clone()).unwrap_or_else(|| "hybrid".into());
     let sort = nonempty(q.sort.clone()).unwrap_or_else(|| "recency".into());
     let all = scope_id.is_none();
-    let (rows, has_next, explain) = {
+    let (rows, has_prev, has_next, explain) = {
         let query = query.clone();
         let (mode, sort) = (mode.clone(), sort.clone());
+        let cursor = cursor.clone();
         with_service(&state.api, move |svc| {
             let record_access = !svc.settings().non_accessing_inspection();
-            let (rows, has_next) = match &query {
+            let (rows, has_prev, has_next) = match &query {
                 None => {
-                    let rows = svc.list(
-                        &call_ctx,
-                        ListRequest {
-                            scope,
-                            memory_type,
-                            all,
-                            limit: Some(PAGE_SIZE + 1),
-                            offset: page_no * PAGE_SIZE,
-                            record_access,
-                        },
-                    )?;
-                    let has_next = rows.len() > PAGE_SIZE;
-                    (rows.iter().take(PAGE_SIZE).map(Row::from).collect::<Vec<_>>(), has_next)
+                    let req = ListRequest {
+                        scope,
+                        memory_type,
+                        all,
+                        limit: Some(PAGE_SIZE + 1),
+                        offset: 0,
+                        record_access,
+                    };
+                    match &cursor {
+                        None => {
+                            let rows = svc.list(&call_ctx, req)?;
+                            let has_next = rows.len() > PAGE_SIZE;
+                            (
+                                rows.iter().take(PAGE_SIZE).map(Row::from).collect::<Vec<_>>(),
+                                false,
+                                has_next,
+                            )
+                        }
+                        Some(c) if !c.before => {
+                            let rows = svc.list_from(&call_ctx, req, c)?;
+                            let has_next = rows.len() > PAGE_SIZE;
+                            (
+                                rows.iter().take(PAGE_SIZE).map(Row::from).collect::<Vec<_>>(),
+                                true,
+                                has_next,
+                            )
+                        }
+                        Some(c) => {
+                            let rows = svc.list_from(&call_ctx, req, c)?;
+                            let extra = rows.len().saturating_sub(PAGE_SIZE);
+                            (
+                                rows.iter().skip(extra).map(Row::from).collect::<Vec<_>>(),
+                                extra > 0,
+                                true,
+                            )
+                        }
+                    }
                 }
                 Some(text) => {
                     let limit = ((page_no + 1) * PAGE_SIZE + 1).min(100);
@@ -297,7 +364,7 @@ pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, Query(q): Que
                             label: m.lifecycle_status.map(|l| wire(&l)),
                         })
                         .collect();
-                    (rows, has_next)
+                    (rows, page_no > 0, has_next)
                 }
             };
             let explain = match (&query, want_explain) {
@@ -316,12 +383,11 @@ pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, Query(q): Que
                 ),
                 _ => None,
             };
-            Ok((rows, has_next, explain))
+            Ok((rows, has_prev, has_next, explain))
         })
         .await?
     };
-    let href = |p: usize| {
-        let page = p.to_string();
+    let href = |page: &str, side: &str, position: &str| {
         format!(
             "/ui/memories?{}",
             query_string(&[
@@ -332,8 +398,22 @@ pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, Query(q): Que
                 ("mode", if query.is_some() { &mode } else { "" }),
                 ("sort", if query.is_some() { &sort } else { "" }),
                 ("explain", if want_explain { "1" } else { "" }),
-                ("page", if p > 0 { &page } else { "" }),
+                ("page", page),
+                (side, position),
             ])
+        )
+    };
+    let position = |r: &Row| cursor_param(r.scope, r.scope_id.as_deref(), &r.key);
+    let (prev, next) = if query.is_some() {
+        (has_prev.then(|| href("", "", "")), has_next.then(|| href("1", "", "")))
+    } else {
+        (
+            rows.first()
+                .filter(|_| has_prev)
+                .map(|r| href("", "before", &position(r))),
+            rows.last()
+                .filter(|_| has_next)
+                .map(|r| href("", "after", &position(r))),
         )
     };
     let body = html! {
@@ -356,7 +436,7 @@ pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, Query(q): Que
         }
         @if want_explain && query.is_none() { p.hint { "explain compares two rankings of a query: enter words to search." } }
         (memory_table(&rows))
-        (pager(page_no, has_next, href))
+        (keyset_pager(prev, next))
     };
     Ok(page(&ctx, StatusCode::OK, "Browse", Some("/ui/memories"), body))
 }
@@ -584,11 +664,12 @@ fn regex_literal(key: &str) -> String {
 }
 
 /// The text of a `?done=` notice (fixed words; the value only picks one).
-fn done_message(done: &str) -> &'static str {
+pub(crate) fn done_message(done: &str) -> &'static str {
     match done {
         "promoted" => "Promoted.",
         "rejected" => "Rejected.",
         "deleted" => "Deleted.",
+        "promoted-lessons" => "The promotion was applied to the profile.",
         _ => "Done.",
     }
 }
@@ -658,7 +739,7 @@ fn history_list(history: &[ZoomedEntry]) -> Markup {
 }
 
 /// A line diff of two versions (`similar`), as `<pre>` lines marked `+` / `-`.
-fn diff(old: &str, new: &str) -> Markup {
+pub(crate) fn diff(old: &str, new: &str) -> Markup {
     let d = similar::TextDiff::from_lines(old, new);
     html! {
         pre.diff {
@@ -705,18 +786,23 @@ fn parse_status(raw: Option<&str>) -> Result<RelStatus, ApiError> {
 pub(crate) async fn relationships(State(state): State<UiState>, ctx: Ctx, Query(q): Query<RelQuery>) -> UiResult {
     let status = parse_status(q.status.as_deref())?;
     let page_no = q.page.unwrap_or(0).min(100_000);
-    let (rows, total) = with_service(&state.api, move |svc| {
+    let (mut rows, total) = with_service(&state.api, move |svc| {
         let rels = svc.relationships(cao_memory::audit::actor_of(&TerminalContext::default()));
-        Ok(rels.list_page(
-            &RelationshipFilter {
-                status: Some(status),
-                ..RelationshipFilter::default()
-            },
-            page_no * PAGE_SIZE,
-            PAGE_SIZE,
-        )?)
+        let filter = RelationshipFilter {
+            status: Some(status),
+            ..RelationshipFilter::default()
+        };
+        let rows = rels.list_slice(&filter, page_no * PAGE_SIZE, PAGE_SIZE + 1)?;
+        Ok((rows, rels.count_capped(&filter, COUNT_CAP + 1)?))
     })
     .await?;
+    let has_next = rows.len() > PAGE_SIZE;
+    rows.truncate(PAGE_SIZE);
+    let total_text = if total > COUNT_CAP {
+        format!("more than {COUNT_CAP}")
+    } else {
+        total.to_string()
+    };
     let can_write = ctx.allows(ApiScope::Write);
     let status_str = status.as_str();
     let body = html! {
@@ -726,7 +812,7 @@ pub(crate) async fn relationships(State(state): State<UiState>, ctx: Ctx, Query(
             (select("status", "status", &[("proposal", "proposals (review queue)"), ("active", "active"), ("rejected", "rejected"), ("superseded", "superseded"), ("deleted", "deleted")], status_str))
             button type="submit" { "Show" }
         }
-        p.small { (total) " " (status_str) " edge" @if total != 1 { "s" } @if !can_write && status == RelStatus::Proposal { " · reviewing needs the cao:write scope" } }
+        p.small { (total_text) " " (status_str) " edge" @if total != 1 { "s" } @if !can_write && status == RelStatus::Proposal { " · reviewing needs the cao:write scope" } }
         @if rows.is_empty() {
             p.empty { "Nothing to review." }
         } @else {
@@ -759,7 +845,7 @@ pub(crate) async fn relationships(State(state): State<UiState>, ctx: Ctx, Query(
                 }
             }
         }
-        (pager(page_no, total > (page_no + 1) * PAGE_SIZE, |p| format!("/ui/relationships?{}", query_string(&[("status", status_str), ("page", &p.to_string())]))))
+        (pager(page_no, has_next, |p| format!("/ui/relationships?{}", query_string(&[("status", status_str), ("page", &p.to_string())]))))
     };
     Ok(page(
         &ctx,

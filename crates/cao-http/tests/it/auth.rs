@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tower::ServiceExt as _;
 
-const AUD: &str = "cao-test-api";
-const ISS: &str = "https://issuer.test/";
+pub(crate) const AUD: &str = "cao-test-api";
+pub(crate) const ISS: &str = "https://issuer.test/";
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
@@ -57,7 +57,7 @@ fn token_with(key: &str, kid: Option<&str>, claims: &Value) -> String {
     encode(&header, claims, &EncodingKey::from_rsa_pem(&pem).expect("test key PEM")).expect("sign")
 }
 
-fn token(extra: Value) -> String {
+pub(crate) fn token(extra: Value) -> String {
     token_with("a", Some("test-a"), &claims(extra))
 }
 

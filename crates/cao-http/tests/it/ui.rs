@@ -216,3 +216,391 @@ async fn pages_answer_errors_as_html_pages() {
     let scope = get(&f.app, "/ui/memories?scope=nowhere").await;
     assert_eq!(scope.status, StatusCode::UNPROCESSABLE_ENTITY);
 }
+
+/// A home with learning and promotion on, the profile `worker` in its agent directory, and a router over it
+/// (with `auth` when given).
+fn learning_fixture(auth: Option<cao_http::Authenticator>) -> (Fixture, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("agent-store")).expect("mkdir agent-store");
+    std::fs::write(
+        home.join("settings.json"),
+        json!({"memory": {"learning_enabled": true, "instruction_promotion_enabled": true}}).to_string(),
+    )
+    .expect("write settings");
+    let profile = home.join("agent-store").join("worker.md");
+    std::fs::write(&profile, "---\nname: worker\n---\n# Worker\n\nDoes the work.\n").expect("write profile");
+    let config = HttpConfig {
+        auth,
+        ..HttpConfig::default()
+    };
+    let app = router(ServiceHandle::lazy(CaoHome::new(&home)), config);
+    (Fixture { _dir: dir, app }, profile)
+}
+
+async fn post_json(app: &Router, uri: &str, bearer: Option<&str>, body: serde_json::Value) -> Answer {
+    let mut b = Request::post(uri)
+        .header("host", "127.0.0.1:9889")
+        .header("content-type", "application/json");
+    if let Some(t) = bearer {
+        b = b.header(header::AUTHORIZATION, format!("Bearer {t}"));
+    }
+    send(app, b.body(Body::from(body.to_string())).expect("request")).await
+}
+
+/// A reinforced lesson (recalled once; the pages are asked for `min_recalls=1`, as `cao memory promote
+/// --min-recalls 1`, since accesses within 60 seconds count once), a fresh one, and an outcome, for the agent `worker`; the lesson and the
+/// outcome carry markup.
+async fn seed_learning(app: &Router, bearer: Option<&str>) {
+    let ctx = json!({"agent_profile": "worker"});
+    for (key, content) in [
+        (
+            "escape-markup",
+            format!("Escape {XSS} before showing it. Applies when: rendering memory text."),
+        ),
+        (
+            "fresh-lesson",
+            "Check the lock first. Applies when: writing files.".to_owned(),
+        ),
+    ] {
+        let a = post_json(
+            app,
+            "/internal/memory/store",
+            bearer,
+            json!({"key": key, "content": content, "scope": "agent", "memory_type": "feedback", "context": ctx}),
+        )
+        .await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.text);
+    }
+    {
+        let a = post_json(
+            app,
+            "/internal/memory/recall",
+            bearer,
+            json!({"query": "escape markup rendering", "scope": "agent", "search_mode": "metadata", "context": ctx}),
+        )
+        .await;
+        assert_eq!(a.status, StatusCode::OK, "{}", a.text);
+        assert!(a.text.contains("escape-markup"), "{}", a.text);
+    }
+    let a = post_json(
+        app,
+        "/outcomes",
+        bearer,
+        json!({"session_name": "s1", "task_label": format!("render {XSS}"), "success": false,
+               "friction_notes": format!("the page ran {XSS}"), "agent_profile": "worker"}),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::CREATED, "{}", a.text);
+}
+
+#[tokio::test]
+async fn learning_pages_are_absent_while_learning_is_off() {
+    let f = fixture();
+    let page = get(&f.app, "/ui").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(!page.text.contains(r#"href="/ui/learning""#), "no navigation row");
+    for uri in ["/ui/learning", "/ui/learning/worker", "/ui/learning/worker/promote"] {
+        let a = get(&f.app, uri).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND, "{uri}: {}", a.text);
+        assert!(a.text.contains("learning_disabled"), "{uri}: {}", a.text);
+    }
+}
+
+#[tokio::test]
+async fn learning_pages_escape_outcomes_and_lessons_and_judge_with_the_gate() {
+    let (f, profile) = learning_fixture(None);
+    seed_learning(&f.app, None).await;
+    let overview = get(&f.app, "/ui/learning").await;
+    assert_eq!(overview.status, StatusCode::OK, "{}", overview.text);
+    assert!(
+        overview.text.contains(r#"href="/ui/learning""#),
+        "the navigation row is there"
+    );
+    assert!(overview.text.contains(r#"data-agent="worker""#), "{}", overview.text);
+    assert!(
+        overview.text.contains(r#"data-agent="retrospector""#),
+        "built-in profiles are listed"
+    );
+
+    let agent = get(&f.app, "/ui/learning/worker?min_recalls=1").await;
+    assert_eq!(agent.status, StatusCode::OK, "{}", agent.text);
+    assert!(
+        !agent.text.contains("<script>alert") && !agent.text.contains("<img src=x"),
+        "markup escaped"
+    );
+    assert!(
+        agent.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "shown as text"
+    );
+    assert!(
+        agent
+            .text
+            .contains(r#"data-lesson="escape-markup" data-eligible="yes""#),
+        "recalled once, at min_recalls=1: eligible\n{}",
+        agent.text
+    );
+    assert!(
+        agent.text.contains(r#"data-lesson="fresh-lesson" data-eligible="no""#),
+        "never recalled: not eligible"
+    );
+    assert!(agent.text.contains("recalled 0 times; needs 1"), "the gate's reason");
+    assert!(
+        agent.text.contains(r#"<svg class="bar met""#),
+        "access-count bar at the threshold"
+    );
+    assert!(
+        agent.text.contains("the page ran &lt;script&gt;"),
+        "friction notes escaped"
+    );
+
+    let plan = get(&f.app, "/ui/learning/worker/promote?min_recalls=1").await;
+    assert_eq!(plan.status, StatusCode::OK, "{}", plan.text);
+    assert!(
+        plan.text.contains(r#"data-change="add" data-key="escape-markup""#),
+        "{}",
+        plan.text
+    );
+    assert!(plan.text.contains(r#"<pre class="diff">"#), "the profile diff");
+    assert!(!plan.text.contains("<script>alert"), "the diff escapes the lesson");
+    assert!(plan.text.contains(r#"data-action="promote-apply""#), "the apply form");
+    let before = std::fs::read_to_string(&profile).expect("profile");
+    assert!(!before.contains("escape-markup"), "a plan writes nothing");
+}
+
+#[tokio::test]
+async fn applying_a_promotion_needs_the_token_and_the_confirmation() {
+    let (f, profile) = learning_fixture(None);
+    seed_learning(&f.app, None).await;
+    let plan = get(&f.app, "/ui/learning/worker/promote?min_recalls=1").await;
+    let cookie = cookie_of(&plan);
+    let token = cookie.split_once('=').expect("name=value").1.to_owned();
+    let uri = "/ui/learning/worker/promote";
+    let own = Some("http://127.0.0.1:9889");
+    let original = std::fs::read_to_string(&profile).expect("profile");
+
+    let no_token = post_form(&f.app, uri, Some(&cookie), own, "confirm=yes&min_recalls=1").await;
+    assert_eq!(no_token.status, StatusCode::FORBIDDEN, "{}", no_token.text);
+    assert!(no_token.text.contains("csrf_refused"));
+    let cross = post_form(
+        &f.app,
+        uri,
+        Some(&cookie),
+        Some("http://evil.example"),
+        &format!("csrf={token}&confirm=yes&min_recalls=1"),
+    )
+    .await;
+    assert_eq!(cross.status, StatusCode::FORBIDDEN);
+    let unconfirmed = post_form(&f.app, uri, Some(&cookie), own, &format!("csrf={token}")).await;
+    assert_eq!(
+        unconfirmed.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        unconfirmed.text
+    );
+    assert_eq!(
+        std::fs::read_to_string(&profile).expect("profile"),
+        original,
+        "nothing written"
+    );
+
+    let ok = post_form(
+        &f.app,
+        uri,
+        Some(&cookie),
+        own,
+        &format!("csrf={token}&confirm=yes&min_recalls=1"),
+    )
+    .await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
+    assert!(ok.text.contains(r#"data-done="promoted-lessons""#), "{}", ok.text);
+    assert!(!ok.text.contains("<script>alert"), "the report escapes the lesson");
+    let written = std::fs::read_to_string(&profile).expect("profile");
+    assert!(written.contains("escape-markup") && written.contains(XSS), "{written}");
+    assert!(!written.contains("fresh-lesson"), "only eligible lessons are promoted");
+    let again = get(&f.app, "/ui/learning/worker/promote?min_recalls=1").await;
+    assert!(again.text.contains(r#"data-plan="nothing""#), "{}", again.text);
+}
+
+#[tokio::test]
+async fn learning_pages_read_with_cao_read_and_promotion_needs_cao_admin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, crate::auth::jwks(&["a"]).to_string()).expect("write jwks");
+    let auth = cao_http::Authenticator::new(cao_http::AuthConfig::new(
+        cao_http::JwksSource::File(jwks),
+        crate::auth::AUD,
+        crate::auth::ISS,
+    ))
+    .await
+    .expect("authenticator");
+    let (f, profile) = learning_fixture(Some(auth));
+    let admin = crate::auth::token(json!({"scope": "cao:admin"}));
+    let read = crate::auth::token(json!({"scope": "cao:read"}));
+    seed_learning(&f.app, Some(&admin)).await;
+    let bearer_get = |uri: &'static str, t: Option<String>| {
+        let mut b = Request::get(uri).header("host", "127.0.0.1:9889");
+        if let Some(t) = t {
+            b = b.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        }
+        b.body(Body::empty()).expect("request")
+    };
+    assert_eq!(
+        send(&f.app, bearer_get("/ui/learning", None)).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    let page = send(
+        &f.app,
+        bearer_get("/ui/learning/worker/promote?min_recalls=1", Some(read.clone())),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(
+        page.text.contains("needs the cao:admin scope"),
+        "the form says who may apply"
+    );
+    let cookie = cookie_of(&page);
+    let csrf = cookie.split_once('=').expect("name=value").1.to_owned();
+    let post = |t: &str| {
+        Request::post("/ui/learning/worker/promote")
+            .header("host", "127.0.0.1:9889")
+            .header("origin", "http://127.0.0.1:9889")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header(header::COOKIE, cookie.clone())
+            .header(header::AUTHORIZATION, format!("Bearer {t}"))
+            .body(Body::from(format!("csrf={csrf}&confirm=yes&min_recalls=1")))
+            .expect("request")
+    };
+    let refused = send(&f.app, post(&read)).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text);
+    assert!(refused.text.contains("cao:admin"), "{}", refused.text);
+    assert!(
+        !std::fs::read_to_string(&profile)
+            .expect("profile")
+            .contains("escape-markup")
+    );
+    let done = send(&f.app, post(&admin)).await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.text);
+    assert!(
+        std::fs::read_to_string(&profile)
+            .expect("profile")
+            .contains("escape-markup")
+    );
+}
+
+#[tokio::test]
+async fn the_containers_page_draws_stores_per_day() {
+    let f = fixture();
+    for i in 0..3 {
+        store(&f.app, &format!("spark-{i}"), "a memory stored today").await;
+    }
+    let page = get(&f.app, "/ui").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let row = page
+        .text
+        .split(r#"<tr data-container="global">"#)
+        .nth(1)
+        .and_then(|r| r.split("</tr>").next())
+        .expect("the global row");
+    assert!(row.contains(r#"data-spark="3""#), "{row}");
+    assert!(
+        row.contains(r#"<svg class="spark""#) && row.contains("<polyline points="),
+        "{row}"
+    );
+    assert!(row.contains("3 memories created in the last 30 days, 3 today"), "{row}");
+}
+
+#[tokio::test]
+async fn the_listing_pages_by_position_forwards_and_back() {
+    let f = fixture();
+    for i in 0..120 {
+        store(&f.app, &format!("page-{i:03}"), "paged").await;
+    }
+    let keys = |text: &str| -> Vec<String> {
+        text.split(r#"class="key" href="/ui/memory/global/"#)
+            .skip(1)
+            .filter_map(|s| s.split('"').next().map(str::to_owned))
+            .collect()
+    };
+    let link = |text: &str, rel: &str| -> Option<String> {
+        text.split(&format!(r#"rel="{rel}" href=""#))
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .map(|s| s.replace("&amp;", "&"))
+    };
+    let first = get(&f.app, "/ui/memories?scope=global").await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text);
+    let p1 = keys(&first.text);
+    assert_eq!(p1.len(), 50);
+    assert!(link(&first.text, "prev").is_none());
+    let second = get(&f.app, &link(&first.text, "next").expect("a next page")).await;
+    let p2 = keys(&second.text);
+    let third = get(&f.app, &link(&second.text, "next").expect("a third page")).await;
+    let p3 = keys(&third.text);
+    assert_eq!((p2.len(), p3.len()), (50, 20));
+    assert!(link(&third.text, "next").is_none(), "the last page");
+    let mut all: Vec<String> = p1.iter().chain(&p2).chain(&p3).cloned().collect();
+    assert_eq!(all.len(), 120);
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 120, "every memory once");
+    let back = get(&f.app, &link(&third.text, "prev").expect("a previous page")).await;
+    assert_eq!(keys(&back.text), p2, "previous is the page before");
+    let start = get(&f.app, &link(&back.text, "prev").expect("the first page")).await;
+    assert_eq!(keys(&start.text), p1);
+    assert!(link(&start.text, "prev").is_none(), "nothing before the first page");
+    let gone = get(&f.app, "/ui/memories?scope=global&after=global~no-such-key~").await;
+    assert_eq!(gone.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", gone.text);
+    let bad = get(&f.app, "/ui/memories?after=nonsense").await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn keyset_pages_cross_from_one_scope_group_to_the_next_and_back() {
+    let f = fixture();
+    for i in 0..30 {
+        store(&f.app, &format!("g-{i:02}"), "global").await;
+        let req = Request::post("/internal/memory/store")
+            .header("host", "127.0.0.1:9889")
+            .header("content-type", "application/json")
+            .body(Body::from(
+                json!({"key": format!("f-{i:02}"), "content": "federated", "scope": "federated", "context": {}})
+                    .to_string(),
+            ))
+            .expect("request");
+        assert_eq!(send(&f.app, req).await.status, StatusCode::OK);
+    }
+    let keys = |text: &str| -> Vec<String> {
+        text.split(r#"class="key" href="/ui/memory/"#)
+            .skip(1)
+            .filter_map(|s| s.split('"').next().map(str::to_owned))
+            .collect()
+    };
+    let link = |text: &str, rel: &str| -> Option<String> {
+        text.split(&format!(r#"rel="{rel}" href=""#))
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .map(|s| s.replace("&amp;", "&"))
+    };
+    let first = get(&f.app, "/ui/memories").await;
+    let p1 = keys(&first.text);
+    assert_eq!(p1.len(), 50, "{}", first.text);
+    assert!(
+        p1[..30].iter().all(|k| k.starts_with("global/")),
+        "global first: {p1:?}"
+    );
+    assert!(
+        p1[30..].iter().all(|k| k.starts_with("federated/")),
+        "then federated: {p1:?}"
+    );
+    let second = get(&f.app, &link(&first.text, "next").expect("next")).await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.text);
+    let p2 = keys(&second.text);
+    assert_eq!(p2.len(), 10, "{p2:?}");
+    assert!(
+        p2.iter().all(|k| k.starts_with("federated/") && !p1.contains(k)),
+        "{p2:?}"
+    );
+    let back = get(&f.app, &link(&second.text, "prev").expect("prev")).await;
+    assert_eq!(keys(&back.text), p1, "back across the group boundary");
+}

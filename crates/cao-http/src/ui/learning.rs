@@ -1,0 +1,363 @@
+//! The learning pages (only while `memory.learning_enabled` is on; otherwise they answer 404 and are not in the
+//! navigation): `/ui/learning` (every agent with a profile, outcomes or lessons), `/ui/learning/{agent}` (its
+//! outcomes, newest first, and its lessons, most recalled first, with access-count bars and the promotion gate's
+//! verdict), `/ui/learning/{agent}/promote` (the promotion plan as a diff of the profile) and the apply form
+//! (`POST`, `cao:admin`, the CSRF token and a ticked confirmation). Every rule is `cao-memory`'s: the verdict is
+//! `MemoryService::agent_lessons` (the gate `cao memory promote` applies), the plan and the write are
+//! `MemoryService::promote`. Outcome and lesson text is untrusted and only interpolated by maud.
+
+use super::layout::{bar, csrf_field, page, pager, short};
+use super::pages::{diff, done_message, memory_href, query_string};
+use super::{Ctx, PAGE_SIZE, UiResult, UiState};
+use crate::api::{ApiError, with_service};
+use crate::auth::ApiScope;
+use axum::Form;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use cao_core::Scope;
+use cao_memory::{AgentProfileSource, MemoryError, OutcomeQuery, PromoteRequest, PromotionReport};
+use maud::{Markup, html};
+use serde::Deserialize;
+
+/// Outcomes an agent's page shows (the newest).
+const OUTCOMES_SHOWN: i64 = 50;
+/// Characters of friction notes a row shows.
+const NOTES_CHARS: usize = 240;
+
+/// The access count the gate asks for: `given` (as `cao memory promote --min-recalls`), else the default (spec
+/// 004 "The promotion gate").
+fn min_recalls(given: Option<u32>) -> u32 {
+    given.unwrap_or(cao_learn::gate::DEFAULT_MIN_RECALLS)
+}
+
+/// `?min_recalls=` of a link, when not the default.
+fn recalls_param(n: u32) -> String {
+    if n == cao_learn::gate::DEFAULT_MIN_RECALLS {
+        String::new()
+    } else {
+        n.to_string()
+    }
+}
+
+/// 404 unless learning is on: the pages of a feature that is off do not exist.
+fn require_learning(ctx: &Ctx) -> Result<(), ApiError> {
+    if ctx.learning {
+        Ok(())
+    } else {
+        Err(ApiError::from(MemoryError::LearningDisabled))
+    }
+}
+
+/// An agent name from the path, checked by the profile-name rule (`cao_learn::profile::validate_name`).
+fn agent_name(raw: &str) -> Result<String, ApiError> {
+    cao_learn::profile::validate_name(raw).map_err(|e| ApiError::invalid(e.to_string()))?;
+    Ok(raw.to_owned())
+}
+
+fn agent_href(agent: &str) -> String {
+    format!("/ui/learning/{agent}")
+}
+
+/// `GET /ui/learning`: every agent with a profile, outcomes or lessons.
+pub(crate) async fn overview(State(state): State<UiState>, ctx: Ctx) -> UiResult {
+    require_learning(&ctx)?;
+    let agents = with_service(&state.api, |svc| Ok(svc.learning_agents()?)).await?;
+    let body = html! {
+        h1 { "Learning" }
+        p.lead { "Outcomes agents reported, the lessons stored in each agent's scope, and which of them the promotion gate would copy into the agent's profile (recalled at least " (min_recalls(None)) " times by default)." }
+        @if agents.is_empty() {
+            p.empty { "No agent has a profile, outcomes or lessons yet." }
+        } @else {
+            div.scroll {
+                table.agents {
+                    thead { tr { th { "agent" } th { "profile" } th { "outcomes" } th { "succeeded" } th { "lessons" } } }
+                    tbody {
+                        @for a in &agents {
+                            tr data-agent=(a.name) {
+                                td { a href=(agent_href(&a.name)) { (a.name) } }
+                                td { (profile_label(&a.profile)) }
+                                td.num { (a.outcomes) }
+                                td.num { (a.successes) }
+                                td.num { (a.lessons) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(page(&ctx, StatusCode::OK, "Learning", Some("/ui/learning"), body))
+}
+
+fn profile_label(p: &AgentProfileSource) -> Markup {
+    html! {
+        @match p {
+            AgentProfileSource::Builtin => span.tag { "built-in" },
+            AgentProfileSource::File(path) => code { (path) },
+            AgentProfileSource::Invalid(why) => span.warn { "unusable: " (why) },
+            AgentProfileSource::Missing => span.small { "no profile" },
+        }
+    }
+}
+
+/// Query of an agent's page.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct AgentQuery {
+    page: Option<usize>,
+    min_recalls: Option<u32>,
+}
+
+/// `GET /ui/learning/{agent}`: its newest outcomes and its lessons (paged), with access-count bars and verdicts
+/// (`?min_recalls=` as `cao memory promote --min-recalls`, default 3).
+pub(crate) async fn agent(
+    State(state): State<UiState>,
+    ctx: Ctx,
+    Path(raw): Path<String>,
+    Query(q): Query<AgentQuery>,
+) -> UiResult {
+    require_learning(&ctx)?;
+    let agent = agent_name(&raw)?;
+    let page_no = q.page.unwrap_or(0).min(cao_memory::MAX_CANDIDATES / PAGE_SIZE);
+    let min = min_recalls(q.min_recalls);
+    let (outcomes, (lessons, more)) = {
+        let agent = agent.clone();
+        with_service(&state.api, move |svc| {
+            let outcomes = svc.list_outcomes(&OutcomeQuery {
+                agent_profile: Some(agent.clone()),
+                limit: Some(OUTCOMES_SHOWN),
+                ..OutcomeQuery::default()
+            })?;
+            let lessons = svc.agent_lessons(&agent, min, page_no * PAGE_SIZE, PAGE_SIZE)?;
+            Ok((outcomes, lessons))
+        })
+        .await?
+    };
+    let most = lessons
+        .iter()
+        .map(|l| u64::try_from(l.memory.access_count).unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let threshold = u64::from(min);
+    let plan_href = format!(
+        "{}/promote?{}",
+        agent_href(&agent),
+        query_string(&[("min_recalls", &recalls_param(min))])
+    );
+    let body = html! {
+        p.crumbs { a href="/ui/learning" { "Learning" } }
+        h1 { (agent) }
+        p { a href=(plan_href.trim_end_matches('?')) data-action="promotion-plan" { "The promotion plan for " (agent) "'s profile →" } }
+        h2 { "Lessons" }
+        p.small { "Memories of scope agent/" (agent) ", most recalled first. A lesson is promoted once recalled at least "
+            (threshold) " times and when it passes the gate's other rules (type feedback or project, a lesson key, at most 400 characters, no secrets)." }
+        @if lessons.is_empty() {
+            p.empty { "No lessons here." }
+        } @else {
+            div.scroll {
+                table.lessons {
+                    thead { tr { th { "lesson" } th { "type" } th { "recalled" } th { "promotion" } th { "content" } } }
+                    tbody {
+                        @for l in &lessons {
+                            @let n = u64::try_from(l.memory.access_count).unwrap_or(0);
+                            tr data-lesson=(l.memory.key) data-eligible=(if l.verdict.is_ok() { "yes" } else { "no" }) {
+                                td { a.key href=(memory_href(Scope::Agent, Some(&agent), &l.memory.key)) { (l.memory.key) } }
+                                td { (l.memory.memory_type.as_str()) }
+                                td.nowrap {
+                                    (bar(n, most, Some(threshold), &format!("recalled {n} times; promotion needs {threshold}")))
+                                    " " span.small { (n) }
+                                }
+                                td {
+                                    @match &l.verdict {
+                                        Ok(_) => span.eligible { "eligible" },
+                                        Err(why) => span.ineligible { (why.to_string()) },
+                                    }
+                                }
+                                td.preview { (short(&l.memory.content, 200)) }
+                            }
+                        }
+                    }
+                }
+            }
+            (pager(page_no, more, |p| format!("{}?{}", agent_href(&agent), query_string(&[("page", &p.to_string()), ("min_recalls", &recalls_param(min))]))))
+        }
+        h2 { "Outcomes" }
+        p.small { "The newest " (OUTCOMES_SHOWN) " outcomes reported for " (agent) " (" code { "cao memory outcomes list --agent-profile" } " lists more)." }
+        @if outcomes.is_empty() {
+            p.empty { "No outcomes reported." }
+        } @else {
+            div.scroll {
+                table.outcomes {
+                    thead { tr { th { "when" } th { "task" } th { "result" } th { "score" } th { "session" } th { "friction" } } }
+                    tbody {
+                        @for o in &outcomes {
+                            tr data-outcome=(o.id) {
+                                td.nowrap { (o.created_at.as_deref().unwrap_or("—")) }
+                                td { (o.task_label) @if let Some(w) = &o.workflow_name { " " span.tag { (w) } } }
+                                td { @if o.success { span.eligible { "succeeded" } } @else { span.warn { "failed" } } }
+                                td.num { (o.score.map(|s| s.to_string()).unwrap_or_else(|| "—".into())) }
+                                td { (o.session_name) }
+                                td.preview { (short(&o.friction_notes, NOTES_CHARS)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(page(&ctx, StatusCode::OK, &agent, Some("/ui/learning"), body))
+}
+
+/// Query of the plan page.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct PlanQuery {
+    done: Option<String>,
+    min_recalls: Option<u32>,
+}
+
+/// `GET /ui/learning/{agent}/promote`: the promotion plan (a dry run of `cao memory promote`) as a diff of the
+/// profile, with the apply form when it changes something. A profile that cannot be a target (none, built-in,
+/// unreadable) is said on the page.
+pub(crate) async fn plan(
+    State(state): State<UiState>,
+    ctx: Ctx,
+    Path(raw): Path<String>,
+    Query(q): Query<PlanQuery>,
+) -> UiResult {
+    require_learning(&ctx)?;
+    let agent = agent_name(&raw)?;
+    let min = min_recalls(q.min_recalls);
+    let (plan, can_apply) = {
+        let agent = agent.clone();
+        with_service(&state.api, move |svc| {
+            let can_apply = svc.settings().instruction_promotion_enabled();
+            let plan = match svc.promote(&PromoteRequest {
+                agent,
+                min_recalls: Some(min),
+                ..PromoteRequest::default()
+            }) {
+                Ok(r) => Ok(r),
+                Err(e @ (MemoryError::ProfileNotFound(_) | MemoryError::ProfileRefused(_) | MemoryError::Learn(_))) => {
+                    Err(e.to_string())
+                }
+                Err(e) => return Err(e.into()),
+            };
+            Ok((plan, can_apply))
+        })
+        .await?
+    };
+    let body = html! {
+        p.crumbs { a href="/ui/learning" { "Learning" } " / " a href=(agent_href(&agent)) { (agent) } }
+        h1 { "Promotion plan for " (agent) }
+        @if let Some(done) = q.done.as_deref() { p.done data-done=(done) { (done_message(done)) } }
+        @match &plan {
+            Err(why) => p.warn data-plan="unavailable" { (why) },
+            Ok(r) => {
+                (report(r))
+                @if r.has_changes() {
+                    form.confirm method="post" action=(format!("{}/promote", agent_href(&agent))) data-action="promote-apply" {
+                        (csrf_field(&ctx))
+                        input type="hidden" name="min_recalls" value=(min);
+                        label.check { input type="checkbox" name="confirm" value="yes" required;
+                            span { "I have read this diff: write its " (r.changes.len()) " change(s) into " code { (r.real_path) } } }
+                        button.danger type="submit" { "Apply the promotion" }
+                        @if !ctx.allows(ApiScope::Admin) { span.hint { " needs the cao:admin scope" } }
+                        @if !can_apply { span.hint { " needs memory.instruction_promotion_enabled" } }
+                    }
+                }
+            }
+        }
+    };
+    Ok(page(&ctx, StatusCode::OK, "Promotion plan", Some("/ui/learning"), body))
+}
+
+/// A promotion report: its changes, what stays, what the gate refused, and the profile diff.
+fn report(r: &PromotionReport) -> Markup {
+    html! {
+        p.small data-plan="summary" { "profile " code { (r.profile_path) } " · " (r.changes.len()) " change(s) · "
+            (r.unchanged.len()) " unchanged · " (r.skipped.len()) " skipped · " (r.ineligible.len()) " not eligible · min recalls " (r.min_recalls) }
+        @if r.changes.is_empty() {
+            p.empty data-plan="nothing" { "Nothing to promote: the profile's Learned Patterns block already holds every eligible lesson." }
+        } @else {
+            div.scroll {
+                table.plan {
+                    thead { tr { th { "action" } th { "lesson" } th { "recalled" } th { "text" } } }
+                    tbody {
+                        @for c in &r.changes {
+                            tr data-change=(c.action) data-key=(c.key) {
+                                td { (c.action) }
+                                td { (c.key) }
+                                td.num { (c.access_count.map(|n| n.to_string()).unwrap_or_else(|| "—".into())) }
+                                td { (c.text.as_deref().or(c.previous.as_deref()).unwrap_or("")) }
+                            }
+                        }
+                    }
+                }
+            }
+            h2 { "The profile, before and after" }
+            (diff(&r.profile_before, &r.profile_after))
+        }
+        @if !r.skipped.is_empty() {
+            details { summary { (r.skipped.len()) " skipped" }
+                ul { @for s in &r.skipped { li { (s.key) ": " (s.reason) } } } }
+        }
+        @if !r.ineligible.is_empty() {
+            details { summary { (r.ineligible.len()) " lesson(s) the gate refused" }
+                ul { @for i in &r.ineligible { li { (i.key) ": " (i.message) } } } }
+        }
+    }
+}
+
+/// The form of a promotion apply.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct PromoteForm {
+    confirm: Option<String>,
+    min_recalls: Option<u32>,
+}
+
+/// `POST /ui/learning/{agent}/promote`: write the promotion (`confirm=yes` required; 422 otherwise, nothing
+/// written). Promotion plans again under its lock, so what is written is what holds now; the page shows what was
+/// written. Needs `memory.instruction_promotion_enabled` (403 `promotion_disabled` otherwise, nothing written).
+pub(crate) async fn apply(
+    State(state): State<UiState>,
+    ctx: Ctx,
+    Path(raw): Path<String>,
+    Form(form): Form<PromoteForm>,
+) -> UiResult {
+    require_learning(&ctx)?;
+    let agent = agent_name(&raw)?;
+    if form.confirm.as_deref() != Some("yes") {
+        return Err(ApiError::invalid("promotion not confirmed: tick the confirmation to write the plan").into());
+    }
+    let min = min_recalls(form.min_recalls);
+    let r = {
+        let agent = agent.clone();
+        with_service(&state.api, move |svc| {
+            Ok(svc.promote(&PromoteRequest {
+                agent,
+                apply: true,
+                min_recalls: Some(min),
+                ..PromoteRequest::default()
+            })?)
+        })
+        .await?
+    };
+    let body = html! {
+        p.crumbs { a href="/ui/learning" { "Learning" } " / " a href=(agent_href(&agent)) { (agent) } }
+        h1 { "Promotion applied" }
+        @if r.written {
+            p.done data-done="promoted-lessons" { "Wrote " (r.changes.len()) " change(s) into " code { (r.real_path) } "." }
+        } @else {
+            p.done data-done="unchanged" { "Nothing to write: the profile already holds the plan." }
+        }
+        (report(&r))
+        p { a href=(format!("{}/promote", agent_href(&agent))) { "Plan again" } }
+        p { a href=(agent_href(&agent)) { "Back to " (agent) "'s lessons" } }
+    };
+    Ok(page(
+        &ctx,
+        StatusCode::OK,
+        "Promotion applied",
+        Some("/ui/learning"),
+        body,
+    ))
+}
