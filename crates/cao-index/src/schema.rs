@@ -213,13 +213,26 @@ CREATE TABLE cao_decisions_named (conversation TEXT NOT NULL, scope TEXT NOT NUL
 CREATE INDEX cao_decisions_named_at ON cao_decisions_named (named_at);
 ",
     ),
+    (
+        11,
+        // Dense vectors of memories and the change counters readers catch up from (`crate::vectors` documents the
+        // columns; docs/decisions/0011-dense-recall.md). Created only when absent.
+        "
+CREATE TABLE IF NOT EXISTS cao_memory_vectors (memory_id TEXT PRIMARY KEY, model TEXT NOT NULL,
+    dim INTEGER NOT NULL, vector BLOB, seq INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS cao_memory_vectors_seq ON cao_memory_vectors (seq);
+CREATE TABLE IF NOT EXISTS cao_vector_state (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL,
+    removals INTEGER NOT NULL);
+INSERT OR IGNORE INTO cao_vector_state (id, seq, removals) VALUES (1, 0, 0);
+",
+    ),
 ];
 
 /// The migration that re-tokenises every indexed row from its stored text once it has run.
 const REINDEX_WITH: i64 = 9;
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// The versions of every migration this build knows, ascending (not necessarily contiguous: a version is a name,
 /// and builds made from different lines of work may know different sets).
