@@ -289,6 +289,28 @@ impl Index {
         })
     }
 
+    /// The native rows with the given memory ids, in the order of `ids` (ids without a row are left out).
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn rows_by_ids(&self, ids: &[&str]) -> Result<Vec<crate::MemoryRow>> {
+        self.read(|tx| {
+            let sql = format!(
+                "SELECT {} FROM memory_metadata m WHERE m.id = ?1 AND m.source_kind = 'native'",
+                crate::row::ROW_COLUMNS
+            );
+            let mut stmt = tx.prepare_cached(&sql)?;
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                let mut rows = stmt.query([id])?;
+                if let Some(r) = rows.next()?
+                    && let Ok(row) = crate::row::decode_row(r, 0)?
+                {
+                    out.push(row);
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// How many native rows have a current vector of `model`, and how many do not.
     /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
     pub fn vector_counts(&self, model: &str) -> Result<VectorCounts> {

@@ -55,6 +55,7 @@ mod code_search;
 pub mod compact;
 pub mod compact_rules;
 pub mod decisions;
+mod dense;
 mod eligibility;
 mod error;
 mod explain;

@@ -11,8 +11,7 @@ use std::path::PathBuf;
 const MAX_MODEL_DIR_BYTES: usize = 4096;
 
 /// What a valid model directory value looks like (error messages).
-pub(crate) const MODEL_DIR_EXPECTED: &str =
-    "an absolute directory path (or ~/...) of at most 4096 bytes without NUL, holding config.json, tokenizer.json \
+pub(crate) const MODEL_DIR_EXPECTED: &str = "an absolute directory path (or ~/...) of at most 4096 bytes without NUL, holding config.json, tokenizer.json \
 and model.safetensors";
 
 /// Parse a model directory value (command line, environment or file).
