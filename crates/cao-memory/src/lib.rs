@@ -50,6 +50,7 @@
 
 pub mod audit;
 mod audit_relationships;
+mod backfill;
 mod bundle;
 mod code_search;
 pub mod compact;
@@ -91,6 +92,7 @@ mod visibility;
 mod write;
 
 pub use audit::{AuditEvent, AuditLog};
+pub use backfill::{EMBED_SCHEMA, EmbedReport};
 pub use bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
 pub use cao_journal::{Worker as SummarizeWorker, WriterFilter};
 pub use cao_learn::OutcomeDraft;

@@ -183,3 +183,36 @@ fn a_broken_model_directory_leaves_recall_lexical() {
     let svc = fx.reopen(model_settings(empty.path()));
     assert_eq!(keys(&svc, &fx, "cat mat", "bm25", "recency"), ["cats"]);
 }
+
+#[test]
+fn a_backfill_embeds_what_was_stored_without_a_model_and_only_that() {
+    let model = tempfile::tempdir().expect("tempdir");
+    cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
+    let fx = ServiceFixture::builder()
+        .at(utc(2026, 3, 1, 9, 0, 0))
+        .project("proj")
+        .open();
+    for i in 0..40 {
+        fx.store("project", &format!("m{i}"), &format!("hello world memory {i}"));
+    }
+    assert_eq!(vectors(&fx), 0);
+    let no_model = fx.svc.embed_backfill(&cao_memory::NoProgress);
+    assert!(
+        matches!(&no_model, Err(cao_memory::MemoryError::Invalid(m)) if m.contains("memory.embeddings.model_dir")),
+        "{no_model:?}"
+    );
+    let dense = fx.reopen(model_settings(model.path()));
+    let report = dense.embed_backfill(&cao_memory::NoProgress).expect("backfill");
+    assert_eq!(
+        (report.already, report.embedded, report.changed, report.remaining),
+        (0, 40, 0, 0)
+    );
+    assert_eq!(report.schema, cao_memory::EMBED_SCHEMA);
+    assert_eq!(vectors(&fx), 40);
+    let again = dense.embed_backfill(&cao_memory::NoProgress).expect("backfill");
+    assert_eq!((again.already, again.embedded, again.remaining), (40, 0, 0));
+    // A write without the model changes the content: that memory alone needs a new vector.
+    fx.store("project", "m3", "hello world, changed");
+    let third = dense.embed_backfill(&cao_memory::NoProgress).expect("backfill");
+    assert_eq!((third.already, third.embedded, third.remaining), (39, 1, 0));
+}
