@@ -531,6 +531,16 @@ fn bench(root: &Path, bin: &str, args: Vec<OsString>) -> Result<ExitCode> {
         bail!("`cargo build --release` failed");
     }
     let mut cmd = cargo(root, &["run", "--release", "-p", "cao-bench", "--bin", bin, "--"]);
+    // An embedding model named in the environment becomes the `--model` flag: the benchmark then measures lexical
+    // rows without it and hybrid rows with it (the variable itself would put the model under every row).
+    let mut args = args;
+    if let Some(model) = std::env::var_os("CAO_EMBED_MODEL") {
+        if !args.iter().any(|a| a == "--model") {
+            args.push("--model".into());
+            args.push(model);
+        }
+        cmd.env_remove("CAO_EMBED_MODEL");
+    }
     cmd.args(args);
     let status = cmd.status().context("could not start `cargo run`")?;
     Ok(match status.code() {

@@ -36,6 +36,9 @@ pub enum Command {
     /// Agent profiles of the self-learning loop: list, show, install built-ins, print skills.
     #[command(subcommand)]
     Agents(crate::agents::AgentsCommand),
+    /// Local embedding models for hybrid dense recall: install, list.
+    #[command(subcommand)]
+    Models(crate::models::ModelsCommand),
 }
 
 /// `cao memory ...`.
@@ -46,6 +49,8 @@ pub enum MemoryCommand {
     List(ListArgs),
     /// Show the full content of one memory.
     Show(ShowArgs),
+    /// Store a vector of the configured embedding model for every memory lacking one (dense recall backfill).
+    Embed(crate::models::EmbedArgs),
     /// Delete one memory.
     Delete(DeleteArgs),
     /// Delete every memory of one scope visible from here.

@@ -28,6 +28,7 @@ mod inspect;
 mod learning;
 mod lint;
 mod memory;
+mod models;
 mod output;
 mod progress;
 mod relationships;
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         Command::Memory(cmd) => memory::run(cmd, &mut stdout, &mut confirm::StdTerminal),
         Command::Config(cmd) => config::run(cmd, &mut stdout, &mut std::io::stderr()),
         Command::Agents(cmd) => agents::run(cmd, &mut stdout),
+        Command::Models(cmd) => models::run(cmd, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -37,6 +37,7 @@ pub fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter)
         MemoryCommand::Heal(a) => return crate::lint::run_heal(a, out),
         MemoryCommand::Inspect(a) => return crate::inspect::run(a),
         MemoryCommand::Compact(a) => return crate::lint::run_compact(a, out),
+        MemoryCommand::Embed(a) => return crate::models::run_embed(a, out),
         other => other,
     };
     // Validation and confirmation first: neither needs the store.
@@ -174,9 +175,10 @@ impl Plan {
             | MemoryCommand::Lint(_)
             | MemoryCommand::Heal(_)
             | MemoryCommand::Inspect(_)
+            | MemoryCommand::Embed(_)
             | MemoryCommand::Compact(_) => {
                 return Err(CliError::failure(
-                    "context, hook, inject, lint, heal, compact and inspect commands do not run through the store plan",
+                    "context, hook, inject, lint, heal, compact, embed and inspect commands do not run through the store plan",
                 ));
             }
             MemoryCommand::Cleanup(a) => Plan::Cleanup(a),

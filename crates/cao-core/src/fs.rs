@@ -15,7 +15,7 @@
 //!   renamed over the target, and the directory is fsynced. On any failure the temp file is removed and the
 //!   target is untouched. With [`Durability::ProcessCrash`] the two fsyncs are skipped: the replacement is as
 //!   atomic for readers and survives any process crash or kill (the bytes are in the kernel's page cache), but a
-//!   power failure or OS crash before the kernel writes them back may lose it (docs/decisions/0011).
+//!   power failure or OS crash before the kernel writes them back may lose it (docs/decisions/0012).
 //! - [`create_private_dir_all`] creates missing directories with mode 0700 (existing ones are left alone);
 //!   [`create_private_file`] and [`lock_exclusive`] create missing files with mode 0600.
 //! - Nothing here follows a symlink at the temp name; the target itself is replaced by `rename`, which replaces a
@@ -53,7 +53,7 @@ pub enum FileMode {
     UmaskDefault,
 }
 
-/// What an atomic write has made sure of when it returns (docs/decisions/0011-write-durability.md).
+/// What an atomic write has made sure of when it returns (docs/decisions/0012-write-durability.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
     /// The data and the rename are on the disk (file and directory fsynced): the write survives a power failure

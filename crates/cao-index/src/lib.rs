@@ -11,7 +11,8 @@
 //! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
 //! (see [`RelationshipRow`]; created with the reference's DDL when absent), and `cao_terminals`: terminals registered
 //! with `cao-server` ([`TerminalRow`]), and the journal's `cao_journal_*` tables (entries, summary lines, view state,
-//! leases, snapshots; see [`journal`]), `cao_wiki_dirs`: the stamps of wiki scope directories whose files agreed
+//! leases, snapshots; see [`journal`]), `cao_memory_vectors` and `cao_vector_state`: dense vectors of memories
+//! (see `vectors.rs`; [`Index::dense_top`]), `cao_wiki_dirs`: the stamps of wiki scope directories whose files agreed
 //! with their rows (see [`WikiDirStamp`]), and the reference's `workflow_outcomes` table: outcomes reported through
 //! the self-learning loop ([`OutcomeRow`]).
 //! See `docs/decisions/0001-fts5-search-index.md` for why FTS5 and `docs/decisions/0009-lexical-ranking.md` for the
@@ -58,6 +59,7 @@ mod schema;
 mod search;
 mod stamps;
 mod terminals;
+mod vectors;
 mod visibility;
 mod write;
 
@@ -82,6 +84,7 @@ pub use schema::{SCHEMA_VERSION, known_migrations};
 pub use search::{ListFilter, RecencyCursor, matches_all_terms};
 pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;
+pub use vectors::{MAX_VECTOR_DIM, VectorCounts, VectorWrite, decode_vector, encode_vector};
 pub use visibility::Visibility;
 pub use write::NEIGHBOUR_TERMS_MAX;
 pub use write::UpsertOutcome;
@@ -113,6 +116,8 @@ pub struct Index {
     writes: Arc<AtomicU64>,
     /// Project aliases known to be recorded (see `aliases.rs`).
     known_aliases: Arc<aliases::KnownAliases>,
+    /// This process's copy of one model's vectors (see `vectors.rs`).
+    vectors: Arc<std::sync::Mutex<vectors::VectorCache>>,
 }
 
 impl fmt::Debug for Index {
@@ -193,6 +198,7 @@ impl Index {
             path: db_path.to_owned(),
             writes: Arc::new(AtomicU64::new(0)),
             known_aliases: Arc::default(),
+            vectors: Arc::default(),
         })
     }
 

@@ -214,6 +214,19 @@ CREATE INDEX cao_decisions_named_at ON cao_decisions_named (named_at);
 ",
     ),
     (
+        11,
+        // Dense vectors of memories and the change counters readers catch up from (`crate::vectors` documents the
+        // columns; docs/decisions/0011-dense-recall.md). Created only when absent.
+        "
+CREATE TABLE IF NOT EXISTS cao_memory_vectors (memory_id TEXT PRIMARY KEY, model TEXT NOT NULL,
+    dim INTEGER NOT NULL, vector BLOB, seq INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS cao_memory_vectors_seq ON cao_memory_vectors (seq);
+CREATE TABLE IF NOT EXISTS cao_vector_state (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL,
+    removals INTEGER NOT NULL);
+INSERT OR IGNORE INTO cao_vector_state (id, seq, removals) VALUES (1, 0, 0);
+",
+    ),
+    (
         12,
         // Indexes the operator UI's lists page on. The relationship queue lists one status in the listing order
         // (`crate::relationships`: scope, scope id, source, rank with NULL last, target, type, origin), so a page is

@@ -314,6 +314,14 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
     let slot = partition::slot(part, row.memory_type);
     let outcome = match existing {
         Some((id, search_rowid)) => {
+            let (old_content, old_type): (String, String) = tx
+                .prepare_cached("SELECT content, memory_type FROM memory_metadata WHERE id = ?1")?
+                .query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            if old_content != row.content {
+                crate::vectors::invalidate_in(tx, &id)?;
+            } else if old_type != row.memory_type.as_str() {
+                crate::vectors::touch_in(tx, &id)?;
+            }
             if let Some(s) = search_rowid {
                 unindex_search(tx, s)?;
             }
@@ -736,6 +744,7 @@ fn delete_row(tx: &Connection, id: &str, search_rowid: Option<i64>, refresh: boo
     }
     tx.prepare_cached("DELETE FROM memory_metadata WHERE id = ?1")?
         .execute([id])?;
+    crate::vectors::remove_in(tx, id)?;
     if let Some(pos) = pos {
         refresh_neighbours(tx, &pos)?;
     }

@@ -57,7 +57,8 @@ pub(crate) fn explain(
     let limit = req.limit;
     let groups = visibility::groups(store, ctx, settings, req.scope, req.all)?;
     let lexical = crate::recall::lexical_scorer(settings);
-    let default_top = recency_top(store, &groups, req.memory_type, query, limit, lexical)?;
+    let dense = crate::dense::query(store, settings, query);
+    let default_top = recency_top(store, &groups, req.memory_type, query, limit, lexical, dense.clone())?;
     let pool = relevance::pool(
         store,
         &groups,
@@ -81,7 +82,60 @@ pub(crate) fn explain(
     if lifecycle {
         cao_rank::demote_by(&mut default_top, |r| snapshot.row_superseded(r));
     }
-    Ok(report(store, query, req, lifecycle, ranked, default_top, &snapshot))
+    let rows: Vec<MemoryRow> = ranked
+        .rows
+        .iter()
+        .map(|p| p.row.clone())
+        .chain(default_top.iter().cloned())
+        .collect();
+    let mut report = report(store, query, req, lifecycle, ranked, default_top, &snapshot);
+    if let Some(dq) = dense {
+        add_dense_components(store, query, &lexical, &dq, &rows, &mut report)?;
+    }
+    Ok(report)
+}
+
+/// Each candidate's lexical and dense components ([`cao_rank::dense_components`]): its raw lexical score and its
+/// similarity to the query, from the same statistics and vectors recall uses.
+///
+/// Errors: index errors.
+fn add_dense_components(
+    store: &Store,
+    query: &str,
+    lexical: &cao_rank::Bm25,
+    dq: &crate::dense::DenseQuery,
+    rows: &[MemoryRow],
+    report: &mut ExplainReport,
+) -> Result<(), MemoryError> {
+    let by_id: std::collections::HashMap<(Scope, Option<&str>, &str), &MemoryRow> = rows
+        .iter()
+        .map(|r| ((r.scope, r.scope_id.as_deref(), r.key.as_str()), r))
+        .collect();
+    let found: Vec<Option<&MemoryRow>> = report
+        .candidates
+        .iter()
+        .map(|c| by_id.get(&(c.scope, c.scope_id.as_deref(), c.key.as_str())).copied())
+        .collect();
+    let present: Vec<&MemoryRow> = found.iter().flatten().copied().collect();
+    let lex = store.index().bm25_scores(query, &present, lexical)?;
+    let ids: Vec<&str> = present.iter().map(|r| r.id.as_str()).collect();
+    let sims = store.index().dense_scores(&dq.model, &dq.vector, &ids)?;
+    let mut scored = lex.into_iter().zip(sims);
+    let inputs: Vec<cao_rank::FusionInput> = found
+        .iter()
+        .map(|f| match f {
+            Some(_) => scored
+                .next()
+                .map(|(l, d)| cao_rank::FusionInput {
+                    lexical: l,
+                    dense: d.map(f64::from),
+                })
+                .unwrap_or_default(),
+            None => cao_rank::FusionInput::default(),
+        })
+        .collect();
+    cao_rank::dense_components(report, &dq.model, &inputs);
+    Ok(())
 }
 
 /// The report of one call: the pure part is [`cao_rank::explain_report`]; this adds the rows' views, the

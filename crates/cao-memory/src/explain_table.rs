@@ -197,6 +197,7 @@ mod tests {
             superseded: false,
             injection: Injection::Eligible,
             exclusion_reasons: Vec::new(),
+            dense: None,
         }
     }
 
@@ -226,6 +227,7 @@ mod tests {
             lexical_degenerate: false,
             eligibility_errors: Vec::new(),
             candidates,
+            dense_model: None,
         }
     }
 

@@ -51,11 +51,13 @@
 pub mod audit;
 mod audit_relationships;
 pub mod auto_compact;
+mod backfill;
 mod bundle;
 mod code_search;
 pub mod compact;
 pub mod compact_rules;
 pub mod decisions;
+mod dense;
 mod eligibility;
 mod error;
 mod explain;
@@ -93,6 +95,7 @@ mod write;
 
 pub use audit::{AuditEvent, AuditLog};
 pub use auto_compact::AutoCompactStep;
+pub use backfill::{EMBED_SCHEMA, EmbedReport};
 pub use bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
 pub use cao_journal::{Worker as SummarizeWorker, WriterFilter};
 pub use cao_learn::OutcomeDraft;

@@ -13,6 +13,7 @@
 //! [`pool_size`] rows per source so the re-ranking sees more than it returns. A later `relevance` sort and its
 //! explain report consume the same pools.
 
+use crate::dense::{DenseQuery, text_pool};
 use crate::eligibility::{self, retain_eligible, row_candidate};
 use crate::error::MemoryError;
 use crate::inject_related::RELATED_FANOUT_CAP;
@@ -46,6 +47,9 @@ pub(crate) struct Plan {
     snapshot_related: bool,
     /// The lexical score of the BM25 source ([`lexical_scorer`] of the call's settings).
     lexical: Bm25,
+    /// The embedded query when a model is configured (bm25 and hybrid modes): the text source is then the fused pool
+    /// ([`crate::dense::text_pool`]).
+    dense: Option<DenseQuery>,
 }
 
 /// The lexical score the call's settings ask for: `memory.recall.bm25_k1`, `memory.recall.bm25_b` and
@@ -125,6 +129,7 @@ pub(crate) fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
         sort,
         snapshot_related: false,
         lexical: Bm25::DEFAULT,
+        dense: None,
     })
 }
 
@@ -156,6 +161,12 @@ pub(crate) fn recall(
     store.prepare_read()?;
     plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
     plan.lexical = lexical_scorer(settings);
+    if let Some(q) = &plan.query
+        && plan.mode != SearchMode::Metadata
+        && plan.sort != SortBy::Relevance
+    {
+        plan.dense = crate::dense::query(store, settings, q);
+    }
     let groups = crate::visibility::groups(store, ctx, settings, plan.scope, req.scan_all)?;
     let registry = eligibility::curator_registry(store, settings, ctx);
     let lc = Lifecycle {
@@ -268,6 +279,7 @@ pub(crate) fn recency_top(
     query: &str,
     limit: usize,
     lexical: Bm25,
+    dense: Option<DenseQuery>,
 ) -> Result<Vec<MemoryRow>, MemoryError> {
     let plan = Plan {
         query: Some(query.to_owned()),
@@ -278,6 +290,7 @@ pub(crate) fn recency_top(
         sort: SortBy::Recency,
         snapshot_related: false,
         lexical,
+        dense,
     };
     let lc = Lifecycle {
         enabled: false,
@@ -379,11 +392,12 @@ fn in_order(
                 Ok(index.metadata_pool(&vis, plan.memory_type, q, n)?)
             })?,
             (Some(q), SearchMode::Bm25) => fill(store, remaining, lc, false, |n| {
-                Ok(index
-                    .bm25_pool(&vis, plan.memory_type, q, n, &plan.lexical)?
-                    .into_iter()
-                    .map(|(r, _)| r)
-                    .collect())
+                Ok(
+                    text_pool(store, &vis, plan.memory_type, q, n, &plan.lexical, plan.dense.as_ref())?
+                        .into_iter()
+                        .map(|h| h.row)
+                        .collect(),
+                )
             })?,
             (Some(q), SearchMode::Hybrid) => {
                 let mut rows = fill(store, remaining, lc, false, |n| {
@@ -393,12 +407,19 @@ fn in_order(
                     let seen: HashSet<String> = rows.iter().map(|r| r.id.clone()).collect();
                     let open = remaining - rows.len();
                     let fill = fill(store, open, lc, false, |n| {
-                        Ok(index
-                            .bm25_pool(&vis, plan.memory_type, q, n + seen.len(), &plan.lexical)?
-                            .into_iter()
-                            .map(|(r, _)| r)
-                            .filter(|r| !seen.contains(&r.id))
-                            .collect())
+                        Ok(text_pool(
+                            store,
+                            &vis,
+                            plan.memory_type,
+                            q,
+                            n + seen.len(),
+                            &plan.lexical,
+                            plan.dense.as_ref(),
+                        )?
+                        .into_iter()
+                        .map(|h| h.row)
+                        .filter(|r| !seen.contains(&r.id))
+                        .collect())
                     })?;
                     rows.extend(fill.into_iter().take(open));
                 }
@@ -433,7 +454,18 @@ fn reranked(
     };
     let bm = match plan.mode {
         SearchMode::Metadata if plan.sort == SortBy::Usage || meta.is_empty() => Vec::new(),
-        _ => index.bm25_pool(&vis, plan.memory_type, query, n, &plan.lexical)?,
+        _ => text_pool(
+            store,
+            &vis,
+            plan.memory_type,
+            query,
+            n,
+            &plan.lexical,
+            plan.dense.as_ref(),
+        )?
+        .into_iter()
+        .map(|h| (h.row, h.score))
+        .collect(),
     };
     let bm25_max = bm.first().map_or(0.0, |(_, s)| *s);
     let bm = if lc.check.is_some() {

@@ -4,6 +4,7 @@
 //! [`Store`] (the rust-analyzer `ide` pattern). No logic lives here beyond that order of checks.
 
 use crate::auto_compact::AutoCompactStep;
+use crate::backfill::{self, EmbedReport};
 use crate::compact::{CompactReport, CompactRequest};
 use crate::error::MemoryError;
 use crate::explain::ExplainRequest;
@@ -448,6 +449,17 @@ impl MemoryService {
     ) -> Result<HealReport, MemoryError> {
         let settings = self.ensure_enabled()?;
         heal::heal(&self.store, &settings, ctx, &req, Ok(model), progress)
+    }
+
+    /// Store a vector of the configured embedding model (`memory.embeddings.model_dir`) for every memory lacking
+    /// one (`cao memory embed`; see the `backfill` module), reporting progress per memory.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] when no model is configured, it cannot be
+    /// loaded or the encoder fails; index errors.
+    pub fn embed_backfill(&self, progress: &dyn Progress) -> Result<EmbedReport, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        self.store.prepare_read()?;
+        backfill::backfill(&self.store, &settings, progress)
     }
 
     /// Rewrite topics' entries into one consolidated article each with the model of `memory.model.*` (`cao memory

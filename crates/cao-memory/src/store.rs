@@ -5,7 +5,7 @@
 //! of the database file it opened, the supersedes lookup) and owns the write protocol:
 //!
 //! - **write** ([`Store::write`]): per-topic file lock -> read the prior row -> atomic replace of the topic file
-//!   (`cao-wiki`: temp file + rename, fsynced with `memory.fsync_writes`, docs/decisions/0011) -> one index transaction (row, both FTS tables, term statistics,
+//!   (`cao-wiki`: temp file + rename, fsynced with `memory.fsync_writes`, docs/decisions/0012) -> one index transaction (row, both FTS tables, term statistics,
 //!   `index.md` dirty mark) -> unlock. A failure after the file replace is [`MemoryError::PartialWrite`].
 //! - **remove** ([`Store::remove`]): under the same lock, the topic file, then the row and the dirty mark.
 //! - **access counting** ([`Store::record_access`]) and **project aliases** ([`Store::record_alias`]): best-effort
@@ -90,9 +90,18 @@ pub(crate) struct Store {
     pickup: Mutex<Pickup>,
     /// Containers whose journal this process knows to exist ([`Store::open_journal`] ran or found it).
     journals: Mutex<HashSet<String>>,
-    /// How topic file writes are made durable (`memory.fsync_writes`, read at open; docs/decisions/0011).
+    /// How topic file writes are made durable (`memory.fsync_writes`, read at open; docs/decisions/0012).
     durability: cao_core::fs::Durability,
+    /// The embedding model of the last model directory asked for, loaded once ([`Store::embedder`]); `None` inside
+    /// when it failed to load.
+    embedder: Mutex<Option<(PathBuf, Option<Arc<cao_embed::Embedder>>)>>,
 }
+
+/// Whether this process has said that dense recall is off (said once).
+static DENSE_OFF_LOGGED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// An embedding stored with a write: the model id and the vector of the row's content.
+pub(crate) type Embedding = (String, Vec<f32>);
 
 /// The state of this process's pickup of external changes ([`Store::pick_up_changes`]).
 #[derive(Debug, Default)]
@@ -282,6 +291,7 @@ impl Store {
             pickup: Mutex::new(Pickup::default()),
             journals: Mutex::new(HashSet::new()),
             durability,
+            embedder: Mutex::new(None),
         };
         store.recover_empty_index()?;
         Ok(store)
@@ -337,6 +347,46 @@ impl Store {
         match &self.settings {
             Some(s) => s.clone(),
             None => Settings::load(&self.home),
+        }
+    }
+
+    /// The embedding model `settings` name (`memory.embeddings.model_dir`), loaded on first use and kept for the
+    /// process; `None` when none is configured (said once per process on stderr: dense recall is off) or it cannot
+    /// be loaded (a warning naming the error, once per directory). Never downloads anything.
+    pub(crate) fn embedder(&self, settings: &Settings) -> Option<Arc<cao_embed::Embedder>> {
+        let Some(dir) = settings.embedding_model_dir() else {
+            if !DENSE_OFF_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                tracing::info!("dense recall is off: no embedding model configured (memory.embeddings.model_dir)");
+            }
+            return None;
+        };
+        let mut cached = self.embedder.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((path, model)) = cached.as_ref()
+            && *path == dir
+        {
+            return model.clone();
+        }
+        let model = match cao_embed::Embedder::load(&dir) {
+            Ok(m) => Some(Arc::new(m)),
+            Err(e) => {
+                tracing::warn!("dense recall is off: the embedding model cannot be loaded: {e}");
+                None
+            }
+        };
+        *cached = Some((dir, model.clone()));
+        model
+    }
+
+    /// The embedding of `content` with the configured model, for a write; `None` without a model or when embedding
+    /// fails (a warning; the memory is stored without a vector and `cao memory embed` fills it in later).
+    fn embed_for_write(&self, content: &str) -> Option<Embedding> {
+        let model = self.embedder(&self.settings())?;
+        match model.embed_one(content) {
+            Ok(v) => Some((model.model_id().to_owned(), v)),
+            Err(e) => {
+                tracing::warn!("the memory is stored without a vector: {e}");
+                None
+            }
         }
     }
 
@@ -768,7 +818,8 @@ impl Store {
             at: row.updated_at,
             ..note
         };
-        self.commit(locked, write, row, &note)
+        let embedding = self.embed_for_write(&row.content);
+        self.commit(locked, write, row, &note, embedding)
     }
 
     /// Rewrite an existing memory's content under its topic lock: `edit` gets the current row and returns the new
@@ -832,11 +883,13 @@ impl Store {
             at: row.updated_at,
             ..note
         };
-        self.commit(locked, write, row, &note).map(Some)
+        let embedding = self.embed_for_write(&row.content);
+        self.commit(locked, write, row, &note, embedding).map(Some)
     }
 
-    /// The file and index half of one write, under `locked`: replace the topic file, then commit `row` and its
-    /// journal entry (`note`) in one index transaction, then release the lock.
+    /// The file and index half of one write, under `locked`: replace the topic file, then commit `row`, its
+    /// journal entry (`note`) and its `embedding` (when a model is configured) in one index transaction, then
+    /// release the lock.
     ///
     /// Errors: wiki errors (nothing written); [`MemoryError::PartialWrite`] when the index transaction fails.
     fn commit(
@@ -845,12 +898,16 @@ impl Store {
         write: cao_wiki::TopicWrite,
         mut row: MemoryRow,
         note: &JournalNote,
+        embedding: Option<Embedding>,
     ) -> Result<Written, MemoryError> {
         locked.write_prepared_with(&write, self.durability)?;
         stamp_written(&write, &mut row);
+        let vector = embedding
+            .as_ref()
+            .map(|(model, vector)| cao_index::VectorWrite { model, vector });
         let (_, journal_entry) = self
             .index
-            .upsert_journaled(&row, note, AppendWhen::Always)
+            .upsert_journaled_with_vector(&row, note, AppendWhen::Always, vector)
             .map_err(|e| MemoryError::PartialWrite {
                 path: write.path.clone(),
                 reason: e.to_string(),

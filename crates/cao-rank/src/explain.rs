@@ -104,6 +104,40 @@ pub struct ExplainCandidate {
     pub injection: Injection,
     /// Ordered reason tokens of the exclusion (empty unless excluded).
     pub exclusion_reasons: Vec<String>,
+    /// The candidate's components in the hybrid text ranking, only when an embedding model is configured (filled
+    /// by the caller with [`dense_components`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense: Option<DenseComponents>,
+}
+
+/// One candidate's components in the hybrid text ranking ([`crate::fuse`] over the report's candidates), 4
+/// decimals each.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DenseComponents {
+    /// Normalised lexical score, `[0, 1]` (0 = not a lexical match).
+    pub lexical: f64,
+    /// Normalised embedding similarity, `[0, 1]` (0 = no vector, or the least similar).
+    pub similarity: f64,
+    /// The fused score, `[0, 1]`.
+    pub fused: f64,
+}
+
+/// Fill each candidate's [`ExplainCandidate::dense`] from its raw components (`inputs[i]` for
+/// `report.candidates[i]`; missing entries count as no match and no vector) with [`crate::fuse`], and set
+/// [`ExplainReport::dense_model`].
+pub fn dense_components(report: &mut ExplainReport, model: &str, inputs: &[crate::FusionInput]) {
+    let mut all = inputs.to_vec();
+    all.resize(report.candidates.len(), crate::FusionInput::default());
+    for f in crate::fuse(&all) {
+        if let Some(c) = report.candidates.get_mut(f.index) {
+            c.dense = Some(DenseComponents {
+                lexical: round4(f.lexical),
+                similarity: round4(f.dense),
+                fused: round4(f.score),
+            });
+        }
+    }
+    report.dense_model = Some(model.to_owned());
 }
 
 /// The `cao.memory.explain/1` report (schema: `docs/schemas/cao.memory.explain-1.json`).
@@ -137,6 +171,10 @@ pub struct ExplainReport {
     pub eligibility_errors: Vec<String>,
     /// Relevance top set in rank order, then default-only rows in default order (at most 2 x limit).
     pub candidates: Vec<ExplainCandidate>,
+    /// The embedding model's id, only when one is configured (then every candidate has
+    /// [`ExplainCandidate::dense`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense_model: Option<String>,
 }
 
 /// One row of default recall's top set, as the report reads it (borrowed; no content).
@@ -273,6 +311,7 @@ pub fn explain_report(
             superseded,
             injection,
             exclusion_reasons,
+            dense: None,
         }
     };
     let mut candidates: Vec<ExplainCandidate> = ranked
@@ -328,6 +367,7 @@ pub fn explain_report(
         lexical_degenerate: order.lexical_degenerate,
         eligibility_errors,
         candidates,
+        dense_model: None,
     }
 }
 

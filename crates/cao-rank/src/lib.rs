@@ -10,6 +10,8 @@
 //!   [`demote_by`] is the same demotion in place, for rows already read in order.
 //! - Lexical score: [`Bm25`], our BM25 with a down-weighted context field, the [`cao_core::lexical::LexicalScorer`]
 //!   the index's candidate search and the relevance pool score with (docs/decisions/0009-lexical-ranking.md).
+//! - Hybrid text ranking: [`fuse`], min-max fusion of the lexical score and the dense similarity
+//!   (docs/decisions/0011-dense-recall.md).
 //! - Pools: [`pool_size`], how many rows each source contributes to a re-ranked pool.
 //! - Explain: [`explain_report`] builds the `cao.memory.explain/1` report from the relevance order and default
 //!   recall's top set (ranks, overlap, recovered rows, rounded values); the lifecycle verdicts are the caller's.
@@ -20,6 +22,7 @@
 //! Source: spec/reference-facts.md "Ranking"; spec 000 "sort_by", "On-demand relevance explain".
 
 mod explain;
+mod fusion;
 mod lexical;
 mod order;
 mod pool;
@@ -27,9 +30,11 @@ mod relevance;
 mod score;
 
 pub use explain::{
-    DEFAULT_EXPLAIN_LIMIT, DefaultRow, EXPLAIN_SCHEMA, ExplainCandidate, ExplainInput, ExplainReport, ExplainSubject,
-    Injection, MAX_EXPLAIN_LIMIT, PoolCounts, RecencyConstants, explain_report, round4,
+    DEFAULT_EXPLAIN_LIMIT, DefaultRow, DenseComponents, EXPLAIN_SCHEMA, ExplainCandidate, ExplainInput, ExplainReport,
+    ExplainSubject, Injection, MAX_EXPLAIN_LIMIT, PoolCounts, RecencyConstants, dense_components, explain_report,
+    round4,
 };
+pub use fusion::{FUSION_DENSE_WEIGHT, FUSION_LEXICAL_WEIGHT, FUSION_POOL, Fused, FusionInput, fuse};
 pub use lexical::{BM25_K1_MAX, Bm25};
 pub use order::{
     Candidate, Rankable, Ranked, apply_order, demote_by, demote_superseded, input_order, scope_precedence_pass,

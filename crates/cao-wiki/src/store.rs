@@ -146,7 +146,7 @@ impl LockedTopic {
     }
 
     /// [`LockedTopic::write_prepared`] with `durability` ([`Durability::ProcessCrash`]: no fsync; the replacement is
-    /// atomic for readers and process crashes, docs/decisions/0011).
+    /// atomic for readers and process crashes, docs/decisions/0012).
     ///
     /// Errors: [`WikiError::Io`].
     pub fn write_prepared_with(&self, write: &TopicWrite, durability: Durability) -> Result<()> {
@@ -238,7 +238,7 @@ pub fn write_prepared(batch: &[(&LockedTopic, &TopicWrite)]) -> Result<()> {
 }
 
 /// [`write_prepared`] with `durability` ([`Durability::ProcessCrash`]: no data sync and no directory fsync; each
-/// file is still replaced atomically for readers and process crashes, docs/decisions/0011).
+/// file is still replaced atomically for readers and process crashes, docs/decisions/0012).
 ///
 /// Errors: as [`write_prepared`].
 pub fn write_prepared_with(batch: &[(&LockedTopic, &TopicWrite)], durability: Durability) -> Result<()> {

@@ -10,7 +10,13 @@
 //! MRR@10 = mean of 1 / rank of the first evidence turn (0 when none is in the top 10). A second table gives
 //! any-evidence R@5 per LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop).
 //!
-//! Usage: `retrieval [--dated] [--dump FILE]`. By default every turn is stored now (all memories the same age).
+//! With `--model DIR` (or `CAO_EMBED_MODEL`; `cargo xtask retrieval` turns the variable into the flag) the turns
+//! are stored with that embedding model configured (each turn's vector written with it) and every configuration is
+//! measured twice: lexical (no model) and hybrid (the model's dense similarity fused with the lexical score;
+//! docs/decisions/0011-dense-recall.md). The relevance sort and metadata mode do not use the model and are measured
+//! lexically only.
+//!
+//! Usage: `retrieval [--dated] [--dump FILE] [--model DIR]`. By default every turn is stored now (all memories the same age).
 //! `--dated` stores each turn at its session's date (a fixed clock, turns a second apart) and asks the questions the
 //! day after the conversation's last session, so age-dependent orders (score, relevance's project age factor) see
 //! the conversation's real time span. `--dump` writes one JSON line per question (sample, question, category,
@@ -120,6 +126,7 @@ async fn call(
 struct Args {
     dump: Option<std::path::PathBuf>,
     dated: bool,
+    model: Option<std::path::PathBuf>,
 }
 
 fn args() -> Result<Args> {
@@ -129,7 +136,8 @@ fn args() -> Result<Args> {
         match flag.as_str() {
             "--dump" => a.dump = Some(it.next().context("--dump needs a file")?.into()),
             "--dated" => a.dated = true,
-            other => anyhow::bail!("unknown flag {other}; usage: retrieval [--dated] [--dump FILE]"),
+            "--model" => a.model = Some(it.next().context("--model needs a directory")?.into()),
+            other => anyhow::bail!("unknown flag {other}; usage: retrieval [--dated] [--dump FILE] [--model DIR]"),
         }
     }
     Ok(a)
@@ -158,12 +166,46 @@ async fn run() -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let home = CaoHome::new(tmp.path().join("home"));
     let clock = Arc::new(FixedClock::new(Utc::now()));
-    let svc = if args.dated {
-        MemoryService::open_with(home, Settings::default(), clock.clone())?
-    } else {
-        MemoryService::open_with(home, Settings::default(), Arc::new(SystemClock))?
+    if args.model.is_none() && std::env::var_os("CAO_EMBED_MODEL").is_some() {
+        anyhow::bail!(
+            "CAO_EMBED_MODEL is set: pass the directory as --model DIR and unset it (lexical rows need no model)"
+        );
+    }
+    let clock_of = || -> Arc<dyn cao_core::Clock> {
+        if args.dated {
+            clock.clone()
+        } else {
+            Arc::new(SystemClock)
+        }
     };
-    let mut totals = vec![Totals::default(); CONFIGS.len()];
+    let svc = MemoryService::open_with(home.clone(), Settings::default(), clock_of())?;
+    // With a model: the same home, the model configured (stores write vectors; recall fuses).
+    let dense_svc = match &args.model {
+        Some(dir) => {
+            let dir = std::path::absolute(dir)?;
+            let info = cao_embed::inspect_dir(&dir).with_context(|| format!("model directory {}", dir.display()))?;
+            println!("embedding model: {} ({})", info.model_id, dir.display());
+            let settings = Settings::from_value(json!({"memory": {"embeddings": {"model_dir": dir}}}));
+            Some(MemoryService::open_with(home, settings, clock_of())?)
+        }
+        None => None,
+    };
+    // (label, config index, hybrid) of every measured row.
+    let mut rows: Vec<(String, usize, bool)> = CONFIGS
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _, _))| ((*name).to_owned(), i, false))
+        .collect();
+    if dense_svc.is_some() {
+        for (i, (name, mode, sort)) in CONFIGS.iter().enumerate() {
+            if *mode != "metadata" && *sort != "relevance" {
+                rows.push((format!("{name} +dense"), i, true));
+            }
+        }
+    }
+    let mut totals = vec![Totals::default(); rows.len()];
+    let store_started = std::time::Instant::now();
+    let mut query_time = std::time::Duration::ZERO;
     // (category, config) -> totals.
     let mut by_category: std::collections::BTreeMap<(u8, usize), Totals> = std::collections::BTreeMap::new();
     let mut n_questions = 0usize;
@@ -179,6 +221,14 @@ async fn run() -> Result<()> {
             Arc::new(FixedContext(ctx.clone())),
             FlushSignal::new(),
         );
+        let dense_tools = dense_svc.as_ref().map(|d| {
+            MemoryTools::new(
+                ServiceHandle::open(d.clone()),
+                Arc::new(FixedContext(ctx.clone())),
+                FlushSignal::new(),
+            )
+        });
+        let store_tools = dense_tools.as_ref().unwrap_or(&tools);
         let mut last = None;
         for (i, t) in sample.turns.iter().enumerate() {
             if args.dated {
@@ -188,7 +238,7 @@ async fn run() -> Result<()> {
                 last = Some(at);
             }
             let out = call(
-                &tools,
+                store_tools,
                 &ctx,
                 "memory_store",
                 json!({
@@ -214,9 +264,15 @@ async fn run() -> Result<()> {
             n_questions += 1;
             let evidence: Vec<String> = q.evidence.iter().map(|e| locomo::turn_key(e.trim())).collect();
             let mut returned = serde_json::Map::new();
-            for (i, (name, mode, sort)) in CONFIGS.iter().enumerate() {
+            for (r, (label, i, hybrid)) in rows.iter().enumerate() {
+                let (_, mode, sort) = CONFIGS[*i];
+                let via = match (&dense_tools, hybrid) {
+                    (Some(d), true) => d,
+                    _ => &tools,
+                };
+                let started = std::time::Instant::now();
                 let out = call(
-                    &tools,
+                    via,
                     &ctx,
                     "memory_recall",
                     json!({"query": q.question, "scope": "project", "limit": 10, "search_mode": mode, "sort_by": sort}),
@@ -228,10 +284,11 @@ async fn run() -> Result<()> {
                     .iter()
                     .filter_map(|m| m["key"].as_str().map(str::to_owned))
                     .collect();
+                query_time += started.elapsed();
                 let q_metrics = Metrics::of(&keys, &evidence);
-                totals[i].add(&q_metrics);
-                by_category.entry((q.category, i)).or_default().add(&q_metrics);
-                returned.insert((*name).to_owned(), json!(keys));
+                totals[r].add(&q_metrics);
+                by_category.entry((q.category, r)).or_default().add(&q_metrics);
+                returned.insert(label.clone(), json!(keys));
             }
             if let Some(w) = dump.as_mut() {
                 use std::io::Write;
@@ -260,8 +317,9 @@ async fn run() -> Result<()> {
         "| mode | search_mode/sort_by | any R@1 | any R@5 | any R@10 | share R@1 | share R@5 | share R@10 | MRR@10 |"
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
-    for (i, (name, mode, sort)) in CONFIGS.iter().enumerate() {
-        let t = &totals[i];
+    for (r, (name, i, _)) in rows.iter().enumerate() {
+        let (_, mode, sort) = CONFIGS[*i];
+        let t = &totals[r];
         let m = t.mean();
         println!(
             "| {name} | {mode}/{sort} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
@@ -272,12 +330,12 @@ async fn run() -> Result<()> {
     println!("any-evidence R@5 per LoCoMo category (questions):");
     println!();
     let categories: std::collections::BTreeSet<u8> = by_category.keys().map(|(c, _)| *c).collect();
-    let head: Vec<String> = CONFIGS.iter().map(|(name, _, _)| (*name).to_owned()).collect();
+    let head: Vec<String> = rows.iter().map(|(name, _, _)| name.clone()).collect();
     println!("| category | questions | {} |", head.join(" | "));
-    println!("|---|---:|{}", "---:|".repeat(CONFIGS.len()));
+    println!("|---|---:|{}", "---:|".repeat(rows.len()));
     for c in categories {
         let n = by_category.get(&(c, 0)).map_or(0, |t| t.n);
-        let cells: Vec<String> = (0..CONFIGS.len())
+        let cells: Vec<String> = (0..rows.len())
             .map(|i| {
                 by_category
                     .get(&(c, i))
@@ -286,6 +344,13 @@ async fn run() -> Result<()> {
             .collect();
         println!("| {c} | {n} | {} |", cells.join(" | "));
     }
+    println!();
+    println!(
+        "stores (with their embeddings when a model is given): {:.1} s; recall calls: {} in {:.1} s",
+        store_started.elapsed().as_secs_f64() - query_time.as_secs_f64(),
+        n_questions * rows.len(),
+        query_time.as_secs_f64()
+    );
     if let Some(mut w) = dump {
         use std::io::Write;
         w.flush()?;

@@ -82,7 +82,8 @@ fn list_on_a_fresh_home_shows_defaults_and_writes_nothing() {
             "ui.tree_drawing",
             "memory.recall.bm25_k1",
             "memory.recall.bm25_b",
-            "memory.recall.context_weight"
+            "memory.recall.context_weight",
+            "memory.embeddings.model_dir"
         ]
     );
     assert!(!settings_path(&home).exists(), "reading never creates settings.json");

@@ -17,6 +17,7 @@ mod config_cli;
 mod context_cli;
 mod context_terminal_cli;
 mod decisions_cli;
+mod dense_cli;
 mod explain_cli;
 mod hardening_cli;
 mod inject_cli;

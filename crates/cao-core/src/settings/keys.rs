@@ -51,6 +51,9 @@ pub enum SettingKind {
     /// read); on the command line and in the environment, paths separated by `:` (as `PATH`). At most
     /// [`super::learning::MAX_AGENT_DIRS`] entries of at most 4096 bytes, no NUL.
     Dirs,
+    /// One directory: an absolute path (or `~/`-relative, expanded with `$HOME` when read), at most 4096 bytes, no
+    /// NUL (`memory.embeddings.model_dir`).
+    ModelDir,
     /// A switch spelled `on` or `off` (a string, as the `[ui]` settings of spec 001 are).
     Switch,
     /// A decision-engine mode spelled `off` or `enforce` (spec 001 "Relevance from the decision engine").
@@ -76,6 +79,7 @@ impl SettingKind {
             | SettingKind::Enforce
             | SettingKind::Advise
             | SettingKind::CompileMode => "string",
+            SettingKind::ModelDir => "string",
             SettingKind::Argv | SettingKind::Dirs => "list",
             SettingKind::Millis => "integer",
             SettingKind::Fraction | SettingKind::Saturation => "number",
@@ -97,6 +101,7 @@ impl SettingKind {
             SettingKind::Saturation => SATURATION_EXPECTED,
             SettingKind::InjectionMode => INJECTION_MODE_EXPECTED,
             SettingKind::Dirs => super::learning::DIRS_EXPECTED,
+            SettingKind::ModelDir => super::embeddings::MODEL_DIR_EXPECTED,
             SettingKind::Switch => SWITCH_EXPECTED,
             SettingKind::Enforce => ENFORCE_EXPECTED,
             SettingKind::Advise => ADVISE_EXPECTED,
@@ -414,7 +419,7 @@ pub const MEMORY_DECISIONS_TIMEOUT_MS: SettingKey = SettingKey {
 };
 
 /// `memory.fsync_writes`: whether each memory write fsyncs its topic file and directory before it is acknowledged
-/// (docs/decisions/0011-write-durability.md). Default false: a write survives the crash or kill of any process at
+/// (docs/decisions/0012-write-durability.md). Default false: a write survives the crash or kill of any process at
 /// once, and a power failure or OS crash only after the kernel's write-back (as the index's SQLite
 /// `synchronous = NORMAL`); true adds two fsyncs per write (milliseconds on a virtual disk).
 pub const MEMORY_FSYNC_WRITES: SettingKey = SettingKey {
@@ -546,6 +551,16 @@ pub const AGENTS_DIRS: SettingKey = SettingKey {
     doc: "Directories holding agent profiles (<name>.md), searched in order; default $CAO_HOME/agent-store.",
 };
 
+/// `memory.embeddings.model_dir`: the local sentence-embedding model dense recall uses (unset: lexical recall).
+pub const MEMORY_EMBEDDINGS_MODEL_DIR: SettingKey = SettingKey {
+    name: "memory.embeddings.model_dir",
+    kind: SettingKind::ModelDir,
+    default: SettingDefault::Unset,
+    env: "CAO_EMBED_MODEL",
+    doc: "Directory of a local embedding model (config.json, tokenizer.json, model.safetensors; `cao models install \
+minilm`) for hybrid dense recall; unset: recall is lexical.",
+};
+
 /// Every known setting, in the order `cao config list` shows them.
 pub const KEYS: &[SettingKey] = &[
     MEMORY_ENABLED,
@@ -576,6 +591,7 @@ pub const KEYS: &[SettingKey] = &[
     MEMORY_RECALL_BM25_K1,
     MEMORY_RECALL_BM25_B,
     MEMORY_RECALL_CONTEXT_WEIGHT,
+    MEMORY_EMBEDDINGS_MODEL_DIR,
 ];
 
 /// The known setting named `name` (exact, case-sensitive).
@@ -638,6 +654,7 @@ pub fn parse_value(key: &SettingKey, raw: &str) -> Result<Value, CoreError> {
             None => Err(invalid()),
         },
         SettingKind::Dirs => checked(super::learning::parse_dirs(raw)),
+        SettingKind::ModelDir => checked(super::embeddings::parse_model_dir(raw)),
         SettingKind::Switch => match raw {
             "on" | "off" => Ok(Value::String(raw.to_owned())),
             _ => Err(invalid()),
@@ -1033,7 +1050,8 @@ mod tests {
                     | SettingKind::Name
                     | SettingKind::EnvVarName
                     | SettingKind::Argv
-                    | SettingKind::Dirs,
+                    | SettingKind::Dirs
+                    | SettingKind::ModelDir,
                     SettingDefault::Unset,
                 ) => {}
                 other => panic!("{}: default does not fit the type: {other:?}", k.name),

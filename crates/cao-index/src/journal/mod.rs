@@ -338,10 +338,28 @@ impl Index {
         note: &JournalNote,
         when: AppendWhen,
     ) -> Result<(UpsertOutcome, Option<u64>)> {
+        self.upsert_journaled_with_vector(row, note, when, None)
+    }
+
+    /// [`Index::upsert_journaled`] that also stores `vector` (the embedding of `row.content`) as the memory's
+    /// vector in the same transaction (docs/decisions/0011-dense-recall.md).
+    ///
+    /// Errors: as [`Index::upsert_journaled`]; [`IndexError::Invalid`] for an unusable vector. Nothing is written on
+    /// error.
+    pub fn upsert_journaled_with_vector(
+        &self,
+        row: &MemoryRow,
+        note: &JournalNote,
+        when: AppendWhen,
+        vector: Option<crate::VectorWrite<'_>>,
+    ) -> Result<(UpsertOutcome, Option<u64>)> {
         crate::write::check_related_keys(row)?;
         let entry = note_entry(row, note);
         self.write(|tx| {
             let outcome = upsert_in(tx, row)?;
+            if let Some(v) = &vector {
+                crate::vectors::put_in(tx, &outcome.id, v)?;
+            }
             let j = JournalTx::new(tx);
             let id = match when {
                 AppendWhen::IfOpen if !j.has_journal(&entry_container(row.scope, row.scope_id.as_deref())?)? => None,

@@ -13,3 +13,4 @@ mod ops;
 mod relationships;
 mod schema;
 mod stamps;
+mod vectors;

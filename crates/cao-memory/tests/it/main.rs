@@ -13,6 +13,7 @@ mod compact;
 mod concurrency;
 mod conformance;
 mod decisions;
+mod dense;
 mod explain;
 mod external_edits;
 mod inject;

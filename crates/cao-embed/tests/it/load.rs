@@ -1,0 +1,185 @@
+use cao_embed::testing::{TINY_DIM, tiny_config, write_tiny_model};
+use cao_embed::{EmbedError, Embedder, MINILM_L6_V2, Pooling, dot};
+use std::path::Path;
+
+fn tiny() -> (tempfile::TempDir, Embedder) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_tiny_model(dir.path()).expect("tiny model");
+    let e = Embedder::load(dir.path()).expect("load tiny model");
+    (dir, e)
+}
+
+fn norm(v: &[f32]) -> f32 {
+    dot(v, v).sqrt()
+}
+
+#[test]
+fn vectors_are_unit_length_deterministic_and_distinct() {
+    let (_dir, e) = tiny();
+    assert_eq!(e.dim(), TINY_DIM);
+    assert_eq!(e.pooling(), Pooling::Mean);
+    assert!(e.model_id().starts_with("sha256:"), "{}", e.model_id());
+    let texts = ["the cat sat on the mat", "stock prices fell", "", "zzz unknown words"];
+    let v = e.embed(&texts).expect("embed");
+    assert_eq!(v.len(), texts.len());
+    for x in &v {
+        assert_eq!(x.len(), TINY_DIM);
+        assert!(x.iter().all(|c| c.is_finite()));
+        assert!((norm(x) - 1.0).abs() < 1e-4, "norm {}", norm(x));
+    }
+    let again = e.embed_one("the cat sat on the mat").expect("embed");
+    assert!((dot(&v[0], &again) - 1.0).abs() < 1e-5, "same text, same vector");
+    assert!(dot(&v[0], &v[1]) < 0.9999, "different texts differ");
+}
+
+#[test]
+fn padding_in_a_batch_does_not_change_a_vector() {
+    // Mean pooling must average only real tokens: a short text in a batch with a long one (padded) embeds as alone.
+    let (_dir, e) = tiny();
+    let batch = e
+        .embed(&["a cat", "the dog was sitting on the rug for tests , we use pytest"])
+        .expect("embed");
+    let alone = e.embed_one("a cat").expect("embed");
+    assert!(
+        batch[0].iter().zip(&alone).all(|(a, b)| (a - b).abs() < 1e-5),
+        "{:?} vs {:?}",
+        &batch[0][..4],
+        &alone[..4]
+    );
+}
+
+#[test]
+fn many_texts_run_in_batches_in_order() {
+    let (_dir, e) = tiny();
+    let texts: Vec<String> = (0..(cao_embed::MAX_BATCH + 5))
+        .map(|i| format!("hello world {}", "cat ".repeat(i % 7)))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let all = e.embed(&refs).expect("embed");
+    assert_eq!(all.len(), texts.len());
+    let last = e.embed_one(refs[refs.len() - 1]).expect("embed");
+    assert!((dot(&all[all.len() - 1], &last) - 1.0).abs() < 1e-5);
+}
+
+#[test]
+fn a_pooling_config_selects_cls_pooling() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_tiny_model(dir.path()).expect("tiny model");
+    let mean = Embedder::load(dir.path())
+        .expect("load")
+        .embed_one("the cat sat")
+        .expect("embed");
+    std::fs::create_dir_all(dir.path().join("1_Pooling")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("1_Pooling/config.json"),
+        r#"{"word_embedding_dimension": 32, "pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}"#,
+    )
+    .expect("write");
+    let e = Embedder::load(dir.path()).expect("load");
+    assert_eq!(e.pooling(), Pooling::Cls);
+    let cls = e.embed_one("the cat sat").expect("embed");
+    assert!((norm(&cls) - 1.0).abs() < 1e-4);
+    assert!(dot(&mean, &cls) < 0.9999, "CLS and mean pooling differ");
+    std::fs::write(
+        dir.path().join("1_Pooling/config.json"),
+        r#"{"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": true}"#,
+    )
+    .expect("write");
+    assert!(matches!(Embedder::load(dir.path()), Err(EmbedError::BadConfig { .. })));
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_tiny_model(dir.path()).expect("tiny model");
+        std::fs::remove_file(dir.path().join(file)).expect("rm");
+        match Embedder::load(dir.path()) {
+            Err(EmbedError::MissingFile { file: f, .. }) => assert_eq!(f, file),
+            other => panic!("{file}: {other:?}"),
+        }
+    }
+}
+
+fn with_config(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let mut c = tiny_config();
+    edit(&mut c);
+    std::fs::write(dir.join("config.json"), serde_json::to_vec(&c).expect("json")).expect("write");
+}
+
+#[test]
+fn bad_configurations_are_errors_not_panics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_tiny_model(dir.path()).expect("tiny model");
+    type Edit = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        ("zero heads", Box::new(|c| c["num_attention_heads"] = 0.into())),
+        ("heads not dividing", Box::new(|c| c["num_attention_heads"] = 5.into())),
+        ("huge vocabulary", Box::new(|c| c["vocab_size"] = 10_000_000.into())),
+        ("not a number", Box::new(|c| c["hidden_size"] = "big".into())),
+        (
+            "pad outside vocabulary",
+            Box::new(|c| c["pad_token_id"] = 100_000.into()),
+        ),
+    ];
+    for (what, edit) in cases {
+        with_config(dir.path(), edit);
+        let r = Embedder::load(dir.path());
+        assert!(matches!(r, Err(EmbedError::BadConfig { .. })), "{what}: {r:?}");
+    }
+    std::fs::write(dir.path().join("config.json"), "{not json").expect("write");
+    assert!(matches!(Embedder::load(dir.path()), Err(EmbedError::BadConfig { .. })));
+}
+
+#[test]
+fn weights_of_another_shape_or_not_safetensors_are_bad_weights() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_tiny_model(dir.path()).expect("tiny model");
+    // The configuration now asks for more layers than the weights hold.
+    with_config(dir.path(), |c| c["num_hidden_layers"] = 3.into());
+    let r = Embedder::load(dir.path());
+    assert!(matches!(r, Err(EmbedError::BadWeights { .. })), "{r:?}");
+    with_config(dir.path(), |_| {});
+    let weights = std::fs::read(dir.path().join("model.safetensors")).expect("read");
+    std::fs::write(dir.path().join("model.safetensors"), &weights[..weights.len() / 2]).expect("write");
+    let r = Embedder::load(dir.path());
+    assert!(matches!(r, Err(EmbedError::BadWeights { .. })), "{r:?}");
+    std::fs::write(
+        dir.path().join("model.safetensors"),
+        b"\xff\xff\xff\xff\xff\xff\xff\x7fgarbage",
+    )
+    .expect("write");
+    let r = Embedder::load(dir.path());
+    assert!(matches!(r, Err(EmbedError::BadWeights { .. })), "{r:?}");
+}
+
+#[test]
+fn a_tokenizer_outside_the_vocabulary_or_unparsable_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_tiny_model(dir.path()).expect("tiny model");
+    with_config(dir.path(), |c| c["vocab_size"] = 10.into());
+    let r = Embedder::load(dir.path());
+    assert!(matches!(r, Err(EmbedError::BadTokenizer { .. })), "{r:?}");
+    with_config(dir.path(), |_| {});
+    std::fs::write(dir.path().join("tokenizer.json"), r#"{"model": 3}"#).expect("write");
+    let r = Embedder::load(dir.path());
+    assert!(matches!(r, Err(EmbedError::BadTokenizer { .. })), "{r:?}");
+}
+
+#[test]
+fn asking_for_a_known_model_checks_its_hash() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_tiny_model(dir.path()).expect("tiny model");
+    match Embedder::load_expecting(dir.path(), &MINILM_L6_V2) {
+        Err(EmbedError::HashMismatch { expected, actual, .. }) => {
+            assert_eq!(expected, MINILM_L6_V2.sha256);
+            assert_eq!(actual.len(), 64);
+            assert_ne!(actual, expected);
+        }
+        other => panic!("{other:?}"),
+    }
+    let info = cao_embed::inspect_dir(dir.path()).expect("inspect");
+    assert!(info.known.is_none());
+    assert_eq!(info.dim, TINY_DIM);
+    assert_eq!(info.model_id, format!("sha256:{}", &info.sha256[..16]));
+}

@@ -1,0 +1,128 @@
+//! Dense recall: the text source of recall with an embedding model (docs/decisions/0011-dense-recall.md).
+//!
+//! Without a model ([`Store::embedder`] gives none) the text source is the lexical pool, exactly as before. With
+//! one, the query is embedded once per call ([`query`]) and the text source of the bm25 and hybrid modes becomes
+//! [`text_pool`]: the union of the lexical pool and the dense top-k (each at least [`FUSION_POOL`] rows), every
+//! candidate scored on both components (lexical scores of dense-only rows from the same statistics, similarities
+//! of lexical rows from the same vectors), ordered by [`cao_rank::fuse`]. Rows without a vector take part with a
+//! dense component of 0.
+
+use crate::error::MemoryError;
+use crate::store::Store;
+use cao_core::{MemoryType, Settings};
+use cao_index::{MemoryRow, Visibility};
+use cao_rank::{Bm25, FUSION_POOL, FusionInput, fuse};
+use std::collections::HashSet;
+
+/// The embedded query of one recall.
+#[derive(Debug, Clone)]
+pub(crate) struct DenseQuery {
+    /// The model id the vectors are stored under.
+    pub(crate) model: String,
+    /// The query's unit vector.
+    pub(crate) vector: Vec<f32>,
+}
+
+/// The embedded `query` when `settings` configure a model that loads; `None` otherwise (lexical recall). A query
+/// the model fails on is a warning and lexical recall, never a failed recall.
+pub(crate) fn query(store: &Store, settings: &Settings, query: &str) -> Option<DenseQuery> {
+    let model = store.embedder(settings)?;
+    match model.embed_one(query) {
+        Ok(vector) => Some(DenseQuery {
+            model: model.model_id().to_owned(),
+            vector,
+        }),
+        Err(e) => {
+            tracing::warn!("dense recall skipped for this query: {e}");
+            None
+        }
+    }
+}
+
+/// One text-source hit: the row, the score it is ordered by (raw lexical without a model, fused `[0, 1]` with
+/// one), and the raw components.
+#[derive(Debug, Clone)]
+pub(crate) struct TextHit {
+    pub(crate) row: MemoryRow,
+    pub(crate) score: f64,
+    /// Raw lexical score (`None` = not a lexical match).
+    pub(crate) lexical: Option<f64>,
+    /// Dense similarity (`None` = no model or no vector).
+    pub(crate) dense: Option<f64>,
+}
+
+/// The text source's first `n` visible rows (of `memory_type` when given) for `query`, best first: the lexical pool
+/// without `dense`, the fused pool with it (see the module documentation).
+///
+/// Errors: index errors.
+pub(crate) fn text_pool(
+    store: &Store,
+    vis: &Visibility,
+    memory_type: Option<MemoryType>,
+    query: &str,
+    n: usize,
+    lexical: &Bm25,
+    dense: Option<&DenseQuery>,
+) -> Result<Vec<TextHit>, MemoryError> {
+    let index = store.index();
+    let Some(dq) = dense else {
+        return Ok(index
+            .bm25_pool(vis, memory_type, query, n, lexical)?
+            .into_iter()
+            .map(|(row, s)| TextHit {
+                row,
+                score: s,
+                lexical: Some(s),
+                dense: None,
+            })
+            .collect());
+    };
+    let m = n.max(FUSION_POOL);
+    let lex = index.bm25_pool(vis, memory_type, query, m, lexical)?;
+    let top = index.dense_top(vis, memory_type, &dq.model, &dq.vector, m)?;
+    let lex_ids: Vec<&str> = lex.iter().map(|(r, _)| r.id.as_str()).collect();
+    let lex_dense = index.dense_scores(&dq.model, &dq.vector, &lex_ids)?;
+    let seen: HashSet<&str> = lex_ids.iter().copied().collect();
+    let extra_ids: Vec<&str> = top
+        .iter()
+        .map(|(id, _)| id.as_str())
+        .filter(|id| !seen.contains(id))
+        .collect();
+    let extra_rows = index.rows_by_ids(&extra_ids)?;
+    let extra_refs: Vec<&MemoryRow> = extra_rows.iter().collect();
+    let extra_lex = index.bm25_scores(query, &extra_refs, lexical)?;
+    let dense_of: std::collections::HashMap<&str, f32> = top.iter().map(|(id, s)| (id.as_str(), *s)).collect();
+    let mut hits: Vec<TextHit> = Vec::with_capacity(lex.len() + extra_rows.len());
+    for ((row, s), d) in lex.iter().zip(&lex_dense) {
+        hits.push(TextHit {
+            row: row.clone(),
+            score: 0.0,
+            lexical: Some(*s),
+            dense: d.map(f64::from),
+        });
+    }
+    for (row, l) in extra_rows.iter().zip(extra_lex) {
+        let d = dense_of.get(row.id.as_str()).map(|s| f64::from(*s));
+        hits.push(TextHit {
+            row: row.clone(),
+            score: 0.0,
+            lexical: l,
+            dense: d,
+        });
+    }
+    let inputs: Vec<FusionInput> = hits
+        .iter()
+        .map(|h| FusionInput {
+            lexical: h.lexical,
+            dense: h.dense,
+        })
+        .collect();
+    let order = fuse(&inputs);
+    let mut out = Vec::with_capacity(n.min(order.len()));
+    for f in order.into_iter().take(n) {
+        let mut hit = hits[f.index].clone();
+        hit.score = f.score;
+        out.push(hit);
+    }
+    Ok(out)
+}
