@@ -131,6 +131,7 @@ impl MemoryService {
     fn ensure_enabled(&self) -> Result<Settings, MemoryError> {
         let s = self.settings();
         if s.memory_enabled() {
+            self.store.note_settings(&s);
             Ok(s)
         } else {
             Err(MemoryError::Disabled)
@@ -185,6 +186,7 @@ impl MemoryService {
     /// is disabled or `memory.compile_mode` is `off` (a topic taken then is dropped).
     pub fn auto_compact_next(&self, model: &dyn cao_model::Model, wait: std::time::Duration) -> AutoCompactStep {
         let settings = self.settings();
+        self.store.note_settings(&settings);
         crate::auto_compact::next(&self.store, &self.auto, &settings, model, wait)
     }
 

@@ -90,11 +90,12 @@ pub(crate) struct Store {
     pickup: Mutex<Pickup>,
     /// Containers whose journal this process knows to exist ([`Store::open_journal`] ran or found it).
     journals: Mutex<HashSet<String>>,
-    /// How topic file writes are made durable (`memory.fsync_writes`, read at open; docs/decisions/0012).
-    durability: cao_core::fs::Durability,
     /// The embedding model of the last model directory asked for, loaded once ([`Store::embedder`]); `None` inside
     /// when it failed to load.
     embedder: Mutex<Option<(PathBuf, Option<Arc<cao_embed::Embedder>>)>>,
+    /// Whether topic file writes are fsynced (`memory.fsync_writes` of the settings the last call read, or the
+    /// fixed settings; docs/decisions/0012). Kept here so a write needs no settings read of its own.
+    fsync_writes: std::sync::atomic::AtomicBool,
 }
 
 /// Whether this process has said that dense recall is off (said once).
@@ -277,9 +278,9 @@ impl Store {
         let db_path = home.db_path();
         let index = Index::open(&db_path)?;
         let db_identity = file_identity(&db_path);
-        let durability = settings
+        let fsync_writes = settings
             .as_ref()
-            .map_or_else(|| Settings::load(&home).write_durability(), Settings::write_durability);
+            .is_some_and(|s| s.write_durability() == cao_core::fs::Durability::PowerLoss);
         let store = Store {
             layout: WikiLayout::new(memory_dir),
             home,
@@ -290,8 +291,8 @@ impl Store {
             supersedes_lookup: OnceLock::new(),
             pickup: Mutex::new(Pickup::default()),
             journals: Mutex::new(HashSet::new()),
-            durability,
             embedder: Mutex::new(None),
+            fsync_writes: std::sync::atomic::AtomicBool::new(fsync_writes),
         };
         store.recover_empty_index()?;
         Ok(store)
@@ -900,7 +901,7 @@ impl Store {
         note: &JournalNote,
         embedding: Option<Embedding>,
     ) -> Result<Written, MemoryError> {
-        locked.write_prepared_with(&write, self.durability)?;
+        locked.write_prepared_with(&write, self.durability())?;
         stamp_written(&write, &mut row);
         let vector = embedding
             .as_ref()
@@ -918,6 +919,22 @@ impl Store {
             created: write.created,
             journal_entry,
         })
+    }
+
+    /// Take the durability of topic writes from `settings` (`memory.fsync_writes`), the settings the current call
+    /// read: every facade call passes its settings here before it writes, so no write reads `settings.json` again.
+    pub(crate) fn note_settings(&self, settings: &Settings) {
+        let fsync = settings.write_durability() == cao_core::fs::Durability::PowerLoss;
+        self.fsync_writes.store(fsync, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How topic files are written now ([`Store::note_settings`]).
+    fn durability(&self) -> cao_core::fs::Durability {
+        if self.fsync_writes.load(std::sync::atomic::Ordering::Relaxed) {
+            cao_core::fs::Durability::PowerLoss
+        } else {
+            cao_core::fs::Durability::ProcessCrash
+        }
     }
 
     /// Make sure `container` has a journal: the first time (for this process) a container is written, its journal
@@ -1060,7 +1077,7 @@ impl Store {
         }
         let files: Vec<(&cao_wiki::LockedTopic, &cao_wiki::TopicWrite)> =
             prepared.iter().map(|(_, (locked, write, _))| (locked, write)).collect();
-        let written = cao_wiki::write_prepared_with(&files, self.durability).map_err(|e| e.to_string());
+        let written = cao_wiki::write_prepared_with(&files, self.durability()).map_err(|e| e.to_string());
         drop(files);
         if written.is_ok() {
             // The stamps of the files as written (every lock is still held).

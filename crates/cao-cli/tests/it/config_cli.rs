@@ -70,6 +70,8 @@ fn list_on_a_fresh_home_shows_defaults_and_writes_nothing() {
             "memory.model.timeout_ms",
             "memory.injection.mode",
             "memory.summarize",
+            "memory.compile_mode",
+            "memory.fsync_writes",
             "memory.learning_enabled",
             "memory.instruction_promotion_enabled",
             "agents.dirs",

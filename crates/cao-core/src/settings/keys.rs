@@ -428,8 +428,7 @@ pub const MEMORY_FSYNC_WRITES: SettingKey = SettingKey {
     default: SettingDefault::Bool(false),
     env: "CAO_MEMORY_FSYNC_WRITES",
     doc: "Fsync each written topic file and its directory before a write returns, so it survives a power failure \
-          (slower). Off: writes survive any process crash at once, a power failure after the kernel's write-back. \
-          Read when a process opens the store.",
+          (slower). Off: writes survive any process crash at once, a power failure after the kernel's write-back.",
 };
 
 /// `memory.compile_mode`: whether long-running processes compact a topic in the background after a store to it
