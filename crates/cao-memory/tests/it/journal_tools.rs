@@ -352,9 +352,33 @@ fn the_containers_overview_counts_each_scope_and_reads_each_journal() {
     f.store("global", "g", "a global note");
     f.clock.advance(chrono::Duration::minutes(5));
     f.store("session", "s", "a session note");
+    // The overview reads each journal's counters as stored: entries appended since the view state was last
+    // caught up are reported as `behind`, and the view is not rebuilt by looking at it.
+    let stored = f.svc.containers().expect("containers");
+    let pending = stored[0].journal.as_ref().expect("the global journal");
+    assert_eq!((pending.entries, pending.behind), (2, 2), "{pending:?}");
+    assert_eq!(
+        f.svc.containers().expect("containers"),
+        stored,
+        "a read changes nothing"
+    );
+    f.svc
+        .view(
+            &TerminalContext::default(),
+            &JournalTarget {
+                scope: None,
+                container: Some("global".into()),
+            },
+        )
+        .expect("view");
     let all = f.svc.containers().expect("containers");
     let names: Vec<&str> = all.iter().map(|c| c.container.as_str()).collect();
     assert_eq!(names, ["global", "federated", PROJECT]);
+    assert_eq!(
+        all[0].journal.as_ref().map(|j| j.behind),
+        Some(0),
+        "caught up by the view"
+    );
     let global = &all[0];
     assert_eq!(global.counts, vec![(Scope::Global, 1), (Scope::Session, 1)]);
     assert_eq!(global.memories, 2);
