@@ -96,6 +96,9 @@ pub(crate) struct Store {
     /// Whether topic file writes are fsynced (`memory.fsync_writes` of the settings the last call read, or the
     /// fixed settings; docs/decisions/0012). Kept here so a write needs no settings read of its own.
     fsync_writes: std::sync::atomic::AtomicBool,
+    /// The embedding model directory of the settings the last call read ([`Store::note_settings`]), or of the fixed
+    /// settings; a write embeds with it without reading `settings.json` again.
+    embedding_dir: Mutex<Option<PathBuf>>,
 }
 
 /// Whether this process has said that dense recall is off (said once).
@@ -281,6 +284,7 @@ impl Store {
         let fsync_writes = settings
             .as_ref()
             .is_some_and(|s| s.write_durability() == cao_core::fs::Durability::PowerLoss);
+        let embedding_dir = settings.as_ref().and_then(Settings::embedding_model_dir);
         let store = Store {
             layout: WikiLayout::new(memory_dir),
             home,
@@ -293,6 +297,7 @@ impl Store {
             journals: Mutex::new(HashSet::new()),
             embedder: Mutex::new(None),
             fsync_writes: std::sync::atomic::AtomicBool::new(fsync_writes),
+            embedding_dir: Mutex::new(embedding_dir),
         };
         store.recover_empty_index()?;
         Ok(store)
@@ -355,7 +360,12 @@ impl Store {
     /// process; `None` when none is configured (said once per process on stderr: dense recall is off) or it cannot
     /// be loaded (a warning naming the error, once per directory). Never downloads anything.
     pub(crate) fn embedder(&self, settings: &Settings) -> Option<Arc<cao_embed::Embedder>> {
-        let Some(dir) = settings.embedding_model_dir() else {
+        self.embedder_at(settings.embedding_model_dir())
+    }
+
+    /// [`Store::embedder`] for a model directory already read from the settings (`None`: none configured).
+    fn embedder_at(&self, dir: Option<PathBuf>) -> Option<Arc<cao_embed::Embedder>> {
+        let Some(dir) = dir else {
             if !DENSE_OFF_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 tracing::info!("dense recall is off: no embedding model configured (memory.embeddings.model_dir)");
             }
@@ -381,7 +391,12 @@ impl Store {
     /// The embedding of `content` with the configured model, for a write; `None` without a model or when embedding
     /// fails (a warning; the memory is stored without a vector and `cao memory embed` fills it in later).
     fn embed_for_write(&self, content: &str) -> Option<Embedding> {
-        let model = self.embedder(&self.settings())?;
+        let dir = self
+            .embedding_dir
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let model = self.embedder_at(dir)?;
         match model.embed_one(content) {
             Ok(v) => Some((model.model_id().to_owned(), v)),
             Err(e) => {
@@ -921,11 +936,16 @@ impl Store {
         })
     }
 
-    /// Take the durability of topic writes from `settings` (`memory.fsync_writes`), the settings the current call
-    /// read: every facade call passes its settings here before it writes, so no write reads `settings.json` again.
+    /// Take the durability of topic writes (`memory.fsync_writes`) and the embedding model directory
+    /// (`memory.embeddings.model_dir`) from `settings`, the settings the current call read: every facade call passes
+    /// its settings here before it writes, so no write reads `settings.json` again.
     pub(crate) fn note_settings(&self, settings: &Settings) {
         let fsync = settings.write_durability() == cao_core::fs::Durability::PowerLoss;
         self.fsync_writes.store(fsync, std::sync::atomic::Ordering::Relaxed);
+        *self
+            .embedding_dir
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = settings.embedding_model_dir();
     }
 
     /// How topic files are written now ([`Store::note_settings`]).
