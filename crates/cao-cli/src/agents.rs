@@ -23,11 +23,11 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 /// The schema name of `cao agents list --format json`.
-pub const AGENTS_SCHEMA: &str = "cao.agents/1";
+pub(crate) const AGENTS_SCHEMA: &str = "cao.agents/1";
 
 /// `cao agents ...`.
 #[derive(Debug, Subcommand)]
-pub enum AgentsCommand {
+pub(crate) enum AgentsCommand {
     /// List agent profiles: the agent directories (agents.dirs) and the built-ins.
     List(AgentsListArgs),
     /// Show one agent profile.
@@ -40,7 +40,7 @@ pub enum AgentsCommand {
 
 /// Arguments of `cao agents list`.
 #[derive(Debug, Args)]
-pub struct AgentsListArgs {
+pub(crate) struct AgentsListArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
@@ -48,7 +48,7 @@ pub struct AgentsListArgs {
 
 /// Arguments of `cao agents show`.
 #[derive(Debug, Args)]
-pub struct AgentsShowArgs {
+pub(crate) struct AgentsShowArgs {
     /// The profile name.
     pub name: String,
     /// Output format.
@@ -58,14 +58,14 @@ pub struct AgentsShowArgs {
 
 /// Arguments of `cao agents install`.
 #[derive(Debug, Args)]
-pub struct AgentsInstallArgs {
+pub(crate) struct AgentsInstallArgs {
     /// The built-in profile to copy.
     pub name: String,
 }
 
 /// Arguments of `cao agents skill`.
 #[derive(Debug, Args)]
-pub struct AgentsSkillArgs {
+pub(crate) struct AgentsSkillArgs {
     /// The skill name.
     pub name: String,
 }
@@ -104,7 +104,7 @@ fn view(p: &AgentProfile, with_text: bool) -> AgentView {
 ///
 /// Errors: a usage error (exit 2) for an invalid name; a failure (exit 1) for an unknown profile or skill, an
 /// unreadable directory or profile, or an install onto an existing file.
-pub fn run(cmd: AgentsCommand, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run(cmd: AgentsCommand, out: &mut dyn Write) -> Result<(), CliError> {
     let home = CaoHome::from_env();
     let dirs = Settings::load(&home).agent_dirs(&home);
     let fail = |e: cao_learn::LearnError| CliError::failure(e.to_string());

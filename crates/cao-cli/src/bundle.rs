@@ -31,7 +31,7 @@ use std::path::PathBuf;
 
 /// The archive formats (`okf` only, as the reference registers today).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ArchiveFormat {
+pub(crate) enum ArchiveFormat {
     /// OKF: markdown topics with YAML frontmatter, `index.md`, `manifest.md`.
     Okf,
 }
@@ -80,7 +80,7 @@ impl From<ConflictArg> for ConflictPolicy {
 
 /// Arguments of `cao memory export`.
 #[derive(Debug, Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     /// The scope to export (one bundle per scope).
     #[arg(long, value_enum, value_name = "SCOPE")]
     pub scope: ScopeArg,
@@ -112,7 +112,7 @@ pub struct ExportArgs {
 
 /// Arguments of `cao memory import`.
 #[derive(Debug, Args)]
-pub struct ImportArgs {
+pub(crate) struct ImportArgs {
     /// The bundle: a directory, or a .tar.gz file.
     #[arg(value_name = "DIR|FILE.tar.gz")]
     pub path: PathBuf,
@@ -135,7 +135,7 @@ pub struct ImportArgs {
 
 /// A validated `cao memory export`.
 #[derive(Debug)]
-pub struct ExportPlan {
+pub(crate) struct ExportPlan {
     req: ExportRequest,
     dest: ExportDestination,
     output: PathBuf,
@@ -144,7 +144,7 @@ pub struct ExportPlan {
 
 /// A validated `cao memory import`.
 #[derive(Debug)]
-pub struct ImportPlan {
+pub(crate) struct ImportPlan {
     req: ImportRequest,
     project_id: Option<String>,
     format: TextFormat,
@@ -152,7 +152,7 @@ pub struct ImportPlan {
 
 impl ImportPlan {
     /// Whether the command writes (a real run).
-    pub fn writes(&self) -> bool {
+    pub(crate) fn writes(&self) -> bool {
         !self.req.dry_run
     }
 }
@@ -167,7 +167,7 @@ fn is_archive(path: &std::path::Path) -> bool {
 /// Errors: [`CliError::Usage`] for `--prune` with an archive or `--project-id` with another scope;
 /// the [`MemoryError::PrivateScope`] failure (exit 1, as the reference) for session/agent without
 /// `--include-private`.
-pub fn export_plan(a: ExportArgs) -> Result<ExportPlan, CliError> {
+pub(crate) fn export_plan(a: ExportArgs) -> Result<ExportPlan, CliError> {
     let scope = Scope::from(a.scope);
     let ArchiveFormat::Okf = a.format;
     if a.project_id.is_some() && scope != Scope::Project {
@@ -206,7 +206,7 @@ pub fn export_plan(a: ExportArgs) -> Result<ExportPlan, CliError> {
 /// Check an import command line (no I/O).
 ///
 /// Errors: [`CliError::Usage`] for `--project-id` with another scope.
-pub fn import_plan(a: ImportArgs) -> Result<ImportPlan, CliError> {
+pub(crate) fn import_plan(a: ImportArgs) -> Result<ImportPlan, CliError> {
     let scope = Scope::from(a.scope);
     if a.project_id.is_some() && scope != Scope::Project {
         return Err(CliError::Usage("--project-id applies only to --scope project".into()));
@@ -226,7 +226,7 @@ pub fn import_plan(a: ImportArgs) -> Result<ImportPlan, CliError> {
 /// Run an export and render its report.
 ///
 /// Errors: the service's (private scope, destination, I/O).
-pub fn run_export(svc: &MemoryService, ctx: &TerminalContext, plan: &ExportPlan) -> Result<String, CliError> {
+pub(crate) fn run_export(svc: &MemoryService, ctx: &TerminalContext, plan: &ExportPlan) -> Result<String, CliError> {
     let bar = Bar::for_stderr();
     let outcome = svc.export(ctx, &plan.req, &plan.dest, &bar)?;
     if plan.json {
@@ -238,7 +238,7 @@ pub fn run_export(svc: &MemoryService, ctx: &TerminalContext, plan: &ExportPlan)
 /// Run an import and render its report; a run stopped by a storage error returns the report with the failure.
 ///
 /// Errors: the service's (target scope, project, bundle refused whole).
-pub fn run_import(
+pub(crate) fn run_import(
     svc: &MemoryService,
     ctx: &TerminalContext,
     plan: &ImportPlan,
@@ -264,7 +264,7 @@ pub fn run_import(
 }
 
 /// The reference CLI's export report.
-pub fn export_text(o: &ExportOutcome, output: &str) -> String {
+pub(crate) fn export_text(o: &ExportOutcome, output: &str) -> String {
     let r = &o.report;
     let mut s = format!("Exported scope '{}' to {}\n", o.scope, one_line(output));
     let _ = writeln!(
@@ -279,7 +279,7 @@ pub fn export_text(o: &ExportOutcome, output: &str) -> String {
 }
 
 /// The reference CLI's import report.
-pub fn import_text(o: &ImportOutcome, source: &str) -> String {
+pub(crate) fn import_text(o: &ImportOutcome, source: &str) -> String {
     let r = &o.report;
     let mode = if r.dry_run {
         "DRY RUN \u{2014} nothing written"

@@ -13,7 +13,7 @@ use clap::Args;
 
 /// Arguments of `cao memory cleanup`.
 #[derive(Debug, Args)]
-pub struct CleanupArgs {
+pub(crate) struct CleanupArgs {
     /// Only report what would be removed; change nothing (no files, index rows or audit lines).
     #[arg(long)]
     pub dry_run: bool,
@@ -26,7 +26,7 @@ pub struct CleanupArgs {
 ///
 /// Errors: the service's (memory disabled, index unreadable), and a failure naming how many expired memories could
 /// not be removed; in that case the rendered report is returned with the error so it can be printed first.
-pub fn execute(svc: &MemoryService, args: &CleanupArgs) -> Result<(String, Option<CliError>), CliError> {
+pub(crate) fn execute(svc: &MemoryService, args: &CleanupArgs) -> Result<(String, Option<CliError>), CliError> {
     let report = svc.cleanup(args.dry_run)?;
     let text = match args.format {
         TextFormat::Text => report.to_string(),

@@ -7,10 +7,10 @@ use cao_memory::{DEFAULT_EXPLAIN_LIMIT, MAX_EXPLAIN_LIMIT};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Rows the ordinary `cao memory list` shows at most (spec 000 "CLI Commands": a table of at most 100 rows).
-pub const LIST_ROWS: usize = 100;
+pub(crate) const LIST_ROWS: usize = 100;
 
 /// Largest query (bytes, after trimming) `--explain` accepts: the service's recall query maximum (4 KiB).
-pub const MAX_QUERY_BYTES: usize = 4096;
+pub(crate) const MAX_QUERY_BYTES: usize = 4096;
 
 /// cao: persistent memory for CLI coding agents.
 ///
@@ -18,7 +18,7 @@ pub const MAX_QUERY_BYTES: usize = 4096;
 /// Logs go to stderr; set CAO_LOG_LEVEL (error, warn, info, debug, trace; default warn).
 #[derive(Debug, Parser)]
 #[command(name = "cao", version = cao_core::VERSION, propagate_version = true, arg_required_else_help = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
@@ -26,7 +26,7 @@ pub struct Cli {
 
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Inspect and maintain stored memories.
     #[command(subcommand)]
     Memory(MemoryCommand),
@@ -43,7 +43,7 @@ pub enum Command {
 
 /// `cao memory ...`.
 #[derive(Debug, Subcommand)]
-pub enum MemoryCommand {
+pub(crate) enum MemoryCommand {
     /// List memories (global + current project by default; --all for every project, session and agent), or with
     /// `--query Q --explain` compare default recency recall with relevance recall without recording access.
     List(ListArgs),
@@ -117,7 +117,7 @@ pub enum MemoryCommand {
 
 /// Arguments of `cao memory view`.
 #[derive(Debug, Args)]
-pub struct ViewArgs {
+pub(crate) struct ViewArgs {
     /// The journal of this container: `global`, `federated` or a project id (default: the current project's).
     #[arg(long, value_name = "C", conflicts_with = "scope")]
     pub container: Option<String>,
@@ -132,7 +132,7 @@ pub struct ViewArgs {
 
 /// Arguments of `cao memory inspect`.
 #[derive(Debug, Args)]
-pub struct InspectArgs {
+pub(crate) struct InspectArgs {
     /// The journal of this project id (default: the current project's).
     #[arg(long, value_name = "P", conflicts_with = "container")]
     pub project_id: Option<String>,
@@ -143,7 +143,7 @@ pub struct InspectArgs {
 
 /// Arguments of `cao memory purge`.
 #[derive(Debug, Args)]
-pub struct PurgeArgs {
+pub(crate) struct PurgeArgs {
     /// The memory key (`^[a-z0-9-]{1,60}$`).
     pub key: String,
     /// The scope of the memory (its scope id is the current project, session or agent).
@@ -168,7 +168,7 @@ pub struct PurgeArgs {
 /// Which flags go together is checked by [`ListArgs::mode`] (a usage error, exit 2, before any I/O). `--limit` and
 /// `--format` are `Option`s without a default so that an explicit value equal to the default is still seen.
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// List every project, session and agent, not only the current ones.
     #[arg(long)]
     pub all: bool,
@@ -203,7 +203,7 @@ pub struct ListArgs {
 
 /// What a valid `cao memory list` command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListMode {
+pub(crate) enum ListMode {
     /// The ordinary listing.
     List {
         /// Every project, session and agent.
@@ -223,7 +223,7 @@ pub enum ListMode {
 
 /// Which rows of the ordinary list's order are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListPage {
+pub(crate) enum ListPage {
     /// [`LIST_ROWS`] rows after skipping this many (`--offset`; 0 = the first page).
     From(usize),
     /// Every row (`--all-rows`).
@@ -232,7 +232,7 @@ pub enum ListPage {
 
 /// A validated `cao memory list --query Q --explain` command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExplainArgs {
+pub(crate) struct ExplainArgs {
     /// The query, trimmed; non-empty and at most [`MAX_QUERY_BYTES`].
     pub query: String,
     /// Every project, session and agent.
@@ -254,7 +254,7 @@ impl ListArgs {
     /// message points at `--format json`); `--offset` or `--all-rows` with `--explain`; `--explain` without `--query`; `--query` without `--explain`; an
     /// explicit `--limit` or `--format` without `--explain`, whatever its value; an empty or whitespace-only
     /// query; a query over [`MAX_QUERY_BYTES`] bytes.
-    pub fn mode(self) -> Result<ListMode, CliError> {
+    pub(crate) fn mode(self) -> Result<ListMode, CliError> {
         let usage = |m: &str| Err(CliError::Usage(m.to_owned()));
         if self.json && self.explain {
             return usage("--json is for the ordinary list; with --explain use --format json");
@@ -316,7 +316,7 @@ impl ListArgs {
 
 /// Arguments of `cao memory show`.
 #[derive(Debug, Args)]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     /// The memory key (`^[a-z0-9-]{1,60}$`).
     pub key: String,
     /// Only look in this scope (default: every scope, in precedence order).
@@ -329,7 +329,7 @@ pub struct ShowArgs {
 
 /// Arguments of `cao memory delete`.
 #[derive(Debug, Args)]
-pub struct DeleteArgs {
+pub(crate) struct DeleteArgs {
     /// The memory key (`^[a-z0-9-]{1,60}$`).
     pub key: String,
     /// The scope to delete from.
@@ -342,7 +342,7 @@ pub struct DeleteArgs {
 
 /// Arguments of `cao memory clear`.
 #[derive(Debug, Args)]
-pub struct ClearArgs {
+pub(crate) struct ClearArgs {
     /// The scope to clear.
     #[arg(long, value_enum, value_name = "SCOPE")]
     pub scope: ScopeArg,
@@ -353,7 +353,7 @@ pub struct ClearArgs {
 
 /// Arguments of `cao memory repair`.
 #[derive(Debug, Args)]
-pub struct RepairArgs {
+pub(crate) struct RepairArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = TextFormat::Text)]
     pub format: TextFormat,
@@ -412,7 +412,7 @@ impl From<TypeArg> for MemoryType {
 
 /// Output format of `memory relationships list` and `memory relationships inspect`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ListFormat {
+pub(crate) enum ListFormat {
     /// Aligned columns (or labelled lines for one edge).
     Table,
     /// Pretty-printed JSON.
@@ -421,7 +421,7 @@ pub enum ListFormat {
 
 /// Output format of `list --explain`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExplainFormat {
+pub(crate) enum ExplainFormat {
     /// Aligned columns between a header line (query, limit, filters) and a footer (pool, overlap, flags).
     Table,
     /// The `cao.memory.explain/1` JSON report (docs/schemas/cao.memory.explain-1.json).
@@ -430,7 +430,7 @@ pub enum ExplainFormat {
 
 /// Output format of `show`, `repair`, `view` and `purge`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TextFormat {
+pub(crate) enum TextFormat {
     /// Human-readable text.
     Text,
     /// Pretty-printed JSON.

@@ -22,7 +22,7 @@ use std::io::Write;
 
 /// `cao config ...`.
 #[derive(Debug, Subcommand)]
-pub enum ConfigCommand {
+pub(crate) enum ConfigCommand {
     /// Print a setting's effective value and where it comes from (env, file or default).
     Get(GetArgs),
     /// Store a setting in settings.json (validated; every other key is kept).
@@ -35,7 +35,7 @@ pub enum ConfigCommand {
 
 /// Arguments of `cao config get`.
 #[derive(Debug, Args)]
-pub struct GetArgs {
+pub(crate) struct GetArgs {
     /// The setting, e.g. memory.lifecycle.enabled (`cao config list` shows every key).
     pub key: String,
     /// Output format.
@@ -45,7 +45,7 @@ pub struct GetArgs {
 
 /// Arguments of `cao config set`.
 #[derive(Debug, Args)]
-pub struct SetArgs {
+pub(crate) struct SetArgs {
     /// The setting, e.g. memory.lifecycle.enabled (`cao config list` shows every key).
     pub key: String,
     /// The new value: `true` or `false` for switches; a project id for memory.project_id; for
@@ -56,14 +56,14 @@ pub struct SetArgs {
 
 /// Arguments of `cao config unset`.
 #[derive(Debug, Args)]
-pub struct UnsetArgs {
+pub(crate) struct UnsetArgs {
     /// The setting to remove from settings.json.
     pub key: String,
 }
 
 /// Arguments of `cao config list`.
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ConfigListFormat::Table)]
     pub format: ConfigListFormat,
@@ -71,7 +71,7 @@ pub struct ListArgs {
 
 /// Output format of `config get`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GetFormat {
+pub(crate) enum GetFormat {
     /// One line: `<key> = <value> (source: ...)`.
     Text,
     /// A pretty-printed JSON object (key, value, source, type, default, env, warning).
@@ -80,7 +80,7 @@ pub enum GetFormat {
 
 /// Output format of `config list`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ConfigListFormat {
+pub(crate) enum ConfigListFormat {
     /// Aligned columns KEY, VALUE, SOURCE, DEFAULT, ENV.
     Table,
     /// A pretty-printed JSON array of the objects `config get --format json` prints.
@@ -118,7 +118,7 @@ impl Row {
 ///
 /// Errors: usage errors (exit 2) for unknown keys and invalid values; failures (exit 1) when settings.json cannot
 /// be updated or the output cannot be written.
-pub fn run(cmd: ConfigCommand, out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run(cmd: ConfigCommand, out: &mut dyn Write, warn: &mut dyn Write) -> Result<(), CliError> {
     let home = CaoHome::from_env();
     match cmd {
         ConfigCommand::Get(a) => {

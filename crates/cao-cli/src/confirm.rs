@@ -8,7 +8,7 @@ use crate::error::CliError;
 use std::io::{BufRead, IsTerminal, Write};
 
 /// Where the question is asked and answered.
-pub trait Prompter {
+pub(crate) trait Prompter {
     /// Whether a person can answer (stdin is a terminal).
     fn interactive(&self) -> bool;
     /// Print `question [y/N]: ` and read one answer line. `Ok(None)` on end of input.
@@ -19,7 +19,7 @@ pub trait Prompter {
 
 /// The process terminal: the question goes to stderr (stdout stays data only), the answer comes from stdin.
 #[derive(Debug, Default)]
-pub struct StdTerminal;
+pub(crate) struct StdTerminal;
 
 impl Prompter for StdTerminal {
     fn interactive(&self) -> bool {
@@ -40,7 +40,7 @@ impl Prompter for StdTerminal {
 ///
 /// Errors: [`CliError::Usage`] when not interactive and not `yes`; [`CliError::Aborted`] when the answer is not
 /// `y`/`yes` (any case) or input ends; [`CliError::Failure`] when the terminal cannot be read.
-pub fn confirm(prompter: &mut dyn Prompter, question: &str, yes: bool, action: &str) -> Result<(), CliError> {
+pub(crate) fn confirm(prompter: &mut dyn Prompter, question: &str, yes: bool, action: &str) -> Result<(), CliError> {
     if yes {
         return Ok(());
     }

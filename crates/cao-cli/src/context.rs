@@ -38,11 +38,11 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 /// Largest hook input read from stdin; Claude Code's payloads are far smaller (the prompt is the largest field).
-pub const MAX_HOOK_INPUT_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const MAX_HOOK_INPUT_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Arguments of `cao memory context`.
 #[derive(Debug, Args)]
-pub struct ContextArgs {
+pub(crate) struct ContextArgs {
     /// A terminal registered with cao-server (`POST /terminals`): its session, agent profile and cwd are used.
     /// Excludes --session, --agent and --cwd.
     #[arg(long, value_name = "ID", value_parser = clap::builder::NonEmptyStringValueParser::new(),
@@ -76,7 +76,7 @@ pub(crate) fn parse_budget(raw: &str) -> Result<usize, String> {
 
 /// `cao memory hook <agent-cli>`.
 #[derive(Debug, Subcommand)]
-pub enum HookCommand {
+pub(crate) enum HookCommand {
     /// Claude Code command hook for SessionStart and UserPromptSubmit: reads the hook JSON on stdin and prints
     /// the additionalContext JSON. Never blocks the prompt: problems are logged on stderr with exit 0.
     ClaudeCode(ClaudeCodeHookArgs),
@@ -84,7 +84,7 @@ pub enum HookCommand {
 
 /// Arguments of `cao memory hook claude-code`.
 #[derive(Debug, Args)]
-pub struct ClaudeCodeHookArgs {
+pub(crate) struct ClaudeCodeHookArgs {
     /// The hook event (SessionStart or UserPromptSubmit); default the input's `hook_event_name`.
     pub event: Option<String>,
 }
@@ -116,7 +116,7 @@ impl ClaudeEvent {
 /// Run `cao memory context`: print the block for the caller, or nothing.
 ///
 /// Errors: an invalid project id, an unreadable index, or a failed write to `out` (exit 1).
-pub fn run_context(args: ContextArgs, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run_context(args: ContextArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let home = CaoHome::from_env();
     let mut ctx = match &args.terminal_id {
         Some(id) => match registered_terminal(&home, id)? {
@@ -168,7 +168,7 @@ fn registered_terminal(home: &CaoHome, id: &str) -> Result<Option<TerminalContex
 
 /// [`run_hook`] with this process's stdin as the input (empty when stdin is a terminal, so a manual run never
 /// waits). Always `Ok`.
-pub fn run_hook_stdin(cmd: HookCommand, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run_hook_stdin(cmd: HookCommand, out: &mut dyn Write) -> Result<(), CliError> {
     use std::io::IsTerminal;
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
@@ -179,7 +179,7 @@ pub fn run_hook_stdin(cmd: HookCommand, out: &mut dyn Write) -> Result<(), CliEr
 }
 
 /// Run `cao memory hook ...`. Always `Ok`: a hook must not fail the agent CLI; problems are logged.
-pub fn run_hook(cmd: HookCommand, input: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run_hook(cmd: HookCommand, input: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliError> {
     match cmd {
         HookCommand::ClaudeCode(args) => match claude_code(args.event.as_deref(), input, CaoHome::from_env()) {
             Ok(Some(json)) => {

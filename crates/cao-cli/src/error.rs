@@ -8,13 +8,13 @@ use cao_memory::MemoryError;
 use std::process::ExitCode;
 
 /// Exit code of a failure.
-pub const EXIT_FAILURE: u8 = 1;
+pub(crate) const EXIT_FAILURE: u8 = 1;
 /// Exit code of a usage error (same as clap's).
-pub const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_USAGE: u8 = 2;
 
 /// A command that did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CliError {
+pub(crate) enum CliError {
     /// The command line is wrong (exit 2). Nothing was read or written.
     Usage(String),
     /// The command ran and failed (exit 1).
@@ -30,7 +30,7 @@ pub enum CliError {
 
 impl CliError {
     /// A failure without a hint.
-    pub fn failure(message: impl Into<String>) -> Self {
+    pub(crate) fn failure(message: impl Into<String>) -> Self {
         CliError::Failure {
             message: message.into(),
             hint: None,
@@ -38,7 +38,7 @@ impl CliError {
     }
 
     /// A failure with a hint line.
-    pub fn failure_with_hint(message: impl Into<String>, hint: impl Into<String>) -> Self {
+    pub(crate) fn failure_with_hint(message: impl Into<String>, hint: impl Into<String>) -> Self {
         CliError::Failure {
             message: message.into(),
             hint: Some(hint.into()),
@@ -46,7 +46,7 @@ impl CliError {
     }
 
     /// The process exit code of this outcome.
-    pub fn exit_code(&self) -> ExitCode {
+    pub(crate) fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self {
             CliError::Usage(_) => EXIT_USAGE,
             CliError::Failure { .. } | CliError::Aborted => EXIT_FAILURE,
@@ -54,7 +54,7 @@ impl CliError {
     }
 
     /// The text printed on stderr (one or two lines, newline-terminated).
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         match self {
             CliError::Usage(m) => format!("error: {}\n", single_line(m)),
             CliError::Failure { message, hint } => {

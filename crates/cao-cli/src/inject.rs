@@ -27,7 +27,7 @@ use std::path::PathBuf;
 
 /// Arguments of `cao memory inject`.
 #[derive(Debug, Args)]
-pub struct InjectArgs {
+pub(crate) struct InjectArgs {
     /// The agent CLI whose config file receives the block.
     #[arg(long, value_enum, value_name = "PROVIDER")]
     pub provider: ProviderArg,
@@ -80,7 +80,7 @@ impl From<ProviderArg> for Provider {
 /// Run `cao memory inject` and print what it did.
 ///
 /// Errors: a refusal, a failed fetch or a failed write (exit 1; the file is unchanged), a failed write to `out`.
-pub fn run(args: InjectArgs, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run(args: InjectArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let provider = Provider::from(args.provider);
     let cwd = std::path::absolute(&args.cwd)
         .map_err(|e| CliError::failure(format!("cannot resolve --cwd {}: {e}", args.cwd.display())))?;

@@ -13,7 +13,7 @@ use std::io::IsTerminal;
 /// Why the inspector does not run over a remote owner: the owner's REST routes serve the view, zoom and search
 /// tools and the purge route, but not the tree's state the inspector draws (which lines are written and by whom,
 /// the leases of lines being written, the pairs ready to merge, the sessions' snapshots).
-pub const REMOTE_REFUSAL: &str = "the memory inspector reads the journal's summary tree (written lines and their \
+pub(crate) const REMOTE_REFUSAL: &str = "the memory inspector reads the journal's summary tree (written lines and their \
      writers, lines being written, pairs ready to merge, session snapshots), which the remote memory owner's REST \
      routes do not serve (they offer the view, zoom, search and purge only); run `cao memory inspect` on the owner's \
      machine";
@@ -22,7 +22,7 @@ pub const REMOTE_REFUSAL: &str = "the memory inspector reads the journal's summa
 ///
 /// Errors: usage errors (exit 2); a remote owner, no terminal, memory disabled, a store or terminal failure
 /// (exit 1).
-pub fn run(args: InspectArgs) -> Result<(), CliError> {
+pub(crate) fn run(args: InspectArgs) -> Result<(), CliError> {
     if let Some(p) = &args.project_id
         && let Err(e) = cao_core::identity::validate_project_id(p)
     {

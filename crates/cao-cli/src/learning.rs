@@ -24,18 +24,18 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 /// The schema name of `cao memory outcomes list --format json`.
-pub const OUTCOMES_SCHEMA: &str = "cao.memory.outcomes/1";
+pub(crate) const OUTCOMES_SCHEMA: &str = "cao.memory.outcomes/1";
 
 /// `cao memory outcomes ...`.
 #[derive(Debug, Subcommand)]
-pub enum OutcomesCommand {
+pub(crate) enum OutcomesCommand {
     /// List recorded workflow outcomes, newest first (every session unless filtered).
     List(OutcomesListArgs),
 }
 
 /// Arguments of `cao memory outcomes list`.
 #[derive(Debug, Clone, Args)]
-pub struct OutcomesListArgs {
+pub(crate) struct OutcomesListArgs {
     /// Only this session.
     #[arg(long, value_name = "SESSION")]
     pub session: Option<String>,
@@ -55,7 +55,7 @@ pub struct OutcomesListArgs {
 
 /// Arguments of `cao memory promote`.
 #[derive(Debug, Clone, Args)]
-pub struct PromoteArgs {
+pub(crate) struct PromoteArgs {
     /// The agent profile whose lessons to promote (`<agent dir>/<AGENT>.md`).
     pub agent: String,
     /// Write the plan into the profile (needs memory.instruction_promotion_enabled); without it, a dry run.
@@ -78,7 +78,7 @@ pub struct PromoteArgs {
 /// `cao memory outcomes list`: the rows as a table or `cao.memory.outcomes/1` JSON.
 ///
 /// Errors: the service's.
-pub fn run_outcomes(svc: &MemoryService, cmd: &OutcomesCommand) -> Result<String, CliError> {
+pub(crate) fn run_outcomes(svc: &MemoryService, cmd: &OutcomesCommand) -> Result<String, CliError> {
     let OutcomesCommand::List(a) = cmd;
     if !svc.settings().learning_enabled() {
         tracing::warn!("learning is disabled (memory.learning_enabled is false): no outcomes are being recorded");
@@ -108,7 +108,7 @@ pub fn run_outcomes(svc: &MemoryService, cmd: &OutcomesCommand) -> Result<String
 
 /// The outcomes table: `CREATED SESSION AGENT RESULT SCORE TASK` (times `%Y-%m-%d %H:%M` UTC), or `No outcomes
 /// found.`; every field on one line with control characters escaped.
-pub fn outcomes_table(rows: &[Outcome]) -> String {
+pub(crate) fn outcomes_table(rows: &[Outcome]) -> String {
     if rows.is_empty() {
         return "No outcomes found.\n".to_owned();
     }
@@ -141,7 +141,7 @@ pub fn outcomes_table(rows: &[Outcome]) -> String {
 }
 
 /// The service request of a `cao memory promote` command line.
-pub fn promote_request(a: &PromoteArgs) -> PromoteRequest {
+pub(crate) fn promote_request(a: &PromoteArgs) -> PromoteRequest {
     PromoteRequest {
         agent: a.agent.clone(),
         apply: a.apply,
@@ -155,7 +155,7 @@ pub fn promote_request(a: &PromoteArgs) -> PromoteRequest {
 ///
 /// Errors: the service's (flag off names `memory.instruction_promotion_enabled`; a built-in target; a missing
 /// profile).
-pub fn run_promote(svc: &MemoryService, a: &PromoteArgs) -> Result<String, CliError> {
+pub(crate) fn run_promote(svc: &MemoryService, a: &PromoteArgs) -> Result<String, CliError> {
     let report = svc.promote(&promote_request(a))?;
     match a.format {
         TextFormat::Json => output::json(&report).map_err(CliError::failure),
@@ -164,7 +164,7 @@ pub fn run_promote(svc: &MemoryService, a: &PromoteArgs) -> Result<String, CliEr
 }
 
 /// The text rendering of a promotion report (see the module documentation).
-pub fn promote_text(r: &PromotionReport) -> String {
+pub(crate) fn promote_text(r: &PromotionReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

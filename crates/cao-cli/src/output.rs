@@ -16,7 +16,7 @@ use std::io::Write;
 /// more.
 ///
 /// Errors: any other write failure (e.g. disk full when redirected to a file), as a [`CliError::failure`].
-pub fn emit(out: &mut dyn Write, text: &str) -> Result<(), CliError> {
+pub(crate) fn emit(out: &mut dyn Write, text: &str) -> Result<(), CliError> {
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -44,7 +44,7 @@ fn header_with(key_width: usize, tags_width: usize) -> String {
 /// Columns are the reference's (KEY 30, SCOPE 10, TYPE 12, TAGS 20 characters); a key or tag list longer than its
 /// column widens that column for the whole table (header and dashes included), so every row stays aligned and
 /// nothing is truncated.
-pub fn list_table(memories: &[Memory]) -> String {
+pub(crate) fn list_table(memories: &[Memory]) -> String {
     if memories.is_empty() {
         return "No memories found.\n".to_owned();
     }
@@ -76,7 +76,7 @@ pub fn list_table(memories: &[Memory]) -> String {
 
 /// The `show --format text` output: labelled header lines, a blank line, then the content (newline-terminated).
 /// A memory labelled with a lifecycle status gets a `Status:` line after `Type:`.
-pub fn show_text(m: &Memory) -> String {
+pub(crate) fn show_text(m: &Memory) -> String {
     let tags = if m.tags.is_empty() {
         "(none)".to_owned()
     } else {
@@ -105,7 +105,7 @@ pub fn show_text(m: &Memory) -> String {
 /// Pretty JSON of any serialisable value, newline-terminated.
 ///
 /// Errors: serialisation fails (not expected for the service's plain data types); the message names the cause.
-pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, String> {
+pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, String> {
     serde_json::to_string_pretty(value)
         .map(|mut s| {
             s.push('\n');
@@ -115,14 +115,14 @@ pub fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, String> {
 }
 
 /// `s` with every control character (including newline, tab, ESC) replaced by its Rust escape (`\n`, `\u{1b}`).
-pub fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     escape_controls(s, |_| false)
 }
 
 /// `s` with every control character except line feed and tab replaced by its Rust escape (`\r`, `\u{1b}`,
 /// `\u{9b}`): text shown over several lines keeps its lines and indentation, but cannot move the cursor, change
 /// colours or the window title, or overwrite what was printed before it.
-pub fn multi_line(s: &str) -> String {
+pub(crate) fn multi_line(s: &str) -> String {
     escape_controls(s, |c| matches!(c, '\n' | '\t'))
 }
 

@@ -6,7 +6,7 @@ use cao_memory::Progress;
 use std::io::IsTerminal;
 
 /// Fewest steps (files, topics, memories) that get a progress bar.
-pub const PROGRESS_MIN: u64 = 300;
+pub(crate) const PROGRESS_MIN: u64 = 300;
 
 /// A progress bar on stderr, drawn only when stderr is a terminal and a phase has more than [`PROGRESS_MIN`] steps.
 pub(crate) struct Bar {

@@ -16,11 +16,11 @@ use clap::{Args, Subcommand, ValueEnum};
 use std::fmt::Write as _;
 
 /// Longest accepted relationship id (ids are uuid4 strings, 36 characters).
-pub const MAX_ID_LEN: usize = 128;
+pub(crate) const MAX_ID_LEN: usize = 128;
 
 /// `cao memory relationships ...`.
 #[derive(Debug, Subcommand)]
-pub enum RelationshipsCommand {
+pub(crate) enum RelationshipsCommand {
     /// List relationships (active ones unless --status says otherwise; --status proposal is the review queue).
     List(RelListArgs),
     /// Show one relationship in full: endpoints, provenance, status and times.
@@ -33,7 +33,7 @@ pub enum RelationshipsCommand {
 
 /// Arguments of `cao memory relationships list`.
 #[derive(Debug, Args)]
-pub struct RelListArgs {
+pub(crate) struct RelListArgs {
     /// Only this scope (default: every scope).
     #[arg(long, value_enum, value_name = "SCOPE")]
     pub scope: Option<ScopeArg>,
@@ -56,7 +56,7 @@ pub struct RelListArgs {
 
 /// Arguments of `cao memory relationships inspect`.
 #[derive(Debug, Args)]
-pub struct InspectArgs {
+pub(crate) struct InspectArgs {
     /// The relationship id (as listed).
     pub id: String,
     /// Output format (`table` = one `field: value` line per field).
@@ -66,7 +66,7 @@ pub struct InspectArgs {
 
 /// Arguments of `promote` and `reject`.
 #[derive(Debug, Args)]
-pub struct IdArgs {
+pub(crate) struct IdArgs {
     /// The relationship id (as listed).
     pub id: String,
 }
@@ -100,7 +100,7 @@ impl From<StatusArg> for RelStatus {
 
 /// A validated relationships command.
 #[derive(Debug)]
-pub enum RelPlan {
+pub(crate) enum RelPlan {
     /// `list`.
     List {
         scope: Option<Scope>,
@@ -120,7 +120,7 @@ pub enum RelPlan {
 
 impl RelPlan {
     /// Validate a command without I/O. Errors: [`CliError::Usage`] for a bad id or key.
-    pub fn new(cmd: RelationshipsCommand) -> Result<RelPlan, CliError> {
+    pub(crate) fn new(cmd: RelationshipsCommand) -> Result<RelPlan, CliError> {
         Ok(match cmd {
             RelationshipsCommand::List(a) => RelPlan::List {
                 scope: a.scope.map(Scope::from),
@@ -144,7 +144,7 @@ impl RelPlan {
     }
 
     /// Run against the store; returns the text to print. Errors: [`CliError::Failure`] naming the id or cause.
-    pub fn execute(&self, svc: &MemoryService, ctx: &TerminalContext) -> Result<String, CliError> {
+    pub(crate) fn execute(&self, svc: &MemoryService, ctx: &TerminalContext) -> Result<String, CliError> {
         let rel = svc.relationships(cao_memory::audit::actor_of(ctx));
         match self {
             RelPlan::List {
@@ -236,7 +236,7 @@ fn scope_label(e: &Relationship) -> String {
 }
 
 /// The table header (the reference's columns, with SCOPE after ID because the listing spans scopes).
-pub fn list_header() -> String {
+pub(crate) fn list_header() -> String {
     format!(
         "{:<36}  {:<20}  {:<13}  {:<18}  {:<9}  STALE  SOURCE -> TARGET",
         "ID", "SCOPE", "TYPE", "ORIGIN", "STATUS"
@@ -245,7 +245,7 @@ pub fn list_header() -> String {
 
 /// `list --format table`: header and one row per edge (columns padded, never truncated), or
 /// `No relationships found.`.
-pub fn list_table(edges: &[Relationship]) -> String {
+pub(crate) fn list_table(edges: &[Relationship]) -> String {
     if edges.is_empty() {
         return "No relationships found.\n".to_owned();
     }
@@ -270,7 +270,7 @@ pub fn list_table(edges: &[Relationship]) -> String {
 
 /// `inspect --format table`: one `field: value` line per field, in the JSON field order; absent values are
 /// `(none)`, times are UTC `%Y-%m-%d %H:%M:%S%.6f`.
-pub fn inspect_text(e: &Relationship) -> String {
+pub(crate) fn inspect_text(e: &Relationship) -> String {
     let none = || "(none)".to_owned();
     let ts = |t: Option<chrono::DateTime<chrono::Utc>>| {
         t.map_or_else(none, |t| t.format("%Y-%m-%d %H:%M:%S%.6f").to_string())
@@ -303,7 +303,7 @@ pub fn inspect_text(e: &Relationship) -> String {
 }
 
 /// `promote` / `reject` output: `<id>: status -> <status>` (the reference's line).
-pub fn status_line(e: &Relationship) -> String {
+pub(crate) fn status_line(e: &Relationship) -> String {
     format!("{}: status -> {}\n", one_line(&e.id), e.status)
 }
 

@@ -9,14 +9,14 @@ use cao_core::TerminalContext;
 /// The owner configured in the environment, if any.
 ///
 /// Errors: a malformed `CAO_MEMORY_API_URL`, token or timeout (exit 1, naming the variable).
-pub fn owner() -> Result<Option<RemoteConfig>, CliError> {
+pub(crate) fn owner() -> Result<Option<RemoteConfig>, CliError> {
     RemoteConfig::from_env().map_err(|e| CliError::failure(e.to_string()))
 }
 
 /// The block for `ctx` within `budget` characters, built by `owner` (`None`: nothing to inject).
 ///
 /// Errors (one line): the owner is unavailable (down, timeout, 401/5xx, naming the URL) or refused the call.
-pub fn block(owner: RemoteConfig, ctx: &TerminalContext, budget: usize) -> Result<Option<String>, String> {
+pub(crate) fn block(owner: RemoteConfig, ctx: &TerminalContext, budget: usize) -> Result<Option<String>, String> {
     let backend = RemoteBackend::new(owner).map_err(|e| e.to_string())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

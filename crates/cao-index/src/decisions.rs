@@ -9,7 +9,7 @@ use cao_core::Scope;
 use rusqlite::params;
 
 /// Days a conversation's named memories are remembered.
-pub const NAMED_RETENTION_DAYS: i64 = 30;
+pub(crate) const NAMED_RETENTION_DAYS: i64 = 30;
 
 impl Index {
     /// The memories named in `conversation` so far: `(scope, scope_id, key)`; rows with an unknown scope are

@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Longest a step waits for a queued topic before it looks at the settings and the stop signal again.
-pub const WAIT: Duration = Duration::from_secs(1);
+pub(crate) const WAIT: Duration = Duration::from_secs(1);
 
 /// How long the worker sleeps while the service is not open or compaction is off.
 const IDLE_PAUSE: Duration = Duration::from_secs(1);

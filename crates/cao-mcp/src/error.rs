@@ -5,7 +5,7 @@ use cao_memory::MemoryError;
 use cao_protocol::Tool;
 use serde_json::Value;
 
-pub use cao_protocol::ToolError;
+pub(crate) use cao_protocol::ToolError;
 
 /// The payload of `tool` while memory is disabled (`memory.enabled` false / `CAO_MEMORY_ENABLED=false`):
 /// `{"success": false, "disabled": true, "error": <message>, "error_kind": "memory_disabled"}`, plus

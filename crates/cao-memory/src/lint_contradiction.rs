@@ -28,21 +28,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Smallest body (characters) of a memory that is compared.
-pub const MIN_BODY_CHARS: usize = 50;
+pub(crate) const MIN_BODY_CHARS: usize = 50;
 /// Bytes of each body sent to the model (its end: the newest text).
-pub const BODY_TAIL_BYTES: usize = 8 * 1024;
+pub(crate) const BODY_TAIL_BYTES: usize = 8 * 1024;
 /// Most pairs judged per run.
-pub const MAX_PAIRS: usize = 200;
+pub(crate) const MAX_PAIRS: usize = 200;
 /// Checks running at once.
-pub const CONCURRENCY: usize = 8;
+pub(crate) const CONCURRENCY: usize = 8;
 /// Time one check may take.
-pub const PAIR_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const PAIR_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time the whole pass may take.
-pub const PASS_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const PASS_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most bytes of answer read as text; a longer answer is cut and so refused.
-pub const MAX_ANSWER_BYTES: usize = 2048;
+pub(crate) const MAX_ANSWER_BYTES: usize = 2048;
 /// Longest accepted `reason`, in bytes.
-pub const MAX_REASON_BYTES: usize = 500;
+pub(crate) const MAX_REASON_BYTES: usize = 500;
 
 /// The instructions sent with every pair.
 const SYSTEM: &str = "You check two notes from a software team's memory store for contradictions. Two notes \

@@ -134,7 +134,7 @@ pub(crate) fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
 }
 
 /// Upper bound on a recall query in bytes.
-pub const MAX_QUERY_BYTES: usize = 4096;
+pub(crate) const MAX_QUERY_BYTES: usize = 4096;
 
 /// [`MemoryError::Invalid`] when a (trimmed) query is longer than [`MAX_QUERY_BYTES`].
 pub(crate) fn check_query_len(query: &str) -> Result<(), MemoryError> {

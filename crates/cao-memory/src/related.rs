@@ -32,21 +32,21 @@ use cao_lifecycle::{ProducerEdgeInput, RelOrigin, RelStatus, RelType};
 use std::collections::HashMap;
 
 /// Most related memories kept per memory (the reference's compiler picks at most three).
-pub const MAX_RELATED: usize = 3;
+pub(crate) const MAX_RELATED: usize = 3;
 
 /// The lexical score of the related pass: the default BM25 on the content field alone (context weight 0).
-pub const RELATED_SCORE: cao_rank::Bm25 = cao_rank::Bm25 {
+pub(crate) const RELATED_SCORE: cao_rank::Bm25 = cao_rank::Bm25 {
     context_weight: 0.0,
     ..cao_rank::Bm25::DEFAULT
 };
 
 /// Most query terms taken from one entry, so the BM25 query stays bounded whatever the entry's length.
-pub const MAX_QUERY_TERMS: usize = 16;
+pub(crate) const MAX_QUERY_TERMS: usize = 16;
 
 /// The candidate budget of the pass: at most 200 rows read through the entry's rarer terms (the reference's
 /// compiler considers at most 200 candidates), and rows sharing only frequent terms with it pre-selected by
 /// recency ([`cao_index::FrequentTerms::Recent`]), so the cost of a store does not grow with the corpus.
-pub const RELATED_BUDGET: cao_index::PoolBudget = cao_index::PoolBudget {
+pub(crate) const RELATED_BUDGET: cao_index::PoolBudget = cao_index::PoolBudget {
     rare_candidates: 200,
     frequent: cao_index::FrequentTerms::Recent,
 };

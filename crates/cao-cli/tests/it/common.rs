@@ -10,17 +10,17 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use std::sync::Arc;
 
 /// The project id the CLI and the seeding context agree on.
-pub const PROJECT: &str = "test-proj";
+pub(crate) const PROJECT: &str = "test-proj";
 
 /// The instant the first seeded memory is written at; each further store is one minute later.
-pub fn t0() -> DateTime<Utc> {
+pub(crate) fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7)
         .single()
         .expect("valid instant")
 }
 
 /// A context that can write every scope: project `test-proj`, session `sess-1`, agent `reviewer`.
-pub fn full_context(home: &TempHome) -> TerminalContext {
+pub(crate) fn full_context(home: &TempHome) -> TerminalContext {
     TerminalContext {
         cwd: Some(home.cwd().to_path_buf()),
         project_id: Some(PROJECT.to_owned()),
@@ -31,11 +31,11 @@ pub fn full_context(home: &TempHome) -> TerminalContext {
 }
 
 /// One memory to seed: (scope, type, key, tags, content).
-pub type Seed = (&'static str, &'static str, &'static str, &'static str, &'static str);
+pub(crate) type Seed = (&'static str, &'static str, &'static str, &'static str, &'static str);
 
 /// The standard corpus: two global, one project, one session, one agent, one federated memory; build-commands is
 /// written twice (two entries, newest content wins).
-pub const CORPUS: &[Seed] = &[
+pub(crate) const CORPUS: &[Seed] = &[
     (
         "global",
         "feedback",
@@ -82,7 +82,7 @@ pub const CORPUS: &[Seed] = &[
 ];
 
 /// Store `seeds` in order through the real service with a fixed clock starting at [`t0`] (one minute apart).
-pub fn seed(home: &TempHome, seeds: &[Seed]) {
+pub(crate) fn seed(home: &TempHome, seeds: &[Seed]) {
     let clock = Arc::new(FixedClock::new(t0()));
     let svc = MemoryService::open_with(CaoHome::new(home.home()), Settings::default(), clock.clone())
         .expect("service opens on the temp home");
@@ -106,19 +106,19 @@ pub fn seed(home: &TempHome, seeds: &[Seed]) {
 }
 
 /// A temp home seeded with [`CORPUS`].
-pub fn seeded_home() -> TempHome {
+pub(crate) fn seeded_home() -> TempHome {
     let home = TempHome::new().expect("temp home");
     seed(&home, CORPUS);
     home
 }
 
 /// Run `cao <args>` in `home` (cwd = its work dir, `CAO_PROJECT_ID` = [`PROJECT`], no session or agent).
-pub fn cao(home: &TempHome, args: &[&str]) -> RunOutput {
+pub(crate) fn cao(home: &TempHome, args: &[&str]) -> RunOutput {
     cao_env(home, args, &[])
 }
 
 /// As [`cao`], with extra environment variables.
-pub fn cao_env(home: &TempHome, args: &[&str], env: &[(&str, &str)]) -> RunOutput {
+pub(crate) fn cao_env(home: &TempHome, args: &[&str], env: &[(&str, &str)]) -> RunOutput {
     let mut cmd = home.command(env!("CARGO_BIN_EXE_cao"));
     cmd.args(args).env("CAO_PROJECT_ID", PROJECT);
     for (k, v) in env {
@@ -131,7 +131,7 @@ pub fn cao_env(home: &TempHome, args: &[&str], env: &[(&str, &str)]) -> RunOutpu
 
 /// Properties every run must have, whatever the command: it finished, it did not panic, and its exit code is one
 /// of the documented ones.
-pub fn assert_sane(out: &RunOutput) {
+pub(crate) fn assert_sane(out: &RunOutput) {
     assert!(!out.timed_out, "cao did not finish in time:\n{}", out.transcript());
     assert!(!out.stderr.contains("panicked"), "cao panicked:\n{}", out.transcript());
     assert!(
@@ -142,7 +142,7 @@ pub fn assert_sane(out: &RunOutput) {
 }
 
 /// Insta settings for `home`: its temp root becomes `[TMP]`, uuids `[UUID]`, times their format shape.
-pub fn filters(home: &TempHome) -> insta::Settings {
+pub(crate) fn filters(home: &TempHome) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_prepend_module_to_snapshot(false);
     s.add_filter(&regex::escape(&home.root().display().to_string()), "[TMP]");
@@ -160,12 +160,12 @@ pub fn filters(home: &TempHome) -> insta::Settings {
 }
 
 /// Parse stdout as JSON.
-pub fn json(out: &RunOutput) -> serde_json::Value {
+pub(crate) fn json(out: &RunOutput) -> serde_json::Value {
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", out.transcript()))
 }
 
 /// `(scope, key)` pairs of a `list --json` array, in output order.
-pub fn listed(out: &RunOutput) -> Vec<(String, String)> {
+pub(crate) fn listed(out: &RunOutput) -> Vec<(String, String)> {
     let v = json(out);
     let arr = v
         .as_array()
@@ -182,7 +182,7 @@ pub fn listed(out: &RunOutput) -> Vec<(String, String)> {
 
 /// Undo what the related-memory pass derived on every store (each row's `related_keys` back to NULL, its `compiler`
 /// `relates_to` edges removed), without audit lines: for fixtures whose planted relations are under test.
-pub fn forget_compiled_relations(svc: &MemoryService, clock: Arc<dyn cao_core::Clock>) {
+pub(crate) fn forget_compiled_relations(svc: &MemoryService, clock: Arc<dyn cao_core::Clock>) {
     let rel = cao_lifecycle::RelationshipService::new(svc.index().clone(), clock);
     for row in svc.index().all_rows().expect("rows") {
         svc.index()

@@ -355,7 +355,7 @@ const ADVISE_EXPECTED: &str = "one of off, advise";
 /// `memory.decisions.search`: with `enforce` and a configured model, `memory_search` shows only the word matches the
 /// decision engine scores at or above `memory.decisions.relevance_floor` (spec 001 "Relevance from the decision
 /// engine"; experimental, off by default).
-pub const MEMORY_DECISIONS_SEARCH: SettingKey = SettingKey {
+pub(super) const MEMORY_DECISIONS_SEARCH: SettingKey = SettingKey {
     name: "memory.decisions.search",
     kind: SettingKind::Enforce,
     default: SettingDefault::Text("off"),
@@ -366,7 +366,7 @@ pub const MEMORY_DECISIONS_SEARCH: SettingKey = SettingKey {
 
 /// `memory.decisions.recall`: with `advise` and a configured model, each new user message gets a reminder naming up
 /// to 3 memories the decision engine scores at or above `memory.decisions.routing_confidence` (spec 001).
-pub const MEMORY_DECISIONS_RECALL: SettingKey = SettingKey {
+pub(super) const MEMORY_DECISIONS_RECALL: SettingKey = SettingKey {
     name: "memory.decisions.recall",
     kind: SettingKind::Advise,
     default: SettingDefault::Text("off"),
@@ -377,7 +377,7 @@ pub const MEMORY_DECISIONS_RECALL: SettingKey = SettingKey {
 
 /// `memory.decisions.duplicates`: with `advise` and a configured model, a `memory_store` receipt for a new key names
 /// existing memories that may cover the same topic (spec 001).
-pub const MEMORY_DECISIONS_DUPLICATES: SettingKey = SettingKey {
+pub(super) const MEMORY_DECISIONS_DUPLICATES: SettingKey = SettingKey {
     name: "memory.decisions.duplicates",
     kind: SettingKind::Advise,
     default: SettingDefault::Text("off"),
@@ -389,7 +389,7 @@ pub const MEMORY_DECISIONS_DUPLICATES: SettingKey = SettingKey {
 /// `memory.decisions.relevance_floor`: the least engine score a `memory_search` match needs to be shown under
 /// `memory.decisions.search = enforce`. The spec gives no default; 0.5 (the midpoint: "more likely relevant than
 /// not") is ours.
-pub const MEMORY_DECISIONS_RELEVANCE_FLOOR: SettingKey = SettingKey {
+pub(super) const MEMORY_DECISIONS_RELEVANCE_FLOOR: SettingKey = SettingKey {
     name: "memory.decisions.relevance_floor",
     kind: SettingKind::Fraction,
     default: SettingDefault::Thousandths(500),
@@ -400,7 +400,7 @@ pub const MEMORY_DECISIONS_RELEVANCE_FLOOR: SettingKey = SettingKey {
 /// `memory.decisions.routing_confidence`: the least engine score a memory needs to be named by recall advice or
 /// duplicate advice. The spec gives no default; 0.7 is ours: advice interrupts the agent unasked, so it asks for
 /// more confidence than a search the agent asked for.
-pub const MEMORY_DECISIONS_ROUTING_CONFIDENCE: SettingKey = SettingKey {
+pub(super) const MEMORY_DECISIONS_ROUTING_CONFIDENCE: SettingKey = SettingKey {
     name: "memory.decisions.routing_confidence",
     kind: SettingKind::Fraction,
     default: SettingDefault::Thousandths(700),
@@ -410,7 +410,7 @@ pub const MEMORY_DECISIONS_ROUTING_CONFIDENCE: SettingKey = SettingKey {
 
 /// `memory.decisions.timeout_ms`: the deadline of the recall advice's model call, shorter than
 /// `memory.model.timeout_ms` because it runs before the turn starts (spec 001).
-pub const MEMORY_DECISIONS_TIMEOUT_MS: SettingKey = SettingKey {
+pub(super) const MEMORY_DECISIONS_TIMEOUT_MS: SettingKey = SettingKey {
     name: "memory.decisions.timeout_ms",
     kind: SettingKind::Millis,
     default: SettingDefault::Int(3000),

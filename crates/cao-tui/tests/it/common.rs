@@ -19,16 +19,16 @@ use ratatui::backend::TestBackend;
 use std::time::Duration;
 
 /// The project of the fixture.
-pub const PROJECT: &str = "proj-a";
+pub(crate) const PROJECT: &str = "proj-a";
 
 /// A model whose answer is a deterministic ~420-byte text naming the notes of its prompt.
 #[derive(Debug)]
-pub struct FakeSummaries {
+pub(crate) struct FakeSummaries {
     info: ModelInfo,
 }
 
 impl FakeSummaries {
-    pub fn new() -> FakeSummaries {
+    pub(crate) fn new() -> FakeSummaries {
         FakeSummaries {
             info: ModelInfo {
                 provider: ModelProvider::OpenAi,
@@ -74,7 +74,7 @@ fn long_note(i: usize) -> String {
 }
 
 /// The fixture home (see the module docs) with `settings`.
-pub fn home(settings: Settings) -> ServiceFixture {
+pub(crate) fn home(settings: Settings) -> ServiceFixture {
     let fx = ServiceFixture::builder()
         .at(utc(2026, 1, 1, 0, 0, 0))
         .project(PROJECT)
@@ -150,7 +150,7 @@ pub fn home(settings: Settings) -> ServiceFixture {
 }
 
 /// Trait to read the fixture clock.
-pub trait ClockNow {
+pub(crate) trait ClockNow {
     fn clock_now(&self) -> chrono::DateTime<chrono::Utc>;
 }
 
@@ -161,13 +161,13 @@ impl ClockNow for ServiceFixture {
 }
 
 /// A source over the fixture's service (a fresh service on the same home, clock and settings).
-pub fn source(fx: &ServiceFixture, settings: Settings) -> LocalSource {
+pub(crate) fn source(fx: &ServiceFixture, settings: Settings) -> LocalSource {
     LocalSource::new(fx.reopen(settings), fx.ctx.clone(), JournalTarget::default())
 }
 
 /// Draw `state` on a `width` x `height` test terminal and return the screen as text (one line per row, trailing
 /// spaces trimmed).
-pub fn screen(state: &mut State, width: u16, height: u16) -> String {
+pub(crate) fn screen(state: &mut State, width: u16, height: u16) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("terminal");
     let areas = cao_tui::render::layout(ratatui::layout::Rect::new(0, 0, width, height));
     state.page = cao_tui::render::outline_rows(&areas);
@@ -177,7 +177,7 @@ pub fn screen(state: &mut State, width: u16, height: u16) -> String {
 }
 
 /// The buffer as text.
-pub fn buffer_text(buffer: &ratatui::buffer::Buffer) -> String {
+pub(crate) fn buffer_text(buffer: &ratatui::buffer::Buffer) -> String {
     let area = buffer.area;
     let mut out = String::new();
     for y in 0..area.height {
@@ -192,19 +192,19 @@ pub fn buffer_text(buffer: &ratatui::buffer::Buffer) -> String {
 }
 
 /// Open the inspector on the fixture.
-pub fn open(src: &mut dyn Source) -> State {
+pub(crate) fn open(src: &mut dyn Source) -> State {
     State::open(src).expect("open")
 }
 
 /// Press `keys` in order.
-pub fn press(state: &mut State, src: &mut dyn Source, keys: &[cao_tui::Key]) {
+pub(crate) fn press(state: &mut State, src: &mut dyn Source, keys: &[cao_tui::Key]) {
     for k in keys {
         state.key(*k, src);
     }
 }
 
 /// Expand from the selection down to its first memory with →.
-pub fn down_to_memory(state: &mut State, src: &mut dyn Source) {
+pub(crate) fn down_to_memory(state: &mut State, src: &mut dyn Source) {
     for _ in 0..64 {
         if state.selected_address().is_some_and(Address::is_entry) {
             return;
