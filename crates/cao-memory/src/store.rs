@@ -193,6 +193,10 @@ pub(crate) struct NewEntry<'a> {
     /// The entry's heading time (an import's frontmatter time, whole seconds); `None` = the clock's now. It is also
     /// the row's `updated_at`.
     pub(crate) at: Option<DateTime<Utc>>,
+    /// The embedding model directory of the call's settings (`memory.embeddings.model_dir`): [`Store::write`]
+    /// stores the vector of the content with the row. `None` = no vector (the memory's old vector, if any, no longer
+    /// applies to changed content; `cao memory embed` fills it in).
+    pub(crate) model_dir: Option<PathBuf>,
 }
 
 /// What [`Store::write`] did: the row as committed, whether the topic file was created, and the journal entry the
@@ -348,7 +352,12 @@ impl Store {
     /// process; `None` when none is configured (said once per process on stderr: dense recall is off) or it cannot
     /// be loaded (a warning naming the error, once per directory). Never downloads anything.
     pub(crate) fn embedder(&self, settings: &Settings) -> Option<Arc<cao_embed::Embedder>> {
-        let Some(dir) = settings.embedding_model_dir() else {
+        self.embedder_at(settings.embedding_model_dir())
+    }
+
+    /// [`Store::embedder`] of the model directory `dir` (`None` = none configured).
+    fn embedder_at(&self, dir: Option<PathBuf>) -> Option<Arc<cao_embed::Embedder>> {
+        let Some(dir) = dir else {
             if !DENSE_OFF_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 tracing::info!("dense recall is off: no embedding model configured (memory.embeddings.model_dir)");
             }
@@ -371,10 +380,10 @@ impl Store {
         model
     }
 
-    /// The embedding of `content` with the configured model, for a write; `None` without a model or when embedding
+    /// The embedding of `content` with the model in `model_dir`, for a write; `None` without a model or when embedding
     /// fails (a warning; the memory is stored without a vector and `cao memory embed` fills it in later).
-    fn embed_for_write(&self, content: &str) -> Option<Embedding> {
-        let model = self.embedder(&self.settings())?;
+    fn embed_for_write(&self, model_dir: Option<PathBuf>, content: &str) -> Option<Embedding> {
+        let model = self.embedder_at(model_dir)?;
         match model.embed_one(content) {
             Ok(v) => Some((model.model_id().to_owned(), v)),
             Err(e) => {
@@ -807,12 +816,13 @@ impl Store {
             .layout
             .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)?;
         let note = note_of(&entry);
+        let model_dir = entry.model_dir.clone();
         let (write, row) = self.prepare(&locked, entry)?;
         let note = JournalNote {
             at: row.updated_at,
             ..note
         };
-        let embedding = self.embed_for_write(&row.content);
+        let embedding = self.embed_for_write(model_dir, &row.content);
         self.commit(locked, write, row, &note, embedding)
     }
 
@@ -866,6 +876,7 @@ impl Store {
             terminal_id: None,
             session: None,
             at: None,
+            model_dir: None,
         };
         let note = note_of(&entry);
         let (write, mut row) = self.prepare(&locked, entry)?;
@@ -877,8 +888,7 @@ impl Store {
             at: row.updated_at,
             ..note
         };
-        let embedding = self.embed_for_write(&row.content);
-        self.commit(locked, write, row, &note, embedding).map(Some)
+        self.commit(locked, write, row, &note, None).map(Some)
     }
 
     /// The file and index half of one write, under `locked`: replace the topic file, then commit `row`, its
@@ -1118,6 +1128,7 @@ impl Store {
             terminal_id,
             session: _,
             at,
+            model_dir: _,
         } = entry;
         // Read the existing row before touching the file, so an unreadable index fails the call with nothing written.
         let prior = self.index.get(scope, scope_id.as_deref(), &key)?;

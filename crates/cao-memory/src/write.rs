@@ -117,7 +117,9 @@ pub(crate) fn commit(
     scope_id: Option<String>,
     at: Option<DateTime<Utc>>,
 ) -> Result<StoreResult, MemoryError> {
-    let written = store.write(new_entry(ctx, p, scope_id, at))?;
+    let mut entry = new_entry(ctx, p, scope_id, at);
+    entry.model_dir = settings.embedding_model_dir();
+    let written = store.write(entry)?;
     crate::related::refresh(store, &written.row);
     let duplicates = if written.created {
         crate::decisions::duplicates(store, settings, &written.row)
@@ -171,6 +173,7 @@ fn new_entry<'a>(
         terminal_id: ctx.terminal_id.clone(),
         session: ctx.session_name.clone(),
         at,
+        model_dir: None,
     }
 }
 
