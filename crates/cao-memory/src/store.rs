@@ -96,9 +96,6 @@ pub(crate) struct Store {
     /// Whether topic file writes are fsynced (`memory.fsync_writes` of the settings the last call read, or the
     /// fixed settings; docs/decisions/0012). Kept here so a write needs no settings read of its own.
     fsync_writes: std::sync::atomic::AtomicBool,
-    /// The embedding model directory of the settings the last call read ([`Store::note_settings`]), or of the fixed
-    /// settings; a write embeds with it without reading `settings.json` again.
-    embedding_dir: Mutex<Option<PathBuf>>,
 }
 
 /// Whether this process has said that dense recall is off (said once).
@@ -199,6 +196,10 @@ pub(crate) struct NewEntry<'a> {
     /// The entry's heading time (an import's frontmatter time, whole seconds); `None` = the clock's now. It is also
     /// the row's `updated_at`.
     pub(crate) at: Option<DateTime<Utc>>,
+    /// The embedding model directory of the call's settings (`memory.embeddings.model_dir`): [`Store::write`]
+    /// stores the vector of the content with the row. `None` = no vector (the memory's old vector, if any, no longer
+    /// applies to changed content; `cao memory embed` fills it in).
+    pub(crate) model_dir: Option<PathBuf>,
 }
 
 /// What [`Store::write`] did: the row as committed, whether the topic file was created, and the journal entry the
@@ -284,7 +285,6 @@ impl Store {
         let fsync_writes = settings
             .as_ref()
             .is_some_and(|s| s.write_durability() == cao_core::fs::Durability::PowerLoss);
-        let embedding_dir = settings.as_ref().and_then(Settings::embedding_model_dir);
         let store = Store {
             layout: WikiLayout::new(memory_dir),
             home,
@@ -297,7 +297,6 @@ impl Store {
             journals: Mutex::new(HashSet::new()),
             embedder: Mutex::new(None),
             fsync_writes: std::sync::atomic::AtomicBool::new(fsync_writes),
-            embedding_dir: Mutex::new(embedding_dir),
         };
         store.recover_empty_index()?;
         Ok(store)
@@ -363,7 +362,7 @@ impl Store {
         self.embedder_at(settings.embedding_model_dir())
     }
 
-    /// [`Store::embedder`] for a model directory already read from the settings (`None`: none configured).
+    /// [`Store::embedder`] of the model directory `dir` (`None` = none configured).
     fn embedder_at(&self, dir: Option<PathBuf>) -> Option<Arc<cao_embed::Embedder>> {
         let Some(dir) = dir else {
             if !DENSE_OFF_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
@@ -388,15 +387,10 @@ impl Store {
         model
     }
 
-    /// The embedding of `content` with the configured model, for a write; `None` without a model or when embedding
+    /// The embedding of `content` with the model in `model_dir`, for a write; `None` without a model or when embedding
     /// fails (a warning; the memory is stored without a vector and `cao memory embed` fills it in later).
-    fn embed_for_write(&self, content: &str) -> Option<Embedding> {
-        let dir = self
-            .embedding_dir
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        let model = self.embedder_at(dir)?;
+    fn embed_for_write(&self, model_dir: Option<PathBuf>, content: &str) -> Option<Embedding> {
+        let model = self.embedder_at(model_dir)?;
         match model.embed_one(content) {
             Ok(v) => Some((model.model_id().to_owned(), v)),
             Err(e) => {
@@ -829,12 +823,13 @@ impl Store {
             .layout
             .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)?;
         let note = note_of(&entry);
+        let model_dir = entry.model_dir.clone();
         let (write, row) = self.prepare(&locked, entry)?;
         let note = JournalNote {
             at: row.updated_at,
             ..note
         };
-        let embedding = self.embed_for_write(&row.content);
+        let embedding = self.embed_for_write(model_dir, &row.content);
         self.commit(locked, write, row, &note, embedding)
     }
 
@@ -888,6 +883,7 @@ impl Store {
             terminal_id: None,
             session: None,
             at: None,
+            model_dir: None,
         };
         let note = note_of(&entry);
         let (write, mut row) = self.prepare(&locked, entry)?;
@@ -899,8 +895,7 @@ impl Store {
             at: row.updated_at,
             ..note
         };
-        let embedding = self.embed_for_write(&row.content);
-        self.commit(locked, write, row, &note, embedding).map(Some)
+        self.commit(locked, write, row, &note, None).map(Some)
     }
 
     /// The file and index half of one write, under `locked`: replace the topic file, then commit `row`, its
@@ -936,16 +931,11 @@ impl Store {
         })
     }
 
-    /// Take the durability of topic writes (`memory.fsync_writes`) and the embedding model directory
-    /// (`memory.embeddings.model_dir`) from `settings`, the settings the current call read: every facade call passes
-    /// its settings here before it writes, so no write reads `settings.json` again.
+    /// Take the durability of topic writes from `settings` (`memory.fsync_writes`), the settings the current call
+    /// read: every facade call passes its settings here before it writes, so no write reads `settings.json` again.
     pub(crate) fn note_settings(&self, settings: &Settings) {
         let fsync = settings.write_durability() == cao_core::fs::Durability::PowerLoss;
         self.fsync_writes.store(fsync, std::sync::atomic::Ordering::Relaxed);
-        *self
-            .embedding_dir
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = settings.embedding_model_dir();
     }
 
     /// How topic files are written now ([`Store::note_settings`]).
@@ -1161,6 +1151,7 @@ impl Store {
             terminal_id,
             session: _,
             at,
+            model_dir: _,
         } = entry;
         // Read the existing row before touching the file, so an unreadable index fails the call with nothing written.
         let prior = self.index.get(scope, scope_id.as_deref(), &key)?;

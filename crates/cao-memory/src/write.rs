@@ -134,7 +134,9 @@ fn commit_queued(
     at: Option<DateTime<Utc>>,
     queue: Option<&crate::auto_compact::Queue>,
 ) -> Result<StoreResult, MemoryError> {
-    let written = store.write(new_entry(ctx, p, scope_id, at))?;
+    let mut entry = new_entry(ctx, p, scope_id, at);
+    entry.model_dir = settings.embedding_model_dir();
+    let written = store.write(entry)?;
     crate::related::refresh(store, &written.row);
     if let Some(q) = queue
         && q.enabled()
@@ -193,6 +195,7 @@ fn new_entry<'a>(
         terminal_id: ctx.terminal_id.clone(),
         session: ctx.session_name.clone(),
         at,
+        model_dir: None,
     }
 }
 
