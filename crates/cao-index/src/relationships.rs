@@ -573,7 +573,18 @@ impl Index {
             Some((offset, limit)) => format!(" LIMIT {limit} OFFSET {offset}"),
             None => String::new(),
         };
-        let sql = format!("SELECT {EDGE_COLUMNS} FROM {EDGE_FROM} {where_sql} ORDER BY {EDGE_ORDER}{cut}");
+        // The edges into one memory: without this the planner walks every edge of the scope id on the source index
+        // (its order matches the listing's), which costs the whole scope instead of the memory's edges.
+        let from = if filter.target_key.is_some() && filter.source_key.is_none() {
+            EDGE_FROM.replacen(
+                "memory_relationships r",
+                "memory_relationships r INDEXED BY cao_idx_memory_rel_target",
+                1,
+            )
+        } else {
+            EDGE_FROM.to_owned()
+        };
+        let sql = format!("SELECT {EDGE_COLUMNS} FROM {from} {where_sql} ORDER BY {EDGE_ORDER}{cut}");
         self.read(|tx| {
             let mut stmt = tx.prepare(&sql)?;
             let decoded = stmt

@@ -289,6 +289,24 @@ impl Index {
         })
     }
 
+    /// Marks that move whenever a memory is added or removed: the number of indexed rows and each journal's entry
+    /// count (`(container, N)` by container). Two reads of small tables; a cache of per-scope counts keyed by them
+    /// is current for every change made through the tool (each appends a journal entry or changes the row count).
+    /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
+    pub fn change_marks(&self) -> Result<(u64, Vec<(String, u64)>)> {
+        self.read(|tx| {
+            let docs: i64 = tx
+                .prepare_cached("SELECT docs FROM cao_search_stats WHERE id = 1")?
+                .query_row([], |r| r.get(0))?;
+            let heads = tx
+                .prepare_cached("SELECT container, entries FROM cao_journal_meta ORDER BY container")?
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+                .map(|r| r.map(|(c, n)| (c, u64::try_from(n).unwrap_or(0))))
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((u64::try_from(docs).unwrap_or(0), heads))
+        })
+    }
+
     /// The end of the recency pool: the last `limit` visible native rows (of `memory_type` when given) of the
     /// recency order, the oldest first (the previous page when paging backwards reaches an earlier scope group).
     /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].

@@ -2,11 +2,12 @@
 //! project), how many memories it holds per scope, when it was last written, and its journal's counters with the
 //! size of its view against the 32 KiB limit (spec 001 "The view").
 //!
-//! Costs: one grouped count over the index's `(scope, scope_id, source_kind)` index; per container with a journal
-//! its stored counters (`cao_journal::gauge`: read as they stand, the view is not caught up on a read) and its
-//! newest entry (one point query); per `(scope, scope_id)` the rows created in the last [`SPARK_DAYS`] days, counted
-//! per day on the `(scope, scope_id, created_at)` index. Nothing is opened or written for a container that has no
-//! journal yet; no access is counted.
+//! Costs: one grouped count over the index's `(scope, scope_id, source_kind)` index and, per `(scope, scope_id)`, the
+//! rows created in the last [`SPARK_DAYS`] days counted per day on the `(scope, scope_id, created_at)` index: these
+//! read every row, so they are kept per process and read again only when the index's change marks (row count,
+//! each journal's entry count) or the day moved; then per container with a journal its stored counters
+//! (`cao_journal::gauge`: read as they stand, the view is not caught up on a read) and its newest entry (one point
+//! query). Nothing is opened or written for a container that has no journal yet; no access is counted.
 
 use crate::error::MemoryError;
 use crate::store::Store;
@@ -15,6 +16,7 @@ use cao_core::{Container, Scope};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The journal side of one container.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -58,42 +60,22 @@ pub const SPARK_DAYS: usize = 30;
 /// Errors: [`MemoryError::Io`] when the database was removed or replaced; index and journal errors.
 pub(crate) fn containers(store: &Store) -> Result<Vec<ContainerSummary>, MemoryError> {
     store.prepare_read()?;
+    let counted = counted(store)?;
     let mut by_container: BTreeMap<String, BTreeMap<Scope, u64>> = BTreeMap::new();
     by_container.entry(GLOBAL_CONTAINER.to_owned()).or_default();
     by_container.entry(FEDERATED_CONTAINER.to_owned()).or_default();
-    let mut groups: Vec<(Scope, Option<String>)> = Vec::new();
-    for (scope, scope_id, n) in store.index().scope_counts()? {
-        groups.push((scope, scope_id.clone()));
-        let container = Container::of(scope, scope_id.as_deref()).into_string();
+    for (scope, scope_id, n) in &counted.scope_counts {
+        let container = Container::of(*scope, scope_id.as_deref()).into_string();
         if container.is_empty() {
             continue;
         }
-        *by_container.entry(container).or_default().entry(scope).or_default() += n;
+        *by_container.entry(container).or_default().entry(*scope).or_default() += n;
     }
     let journals: Vec<String> = store.index().journal_read(|j| Ok::<_, MemoryError>(j.containers()?))?;
     for name in journals {
         by_container.entry(name).or_default();
     }
-    let now = store.now();
-    let today = now.date_naive();
-    let first_day = today - chrono::Days::new(SPARK_DAYS as u64 - 1);
-    let since = first_day.format("%Y-%m-%d").to_string();
-    let mut per_day: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for (scope, scope_id) in &groups {
-        let container = Container::of(*scope, scope_id.as_deref()).into_string();
-        let days = per_day.entry(container).or_insert_with(|| vec![0; SPARK_DAYS]);
-        for (day, n) in store.index().created_per_day(*scope, scope_id.as_deref(), &since)? {
-            let Ok(day) = chrono::NaiveDate::parse_from_str(&day, "%Y-%m-%d") else {
-                continue;
-            };
-            let Ok(i) = usize::try_from((day - first_day).num_days()) else {
-                continue;
-            };
-            if let Some(slot) = days.get_mut(i) {
-                *slot += n;
-            }
-        }
-    }
+    let mut per_day = counted.per_day.clone();
     let mut out = Vec::with_capacity(by_container.len());
     for (container, counts) in by_container {
         let journal = if cao_journal::has_journal(store.index(), &container)? {
@@ -136,4 +118,63 @@ pub(crate) fn containers(store: &Store) -> Result<Vec<ContainerSummary>, MemoryE
             .then_with(|| a.container.cmp(&b.container))
     });
     Ok(out)
+}
+
+/// The part of the overview that reads every row (counts per `(scope, scope_id)`, memories created per day per
+/// container), as computed at some change marks on some day.
+#[derive(Debug, Clone)]
+struct Counted {
+    scope_counts: Vec<(Scope, Option<String>, u64)>,
+    per_day: BTreeMap<String, Vec<u64>>,
+}
+
+/// The last [`Counted`] of this process: the database it was read from, the UTC day, the change marks
+/// (`Index::change_marks`) and the counts. One entry: an operator looks at one home.
+type CountedCache = Option<(
+    std::path::PathBuf,
+    chrono::NaiveDate,
+    (u64, Vec<(String, u64)>),
+    Arc<Counted>,
+)>;
+static COUNTED: Mutex<CountedCache> = Mutex::new(None);
+
+/// The counts of [`Counted`], read again only when the change marks or the day moved since the last read (a
+/// change made through the tool moves them: it appends a journal entry or changes the number of indexed rows).
+/// Between changes a page of the overview costs a few point reads instead of reading every row.
+fn counted(store: &Store) -> Result<Arc<Counted>, MemoryError> {
+    let marks = store.index().change_marks()?;
+    let today = store.now().date_naive();
+    let path = store.index().path().to_path_buf();
+    {
+        let cache = COUNTED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((p, day, m, c)) = cache.as_ref()
+            && *p == path
+            && *day == today
+            && *m == marks
+        {
+            return Ok(Arc::clone(c));
+        }
+    }
+    let scope_counts = store.index().scope_counts()?;
+    let first_day = today - chrono::Days::new(SPARK_DAYS as u64 - 1);
+    let since = first_day.format("%Y-%m-%d").to_string();
+    let mut per_day: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for (scope, scope_id, _) in &scope_counts {
+        let container = Container::of(*scope, scope_id.as_deref()).into_string();
+        let days = per_day.entry(container).or_insert_with(|| vec![0; SPARK_DAYS]);
+        for (day, n) in store.index().created_per_day(*scope, scope_id.as_deref(), &since)? {
+            let Ok(day) = chrono::NaiveDate::parse_from_str(&day, "%Y-%m-%d") else {
+                continue;
+            };
+            let Ok(i) = usize::try_from((day - first_day).num_days()) else {
+                continue;
+            };
+            if let Some(slot) = days.get_mut(i) {
+                *slot += n;
+            }
+        }
+    }
+    let counted = Arc::new(Counted { scope_counts, per_day });
+    *COUNTED.lock().unwrap_or_else(PoisonError::into_inner) = Some((path, today, marks, Arc::clone(&counted)));
+    Ok(counted)
 }
