@@ -456,27 +456,7 @@ impl Index {
         if terms.is_empty() || vis.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
-        self.read(|tx| {
-            let (corpus, terms) = query_terms(tx, scorer, terms.to_vec())?;
-            if terms.is_empty() {
-                return Ok(Vec::new());
-            }
-            let plan = scan_plan(tx, vis, memory_type)?;
-            let hits = top(tx, &plan, vis, memory_type, scorer, &corpus, &terms, limit, pool)?;
-            let mut out = Vec::with_capacity(hits.len());
-            for (search_rowid, score) in hits {
-                if let Some(row) = fetch_by_search_rowid(tx, search_rowid)?
-                    && visible(&row, vis, memory_type)
-                {
-                    out.push((row, score));
-                }
-            }
-            out.sort_by(|(a, sa), (b, sb)| {
-                sb.total_cmp(sa)
-                    .then_with(|| (&a.key, a.scope, &a.scope_id).cmp(&(&b.key, b.scope, &b.scope_id)))
-            });
-            Ok(out)
-        })
+        self.read(|tx| bm25_pool_in(tx, vis, memory_type, terms, limit, scorer, pool))
     }
 
     /// Raw lexical scores of `rows` against `query`, in input order: the value [`Index::bm25_pool`] reports for a
@@ -518,6 +498,42 @@ impl Index {
             Ok(out)
         })
     }
+}
+
+/// The body of [`Index::bm25_pool_budgeted`] inside an open transaction (a read snapshot, or a write transaction
+/// whose own rows it then sees).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn bm25_pool_in(
+    tx: &Transaction<'_>,
+    vis: &Visibility,
+    memory_type: Option<MemoryType>,
+    terms: &[String],
+    limit: usize,
+    scorer: &dyn LexicalScorer,
+    pool: PoolBudget,
+) -> Result<Vec<(MemoryRow, f64)>> {
+    if terms.is_empty() || vis.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let (corpus, terms) = query_terms(tx, scorer, terms.to_vec())?;
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let plan = scan_plan(tx, vis, memory_type)?;
+    let hits = top(tx, &plan, vis, memory_type, scorer, &corpus, &terms, limit, pool)?;
+    let mut out = Vec::with_capacity(hits.len());
+    for (search_rowid, score) in hits {
+        if let Some(row) = fetch_by_search_rowid(tx, search_rowid)?
+            && visible(&row, vis, memory_type)
+        {
+            out.push((row, score));
+        }
+    }
+    out.sort_by(|(a, sa), (b, sb)| {
+        sb.total_cmp(sa)
+            .then_with(|| (&a.key, a.scope, &a.scope_id).cmp(&(&b.key, b.scope, &b.scope_id)))
+    });
+    Ok(out)
 }
 
 #[cfg(test)]

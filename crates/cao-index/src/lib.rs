@@ -45,10 +45,12 @@
 //!   built from quoted, escaped terms and bound too).
 
 mod aliases;
+mod checkpoint;
 mod decisions;
 mod dirty;
 mod edges;
 pub mod error;
+mod follow_up;
 pub mod journal;
 mod lexical;
 mod outcomes;
@@ -67,6 +69,7 @@ pub use aliases::{KNOWN_ALIAS_TTL, ProjectAlias};
 pub use dirty::DirtyMark;
 pub use edges::{EdgeIdentity, RelatedKeys};
 pub use error::{IndexError, Result};
+pub use follow_up::FollowUp;
 pub use journal::{
     AppendWhen, Checkpoint, EntryKind, EntryRow, ImportCandidate, JournalMeta, JournalNote, JournalTx, JournalWriter,
     LeaseRow, LineRow, NewEntry, SnapshotRow, ViewItem, ViewRow,
@@ -118,6 +121,8 @@ pub struct Index {
     known_aliases: Arc<aliases::KnownAliases>,
     /// This process's copy of one model's vectors (see `vectors.rs`).
     vectors: Arc<std::sync::Mutex<vectors::VectorCache>>,
+    /// The background WAL checkpoint (see `checkpoint.rs`).
+    checkpointer: Arc<checkpoint::Checkpointer>,
 }
 
 impl fmt::Debug for Index {
@@ -141,8 +146,15 @@ impl r2d2::CustomizeConnection<Connection, rusqlite::Error> for Pragmas {
 /// `busy_timeout` first (so the journal-mode switch waits for other openers), then WAL, NORMAL sync, foreign keys.
 fn apply_pragmas(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+    // Checkpoints run in the background (`checkpoint.rs`); a commit checkpoints inline only past this bound.
+    let _pages: i64 = conn.query_row(
+        &format!("PRAGMA wal_autocheckpoint = {}", checkpoint::SAFETY_CHECKPOINT_PAGES),
+        [],
+        |r| r.get(0),
+    )?;
     // Reads map the database file instead of copying pages through each connection's 2 MB cache (the database is
     // ~190 MB at 100k memories): HTTP recall throughput +30-40% at 1k-100k (docs/decisions/0004). SQLite keeps
     // writes going through the WAL, so WAL's multi-process safety is unchanged.
@@ -152,6 +164,12 @@ fn apply_pragmas(conn: &Connection) -> rusqlite::Result<()> {
 
 /// Bytes of the database file each connection may memory-map for reads (1 GiB).
 const MMAP_SIZE: i64 = 1 << 30;
+
+/// Prepared statements each connection keeps (`prepare_cached`). One store runs about 40 distinct statements (the
+/// row, its search documents and term counts, the neighbours' re-index, the journal entry, the related-memory pass)
+/// and a recall a dozen more; with rusqlite's default of 16 the least recently used ones were evicted and compiled
+/// again on every call.
+const STATEMENT_CACHE_CAPACITY: usize = 256;
 
 impl Index {
     /// Open (creating when missing) the database at `db_path` and bring its schema up to date.
@@ -194,6 +212,7 @@ impl Index {
             .build(manager)
             .map_err(|e| open_err(e.to_string()))?;
         Ok(Index {
+            checkpointer: checkpoint::Checkpointer::new(pool.clone()),
             pool,
             path: db_path.to_owned(),
             writes: Arc::new(AtomicU64::new(0)),
@@ -216,10 +235,14 @@ impl Index {
     /// Run `f` in one `BEGIN IMMEDIATE` transaction and commit it.
     fn write<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
-        self.writes.fetch_add(1, Ordering::Relaxed);
+        let n = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
         tx.commit()?;
+        drop(conn);
+        if n.is_multiple_of(checkpoint::CHECKPOINT_EVERY_WRITES) {
+            self.checkpointer.request();
+        }
         Ok(out)
     }
 

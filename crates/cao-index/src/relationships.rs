@@ -599,6 +599,68 @@ impl Index {
     }
 }
 
+/// The edges leaving the memory `(key, scope, scope_id)` of one producer and type, inside an open transaction, in
+/// [`Index::relationships`]'s order (rows holding values outside the vocabulary left out).
+pub(crate) fn producer_edges_in(
+    tx: &Transaction<'_>,
+    scope: Scope,
+    scope_id: Option<&str>,
+    source_key: &Key,
+    origin: RelOrigin,
+    rel_type: RelType,
+) -> Result<Vec<RelationshipRecord>> {
+    let sql = format!(
+        "SELECT {EDGE_COLUMNS} FROM {EDGE_FROM}
+         WHERE r.scope = ?1 AND r.scope_id = ?2 AND r.source_key = ?3 AND r.origin = ?4 AND r.type = ?5
+         ORDER BY {EDGE_ORDER}"
+    );
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let decoded = stmt
+        .query_map(
+            params![
+                scope.as_str(),
+                scope_id.unwrap_or(GLOBAL_SCOPE_ID),
+                source_key.as_str(),
+                origin.as_str(),
+                rel_type.as_str()
+            ],
+            decode,
+        )?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(decoded.into_iter().filter_map(std::result::Result::ok).collect())
+}
+
+/// [`Index::replace_producer_edges`] inside an open write transaction (same checks, same errors).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn replace_producer_edges_in(
+    tx: &Transaction<'_>,
+    scope: Scope,
+    scope_id: Option<&str>,
+    source_key: &Key,
+    origin: RelOrigin,
+    rel_type: RelType,
+    edges: &[ProducerEdge],
+    now: DateTime<Utc>,
+) -> Result<ReplaceOutcome> {
+    for e in edges {
+        if e.new_id.is_empty() {
+            return Err(IndexError::Invalid(format!(
+                "empty relationship id for target {:?}",
+                e.target_key.as_str()
+            )));
+        }
+        check_values(e.confidence, e.attributes_json.as_deref())?;
+    }
+    let now_text = format_db_ts(now);
+    replace_in(tx, scope, scope_id, source_key, origin, rel_type, edges, &now_text)?.ok_or_else(|| {
+        IndexError::Invalid(format!(
+            "no memory {:?} in scope {scope} (scope id {:?}); cannot write its relationships",
+            source_key.as_str(),
+            scope_id.unwrap_or(GLOBAL_SCOPE_ID)
+        ))
+    })
+}
+
 /// The `WHERE` clause of a filter (every value bound; the stale filter is applied after decoding).
 fn relationship_where(filter: &RelationshipFilter) -> (String, Vec<Value>) {
     let mut clauses: Vec<&str> = Vec::new();

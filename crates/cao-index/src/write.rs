@@ -423,6 +423,30 @@ pub(crate) fn delete_in(tx: &Connection, scope: Scope, scope_id: Option<&str>, k
     Ok(true)
 }
 
+/// The body of [`Index::set_related_keys`] inside an open write transaction (the length check included).
+pub(crate) fn set_related_keys_in(
+    tx: &Connection,
+    scope: Scope,
+    scope_id: Option<&str>,
+    key: &Key,
+    related_keys: Option<&str>,
+) -> Result<bool> {
+    if related_keys.is_some_and(|r| r.len() >= 1024) {
+        return Err(IndexError::Invalid(format!(
+            "related_keys of {:?} is {} bytes; the limit is 1023",
+            key.as_str(),
+            related_keys.map_or(0, str::len)
+        )));
+    }
+    let n = tx
+        .prepare_cached(
+            "UPDATE memory_metadata SET related_keys = ?1
+             WHERE \"key\" = ?2 AND scope = ?3 AND scope_id IS ?4 AND source_kind = 'native'",
+        )?
+        .execute(params![related_keys, key.as_str(), scope.as_str(), scope_id])?;
+    Ok(n > 0)
+}
+
 impl Index {
     /// Insert or update the native row with identity `(row.key, row.scope, row.scope_id)` and re-index its text.
     ///
@@ -547,22 +571,7 @@ impl Index {
         key: &Key,
         related_keys: Option<&str>,
     ) -> Result<bool> {
-        if related_keys.is_some_and(|r| r.len() >= 1024) {
-            return Err(IndexError::Invalid(format!(
-                "related_keys of {:?} is {} bytes; the limit is 1023",
-                key.as_str(),
-                related_keys.map_or(0, str::len)
-            )));
-        }
-        self.write(|tx| {
-            let n = tx
-                .prepare_cached(
-                    "UPDATE memory_metadata SET related_keys = ?1
-                     WHERE \"key\" = ?2 AND scope = ?3 AND scope_id IS ?4 AND source_kind = 'native'",
-                )?
-                .execute(params![related_keys, key.as_str(), scope.as_str(), scope_id])?;
-            Ok(n > 0)
-        })
+        self.write(|tx| set_related_keys_in(tx, scope, scope_id, key, related_keys))
     }
 
     /// Set `related_keys` of many native rows in one transaction (a bulk writer's related-memory pass), each

@@ -96,14 +96,24 @@ pub(crate) fn query_terms(key: &str, tags: &str, content: &str) -> Vec<String> {
 ///
 /// Errors: index errors.
 pub(crate) fn find(store: &Store, row: &MemoryRow) -> Result<Vec<Key>, cao_index::IndexError> {
+    find_with(row, |vis, terms| {
+        store
+            .index()
+            .bm25_pool_budgeted(vis, None, terms, MAX_RELATED + 1, &RELATED_SCORE, RELATED_BUDGET)
+    })
+}
+
+/// [`find`] with the BM25 pool read by `pool` (the index, or a write transaction that has just written `row`).
+fn find_with(
+    row: &MemoryRow,
+    pool: impl FnOnce(&Visibility, &[String]) -> Result<Vec<(MemoryRow, f64)>, cao_index::IndexError>,
+) -> Result<Vec<Key>, cao_index::IndexError> {
     let terms = query_terms(row.key.as_str(), &row.tags, &row.content);
     if terms.is_empty() {
         return Ok(Vec::new());
     }
     let vis = Visibility::none().allow(row.scope, row.scope_id.as_deref());
-    let pool = store
-        .index()
-        .bm25_pool_budgeted(&vis, None, &terms, MAX_RELATED + 1, &RELATED_SCORE, RELATED_BUDGET)?;
+    let pool = pool(&vis, &terms)?;
     Ok(pool
         .into_iter()
         .map(|(r, _)| r.key)
@@ -135,6 +145,74 @@ pub(crate) fn refresh(store: &Store, row: &MemoryRow) -> Option<Refreshed> {
             );
             None
         }
+    }
+}
+
+/// The related pass of `row` inside the write transaction that has just written it ([`Store::write_then`]): the
+/// same reads and writes as [`refresh`] (related keys found, the `related_keys` csv written when it changes, the
+/// `compiler` edges recomputed unless already current, by the rules of `cao-lifecycle`'s recompute), committed with
+/// the row, so a store is one commit. The topic lock is the write's.
+///
+/// Errors: index and relationship errors (the caller's savepoint undoes this pass's writes; log with
+/// [`log_failure`]).
+pub(crate) fn refresh_in(
+    f: &cao_index::FollowUp<'_>,
+    store: &Store,
+    row: &MemoryRow,
+) -> Result<Refreshed, crate::error::MemoryError> {
+    let keys = find_with(row, |vis, terms| {
+        f.bm25_pool_budgeted(vis, None, terms, MAX_RELATED + 1, &RELATED_SCORE, RELATED_BUDGET)
+    })?;
+    // At most three keys of at most `MAX_KEY_LEN` (60) bytes: always under the index's 1024-byte limit.
+    let value = keys.iter().map(Key::as_str).collect::<Vec<_>>().join(",");
+    // The row as written keeps the related keys it had (the upsert leaves the column as it was).
+    if row.related_keys.as_deref() != Some(value.as_str()) {
+        f.set_related_keys(row.scope, row.scope_id.as_deref(), &row.key, Some(&value))?;
+    }
+    let current: Vec<cao_lifecycle::Relationship> = f
+        .producer_edges(
+            row.scope,
+            row.scope_id.as_deref(),
+            &row.key,
+            RelOrigin::Compiler,
+            RelType::RelatesTo,
+        )?
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    if edges_agree(&current, row, &keys) {
+        return Ok(Refreshed { keys });
+    }
+    let edges = cao_lifecycle::checked_producer_edges(
+        row.scope,
+        row.scope_id.as_deref(),
+        row.key.as_str(),
+        RelOrigin::Compiler,
+        edges_of(&keys),
+    )
+    .map_err(crate::audit_relationships::lifecycle_error)?;
+    f.replace_producer_edges(
+        row.scope,
+        row.scope_id.as_deref(),
+        &row.key,
+        RelOrigin::Compiler,
+        RelType::RelatesTo,
+        &edges,
+        store.now(),
+    )?;
+    Ok(Refreshed { keys })
+}
+
+/// Log a failed related pass of `row` ([`refresh_in`]) at warn (key and error, no content); the store that ran it
+/// has succeeded.
+pub(crate) fn log_failure(row: &MemoryRow, result: Result<Refreshed, crate::error::MemoryError>) {
+    if let Err(e) = result {
+        tracing::warn!(
+            key = row.key.as_str(),
+            scope = row.scope.as_str(),
+            error = %e,
+            "the related-memory pass failed; the memory is stored, its related memories are unchanged"
+        );
     }
 }
 
@@ -251,6 +329,12 @@ fn edges_current(
         .into_iter()
         .filter(|r| r.origin == RelOrigin::Compiler && r.rel_type == RelType::RelatesTo)
         .collect();
+    Ok(edges_agree(&current, row, keys))
+}
+
+/// Whether `current` (`row`'s `compiler` `relates_to` edges) already is what a recompute to `keys` would leave
+/// (see [`edges_current`]).
+fn edges_agree(current: &[cao_lifecycle::Relationship], row: &MemoryRow, keys: &[Key]) -> bool {
     let wanted = keys.iter().enumerate().all(|(i, k)| {
         current.iter().any(|r| {
             r.target_key == k.as_str()
@@ -268,7 +352,7 @@ fn edges_current(
             RelStatus::Rejected | RelStatus::Deleted | RelStatus::Superseded
         ) || keys.iter().any(|k| k.as_str() == r.target_key)
     });
-    Ok(wanted && no_extra)
+    wanted && no_extra
 }
 
 #[cfg(test)]

@@ -811,11 +811,18 @@ impl Store {
 
     /// Write one entry: a new key creates its topic file, an existing one gets a new timestamped entry and its
     /// header's type and tags are replaced; then the row (id, creation time, access state and legacy fields kept)
-    /// in one index transaction. The topic lock is held throughout. Checks [`Store::ensure_index_current`] first.
+    /// and its journal entry in one index transaction, followed in that same transaction by `then` (the write's
+    /// follow-up, given the transaction and the row as written: the related-memory pass), which runs in a savepoint
+    /// so its failure undoes only its own writes and is returned as the second value, never failing the write. The
+    /// topic lock is held throughout. Checks [`Store::ensure_index_current`] first.
     ///
     /// Errors: [`MemoryError::Corrupt`] (the existing file is unparsable; nothing written),
     /// [`MemoryError::PartialWrite`] (file written, index not), I/O, wiki and index errors.
-    pub(crate) fn write(&self, entry: NewEntry<'_>) -> Result<Written, MemoryError> {
+    pub(crate) fn write_then<T>(
+        &self,
+        entry: NewEntry<'_>,
+        then: impl FnOnce(&cao_index::FollowUp<'_>, &MemoryRow) -> Result<T, MemoryError>,
+    ) -> Result<(Written, Result<T, MemoryError>), MemoryError> {
         self.ensure_index_current()?;
         self.open_journal(&entry.memory.container())?;
         // The lock is held until the index transaction has committed, so file and row change together.
@@ -830,7 +837,7 @@ impl Store {
             ..note
         };
         let embedding = self.embed_for_write(model_dir, &row.content);
-        self.commit(locked, write, row, &note, embedding)
+        self.commit(locked, write, row, &note, embedding, then)
     }
 
     /// Rewrite an existing memory's content under its topic lock: `edit` gets the current row and returns the new
@@ -895,40 +902,43 @@ impl Store {
             at: row.updated_at,
             ..note
         };
-        self.commit(locked, write, row, &note, None).map(Some)
+        let (written, _) = self.commit(locked, write, row, &note, None, |_, _| Ok::<(), MemoryError>(()))?;
+        Ok(Some(written))
     }
 
     /// The file and index half of one write, under `locked`: replace the topic file, then commit `row`, its
-    /// journal entry (`note`) and its `embedding` (when a model is configured) in one index transaction, then
-    /// release the lock.
+    /// journal entry (`note`), its `embedding` (when a model is configured) and the follow-up `then` (in a
+    /// savepoint, see [`Store::write_then`]) in one index transaction, then release the lock.
     ///
     /// Errors: wiki errors (nothing written); [`MemoryError::PartialWrite`] when the index transaction fails.
-    fn commit(
+    fn commit<T, E>(
         &self,
         locked: cao_wiki::LockedTopic,
         write: cao_wiki::TopicWrite,
         mut row: MemoryRow,
         note: &JournalNote,
         embedding: Option<Embedding>,
-    ) -> Result<Written, MemoryError> {
+        then: impl FnOnce(&cao_index::FollowUp<'_>, &MemoryRow) -> Result<T, E>,
+    ) -> Result<(Written, Result<T, E>), MemoryError> {
         locked.write_prepared_with(&write, self.durability())?;
         stamp_written(&write, &mut row);
         let vector = embedding
             .as_ref()
             .map(|(model, vector)| cao_index::VectorWrite { model, vector });
-        let (_, journal_entry) = self
+        let (_, journal_entry, followed) = self
             .index
-            .upsert_journaled_with_vector(&row, note, AppendWhen::Always, vector)
+            .upsert_journaled_then(&row, note, AppendWhen::Always, vector, |f| then(f, &row))
             .map_err(|e| MemoryError::PartialWrite {
                 path: write.path.clone(),
                 reason: e.to_string(),
             })?;
         drop(locked);
-        Ok(Written {
+        let written = Written {
             row,
             created: write.created,
             journal_entry,
-        })
+        };
+        Ok((written, followed))
     }
 
     /// Take the durability of topic writes from `settings` (`memory.fsync_writes`), the settings the current call

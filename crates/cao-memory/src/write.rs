@@ -136,8 +136,9 @@ fn commit_queued(
 ) -> Result<StoreResult, MemoryError> {
     let mut entry = new_entry(ctx, p, scope_id, at);
     entry.model_dir = settings.embedding_model_dir();
-    let written = store.write(entry)?;
-    crate::related::refresh(store, &written.row);
+    // The related-memory pass runs in the write's own index transaction (one commit per store).
+    let (written, related) = store.write_then(entry, |f, row| crate::related::refresh_in(f, store, row))?;
+    crate::related::log_failure(&written.row, related);
     if let Some(q) = queue
         && q.enabled()
         && crate::auto_compact::wanted(settings, &written.row)

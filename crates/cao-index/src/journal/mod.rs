@@ -267,7 +267,10 @@ impl Index {
         let reset = set_secure_delete(&conn, false);
         let out = result?;
         reset?;
-        let checkpoint = checkpoint_truncate(&conn)?;
+        let checkpoint = {
+            let _quiet = self.checkpointer.exclusive();
+            checkpoint_truncate(&conn)?
+        };
         Ok((out, checkpoint))
     }
 
@@ -355,17 +358,30 @@ impl Index {
     ) -> Result<(UpsertOutcome, Option<u64>)> {
         crate::write::check_related_keys(row)?;
         let entry = note_entry(row, note);
+        self.write(|tx| upsert_journaled_in(tx, row, &entry, when, vector.as_ref()))
+    }
+
+    /// [`Index::upsert_journaled_with_vector`], then `then` in the same transaction: a follow-up of the write (the
+    /// related-memory pass) that sees the row just written and commits with it, so a store is one commit. `then`
+    /// runs inside a savepoint: when it returns `Err`, its own writes are rolled back and the row, vector and
+    /// journal entry still commit; its result is returned as the third value either way.
+    ///
+    /// Errors: as [`Index::upsert_journaled`] (nothing written); a failure of the savepoint itself (the
+    /// transaction is rolled back, nothing written).
+    pub fn upsert_journaled_then<T, E>(
+        &self,
+        row: &MemoryRow,
+        note: &JournalNote,
+        when: AppendWhen,
+        vector: Option<crate::VectorWrite<'_>>,
+        then: impl FnOnce(&crate::FollowUp<'_>) -> std::result::Result<T, E>,
+    ) -> Result<(UpsertOutcome, Option<u64>, std::result::Result<T, E>)> {
+        crate::write::check_related_keys(row)?;
+        let entry = note_entry(row, note);
         self.write(|tx| {
-            let outcome = upsert_in(tx, row)?;
-            if let Some(v) = &vector {
-                crate::vectors::put_in(tx, &outcome.id, v)?;
-            }
-            let j = JournalTx::new(tx);
-            let id = match when {
-                AppendWhen::IfOpen if !j.has_journal(&entry_container(row.scope, row.scope_id.as_deref())?)? => None,
-                _ => Some(j.append(&entry)?),
-            };
-            Ok((outcome, id))
+            let (outcome, id) = upsert_journaled_in(tx, row, &entry, when, vector.as_ref())?;
+            let followed = crate::follow_up::run(tx, then)?;
+            Ok((outcome, id, followed))
         })
     }
 
@@ -430,6 +446,7 @@ impl Index {
     ///
     /// Errors: [`IndexError::Pool`] / [`IndexError::Sqlite`] (the database is unchanged when `VACUUM` fails).
     pub fn vacuum(&self) -> Result<Checkpoint> {
+        let _quiet = self.checkpointer.exclusive();
         let conn = self.pool.get()?;
         conn.execute_batch("VACUUM")?;
         checkpoint_truncate(&conn)
@@ -438,9 +455,30 @@ impl Index {
     /// Run `PRAGMA wal_checkpoint(TRUNCATE)` on a pooled connection (see [`Index::journal_write_secure`]).
     /// Errors: [`IndexError::Pool`] / [`IndexError::Sqlite`].
     pub fn checkpoint_truncate(&self) -> Result<Checkpoint> {
+        let _quiet = self.checkpointer.exclusive();
         let conn = self.pool.get()?;
         checkpoint_truncate(&conn)
     }
+}
+
+/// The body of [`Index::upsert_journaled_with_vector`] inside an open write transaction.
+fn upsert_journaled_in(
+    tx: &rusqlite::Transaction<'_>,
+    row: &MemoryRow,
+    entry: &NewEntry,
+    when: AppendWhen,
+    vector: Option<&crate::VectorWrite<'_>>,
+) -> Result<(UpsertOutcome, Option<u64>)> {
+    let outcome = upsert_in(tx, row)?;
+    if let Some(v) = vector {
+        crate::vectors::put_in(tx, &outcome.id, v)?;
+    }
+    let j = JournalTx::new(tx);
+    let id = match when {
+        AppendWhen::IfOpen if !j.has_journal(&entry_container(row.scope, row.scope_id.as_deref())?)? => None,
+        _ => Some(j.append(entry)?),
+    };
+    Ok((outcome, id))
 }
 
 /// The note entry of a memory write: the row's identity with the note's text, writer and time.
