@@ -751,3 +751,58 @@ fn upsert_many_writes_all_rows_in_one_transaction_or_none() {
     );
     assert!(ix.upsert_many(&[]).expect("empty batch").is_empty());
 }
+
+#[test]
+fn a_write_follow_up_commits_with_the_row_and_a_failed_one_undoes_only_its_own_writes() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    let note = |r: &cao_index::MemoryRow| cao_index::JournalNote {
+        text: r.content.clone(),
+        writer: cao_index::JournalWriter::default(),
+        at: r.updated_at,
+    };
+    let before = ix.write_transactions();
+    let a = row("follow-a", Scope::Global, None, "alpha beta gamma", 0);
+    let (_, entry, followed) = ix
+        .upsert_journaled_then(&a, &note(&a), cao_index::AppendWhen::Always, None, |f| {
+            let changed = f.set_related_keys(Scope::Global, None, &a.key, Some("elsewhere"))?;
+            assert!(changed, "the follow-up sees the row its write has just inserted");
+            Err::<(), cao_index::IndexError>(cao_index::IndexError::Invalid("refused".into()))
+        })
+        .expect("the write itself succeeds");
+    assert!(
+        matches!(followed, Err(cao_index::IndexError::Invalid(_))),
+        "{followed:?}"
+    );
+    assert_eq!(entry, Some(0), "the journal entry is appended");
+    assert_eq!(ix.write_transactions(), before + 1, "one transaction");
+    let stored = ix
+        .get(Scope::Global, None, &a.key)
+        .expect("get")
+        .expect("the row is committed");
+    assert_eq!(stored.related_keys, None, "the failed follow-up's write is rolled back");
+
+    let b = row("follow-b", Scope::Global, None, "alpha beta delta", 1);
+    let (_, _, followed) = ix
+        .upsert_journaled_then(&b, &note(&b), cao_index::AppendWhen::Always, None, |f| {
+            let pool = f.bm25_pool_budgeted(
+                &cao_index::Visibility::none().allow(Scope::Global, None),
+                None,
+                &["alpha".to_owned()],
+                5,
+                &Bm25::DEFAULT,
+                cao_index::PoolBudget::RECALL,
+            )?;
+            f.set_related_keys(Scope::Global, None, &b.key, Some("follow-a"))?;
+            Ok::<usize, cao_index::IndexError>(pool.len())
+        })
+        .expect("write");
+    assert_eq!(followed.expect("follow-up"), 2, "the pool counts the row being written");
+    assert_eq!(ix.write_transactions(), before + 2);
+    let stored = ix.get(Scope::Global, None, &b.key).expect("get").expect("row");
+    assert_eq!(
+        stored.related_keys.as_deref(),
+        Some("follow-a"),
+        "committed with the row"
+    );
+}

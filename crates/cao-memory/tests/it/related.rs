@@ -126,6 +126,48 @@ fn a_store_relates_the_similar_memories_of_its_scope_only() {
 }
 
 #[test]
+fn a_store_and_its_related_pass_commit_as_one_write_transaction() {
+    let fx = fixture();
+    store_kafka_topics(&fx);
+    let pid = Some("proj-a");
+    let before = fx.svc.index().write_transactions();
+    store(
+        &fx,
+        "project",
+        "kafka-consumers",
+        "Kafka consumers of the billing topics commit offsets after each account event.",
+    );
+    assert_eq!(
+        fx.svc.index().write_transactions(),
+        before + 1,
+        "the row, its journal entry, related_keys and the compiler edges are one commit"
+    );
+    let csv = related_keys(&fx, Scope::Project, pid, "kafka-consumers").expect("computed");
+    assert!(csv.split(',').all(|k| k.starts_with("kafka-")), "csv {csv:?}");
+    let found = edges(&fx, Scope::Project, pid, "kafka-consumers");
+    assert_eq!(
+        found.len(),
+        csv.split(',').count(),
+        "one edge per related key: {found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .all(|(t, o, s)| t.starts_with("kafka-") && *o == RelOrigin::Compiler && *s == RelStatus::Active)
+    );
+
+    // Storing it again with the same related memories writes its edges no more than once.
+    store(
+        &fx,
+        "project",
+        "kafka-consumers",
+        "Kafka consumers of the billing topics commit offsets after each account event.",
+    );
+    assert_eq!(fx.svc.index().write_transactions(), before + 2);
+    assert_eq!(edges(&fx, Scope::Project, pid, "kafka-consumers"), found);
+}
+
+#[test]
 fn at_most_three_related_memories() {
     let fx = fixture();
     for i in 0..6 {
