@@ -45,7 +45,6 @@
 //!   built from quoted, escaped terms and bound too).
 
 mod aliases;
-mod checkpoint;
 mod decisions;
 mod dirty;
 mod edges;
@@ -121,8 +120,6 @@ pub struct Index {
     known_aliases: Arc<aliases::KnownAliases>,
     /// This process's copy of one model's vectors (see `vectors.rs`).
     vectors: Arc<std::sync::Mutex<vectors::VectorCache>>,
-    /// The background WAL checkpoint (see `checkpoint.rs`).
-    checkpointer: Arc<checkpoint::Checkpointer>,
 }
 
 impl fmt::Debug for Index {
@@ -149,12 +146,6 @@ fn apply_pragmas(conn: &Connection) -> rusqlite::Result<()> {
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
-    // Checkpoints run in the background (`checkpoint.rs`); a commit checkpoints inline only past this bound.
-    let _pages: i64 = conn.query_row(
-        &format!("PRAGMA wal_autocheckpoint = {}", checkpoint::SAFETY_CHECKPOINT_PAGES),
-        [],
-        |r| r.get(0),
-    )?;
     // Reads map the database file instead of copying pages through each connection's 2 MB cache (the database is
     // ~190 MB at 100k memories): HTTP recall throughput +30-40% at 1k-100k (docs/decisions/0004). SQLite keeps
     // writes going through the WAL, so WAL's multi-process safety is unchanged.
@@ -212,7 +203,6 @@ impl Index {
             .build(manager)
             .map_err(|e| open_err(e.to_string()))?;
         Ok(Index {
-            checkpointer: checkpoint::Checkpointer::new(pool.clone()),
             pool,
             path: db_path.to_owned(),
             writes: Arc::new(AtomicU64::new(0)),
@@ -235,14 +225,10 @@ impl Index {
     /// Run `f` in one `BEGIN IMMEDIATE` transaction and commit it.
     fn write<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
-        let n = self.writes.fetch_add(1, Ordering::Relaxed) + 1;
+        self.writes.fetch_add(1, Ordering::Relaxed);
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
         tx.commit()?;
-        drop(conn);
-        if n.is_multiple_of(checkpoint::CHECKPOINT_EVERY_WRITES) {
-            self.checkpointer.request();
-        }
         Ok(out)
     }
 

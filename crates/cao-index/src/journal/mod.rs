@@ -267,10 +267,7 @@ impl Index {
         let reset = set_secure_delete(&conn, false);
         let out = result?;
         reset?;
-        let checkpoint = {
-            let _quiet = self.checkpointer.exclusive();
-            checkpoint_truncate(&conn)?
-        };
+        let checkpoint = checkpoint_truncate(&conn)?;
         Ok((out, checkpoint))
     }
 
@@ -446,7 +443,6 @@ impl Index {
     ///
     /// Errors: [`IndexError::Pool`] / [`IndexError::Sqlite`] (the database is unchanged when `VACUUM` fails).
     pub fn vacuum(&self) -> Result<Checkpoint> {
-        let _quiet = self.checkpointer.exclusive();
         let conn = self.pool.get()?;
         conn.execute_batch("VACUUM")?;
         checkpoint_truncate(&conn)
@@ -455,7 +451,6 @@ impl Index {
     /// Run `PRAGMA wal_checkpoint(TRUNCATE)` on a pooled connection (see [`Index::journal_write_secure`]).
     /// Errors: [`IndexError::Pool`] / [`IndexError::Sqlite`].
     pub fn checkpoint_truncate(&self) -> Result<Checkpoint> {
-        let _quiet = self.checkpointer.exclusive();
         let conn = self.pool.get()?;
         checkpoint_truncate(&conn)
     }
