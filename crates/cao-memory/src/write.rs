@@ -106,9 +106,9 @@ pub(crate) fn prepare(req: &StoreRequest) -> Result<Prepared, MemoryError> {
     })
 }
 
-/// Write a prepared store into `scope_id` (resolved by the caller) through [`Store::write`], with the entry at `at`
-/// (`None` = now), run the related-memory pass on the committed row ([`crate::related::refresh`], best effort:
-/// it never fails the store) and append the audit line. When the write created a new key, the receipt names
+/// Write a prepared store into `scope_id` (resolved by the caller) through [`Store::write_then`], with the entry at
+/// `at` (`None` = now) and the related-memory pass in the same index transaction ([`crate::related::refresh_in`],
+/// best effort: it never fails the store), and append the audit line. When the write created a new key, the receipt names
 /// possible duplicates under `memory.decisions.duplicates = advise` ([`crate::decisions::duplicates`]; never
 /// blocks or changes the write).
 ///
