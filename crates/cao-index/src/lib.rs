@@ -86,8 +86,8 @@ pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;
 pub use vectors::{MAX_VECTOR_DIM, VectorCounts, VectorWrite, decode_vector, encode_vector};
 pub use visibility::Visibility;
-pub use write::NEIGHBOUR_TERMS_MAX;
 pub use write::UpsertOutcome;
+pub use write::{NEIGHBOUR_TERMS_MAX, NEIGHBOUR_WINDOW};
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, TransactionBehavior};

@@ -91,13 +91,16 @@ fn meta_terms(key: usize, secs: i64) -> Vec<String> {
         .collect()
 }
 
-/// The context-field terms of a row with key `key` stored at `t0 + secs` between memories with content `before` and
-/// `after`: key, (no tags), the stored day, and each neighbour's first terms.
-fn context_terms(key: usize, secs: i64, before: &str, after: &str) -> Vec<String> {
+/// The context-field terms of a row with key `key` stored at `t0 + secs` between memories with contents
+/// `neighbours`: key, (no tags), the stored day, and each neighbour's first terms.
+fn context_terms(key: usize, secs: i64, neighbours: &[String]) -> Vec<String> {
     meta_terms(key, secs)
         .into_iter()
-        .chain(cao_core::text::index_terms(before).take(cao_index::NEIGHBOUR_TERMS_MAX))
-        .chain(cao_core::text::index_terms(after).take(cao_index::NEIGHBOUR_TERMS_MAX))
+        .chain(
+            neighbours
+                .iter()
+                .flat_map(|n| cao_core::text::index_terms(n).take(cao_index::NEIGHBOUR_TERMS_MAX)),
+        )
         .collect()
 }
 
@@ -133,24 +136,23 @@ fn model_scores(docs: &[Fields], term: &str) -> Vec<Option<f64>> {
         .collect()
 }
 
-/// The context-field terms of the model row `id`: its neighbours are the rows of the same scope id created just
-/// before and just after it (created seconds, then key).
+/// The context-field terms of the model row `id`: its neighbours are the [`cao_index::NEIGHBOUR_WINDOW`] rows of the
+/// same scope id created just before it and the ones created just after it (created seconds, then key).
 fn model_context(model: &Model, id: &(usize, Option<usize>)) -> Vec<String> {
     let (_, updated, _, created) = &model[id];
     let me = (*created, KEYS[id.0]);
     let same = || model.iter().filter(|((_, s), _)| *s == id.1);
     let order = |(k, c): (&ModelId, &ModelRow)| (c.3, KEYS[k.0]);
-    let before = same()
-        .filter(|r| order(*r) < me)
-        .max_by(|a, b| order(*a).cmp(&order(*b)))
-        .map(|(_, (c, _, _, _))| c.clone())
-        .unwrap_or_default();
-    let after = same()
-        .filter(|r| order(*r) > me)
-        .min_by(|a, b| order(*a).cmp(&order(*b)))
-        .map(|(_, (c, _, _, _))| c.clone())
-        .unwrap_or_default();
-    context_terms(id.0, *updated, &before, &after)
+    let mut stream: Vec<_> = same().map(|r| (order(r), r.1.0.clone())).collect();
+    stream.sort();
+    let Some(p) = stream.iter().position(|(o, _)| *o == me) else {
+        return context_terms(id.0, *updated, &[]);
+    };
+    let w = cao_index::NEIGHBOUR_WINDOW;
+    let before = (1..=w).filter_map(|d| p.checked_sub(d)).map(|q| stream[q].1.clone());
+    let after = (1..=w).filter_map(|d| stream.get(p + d)).map(|x| x.1.clone());
+    let around: Vec<String> = before.chain(after).collect();
+    context_terms(id.0, *updated, &around)
 }
 
 /// Both fields of every model row, in model order.
@@ -198,8 +200,10 @@ fn sequence_fields(docs: &[(String, String)]) -> Vec<Fields> {
     docs.iter()
         .enumerate()
         .map(|(i, (k, c))| {
-            let before = if i == 0 { "" } else { docs[i - 1].1.as_str() };
-            let after = docs.get(i + 1).map_or("", |d| d.1.as_str());
+            let w = cao_index::NEIGHBOUR_WINDOW;
+            let before = (1..=w).filter_map(|d| i.checked_sub(d)).map(|q| docs[q].1.as_str());
+            let after = (1..=w).filter_map(|d| docs.get(i + d)).map(|x| x.1.as_str());
+            let around: Vec<&str> = before.chain(after).collect();
             let day = at(i64::try_from(i).expect("small")).format("%-d %B %Y").to_string();
             let meta: Vec<String> = cao_core::text::index_terms(k)
                 .chain(cao_core::text::index_terms(&day))
@@ -207,8 +211,11 @@ fn sequence_fields(docs: &[(String, String)]) -> Vec<Fields> {
             let ctx = meta
                 .iter()
                 .cloned()
-                .chain(cao_core::text::index_terms(before).take(cao_index::NEIGHBOUR_TERMS_MAX))
-                .chain(cao_core::text::index_terms(after).take(cao_index::NEIGHBOUR_TERMS_MAX))
+                .chain(
+                    around
+                        .iter()
+                        .flat_map(|n| cao_core::text::index_terms(n).take(cao_index::NEIGHBOUR_TERMS_MAX)),
+                )
                 .collect();
             (cao_core::text::index_terms(c).collect(), ctx, meta)
         })
