@@ -107,12 +107,12 @@ fn context_terms(key: usize, secs: i64, neighbours: &[String]) -> Vec<String> {
 /// One document of a model corpus: content terms, context terms, and the own part of the context (key, day).
 type Fields = (Vec<String>, Vec<String>, Vec<String>);
 
-/// Our BM25 with the default parameters (k1 = 0.9, b = 0.25, context weight 0.5) of `term` in every document of
+/// Our BM25F with the default parameters (k1 = 1.2, b = 0.1, context weight 0.4) of `term` in every document of
 /// `docs` that scores it (in either field: a row matching another query term on its own gets this term's context
 /// contribution too), written out from the formula: a drift of the row count, the field totals or a document
 /// frequency shows up as a different score. [`owns`] tells whether the row can match the term itself.
 fn model_scores(docs: &[Fields], term: &str) -> Vec<Option<f64>> {
-    let (k1, b, w) = (0.9, 0.25, [1.0, 0.5]);
+    let (k1, b, w) = (1.2, 0.1, [1.0, 0.4]);
     let n = docs.len() as f64;
     let avg = [
         docs.iter().map(|d| d.0.len()).sum::<usize>() as f64 / n,
@@ -123,15 +123,15 @@ fn model_scores(docs: &[Fields], term: &str) -> Vec<Option<f64>> {
     let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
     docs.iter()
         .map(|d| {
-            let mut sum = 0.0;
+            let mut x = 0.0;
             for (f, field) in [&d.0, &d.1].into_iter().enumerate() {
                 let tf = field.iter().filter(|x| *x == term).count() as f64;
                 if tf > 0.0 {
                     let rel = if avg[f] > 0.0 { field.len() as f64 / avg[f] } else { 1.0 };
-                    sum += w[f] * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * rel));
+                    x += w[f] * tf / (1.0 - b + b * rel);
                 }
             }
-            (sum > 0.0).then_some(idf * sum)
+            (x > 0.0).then_some(idf * x * (k1 + 1.0) / (x + k1))
         })
         .collect()
 }
