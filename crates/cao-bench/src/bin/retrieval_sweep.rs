@@ -23,7 +23,6 @@ use std::collections::HashMap;
 /// One turn as a lexical document.
 struct Doc {
     conv: usize,
-    key: String,
     /// Content terms (term id, count), and the content length.
     content: Vec<u32>,
     /// Key terms (the stored day is the same for every memory and left out).
@@ -88,7 +87,7 @@ struct Corpus {
 fn build() -> Result<Corpus> {
     let samples = locomo::load()?;
     let mut vocab: HashMap<String, u32> = HashMap::new();
-    let mut id = |t: String, vocab: &mut HashMap<String, u32>| -> u32 {
+    let id = |t: String, vocab: &mut HashMap<String, u32>| -> u32 {
         let n = vocab.len() as u32;
         *vocab.entry(t).or_insert(n)
     };
@@ -103,13 +102,8 @@ fn build() -> Result<Corpus> {
             let key = locomo::turn_key(&t.dia_id);
             let content = cao_core::text::index_terms(&text).map(|x| id(x, &mut vocab)).collect();
             let meta = cao_core::text::index_terms(&key).map(|x| id(x, &mut vocab)).collect();
-            by_key.insert(key.clone(), docs.len());
-            docs.push(Doc {
-                conv: c,
-                key,
-                content,
-                meta,
-            });
+            by_key.insert(key, docs.len());
+            docs.push(Doc { conv: c, content, meta });
         }
         conv_range.push(start..docs.len());
         for q in s.questions.iter().filter(|q| q.category != 5 && !q.evidence.is_empty()) {
@@ -134,7 +128,6 @@ fn build() -> Result<Corpus> {
             });
         }
     }
-    let _ = docs.iter().map(|d| &d.key).count();
     Ok(Corpus {
         n_terms: vocab.len(),
         docs,
@@ -226,19 +219,21 @@ fn lexical(c: &Corpus, p: &Prepared, cfg: &Lex, q: &Query) -> Vec<(usize, f64)> 
             any = true;
             let term = TermInDoc { tf: *f, len: p.len[i] };
             if cfg.bm25f {
-                let mut x = 0.0;
-                for k in 0..2 {
-                    let wf = if k == 0 { 1.0 } else { cfg.w };
-                    let rel = if avg[k] > 0.0 {
-                        f64::from(term.len[k]) / avg[k]
-                    } else {
-                        1.0
-                    };
-                    x += wf * f64::from(term.tf[k]) / (1.0 - cfg.b + cfg.b * rel);
-                }
-                s += w * x * (cfg.k1 + 1.0) / (x + cfg.k1);
-            } else {
+                // The product's formula (cao_rank::Bm25 is BM25F).
                 s += bm.term_score(&p.stats, *w, &term);
+            } else {
+                // The previous formula: one saturated BM25 per field, weighted and summed.
+                for (k, (avg_k, wf)) in avg.iter().zip([1.0, cfg.w]).enumerate() {
+                    let tf = f64::from(term.tf[k]);
+                    if tf > 0.0 {
+                        let rel = if *avg_k > 0.0 {
+                            f64::from(term.len[k]) / avg_k
+                        } else {
+                            1.0
+                        };
+                        s += w * wf * tf * (cfg.k1 + 1.0) / (tf + cfg.k1 * (1.0 - cfg.b + cfg.b * rel));
+                    }
+                }
             }
         }
         if any && s > 0.0 && (own || cfg.near_match) {
@@ -434,8 +429,8 @@ fn embed_cached(
             bytes.extend_from_slice(&f.to_le_bytes());
         }
     }
-    std::fs::create_dir_all(cache)?;
-    std::fs::write(&file, bytes)?;
+    cao_core::fs::create_private_dir_all(cache)?;
+    cao_core::fs::atomic_write(&file, &bytes)?;
     Ok(v)
 }
 
@@ -472,6 +467,7 @@ fn main() -> Result<()> {
             .map(|(l, q)| measure(&l.iter().map(|x| x.0).collect::<Vec<_>>(), &q.evidence))
             .collect()
     };
+    // The previous defaults (per-field BM25 summed, one neighbour per side); the "diff" rows change one thing each.
     let base = Lex {
         k1: 0.9,
         b: 0.25,
@@ -479,6 +475,16 @@ fn main() -> Result<()> {
         window: 1,
         near_match: false,
         bm25f: false,
+    };
+    // The defaults chosen by the "lexgrid" leave-one-conversation-out run (cao_rank::Bm25::DEFAULT,
+    // cao_index::NEIGHBOUR_WINDOW).
+    let chosen = Lex {
+        k1: 1.2,
+        b: 0.1,
+        w: 0.4,
+        window: 2,
+        near_match: false,
+        bm25f: true,
     };
     let only = std::env::var("SWEEP_ONLY").unwrap_or_default();
     let want = |g: &str| only.is_empty() || only.split(',').any(|x| x == g);
@@ -624,7 +630,7 @@ fn main() -> Result<()> {
             names: variants.iter().map(|v| v.0.clone()).collect(),
             m: variants
                 .iter()
-                .map(|v| dense_m(&base, if v.1.contextual { &cv } else { &dv }, &v.1))
+                .map(|v| dense_m(&chosen, if v.1.contextual { &cv } else { &dv }, &v.1))
                 .collect(),
         };
         report(&c, "hybrid: one difference at a time", &g);
@@ -643,7 +649,7 @@ fn main() -> Result<()> {
                         contextual: false,
                     };
                     names.push(format!("alpha {alpha} near {near} pool {pool}"));
-                    ms.push(dense_m(&base, &dv, &d));
+                    ms.push(dense_m(&chosen, &dv, &d));
                 }
             }
         }
