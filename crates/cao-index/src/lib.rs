@@ -25,8 +25,8 @@
 //!   other way round.
 //! - A native row is indexed iff its `search_rowid` is not NULL; then `cao_memory_fts` holds `body` =
 //!   `index_terms(content)`, `meta` = `index_terms(key, tags, stored day)` and `near` = the first 100
-//!   `index_terms` of the content of each of the memories stored just before and just after it in its scope and
-//!   scope id (`cao_core::text::index_terms`: the reference's tokens without stop words, reduced to English Snowball
+//!   `index_terms` of the content of each of the `NEIGHBOUR_WINDOW` (2) memories stored just before and the 2 stored
+//!   just after it in its scope and scope id (`cao_core::text::index_terms`: the reference's tokens without stop words, reduced to English Snowball
 //!   stems), each joined by single spaces, and
 //!   `cao_memory_trigram` holds `lowercase(key + " " + tags + " " + content)`, both under that rowid;
 //!   `cao_search_stats` holds the number of such rows and the sum of each field's term counts (context = `meta` + `near`), and
@@ -88,8 +88,8 @@ pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;
 pub use vectors::{MAX_VECTOR_DIM, VectorCounts, VectorWrite, decode_vector, encode_vector};
 pub use visibility::Visibility;
-pub use write::NEIGHBOUR_TERMS_MAX;
 pub use write::UpsertOutcome;
+pub use write::{NEIGHBOUR_TERMS_MAX, NEIGHBOUR_WINDOW};
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, TransactionBehavior};

@@ -238,13 +238,20 @@ CREATE INDEX IF NOT EXISTS cao_idx_memory_rel_status ON memory_relationships
 CREATE INDEX IF NOT EXISTS cao_idx_memory_scope_kind ON memory_metadata (scope, scope_id, source_kind);
 ",
     ),
+    (
+        13,
+        // The context field takes the text of two neighbours on each side instead of one (`NEIGHBOUR_WINDOW`,
+        // docs/decisions/0009-lexical-ranking.md): no schema change; the indexed rows are re-indexed right after
+        // this step (`REINDEX_WITH`).
+        "-- re-index only",
+    ),
 ];
 
-/// The migration that re-tokenises every indexed row from its stored text once it has run.
-const REINDEX_WITH: i64 = 9;
+/// The migrations after which every indexed row is re-tokenised from its stored text (once, however many ran).
+const REINDEX_WITH: [i64; 2] = [9, 13];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// The versions of every migration this build knows, ascending (not necessarily contiguous: a version is a name,
 /// and builds made from different lines of work may know different sets).
@@ -274,7 +281,7 @@ pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             "INSERT INTO cao_schema_migrations (version, applied_at) VALUES (?1, strftime('%Y-%m-%d %H:%M:%f', 'now'))",
             [version],
         )?;
-        reindex |= *version == REINDEX_WITH;
+        reindex |= REINDEX_WITH.contains(version);
     }
     if reindex {
         crate::write::rebuild_in(conn, crate::write::Rebuild::Indexed).map_err(|e| match e {

@@ -16,8 +16,13 @@ pub struct UpsertOutcome {
     pub created: bool,
 }
 
-/// Most terms of the previous memory's text that a row's context field takes (the start of that text).
+/// Most terms of each neighbouring memory's text that a row's context field takes (the start of that text).
 pub const NEIGHBOUR_TERMS_MAX: usize = 100;
+
+/// How many memories on each side of a row (created just before it, and just after it, in the same scope and scope
+/// id) lend their text to its context field: two, so a memory's context covers the exchange around it
+/// (docs/decisions/0009-lexical-ranking.md: leave-one-conversation-out on LoCoMo chose 2 over 1 and 3).
+pub const NEIGHBOUR_WINDOW: usize = 2;
 
 /// The content field of a row's lexical document: the indexed terms ([`cao_core::text::index_terms`]: reference
 /// tokens without stop words, stemmed) of its content, joined by single spaces.
@@ -37,12 +42,13 @@ pub(crate) fn meta_field(key: &str, tags: &str, stored: DateTime<Utc>) -> String
 }
 
 /// The neighbours' part of a row's context field: the first [`NEIGHBOUR_TERMS_MAX`] indexed terms of each of its
-/// neighbours' content: `before`, the memory created just before it in the same scope and scope id, and `after`,
-/// the one created just after it (stored in the `near` column; docs/decisions/0009-lexical-ranking.md).
-pub(crate) fn near_field(before: &str, after: &str) -> String {
+/// neighbours' content (`neighbours`: the up to [`NEIGHBOUR_WINDOW`] memories created just before it and the up to
+/// [`NEIGHBOUR_WINDOW`] created just after it in the same scope and scope id, before ones first, each side nearest
+/// first), stored in the `near` column (docs/decisions/0009-lexical-ranking.md).
+pub(crate) fn near_field(neighbours: &[&str]) -> String {
     join_terms(
-        [before, after]
-            .into_iter()
+        neighbours
+            .iter()
             .flat_map(|n| cao_core::text::index_terms(n).take(NEIGHBOUR_TERMS_MAX)),
     )
 }
@@ -69,10 +75,8 @@ pub(crate) struct SearchText<'a> {
     pub tags: &'a str,
     pub content: &'a str,
     pub stored: DateTime<Utc>,
-    /// Content of the memory created just before this one in the same scope and scope id (`""` when none).
-    pub before: &'a str,
-    /// Content of the memory created just after this one in the same scope and scope id (`""` when none).
-    pub after: &'a str,
+    /// Contents of the memories around this one in the same scope and scope id (see [`near_field`]).
+    pub neighbours: Vec<&'a str>,
 }
 
 /// Add a row's documents to both FTS tables under `search_rowid` and count them in the term statistics (the
@@ -80,7 +84,7 @@ pub(crate) struct SearchText<'a> {
 fn index_search(tx: &Connection, search_rowid: i64, text: &SearchText<'_>) -> rusqlite::Result<()> {
     let body = content_field(text.content);
     let meta = meta_field(text.key, text.tags, text.stored);
-    let near = near_field(text.before, text.after);
+    let near = near_field(&text.neighbours);
     tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body, meta, near) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![search_rowid, body, meta, near])?;
     tx.prepare_cached("INSERT INTO cao_memory_trigram (rowid, body) VALUES (?1, ?2)")?
@@ -148,30 +152,39 @@ struct Position {
     key: String,
 }
 
-/// The neighbour relation: a row's neighbours are the native rows of the same scope and scope id created just before
-/// and just after it (`created_at`, then key); their content joins the row's context field. Rows without
-/// `created_at` have none and are none. `(id, search_rowid, content)` of the row on `side` of `pos`.
-fn neighbour(tx: &Connection, pos: &Position, side: Side) -> rusqlite::Result<Option<(String, Option<i64>, String)>> {
+/// The neighbour relation: a row's neighbours are the up to [`NEIGHBOUR_WINDOW`] native rows of the same scope and
+/// scope id created just before it and the up to [`NEIGHBOUR_WINDOW`] created just after it (`created_at`, then
+/// key); their content joins the row's context field. Rows without `created_at` have none and are none.
+/// `(id, search_rowid, content)` of the rows on `side` of `pos`, nearest first.
+fn neighbours(tx: &Connection, pos: &Position, side: Side) -> rusqlite::Result<Vec<(String, Option<i64>, String)>> {
     if pos.created_at.is_none() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let sql = match side {
         Side::Before => {
             "SELECT id, search_rowid, content FROM memory_metadata
              WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") < (?3, ?4)
-             ORDER BY created_at DESC, \"key\" DESC LIMIT 1"
+             ORDER BY created_at DESC, \"key\" DESC LIMIT ?5"
         }
         Side::After => {
             "SELECT id, search_rowid, content FROM memory_metadata
              WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") > (?3, ?4)
-             ORDER BY created_at ASC, \"key\" ASC LIMIT 1"
+             ORDER BY created_at ASC, \"key\" ASC LIMIT ?5"
         }
     };
+    let window = i64::try_from(NEIGHBOUR_WINDOW).unwrap_or(1);
     tx.prepare_cached(sql)?
-        .query_row(params![pos.scope, pos.scope_id, pos.created_at, pos.key], |r| {
+        .query_map(params![pos.scope, pos.scope_id, pos.created_at, pos.key, window], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default()))
-        })
-        .optional()
+        })?
+        .collect()
+}
+
+/// The contents of the neighbours of `pos` (see [`near_field`] for the order).
+fn neighbour_texts(tx: &Connection, pos: &Position) -> rusqlite::Result<Vec<String>> {
+    let mut out: Vec<String> = neighbours(tx, pos, Side::Before)?.into_iter().map(|n| n.2).collect();
+    out.extend(neighbours(tx, pos, Side::After)?.into_iter().map(|n| n.2));
+    Ok(out)
 }
 
 /// Which neighbour.
@@ -208,26 +221,25 @@ fn index_row(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Result<(
                 crate::row::ts_column(r, 2)?,
             ))
         })?;
-    let content_of =
-        |side| -> rusqlite::Result<String> { Ok(neighbour(tx, &pos, side)?.map(|n| n.2).unwrap_or_default()) };
-    let (before, after) = (content_of(Side::Before)?, content_of(Side::After)?);
+    let around = neighbour_texts(tx, &pos)?;
     let text = SearchText {
         key: &pos.key,
         tags: &tags,
         content: &content,
         stored: updated_at,
-        before: &before,
-        after: &after,
+        neighbours: around.iter().map(String::as_str).collect(),
     };
     index_search(tx, search_rowid, &text)
 }
 
-/// Re-index the indexed rows just before and after `pos` in creation order (their neighbour's text changed, or their
-/// neighbour did).
+/// Re-index the indexed rows within [`NEIGHBOUR_WINDOW`] before and after `pos` in creation order (a neighbour's
+/// text changed, or which rows are their neighbours did).
 fn refresh_neighbours(tx: &Connection, pos: &Position) -> rusqlite::Result<()> {
     for side in [Side::Before, Side::After] {
-        if let Some((id, Some(s), _)) = neighbour(tx, pos, side)? {
-            reindex_near(tx, &id, s)?;
+        for (id, s, _) in neighbours(tx, pos, side)? {
+            if let Some(s) = s {
+                reindex_near(tx, &id, s)?;
+            }
         }
     }
     Ok(())
@@ -250,9 +262,8 @@ fn reindex_near(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Resul
     let Some(pos) = position(tx, id)? else {
         return Ok(());
     };
-    let content_of =
-        |side| -> rusqlite::Result<String> { Ok(neighbour(tx, &pos, side)?.map(|n| n.2).unwrap_or_default()) };
-    let near = near_field(&content_of(Side::Before)?, &content_of(Side::After)?);
+    let around = neighbour_texts(tx, &pos)?;
+    let near = near_field(&around.iter().map(String::as_str).collect::<Vec<_>>());
     if near == old_near {
         return Ok(());
     }
@@ -691,23 +702,25 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
          UPDATE memory_metadata SET search_rowid = NULL WHERE search_rowid IS NOT NULL;
          DELETE FROM cao_search_partitions;",
     )?;
-    // Neighbours: the rows before and after each one in its (scope, scope_id) by (created_at, key), as stored; rows
-    // without a created_at have none and are none (the SQL comparison of `neighbour` with NULL).
+    // Neighbours: the rows within NEIGHBOUR_WINDOW before and after each one in its (scope, scope_id) by
+    // (created_at, key), as stored; rows without a created_at have none and are none (the SQL comparison of
+    // `neighbours` with NULL).
     let mut order: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].created_at.is_some()).collect();
     order.sort_by(|&a, &b| {
         let (x, y) = (&rows[a], &rows[b]);
         (&x.scope, &x.scope_id, &x.created_at, &x.key).cmp(&(&y.scope, &y.scope_id, &y.created_at, &y.key))
     });
-    let mut before: Vec<Option<usize>> = vec![None; rows.len()];
-    let mut after: Vec<Option<usize>> = vec![None; rows.len()];
-    for pair in order.windows(2) {
-        let (prev, cur) = (&rows[pair[0]], &rows[pair[1]]);
-        if prev.scope == cur.scope && prev.scope_id == cur.scope_id {
-            before[pair[1]] = Some(pair[0]);
-            after[pair[0]] = Some(pair[1]);
-        }
+    let same_stream = |a: usize, b: usize| rows[a].scope == rows[b].scope && rows[a].scope_id == rows[b].scope_id;
+    let mut around: Vec<Vec<&str>> = vec![Vec::new(); rows.len()];
+    for (p, &i) in order.iter().enumerate() {
+        let before = (1..=NEIGHBOUR_WINDOW)
+            .map_while(|d| p.checked_sub(d).map(|q| order[q]))
+            .take_while(|&j| same_stream(i, j));
+        let after = (1..=NEIGHBOUR_WINDOW)
+            .map_while(|d| order.get(p + d).copied())
+            .take_while(|&j| same_stream(i, j));
+        around[i] = before.chain(after).map(|j| rows[j].content.as_str()).collect();
     }
-    let content = |n: Option<usize>| n.map_or("", |n| rows[n].content.as_str());
     let mut indexed = 0;
     for (i, r) in rows.iter().enumerate() {
         // Rows whose scope or type we do not know stay unindexed (see `Index::invalid_rows`).
@@ -723,8 +736,7 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
             tags: &r.tags,
             content: &r.content,
             stored: r.updated_at,
-            before: content(before[i]),
-            after: content(after[i]),
+            neighbours: std::mem::take(&mut around[i]),
         };
         index_search(tx, s, &text)?;
         indexed += 1;
@@ -774,10 +786,13 @@ mod tests {
             meta_field("prefer-pytest", "testing,python", at),
             "prefer pytest test python 8 may 2023"
         );
-        assert_eq!(near_field("We painted a sunrise", "Lovely!"), "paint sunris love");
+        assert_eq!(near_field(&["We painted a sunrise", "Lovely!"]), "paint sunris love");
         let long = "word ".repeat(NEIGHBOUR_TERMS_MAX + 10);
         assert_eq!(body_tokens(&meta_field("k", "", at)), 4);
-        assert_eq!(body_tokens(&near_field(&long, &long)), 2 * NEIGHBOUR_TERMS_MAX as i64);
+        assert_eq!(
+            body_tokens(&near_field(&[&long, &long, &long])),
+            3 * NEIGHBOUR_TERMS_MAX as i64
+        );
         assert_eq!(trigram_body("k", "", "ÄB c"), "k  äb c");
     }
 }

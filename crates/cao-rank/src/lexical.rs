@@ -5,15 +5,19 @@
 //!
 //! ```text
 //! idf(t)      = ln(1 + (N - df + 0.5) / (df + 0.5))                      (never negative)
-//! score(t, d) = idf(t) * sum over f of  w_f * tf_f * (k1 + 1) / (tf_f + k1 * (1 - b + b * len_f / avglen_f))
+//! x(t, d)     = sum over f of  w_f * tf_f / (1 - b + b * len_f / avglen_f)
+//! score(t, d) = idf(t) * x * (k1 + 1) / (x + k1)
 //! ```
 //!
-//! with `w_content = 1` and `w_context` = [`Bm25::context_weight`]: the weighted sum of one BM25 per field, each
-//! field normalised by its own average length, sharing the term's IDF over whole documents (a term in either field
-//! counts once). The document's score is the sum over the distinct query terms. Defaults k1 = 0.9, b = 0.25 and
-//! context weight 0.5 were chosen on LoCoMo (short documents want little length normalisation;
-//! docs/decisions/0009-lexical-ranking.md). [`Bm25::REFERENCE`] keeps the reference's constants (rank_bm25
-//! `BM25Okapi`, k1 = 1.5, b = 0.75, no context field; spec/reference-facts.md "Ranking").
+//! with `w_content = 1` and `w_context` = [`Bm25::context_weight`]: BM25F (Robertson, Zaragoza and Taylor, "Simple
+//! BM25 extension to multiple weighted fields", 2004): each field's term count is normalised by that field's
+//! length against its own average, the weighted counts are added, and the sum is saturated once, so a term found
+//! in both the content and the context counts as one term seen more often, not as two terms. The IDF is over whole
+//! documents (a term in either field counts once). The document's score is the sum over the distinct query terms.
+//! With a context weight of 0 this is plain BM25 on the content. Defaults k1 = 1.2, b = 0.1 and context weight 0.4
+//! were chosen by leave-one-conversation-out validation on LoCoMo (docs/decisions/0009-lexical-ranking.md).
+//! [`Bm25::REFERENCE`] keeps the reference's constants (rank_bm25 `BM25Okapi`, k1 = 1.5, b = 0.75, no context
+//! field; spec/reference-facts.md "Ranking").
 
 use cao_core::lexical::{CorpusStats, FIELDS, Field, LexicalScorer, TermInDoc};
 
@@ -32,11 +36,12 @@ pub struct Bm25 {
 }
 
 impl Bm25 {
-    /// The defaults: k1 = 0.9, b = 0.25, context weight 0.5 (docs/decisions/0009-lexical-ranking.md).
+    /// The defaults: k1 = 1.2, b = 0.1, context weight 0.4 (docs/decisions/0009-lexical-ranking.md: chosen by
+    /// leave-one-conversation-out validation on LoCoMo; short memories want little length normalisation).
     pub const DEFAULT: Bm25 = Bm25 {
-        k1: 0.9,
-        b: 0.25,
-        context_weight: 0.5,
+        k1: 1.2,
+        b: 0.1,
+        context_weight: 0.4,
     };
 
     /// The reference's constants (rank_bm25 `BM25Okapi`: k1 = 1.5, b = 0.75) on the content field alone, for
@@ -86,11 +91,11 @@ impl LexicalScorer for Bm25 {
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
-    /// `idf * sum_f w_f * tf_f (k1 + 1) / (tf_f + k1 (1 - b + b len_f / avglen_f))`; a field the term does not
-    /// occur in adds 0, and a field whose corpus average is 0 counts as average length.
+    /// `idf * x (k1 + 1) / (x + k1)` with `x = sum_f w_f tf_f / (1 - b + b len_f / avglen_f)` (BM25F); a field
+    /// the term does not occur in adds 0 to `x`, and a field whose corpus average is 0 counts as average length.
     fn term_score(&self, corpus: &CorpusStats, idf: f64, term: &TermInDoc) -> f64 {
         let weights = self.weights();
-        let mut sum = 0.0;
+        let mut x = 0.0;
         for f in Field::ALL {
             let i = f.index();
             let tf = f64::from(term.tf[i]);
@@ -100,15 +105,18 @@ impl LexicalScorer for Bm25 {
             let avg = corpus.avg_len(f);
             let rel = if avg > 0.0 { f64::from(term.len[i]) / avg } else { 1.0 };
             let norm = 1.0 - self.b + self.b * rel;
-            sum += weights[i] * tf * (self.k1 + 1.0) / (tf + self.k1 * norm);
+            x += weights[i] * tf / norm;
         }
-        let score = idf * sum;
+        if x <= 0.0 {
+            return 0.0;
+        }
+        let score = idf * x * (self.k1 + 1.0) / (x + self.k1);
         if score.is_finite() && score > 0.0 { score } else { 0.0 }
     }
 
-    /// `idf * (k1 + 1) * (1 + context_weight)`: each field's fraction stays below `k1 + 1`.
+    /// `idf * (k1 + 1)`: the saturated fraction `x / (x + k1)` stays at most 1.
     fn term_bound(&self, idf: f64) -> f64 {
-        idf.max(0.0) * (self.k1 + 1.0) * self.weights().iter().sum::<f64>()
+        idf.max(0.0) * (self.k1 + 1.0)
     }
 }
 
@@ -139,21 +147,39 @@ mod tests {
 
     #[test]
     fn content_counts_more_than_context_and_length_normalises_a_little() {
-        let s = Bm25::DEFAULT;
+        let s = Bm25::new(0.9, 0.25, 0.5).expect("valid");
         let c = corpus();
         let in_content = s.term_score(&c, 2.0, &term([1, 0], [10, 20]));
         let in_context = s.term_score(&c, 2.0, &term([0, 1], [10, 20]));
-        assert!(
-            (in_context / in_content - 0.5).abs() < 1e-12,
-            "{in_content} {in_context}"
-        );
         // Average length: norm = 1, so one occurrence scores idf exactly.
         assert!((in_content - 2.0).abs() < 1e-12, "{in_content}");
+        // In the context field the count is weighted before saturation: x = 0.5.
+        let expected = 2.0 * 0.5 * 1.9 / (0.5 + 0.9);
+        assert!((in_context - expected).abs() < 1e-12, "{in_context} {expected}");
+        assert!(in_context < in_content);
         let long = s.term_score(&c, 2.0, &term([1, 0], [40, 20]));
         assert!(long < in_content, "a longer content field scores lower");
         let more = s.term_score(&c, 2.0, &term([3, 0], [10, 20]));
         assert!(more > in_content && more < s.term_bound(2.0));
         assert_eq!(s.term_score(&c, 2.0, &term([0, 0], [10, 20])), 0.0);
+    }
+
+    #[test]
+    fn a_term_in_both_fields_saturates_once() {
+        let s = Bm25::DEFAULT;
+        let c = corpus();
+        let both = s.term_score(&c, 2.0, &term([1, 1], [10, 20]));
+        let content = s.term_score(&c, 2.0, &term([1, 0], [10, 20]));
+        let context = s.term_score(&c, 2.0, &term([0, 1], [10, 20]));
+        assert!(both > content, "the context adds to a content match");
+        assert!(both < content + context, "but less than two separate terms would");
+        assert!(both < s.term_bound(2.0));
+        // With no context weight, BM25F is plain BM25 on the content: tf (k1 + 1) / (tf + k1 norm).
+        let plain = Bm25::new(1.2, 0.75, 0.0).expect("valid");
+        let got = plain.term_score(&c, 1.5, &term([2, 7], [15, 20]));
+        let norm = 1.0 - 0.75 + 0.75 * 15.0 / 10.0;
+        let want = 1.5 * 2.0 * 2.2 / (2.0 + 1.2 * norm);
+        assert!((got - want).abs() < 1e-12, "{got} {want}");
     }
 
     #[test]
@@ -168,6 +194,6 @@ mod tests {
         assert!(Bm25::new(3.5, 0.25, 0.5).expect_err("k1").contains("k1"));
         assert!(Bm25::new(0.9, -0.1, 0.5).expect_err("b").contains(" b "));
         assert!(Bm25::new(0.9, 0.2, f64::NAN).expect_err("w").contains("context weight"));
-        assert_eq!(Bm25::new(0.9, 0.25, 0.5), Ok(Bm25::DEFAULT));
+        assert_eq!(Bm25::new(1.2, 0.1, 0.4), Ok(Bm25::DEFAULT));
     }
 }

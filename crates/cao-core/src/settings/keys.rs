@@ -264,7 +264,7 @@ pub const MEMORY_MODEL_TIMEOUT_MS: SettingKey = SettingKey {
 pub const MEMORY_RECALL_BM25_K1: SettingKey = SettingKey {
     name: "memory.recall.bm25_k1",
     kind: SettingKind::Saturation,
-    default: SettingDefault::Thousandths(900),
+    default: SettingDefault::Thousandths(1200),
     env: "CAO_MEMORY_RECALL_BM25_K1",
     doc: "BM25 k1 of the lexical score (0..3): how fast repeated query words stop adding to a memory's score.",
 };
@@ -273,19 +273,20 @@ pub const MEMORY_RECALL_BM25_K1: SettingKey = SettingKey {
 pub const MEMORY_RECALL_BM25_B: SettingKey = SettingKey {
     name: "memory.recall.bm25_b",
     kind: SettingKind::Fraction,
-    default: SettingDefault::Thousandths(250),
+    default: SettingDefault::Thousandths(100),
     env: "CAO_MEMORY_RECALL_BM25_B",
     doc: "BM25 b of the lexical score (0..1): how much longer memories are penalised (0 none, 1 full).",
 };
 
-/// `memory.recall.context_weight`: weight of a memory's context field (key, tags, stored date, the previous
-/// memory's text) against its content in the lexical score (docs/decisions/0009-lexical-ranking.md).
+/// `memory.recall.context_weight`: weight of a memory's context field (key, tags, stored date, the text of the two
+/// memories stored before and the two stored after it) against its content in the lexical score
+/// (docs/decisions/0009-lexical-ranking.md).
 pub const MEMORY_RECALL_CONTEXT_WEIGHT: SettingKey = SettingKey {
     name: "memory.recall.context_weight",
     kind: SettingKind::Fraction,
-    default: SettingDefault::Thousandths(500),
+    default: SettingDefault::Thousandths(400),
     env: "CAO_MEMORY_RECALL_CONTEXT_WEIGHT",
-    doc: "Weight (0..1) of a memory's context (key, tags, date, the previous memory's text) against its content.",
+    doc: "Weight (0..1) of a memory's context (key, tags, date, the neighbouring memories' text) against its content.",
 };
 
 /// What a [`SettingKind::Fraction`] value looks like.
@@ -1076,7 +1077,7 @@ mod tests {
             assert!(err.contains(key.name) && err.contains("a number from 0 to"), "{err}");
         }
         let e = eff(json!({}), &MEMORY_RECALL_BM25_K1, &[]);
-        assert_eq!((e.value, e.source), (Some(json!(0.9)), SettingSource::Default));
+        assert_eq!((e.value, e.source), (Some(json!(1.2)), SettingSource::Default));
         let e = eff(
             json!({"memory": {"recall": {"bm25_b": 0.75}}}),
             &MEMORY_RECALL_BM25_B,
@@ -1084,7 +1085,7 @@ mod tests {
         );
         assert_eq!((e.value, e.source), (Some(json!(0.75)), SettingSource::File));
         let e = eff(json!({"memory": {"recall": {"bm25_b": 7}}}), &MEMORY_RECALL_BM25_B, &[]);
-        assert_eq!(e.value, Some(json!(0.25)), "out of range in the file: the default");
+        assert_eq!(e.value, Some(json!(0.1)), "out of range in the file: the default");
         assert!(e.warning.is_some_and(|w| w.contains("a number from 0 to 1")));
         let e = eff(
             json!({}),
@@ -1094,7 +1095,7 @@ mod tests {
         assert_eq!((e.value, e.source), (Some(json!(0.0)), SettingSource::Env));
         let s = Settings::from_value(json!({"memory": {"recall": {"bm25_k1": 1.5}}}));
         assert_eq!(s.number(&MEMORY_RECALL_BM25_K1), 1.5);
-        assert_eq!(s.number(&MEMORY_RECALL_CONTEXT_WEIGHT), 0.5);
+        assert_eq!(s.number(&MEMORY_RECALL_CONTEXT_WEIGHT), 0.4);
     }
 
     #[test]

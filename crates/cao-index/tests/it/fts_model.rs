@@ -91,25 +91,28 @@ fn meta_terms(key: usize, secs: i64) -> Vec<String> {
         .collect()
 }
 
-/// The context-field terms of a row with key `key` stored at `t0 + secs` between memories with content `before` and
-/// `after`: key, (no tags), the stored day, and each neighbour's first terms.
-fn context_terms(key: usize, secs: i64, before: &str, after: &str) -> Vec<String> {
+/// The context-field terms of a row with key `key` stored at `t0 + secs` between memories with contents
+/// `neighbours`: key, (no tags), the stored day, and each neighbour's first terms.
+fn context_terms(key: usize, secs: i64, neighbours: &[String]) -> Vec<String> {
     meta_terms(key, secs)
         .into_iter()
-        .chain(cao_core::text::index_terms(before).take(cao_index::NEIGHBOUR_TERMS_MAX))
-        .chain(cao_core::text::index_terms(after).take(cao_index::NEIGHBOUR_TERMS_MAX))
+        .chain(
+            neighbours
+                .iter()
+                .flat_map(|n| cao_core::text::index_terms(n).take(cao_index::NEIGHBOUR_TERMS_MAX)),
+        )
         .collect()
 }
 
 /// One document of a model corpus: content terms, context terms, and the own part of the context (key, day).
 type Fields = (Vec<String>, Vec<String>, Vec<String>);
 
-/// Our BM25 with the default parameters (k1 = 0.9, b = 0.25, context weight 0.5) of `term` in every document of
+/// Our BM25F with the default parameters (k1 = 1.2, b = 0.1, context weight 0.4) of `term` in every document of
 /// `docs` that scores it (in either field: a row matching another query term on its own gets this term's context
 /// contribution too), written out from the formula: a drift of the row count, the field totals or a document
 /// frequency shows up as a different score. [`owns`] tells whether the row can match the term itself.
 fn model_scores(docs: &[Fields], term: &str) -> Vec<Option<f64>> {
-    let (k1, b, w) = (0.9, 0.25, [1.0, 0.5]);
+    let (k1, b, w) = (1.2, 0.1, [1.0, 0.4]);
     let n = docs.len() as f64;
     let avg = [
         docs.iter().map(|d| d.0.len()).sum::<usize>() as f64 / n,
@@ -120,37 +123,36 @@ fn model_scores(docs: &[Fields], term: &str) -> Vec<Option<f64>> {
     let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
     docs.iter()
         .map(|d| {
-            let mut sum = 0.0;
+            let mut x = 0.0;
             for (f, field) in [&d.0, &d.1].into_iter().enumerate() {
                 let tf = field.iter().filter(|x| *x == term).count() as f64;
                 if tf > 0.0 {
                     let rel = if avg[f] > 0.0 { field.len() as f64 / avg[f] } else { 1.0 };
-                    sum += w[f] * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * rel));
+                    x += w[f] * tf / (1.0 - b + b * rel);
                 }
             }
-            (sum > 0.0).then_some(idf * sum)
+            (x > 0.0).then_some(idf * x * (k1 + 1.0) / (x + k1))
         })
         .collect()
 }
 
-/// The context-field terms of the model row `id`: its neighbours are the rows of the same scope id created just
-/// before and just after it (created seconds, then key).
+/// The context-field terms of the model row `id`: its neighbours are the [`cao_index::NEIGHBOUR_WINDOW`] rows of the
+/// same scope id created just before it and the ones created just after it (created seconds, then key).
 fn model_context(model: &Model, id: &(usize, Option<usize>)) -> Vec<String> {
     let (_, updated, _, created) = &model[id];
     let me = (*created, KEYS[id.0]);
     let same = || model.iter().filter(|((_, s), _)| *s == id.1);
     let order = |(k, c): (&ModelId, &ModelRow)| (c.3, KEYS[k.0]);
-    let before = same()
-        .filter(|r| order(*r) < me)
-        .max_by(|a, b| order(*a).cmp(&order(*b)))
-        .map(|(_, (c, _, _, _))| c.clone())
-        .unwrap_or_default();
-    let after = same()
-        .filter(|r| order(*r) > me)
-        .min_by(|a, b| order(*a).cmp(&order(*b)))
-        .map(|(_, (c, _, _, _))| c.clone())
-        .unwrap_or_default();
-    context_terms(id.0, *updated, &before, &after)
+    let mut stream: Vec<_> = same().map(|r| (order(r), r.1.0.clone())).collect();
+    stream.sort();
+    let Some(p) = stream.iter().position(|(o, _)| *o == me) else {
+        return context_terms(id.0, *updated, &[]);
+    };
+    let w = cao_index::NEIGHBOUR_WINDOW;
+    let before = (1..=w).filter_map(|d| p.checked_sub(d)).map(|q| stream[q].1.clone());
+    let after = (1..=w).filter_map(|d| stream.get(p + d)).map(|x| x.1.clone());
+    let around: Vec<String> = before.chain(after).collect();
+    context_terms(id.0, *updated, &around)
 }
 
 /// Both fields of every model row, in model order.
@@ -198,8 +200,10 @@ fn sequence_fields(docs: &[(String, String)]) -> Vec<Fields> {
     docs.iter()
         .enumerate()
         .map(|(i, (k, c))| {
-            let before = if i == 0 { "" } else { docs[i - 1].1.as_str() };
-            let after = docs.get(i + 1).map_or("", |d| d.1.as_str());
+            let w = cao_index::NEIGHBOUR_WINDOW;
+            let before = (1..=w).filter_map(|d| i.checked_sub(d)).map(|q| docs[q].1.as_str());
+            let after = (1..=w).filter_map(|d| docs.get(i + d)).map(|x| x.1.as_str());
+            let around: Vec<&str> = before.chain(after).collect();
             let day = at(i64::try_from(i).expect("small")).format("%-d %B %Y").to_string();
             let meta: Vec<String> = cao_core::text::index_terms(k)
                 .chain(cao_core::text::index_terms(&day))
@@ -207,8 +211,11 @@ fn sequence_fields(docs: &[(String, String)]) -> Vec<Fields> {
             let ctx = meta
                 .iter()
                 .cloned()
-                .chain(cao_core::text::index_terms(before).take(cao_index::NEIGHBOUR_TERMS_MAX))
-                .chain(cao_core::text::index_terms(after).take(cao_index::NEIGHBOUR_TERMS_MAX))
+                .chain(
+                    around
+                        .iter()
+                        .flat_map(|n| cao_core::text::index_terms(n).take(cao_index::NEIGHBOUR_TERMS_MAX)),
+                )
                 .collect();
             (cao_core::text::index_terms(c).collect(), ctx, meta)
         })

@@ -177,13 +177,19 @@ fn recovered_corpus(f: &Fx) {
         400,
     );
     for i in 0..8 {
-        // A memory's context holds the text of the one created before it: notes on another topic (never all-term
-        // matches, so never in a pool that has `limit` all-term rows) keep the standups from carrying the guide's or
-        // each other's text.
+        // A memory's context holds the text of the two created before it and the two after it: two notes on
+        // another topic (never all-term matches, so never in a pool that has `limit` all-term rows) keep the
+        // standups from carrying the guide's or each other's text.
         f.store(
             "project",
             &format!("lunch-{i}"),
             &format!("lunch menu {i} for the offsite"),
+            0,
+        );
+        f.store(
+            "project",
+            &format!("coffee-{i}"),
+            &format!("coffee order {i} for the offsite"),
             0,
         );
         f.store(

@@ -140,9 +140,10 @@ fn hybrid_puts_metadata_hits_before_bm25_fill() {
 fn score_prefers_relevance_recency_and_usage() {
     let w = world();
     w.put("old-strong", "project", "postgres vacuum tuning postgres vacuum");
-    // Between the two, so the new note's context (the memories created next to it) is not the old one's text, which
-    // would raise it; "between" itself shares no word with the queries, so it is no hit.
+    // Between the two, so the new note's context (the two memories created on each side of it) is not the old one's
+    // text, which would raise it; the notes between share no word with the queries, so they are no hits.
     w.put("between", "project", "lunch menu for the offsite");
+    w.put("between-2", "project", "coffee order for the offsite");
     w.clock.advance(chrono::Duration::days(200));
     w.put(
         "new-weak",
