@@ -250,8 +250,8 @@ fn try_refresh(store: &Store, row: &MemoryRow) -> Result<Refreshed, crate::error
 /// recompute_many`]). Best effort, as [`refresh`]: failures are logged (key and error, no content).
 pub(crate) fn refresh_many(store: &Store, rows: &[&MemoryRow]) {
     let mut found: Vec<(&MemoryRow, Vec<Key>)> = Vec::with_capacity(rows.len());
-    for row in rows {
-        match find(store, row) {
+    for (row, result) in rows.iter().zip(find_many(store, rows)) {
+        match result {
             Ok(keys) => found.push((row, keys)),
             Err(e) => tracing::warn!(
                 key = row.key.as_str(),
@@ -290,6 +290,35 @@ pub(crate) fn refresh_many(store: &Store, rows: &[&MemoryRow]) {
         }
         Err(e) => tracing::warn!(error = %e, "the related-memory pass could not write edges"),
     }
+}
+
+/// Rows of a bulk pass below which [`find_many`] stays on the calling thread.
+const PARALLEL_FIND_MIN: usize = 64;
+
+/// [`find`] for each of `rows`, results in the same order. Read-only, so a large batch is split over the
+/// machine's cores (at most four threads, each with its own pooled index connection); every row's result is the
+/// one [`find`] gives alone, since the rows are all committed before the pass starts.
+fn find_many(store: &Store, rows: &[&MemoryRow]) -> Vec<Result<Vec<Key>, cao_index::IndexError>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    if threads < 2 || rows.len() < PARALLEL_FIND_MIN {
+        return rows.iter().map(|row| find(store, row)).collect();
+    }
+    let chunk = rows.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = rows
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(|row| find(store, row)).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .zip(rows.chunks(chunk))
+            .flat_map(|(h, part)| {
+                // A worker that panicked: its rows are found again on this thread, so a panic costs time only.
+                h.join()
+                    .unwrap_or_else(|_| part.iter().map(|row| find(store, row)).collect())
+            })
+            .collect()
+    })
 }
 
 /// The `compiler` `relates_to` edges to `keys` (rank = position, active).

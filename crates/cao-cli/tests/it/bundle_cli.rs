@@ -537,3 +537,113 @@ fn merging_the_same_bundle_again_appends_nothing() {
         "{text}"
     );
 }
+
+/// Every memory `cao memory list` shows, across all scopes and pages.
+fn every_listed(home: &TempHome) -> Vec<(String, String)> {
+    let out = cao(home, &["memory", "list", "--all", "--all-rows", "--json"]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    listed(&out)
+}
+
+/// The bytes of every topic file under `home`'s memory directory (temp files and lock files left out).
+fn topic_files(home: &TempHome) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let dir = home.home().join("memory");
+    tree(&dir, &dir.join("logs"))
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.ends_with(".md") && !name.starts_with('.') && name != "index.md"
+        })
+        .filter_map(|p| Some((p.clone(), std::fs::read(dir.join(&p)).ok()?)))
+        .collect()
+}
+
+#[test]
+fn an_import_killed_midway_loses_no_memory_and_a_rerun_completes_it() {
+    const TOPICS: usize = 3000;
+    let home = seeded_home();
+    let before_listed = every_listed(&home);
+    let before_files = topic_files(&home);
+    assert!(!before_files.is_empty());
+    let bundle = home.root().join("bundle");
+    std::fs::create_dir_all(&bundle).expect("mkdir");
+    for i in 0..TOPICS {
+        std::fs::write(
+            bundle.join(format!("bulk-{i}.md")),
+            format!("---\ntype: project\ntags: bulk\n---\nBulk fact number {i} about the deploy pipeline.\n"),
+        )
+        .expect("write");
+    }
+    let mut child = home
+        .command(env!("CARGO_BIN_EXE_cao"))
+        .args(["memory", "import", bundle.to_str().expect("utf8"), "--scope", "global"])
+        .env("CAO_PROJECT_ID", crate::common::PROJECT)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cao starts");
+    // Kill it (SIGKILL) once it has written some topics of the bundle, or after 60 s at the latest.
+    let global = home.home().join("memory/global/wiki/global");
+    let started = std::time::Instant::now();
+    let mut killed_midway = false;
+    while started.elapsed() < std::time::Duration::from_secs(60) {
+        if child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        let written = std::fs::read_dir(&global)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("bulk-"))
+                    .count()
+            })
+            .unwrap_or(0);
+        if written > 0 {
+            child.kill().expect("kill");
+            killed_midway = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if !killed_midway {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+    assert!(
+        killed_midway,
+        "the import finished before it could be killed; raise TOPICS"
+    );
+    // Every memory that existed is still there, byte for byte.
+    let after_files = topic_files(&home);
+    for (path, bytes) in &before_files {
+        assert_eq!(
+            after_files.get(path),
+            Some(bytes),
+            "{} changed or vanished",
+            path.display()
+        );
+    }
+    let listed = every_listed(&home);
+    for m in &before_listed {
+        assert!(listed.contains(m), "{m:?} lost after the kill");
+    }
+    // The index is repairable and the import, run again, completes: every topic of the bundle, once.
+    let repair = cao(&home, &["memory", "repair", "--format", "json"]);
+    assert_eq!(repair.code, Some(0), "{}", repair.transcript());
+    let again = import_json(&home, &bundle, "global");
+    let imported = again["imported"].as_u64().expect("imported");
+    let skipped = again["skipped_conflict"].as_u64().expect("skipped");
+    assert_eq!(
+        (imported + skipped, again["rejected"].as_u64()),
+        (TOPICS as u64, Some(0)),
+        "{again:#}"
+    );
+    let listed = every_listed(&home);
+    let bulk = listed
+        .iter()
+        .filter(|(s, k)| s == "global" && k.starts_with("bulk-"))
+        .count();
+    assert_eq!(bulk, TOPICS);
+    for m in &before_listed {
+        assert!(listed.contains(m), "{m:?} lost after the rerun");
+    }
+}

@@ -36,7 +36,7 @@ pub use leases::LeaseRow;
 pub use snapshots::SnapshotRow;
 pub use tree::{LineRow, ViewItem, ViewRow};
 
-use crate::write::{delete_in, upsert_in};
+use crate::write::{delete_in, insert_new_many, upsert_in};
 use crate::{Index, IndexError, MemoryRow, Result, UpsertOutcome};
 use cao_core::Container;
 use cao_core::{Key, Scope};
@@ -392,6 +392,16 @@ impl Index {
         }
         self.write(|tx| {
             let j = JournalTx::new(tx);
+            // A batch of new identities (an import into a fresh scope) is inserted as a whole: the same rows,
+            // search entries and statistics, each row indexed once.
+            let fresh: Vec<&MemoryRow> = rows.iter().map(|(row, _)| row).collect();
+            if let Some(outcomes) = insert_new_many(tx, &fresh)? {
+                return outcomes
+                    .into_iter()
+                    .zip(rows)
+                    .map(|(outcome, (row, note))| Ok((outcome, j.append(&note_entry(row, note))?)))
+                    .collect();
+            }
             rows.iter()
                 .map(|(row, note)| {
                     let outcome = upsert_in(tx, row)?;

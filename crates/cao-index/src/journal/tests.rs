@@ -369,3 +369,99 @@ fn import_candidates_are_the_native_rows_of_one_container() {
     let c = ix.journal_read(|j| j.import_candidates("p2")).expect("candidates");
     assert_eq!((c[0].file_path.as_str(), c[0].updated_at), ("/w/q.md", t(0)));
 }
+
+/// Everything the search index holds: FTS documents, trigram documents, statistics, term frequencies and each row's
+/// search rowid.
+fn search_state(ix: &Index) -> Vec<String> {
+    ix.read(|tx| {
+        let mut out = Vec::new();
+        for sql in [
+            "SELECT rowid || '|' || body || '|' || meta || '|' || near FROM cao_memory_fts ORDER BY rowid",
+            "SELECT 'trigram docs ' || count(*) FROM cao_memory_trigram",
+            "SELECT 'trigram caching ' || ifnull(group_concat(rowid), '') FROM cao_memory_trigram
+             WHERE cao_memory_trigram MATCH '\"caching\"'",
+            "SELECT docs || '|' || tokens || '|' || context_tokens FROM cao_search_stats",
+            "SELECT term || '|' || df FROM cao_search_terms ORDER BY term",
+            "SELECT id || '|' || ifnull(search_rowid, '-') FROM memory_metadata ORDER BY id",
+        ] {
+            let mut stmt = tx.prepare(sql)?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            for r in rows {
+                out.push(r?);
+            }
+        }
+        Ok(out)
+    })
+    .expect("read the search state")
+}
+
+#[test]
+fn a_batch_of_new_rows_indexes_as_rows_upserted_one_by_one() {
+    let at = |k: &str, scope: Scope, scope_id: Option<&str>, content: &str, secs: i64| {
+        let mut r = row(k, scope, scope_id, content);
+        r.created_at = t(secs);
+        r.updated_at = t(secs);
+        r
+    };
+    let before = [
+        at("alpha", Scope::Project, Some("p1"), "deploy pipeline runs nightly", 0),
+        at(
+            "gamma",
+            Scope::Project,
+            Some("p1"),
+            "database migrations need review",
+            20,
+        ),
+        at("omega", Scope::Global, None, "global preference for tabs", 5),
+    ];
+    // New rows before, between and after the existing ones (out of creation order), in two scopes.
+    let batch = [
+        at(
+            "beta",
+            Scope::Project,
+            Some("p1"),
+            "beta release notes mention caching",
+            10,
+        ),
+        at("delta", Scope::Project, Some("p1"), "delta sync uses checksums", 30),
+        at(
+            "aaa",
+            Scope::Project,
+            Some("p1"),
+            "first ever note about onboarding",
+            -5,
+        ),
+        at(
+            "epsilon",
+            Scope::Project,
+            Some("p1"),
+            "epsilon tuning of caching layer",
+            15,
+        ),
+        at("sigma", Scope::Global, None, "global editor settings", 6),
+    ];
+    let (_d1, one_by_one) = open();
+    let (_d2, batched) = open();
+    for r in &before {
+        one_by_one.upsert(r).expect("upsert");
+        batched.upsert(r).expect("upsert");
+    }
+    for r in &batch {
+        one_by_one.upsert(r).expect("upsert");
+    }
+    let rows: Vec<(MemoryRow, JournalNote)> = batch
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.clone(), note(&r.content, i as i64)))
+        .collect();
+    let out = batched.upsert_many_with_journal(&rows).expect("batch");
+    assert!(out.iter().all(|(o, _)| o.created));
+    assert_eq!(
+        out.iter().map(|(_, id)| *id).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3, 0],
+        "one entry per row, in order, per journal"
+    );
+    let want = search_state(&one_by_one);
+    assert!(want.iter().any(|l| l.contains("caching")), "{want:?}");
+    assert_eq!(search_state(&batched), want);
+}
