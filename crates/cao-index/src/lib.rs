@@ -150,14 +150,8 @@ fn apply_pragmas(conn: &Connection) -> rusqlite::Result<()> {
     // ~190 MB at 100k memories): HTTP recall throughput +30-40% at 1k-100k (docs/decisions/0004). SQLite keeps
     // writes going through the WAL, so WAL's multi-process safety is unchanged.
     let _size: i64 = conn.query_row(&format!("PRAGMA mmap_size = {MMAP_SIZE}"), [], |r| r.get(0))?;
-    // One upsert runs about twenty distinct statements (row, search documents, term statistics, neighbours,
-    // journal); with rusqlite's default cache of 16 they evict each other and are parsed again on every write.
-    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(())
 }
-
-/// Prepared statements each connection keeps (rusqlite's default is 16, fewer than one write uses).
-const STATEMENT_CACHE: usize = 128;
 
 /// Bytes of the database file each connection may memory-map for reads (1 GiB).
 const MMAP_SIZE: i64 = 1 << 30;

@@ -466,10 +466,12 @@ pub(crate) fn insert_new_many(tx: &Transaction<'_>, rows: &[&MemoryRow]) -> Resu
         index_row(tx, id, *s)?;
         let Some(pos) = position(tx, id)? else { continue };
         for side in [Side::Before, Side::After] {
-            if let Some((n, Some(ns), _)) = neighbour(tx, &pos, side)?
-                && !batch.contains(n.as_str())
-            {
-                outside.insert(n, ns);
+            for (n, ns, _) in neighbours(tx, &pos, side)? {
+                if let Some(ns) = ns
+                    && !batch.contains(n.as_str())
+                {
+                    outside.insert(n, ns);
+                }
             }
         }
     }
