@@ -642,15 +642,7 @@ pub(crate) fn replace_producer_edges_in(
     edges: &[ProducerEdge],
     now: DateTime<Utc>,
 ) -> Result<ReplaceOutcome> {
-    for e in edges {
-        if e.new_id.is_empty() {
-            return Err(IndexError::Invalid(format!(
-                "empty relationship id for target {:?}",
-                e.target_key.as_str()
-            )));
-        }
-        check_values(e.confidence, e.attributes_json.as_deref())?;
-    }
+    check_producer_edges(edges)?;
     let now_text = format_db_ts(now);
     replace_in(tx, scope, scope_id, source_key, origin, rel_type, edges, &now_text)?.ok_or_else(|| {
         IndexError::Invalid(format!(
@@ -806,15 +798,7 @@ impl Index {
         edges: &[ProducerEdge],
         now: DateTime<Utc>,
     ) -> Result<ReplaceOutcome> {
-        for e in edges {
-            if e.new_id.is_empty() {
-                return Err(IndexError::Invalid(format!(
-                    "empty relationship id for target {:?}",
-                    e.target_key.as_str()
-                )));
-            }
-            check_values(e.confidence, e.attributes_json.as_deref())?;
-        }
+        check_producer_edges(edges)?;
         let now_text = format_db_ts(now);
         self.write(|tx| {
             replace_in(tx, scope, scope_id, source_key, origin, rel_type, edges, &now_text)?.ok_or_else(|| {
@@ -841,15 +825,7 @@ impl Index {
         now: DateTime<Utc>,
     ) -> Result<Vec<Option<ReplaceOutcome>>> {
         for item in items {
-            for e in item.edges {
-                if e.new_id.is_empty() {
-                    return Err(IndexError::Invalid(format!(
-                        "empty relationship id for target {:?}",
-                        e.target_key.as_str()
-                    )));
-                }
-                check_values(e.confidence, e.attributes_json.as_deref())?;
-            }
+            check_producer_edges(item.edges)?;
         }
         let now_text = format_db_ts(now);
         self.write(|tx| {
@@ -994,6 +970,23 @@ fn replace_in(
         }
         Ok(Some(out))
     }
+}
+
+/// Validate one producer's replacement edges before anything is written: every edge needs a non-empty `new_id`, a
+/// confidence in `[0, 1]` and attributes within their size limit ([`check_values`]).
+///
+/// Errors: [`IndexError::Invalid`] naming the first offending edge's target.
+fn check_producer_edges(edges: &[ProducerEdge]) -> Result<()> {
+    for e in edges {
+        if e.new_id.is_empty() {
+            return Err(IndexError::Invalid(format!(
+                "empty relationship id for target {:?}",
+                e.target_key.as_str()
+            )));
+        }
+        check_values(e.confidence, e.attributes_json.as_deref())?;
+    }
+    Ok(())
 }
 
 /// The query of [`Index::active_supersedes_targets`] for `n` candidates (3 bound values each: scope, scope id, key).
