@@ -798,17 +798,7 @@ impl Index {
         edges: &[ProducerEdge],
         now: DateTime<Utc>,
     ) -> Result<ReplaceOutcome> {
-        check_producer_edges(edges)?;
-        let now_text = format_db_ts(now);
-        self.write(|tx| {
-            replace_in(tx, scope, scope_id, source_key, origin, rel_type, edges, &now_text)?.ok_or_else(|| {
-                IndexError::Invalid(format!(
-                    "no memory {:?} in scope {scope} (scope id {:?}); cannot write its relationships",
-                    source_key.as_str(),
-                    scope_id.unwrap_or(GLOBAL_SCOPE_ID)
-                ))
-            })
-        })
+        self.write(|tx| replace_producer_edges_in(tx, scope, scope_id, source_key, origin, rel_type, edges, now))
     }
 
     /// [`Index::replace_producer_edges`] for many sources of one producer and type in one transaction (a bulk
