@@ -5,7 +5,7 @@
 //! `entry_count` and `search_rowid`), the reference's `project_aliases` table, and our own tables, all named
 //! `cao_*`: `cao_schema_migrations`, two FTS5 tables (`cao_memory_fts`: the two-field lexical document, `body` =
 //! content terms, `meta` = key, tags and stored date terms and `near` = the neighbouring memories' terms (`meta`
-//! and `near` are the context field), with the `ascii` tokenizer; `cao_memory_trigram`: substring search), `cao_memory_fts_vocab`, `cao_search_terms` (document
+//! and `near` are the context field; `near` is stored `UNINDEXED`: FTS5 never matches on it), with the `ascii` tokenizer; `cao_memory_trigram`: substring search), `cao_memory_fts_vocab`, `cao_search_terms` (document
 //! frequency per term), `cao_search_stats` (indexed documents and the total terms of each field),
 //! `cao_search_partitions` (search-rowid partitions per scope and scope id) and `cao_wiki_index_dirty` (the
 //! index.md refresh queue). It also holds the reference's `memory_relationships` table: typed edges between memories
@@ -30,7 +30,7 @@
 //!   stems), each joined by single spaces, and
 //!   `cao_memory_trigram` holds `lowercase(key + " " + tags + " " + content)`, both under that rowid;
 //!   `cao_search_stats` holds the number of such rows and the sum of each field's term counts (context = `meta` + `near`), and
-//!   `cao_search_terms` the number of them containing each term in any column (equal to FTS5's own statistics). The rowid's partition is the row's `(scope, scope_id)` and memory type. Rows written only by the reference are not indexed (and have `content = ""`) until they are
+//!   `cao_search_terms` the number of them containing each term in any column (FTS5's own statistics, `cao_memory_fts_vocab`, count `body` and `meta` only). The rowid's partition is the row's `(scope, scope_id)` and memory type. Rows written only by the reference are not indexed (and have `content = ""`) until they are
 //!   re-stored or repaired ([`Index::unindexed_count`]).
 //! - Only rows with `source_kind = 'native'` are read or written; an upsert keeps `id`, `created_at`,
 //!   `access_count` and `last_accessed_at` of an existing identity.

@@ -194,11 +194,12 @@ CREATE INDEX IF NOT EXISTS ix_workflow_outcomes_agent_created ON workflow_outcom
         // content), `meta` (key, tags, stored date) and `near` (the neighbouring memories' text), all as indexed
         // terms without stop words; `meta` and `near` together are the context field, whose length the statistics
         // count next to the content's. The search tables are emptied here and refilled from the stored rows right
-        // after this step (`crate::write::rebuild_in`).
+        // after this step (`crate::write::rebuild_in`). `near` is stored unindexed (as migration 14 makes it for
+        // indexes that took this step before).
         "
 DROP TABLE IF EXISTS cao_memory_fts_vocab;
 DROP TABLE IF EXISTS cao_memory_fts;
-CREATE VIRTUAL TABLE cao_memory_fts USING fts5(body, meta, near, tokenize='ascii');
+CREATE VIRTUAL TABLE cao_memory_fts USING fts5(body, meta, near UNINDEXED, tokenize='ascii');
 CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row');
 ALTER TABLE cao_search_stats ADD COLUMN context_tokens INTEGER NOT NULL DEFAULT 0;
 ",
@@ -245,13 +246,29 @@ CREATE INDEX IF NOT EXISTS cao_idx_memory_scope_kind ON memory_metadata (scope, 
         // this step (`REINDEX_WITH`).
         "-- re-index only",
     ),
+    (
+        14,
+        // The neighbours' text (`near`) is stored with each lexical document but no longer indexed by FTS5
+        // (`UNINDEXED`): nothing matches on it (a match needs a term of the memory's own text, `{body meta}`), its
+        // term statistics live in `cao_search_terms` and `cao_search_stats`, and indexing it made every doclist
+        // about five times longer and every store re-index its neighbours' postings (docs/decisions/0009). The
+        // documents are copied as stored, so scores do not change.
+        "
+DROP TABLE IF EXISTS cao_memory_fts_vocab;
+CREATE VIRTUAL TABLE cao_memory_fts_v14 USING fts5(body, meta, near UNINDEXED, tokenize='ascii');
+INSERT INTO cao_memory_fts_v14 (rowid, body, meta, near) SELECT rowid, body, meta, near FROM cao_memory_fts;
+DROP TABLE cao_memory_fts;
+ALTER TABLE cao_memory_fts_v14 RENAME TO cao_memory_fts;
+CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row');
+",
+    ),
 ];
 
 /// The migrations after which every indexed row is re-tokenised from its stored text (once, however many ran).
 const REINDEX_WITH: [i64; 2] = [9, 13];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 13;
+pub const SCHEMA_VERSION: i64 = 14;
 
 /// The versions of every migration this build knows, ascending (not necessarily contiguous: a version is a name,
 /// and builds made from different lines of work may know different sets).

@@ -246,8 +246,8 @@ fn refresh_neighbours(tx: &Connection, pos: &Position) -> rusqlite::Result<()> {
 }
 
 /// Re-index row `id` (search rowid `search_rowid`) after its neighbours changed. Only its `near` column can differ
-/// (its own key, tags, content and day are as indexed), so the trigram document is left alone, the FTS5 row is
-/// rewritten only when `near` changed, and only the terms that entered or left the document change their document
+/// (its own key, tags, content and day are as indexed), so the trigram document is left alone, the stored `near`
+/// (not in FTS5's inverted index) is updated only when it changed, and only the terms that entered or left the document change their document
 /// frequency: the same statistics as removing and adding the whole row, at a fraction of the writes (a store
 /// re-indexes its neighbour every time). A row without search entries is indexed whole.
 fn reindex_near(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Result<()> {
@@ -267,10 +267,9 @@ fn reindex_near(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Resul
     if near == old_near {
         return Ok(());
     }
-    tx.prepare_cached("DELETE FROM cao_memory_fts WHERE rowid = ?1")?
-        .execute([search_rowid])?;
-    tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body, meta, near) VALUES (?1, ?2, ?3, ?4)")?
-        .execute(params![search_rowid, body, meta, near])?;
+    // `near` is not in FTS5's inverted index (migration 14), so this changes the stored document only.
+    tx.prepare_cached("UPDATE cao_memory_fts SET near = ?2 WHERE rowid = ?1")?
+        .execute(params![search_rowid, near])?;
     tx.prepare_cached("UPDATE cao_search_stats SET context_tokens = max(context_tokens - ?1 + ?2, 0) WHERE id = 1")?
         .execute([body_tokens(&old_near), body_tokens(&near)])?;
     let before = distinct_terms(&[&body, &meta, &old_near]);

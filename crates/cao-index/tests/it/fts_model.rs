@@ -392,16 +392,30 @@ proptest! {
         prop_assert_eq!(ix.count().expect("count"), model.len());
         prop_assert_eq!(ix.unindexed_count().expect("unindexed"), 0);
         {
-            // Our statistics equal FTS5's document frequencies, and the field totals the model's.
+            // Our document frequencies count every field (the neighbours' text too), FTS5's own statistics only
+            // the memory's own text (`near` is stored unindexed), and the field totals are the model's.
             let conn = rusqlite::Connection::open(db.path()).expect("raw");
             let read = |sql: &str| -> Vec<(String, i64)> {
                 let mut stmt = conn.prepare(sql).expect("prepare");
                 stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).expect("query").collect::<Result<_, _>>().expect("rows")
             };
-            prop_assert_eq!(
-                read("SELECT term, df FROM cao_search_terms ORDER BY term"),
-                read("SELECT term, doc FROM cao_memory_fts_vocab ORDER BY term")
-            );
+            let fields = model_fields(&model);
+            let df_of = |own_only: bool| -> Vec<(String, i64)> {
+                let mut df: BTreeMap<String, i64> = BTreeMap::new();
+                for d in &fields {
+                    let terms: BTreeSet<&String> = if own_only {
+                        d.0.iter().chain(&d.2).collect()
+                    } else {
+                        d.0.iter().chain(&d.1).collect()
+                    };
+                    for t in terms {
+                        *df.entry(t.clone()).or_default() += 1;
+                    }
+                }
+                df.into_iter().collect()
+            };
+            prop_assert_eq!(read("SELECT term, df FROM cao_search_terms ORDER BY term"), df_of(false));
+            prop_assert_eq!(read("SELECT term, doc FROM cao_memory_fts_vocab ORDER BY term"), df_of(true));
             let total: i64 = model.values().map(|(c, _, _, _)| cao_core::text::index_terms(c).count() as i64).sum();
             let context: i64 = model_fields(&model).iter().map(|f| f.1.len() as i64).sum();
             let stats = read("SELECT 'x', tokens FROM cao_search_stats");

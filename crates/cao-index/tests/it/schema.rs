@@ -425,3 +425,85 @@ fn a_migration_another_build_recorded_is_kept_and_missing_known_ones_still_apply
         .expect("bm25");
     assert_eq!(hits.len(), 1, "the re-index ran");
 }
+
+/// The stored lexical documents, `(rowid, body, meta, near)` in rowid order.
+fn lexical_documents(path: &Path) -> Vec<(i64, String, String, String)> {
+    let conn = Connection::open(path).expect("raw");
+    let mut stmt = conn
+        .prepare("SELECT rowid, body, meta, near FROM cao_memory_fts ORDER BY rowid")
+        .expect("prepare");
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
+}
+
+#[test]
+fn the_unindexed_neighbour_migration_keeps_every_document_and_score() {
+    let db = TestDb::new();
+    let path = db.path();
+    for (i, (key, content)) in [
+        ("first", "we painted a sunrise over the lake"),
+        ("second", "lovely colours in the morning"),
+        ("third", "the kayak trip was cold"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        db.index.upsert(&global(key, content, i as i64 * 10)).expect("upsert");
+    }
+    let score = |index: &Index| {
+        index
+            .bm25_pool(&Visibility::all(), None, "lovely sunrise kayak lake", 5, &Bm25::DEFAULT)
+            .expect("bm25")
+            .into_iter()
+            .map(|(row, s)| (row.key, s))
+            .collect::<Vec<_>>()
+    };
+    let scores = score(&db.index);
+    drop(db.index);
+    let documents = lexical_documents(&path);
+    assert!(
+        documents.iter().any(|d| d.3.contains("kayak")),
+        "a neighbour's text is stored: {documents:?}"
+    );
+    // The index as builds before migration 14 left it: the neighbours' text in FTS5's inverted index.
+    Connection::open(&path)
+        .expect("raw")
+        .execute_batch(
+            "DROP TABLE cao_memory_fts_vocab;
+             CREATE VIRTUAL TABLE old_fts USING fts5(body, meta, near, tokenize='ascii');
+             INSERT INTO old_fts (rowid, body, meta, near) SELECT rowid, body, meta, near FROM cao_memory_fts;
+             DROP TABLE cao_memory_fts;
+             ALTER TABLE old_fts RENAME TO cao_memory_fts;
+             CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row');
+             DELETE FROM cao_schema_migrations WHERE version = 14;",
+        )
+        .expect("downgrade");
+    let count = |sql: &str| -> i64 {
+        Connection::open(&path)
+            .expect("raw")
+            .query_row(sql, [], |r| r.get(0))
+            .expect("count")
+    };
+    assert_eq!(
+        count("SELECT doc FROM cao_memory_fts_vocab WHERE term = 'kayak'"),
+        3,
+        "before: the two neighbours' documents hold the word in FTS5's index too"
+    );
+
+    let index = Index::open(&path).expect("reopen applies migration 14");
+    assert!(versions(&path).contains(&14));
+    assert_eq!(lexical_documents(&path), documents, "every document copied as stored");
+    assert_eq!(score(&index), scores, "the same pool and scores");
+    assert_eq!(
+        count("SELECT doc FROM cao_memory_fts_vocab WHERE term = 'kayak'"),
+        1,
+        "only the memory holding the word counts for FTS5 now"
+    );
+    let hits = index
+        .bm25_pool(&Visibility::all(), None, "kayak", 5, &Bm25::DEFAULT)
+        .expect("bm25");
+    assert_eq!(hits.len(), 1, "a neighbour's word is never a hit");
+    assert_eq!(hits[0].0.key.as_str(), "third");
+}
