@@ -43,6 +43,8 @@
 //!   scorer), so rows from different pools share one lexical scale.
 //! - No query text contains caller values: keys, ids and search terms are bound parameters (FTS5 query strings are
 //!   built from quoted, escaped terms and bound too).
+//!   Row limits are the one exception, written as integer literals (a bound `LIMIT` makes SQLite plan the statement
+//!   again at every execution).
 
 mod aliases;
 mod decisions;

@@ -40,8 +40,11 @@ pub(crate) fn fts_quote(term: &str) -> String {
     format!("\"{}\"", term.replace('"', "\"\""))
 }
 
-fn limit_param(limit: usize) -> Value {
-    Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX))
+/// A row limit as an SQL integer literal. Limits are written into the statement text, not bound: SQLite's planner
+/// reads a bound `LIMIT` value and marks the statement to be planned again whenever that parameter is bound, so a
+/// bound limit costs a full re-prepare at every execution (see `tests::a_literal_limit_is_prepared_once`).
+pub(crate) fn limit_sql(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
 }
 
 pub(crate) fn type_clause(memory_type: Option<MemoryType>, params: &mut Vec<Value>) -> &'static str {
@@ -196,15 +199,15 @@ fn ordered_from(
             }
             None => String::new(),
         };
-        params.push(limit_param(limit));
+        let lim = limit_sql(limit);
         parts.push(format!(
             "SELECT r FROM (SELECT m.rowid AS r FROM memory_metadata m
-             WHERE {cond} AND m.source_kind = 'native'{ty}{keyset} ORDER BY {order} LIMIT ?)"
+             WHERE {cond} AND m.source_kind = 'native'{ty}{keyset} ORDER BY {order} LIMIT {lim})"
         ));
     }
-    params.push(limit_param(limit));
+    let lim = limit_sql(limit);
     let sql = format!(
-        "SELECT {ROW_COLUMNS} FROM memory_metadata m WHERE m.rowid IN ({}) ORDER BY {order} LIMIT ?",
+        "SELECT {ROW_COLUMNS} FROM memory_metadata m WHERE m.rowid IN ({}) ORDER BY {order} LIMIT {lim}",
         parts.join(" UNION ALL ")
     );
     Ok(query_rows(tx, &sql, &params, |_| Ok(()))?
@@ -673,5 +676,30 @@ mod tests {
     fn metadata_terms_are_distinct_lowercase_words() {
         assert_eq!(metadata_terms("Foo  foo BAR"), ["foo", "bar"]);
         assert_eq!(fts_quote("a\"b"), "\"a\"\"b\"");
+    }
+
+    /// Why limits are literals ([`limit_sql`]): this SQLite plans a statement with a bound `LIMIT` again at every
+    /// execution, and one with a literal limit once.
+    #[test]
+    fn a_literal_limit_is_prepared_once() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = d.path().join("x.db");
+        drop(crate::Index::open(&path).expect("open"));
+        let conn = rusqlite::Connection::open(&path).expect("raw");
+        let order = "SELECT id FROM memory_metadata WHERE scope = ?1 ORDER BY updated_at DESC LIMIT";
+        let reprepared = |sql: &str, bind_limit: bool| {
+            let mut stmt = conn.prepare(sql).expect("prepare");
+            for i in 0..4_i64 {
+                stmt.raw_bind_parameter(1, "project").expect("bind");
+                if bind_limit {
+                    stmt.raw_bind_parameter(2, i + 1).expect("bind");
+                }
+                let mut rows = stmt.raw_query();
+                while rows.next().expect("step").is_some() {}
+            }
+            stmt.get_status(rusqlite::StatementStatus::RePrepare)
+        };
+        assert!(reprepared(&format!("{order} ?2"), true) >= 3, "a bound limit re-plans");
+        assert_eq!(reprepared(&format!("{order} {}", limit_sql(4)), false), 0);
     }
 }

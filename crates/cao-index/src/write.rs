@@ -152,6 +152,24 @@ struct Position {
     key: String,
 }
 
+/// The neighbour lookups of [`neighbours`], with the window as a literal: a bound `LIMIT` makes SQLite plan the
+/// statement again at every execution (`search::limit_sql`).
+static NEIGHBOURS_BEFORE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT id, search_rowid, content FROM memory_metadata
+         WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") < (?3, ?4)
+         ORDER BY created_at DESC, \"key\" DESC LIMIT {NEIGHBOUR_WINDOW}"
+    )
+});
+/// See [`NEIGHBOURS_BEFORE`].
+static NEIGHBOURS_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT id, search_rowid, content FROM memory_metadata
+         WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") > (?3, ?4)
+         ORDER BY created_at ASC, \"key\" ASC LIMIT {NEIGHBOUR_WINDOW}"
+    )
+});
+
 /// The neighbour relation: a row's neighbours are the up to [`NEIGHBOUR_WINDOW`] native rows of the same scope and
 /// scope id created just before it and the up to [`NEIGHBOUR_WINDOW`] created just after it (`created_at`, then
 /// key); their content joins the row's context field. Rows without `created_at` have none and are none.
@@ -161,20 +179,11 @@ fn neighbours(tx: &Connection, pos: &Position, side: Side) -> rusqlite::Result<V
         return Ok(Vec::new());
     }
     let sql = match side {
-        Side::Before => {
-            "SELECT id, search_rowid, content FROM memory_metadata
-             WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") < (?3, ?4)
-             ORDER BY created_at DESC, \"key\" DESC LIMIT ?5"
-        }
-        Side::After => {
-            "SELECT id, search_rowid, content FROM memory_metadata
-             WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") > (?3, ?4)
-             ORDER BY created_at ASC, \"key\" ASC LIMIT ?5"
-        }
+        Side::Before => NEIGHBOURS_BEFORE.as_str(),
+        Side::After => NEIGHBOURS_AFTER.as_str(),
     };
-    let window = i64::try_from(NEIGHBOUR_WINDOW).unwrap_or(1);
     tx.prepare_cached(sql)?
-        .query_map(params![pos.scope, pos.scope_id, pos.created_at, pos.key, window], |r| {
+        .query_map(params![pos.scope, pos.scope_id, pos.created_at, pos.key], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default()))
         })?
         .collect()
@@ -857,5 +866,32 @@ mod tests {
             3 * NEIGHBOUR_TERMS_MAX as i64
         );
         assert_eq!(trigram_body("k", "", "ÄB c"), "k  äb c");
+    }
+
+    #[test]
+    fn the_neighbour_lookup_is_planned_once() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let path = d.path().join("x.db");
+        drop(crate::Index::open(&path).expect("open"));
+        let conn = Connection::open(&path).expect("raw");
+        for i in 0..5 {
+            let pos = Position {
+                scope: "project".to_owned(),
+                scope_id: Some("p".to_owned()),
+                created_at: Some(format!("2026-01-0{} 00:00:00", i + 1)),
+                key: format!("k{i}"),
+            };
+            neighbours(&conn, &pos, Side::Before).expect("before");
+            neighbours(&conn, &pos, Side::After).expect("after");
+        }
+        for side in [NEIGHBOURS_BEFORE.as_str(), NEIGHBOURS_AFTER.as_str()] {
+            let stmt = conn.prepare_cached(side).expect("cached");
+            assert_eq!(stmt.get_status(rusqlite::StatementStatus::RePrepare), 0, "{side}");
+            assert_eq!(
+                stmt.get_status(rusqlite::StatementStatus::Run),
+                5,
+                "the cached statement ran: {side}"
+            );
+        }
     }
 }
