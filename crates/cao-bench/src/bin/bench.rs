@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
-//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf|journal|learning|ui|lint]`. Prints one
+//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--model DIR]
+//! [--only okf|journal|learning|ui|lint|dense]`. Prints one
 //! table row per (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair,
 //! hybrid/relevance included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo
 //! questions; lint and the heal dry run (no model) go over the whole corpus (`--only lint`: the store fill and
@@ -14,6 +15,19 @@
 //! a promotion over an agent scope of `min(size, 10000)` lessons plus the context block with that agent scope
 //! injected; `--only learning` runs just those. The web UI rows time each main page over HTTP on the release
 //! `cao-server` (goal: p95 under 100 ms at 100,000 memories); `--only ui` runs the store fill and these alone.
+//!
+//! Dense rows (docs/decisions/0011-dense-recall.md), with `--model DIR` (an embedding model directory: config.json,
+//! tokenizer.json, model.safetensors; `cargo xtask bench` turns `CAO_EMBED_MODEL` into this flag, and the variable
+//! itself is refused because it would put the model under the lexical rows): once, the model's resident memory
+//! measured in a fresh process (VmRSS before loading, after loading, after the first embedding; VmHWM). Then at each
+//! size, after the lexical rows, on the same home (filled lexically, one store at a time without the model): the
+//! backfill of every memory without a vector through `MemoryService::embed_backfill` (the code path of `cao memory
+//! embed`; memories/s, model already loaded), the query embedding alone and the exact scan alone (dense top 50 over
+//! every vector), hybrid/recency and bm25/score recall with the model (query embedding, lexical pool, scan and
+//! fusion) p50/p99, and last 200 stores with the model (each embedded before its transaction; these new memories
+//! count toward the next size). `--only dense` runs the store fill, the lexical recall of those two modes for
+//! comparison and the dense rows; without a model it fails saying how to get one.
+//!
 //! Numbers are measurements on this machine, not assertions.
 #![allow(clippy::print_stdout)]
 
