@@ -487,17 +487,29 @@ impl Embedder {
     }
 
     /// One unit-length vector of [`Embedder::dim`] f32 per text, in order (texts are truncated to the model's
-    /// maximum sequence length; an empty text embeds its special tokens). Runs in batches of [`MAX_BATCH`].
+    /// maximum sequence length; an empty text embeds its special tokens). Texts run in batches of similar length
+    /// ([`length_batches`]: every text of a batch is padded to its longest, and on the CPU the padding costs as much
+    /// as real tokens), each of at most [`MAX_BATCH`].
     ///
     /// Errors: [`EmbedError::Inference`] when tokenising or the encoder fails.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut out = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(MAX_BATCH) {
-            let vectors = guarded(|| self.embed_batch(batch)).map_err(|e| match e {
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for batch in length_batches(texts) {
+            let members: Vec<&str> = batch.iter().map(|&i| texts[i]).collect();
+            let vectors = guarded(|| self.embed_batch(&members)).map_err(|e| match e {
                 Guarded::Inner(e) => e,
                 Guarded::Panic(p) => EmbedError::Inference(p),
             })?;
-            out.extend(vectors);
+            if vectors.len() != batch.len() {
+                return Err(EmbedError::Inference(format!(
+                    "the encoder returned {} vectors for {} texts",
+                    vectors.len(),
+                    batch.len()
+                )));
+            }
+            for (i, v) in batch.into_iter().zip(vectors) {
+                out[i] = v;
+            }
         }
         Ok(out)
     }
@@ -560,6 +572,27 @@ impl Embedder {
             })
             .collect()
     }
+}
+
+/// The positions of `texts` grouped into encoder batches: ordered by byte length (ties by position), a batch closes
+/// at [`MAX_BATCH`] texts or before a text longer than 1.25 times its first text plus 32 bytes, so little of a batch
+/// is padding. Every position appears exactly once.
+pub fn length_batches(texts: &[&str]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..texts.len()).collect();
+    order.sort_by_key(|&i| (texts[i].len(), i));
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    let mut first_len = 0usize;
+    for i in order {
+        let len = texts[i].len();
+        match batches.last_mut() {
+            Some(b) if b.len() < MAX_BATCH && len <= first_len + first_len / 4 + 32 => b.push(i),
+            _ => {
+                first_len = len;
+                batches.push(vec![i]);
+            }
+        }
+    }
+    batches
 }
 
 /// Mean of `hidden` (batch, tokens, dim) over the tokens whose `mask` (batch, tokens; 1 = real token) is set.

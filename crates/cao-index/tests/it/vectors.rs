@@ -180,3 +180,67 @@ fn an_existing_vectors_table_is_kept() {
     let ix = Index::open(&path).expect("reopen");
     assert_eq!(ix.vector_counts(MODEL).expect("counts").with, 1);
 }
+
+#[test]
+fn a_copy_kept_current_through_changes_ranks_exactly_as_a_fresh_load() {
+    // `kept` scans between every change (so it catches up row by row, and reloads after a removal); each round a
+    // handle opened afresh reads every vector from the file. Their rankings and scores must be identical.
+    let db = TestDb::new();
+    let kept = &db.index;
+    let writer = Index::open(&db.path()).expect("writer handle");
+    let all = Visibility::all();
+    let dim = 24;
+    let vec_of = |seed: usize| -> Vec<f32> {
+        unit(
+            &(0..dim)
+                .map(|j| (((seed * 31 + j * 17) % 97) as f32 - 48.0) / 48.0)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let queries: Vec<Vec<f32>> = (0..4).map(|s| vec_of(1_000 + s)).collect();
+    let check = |round: &str| {
+        let fresh = Index::open(&db.path()).expect("fresh handle");
+        for q in &queries {
+            for ty in [None, Some(MemoryType::Feedback)] {
+                let a = kept.dense_top(&all, ty, MODEL, q, 7).expect("top");
+                let b = fresh.dense_top(&all, ty, MODEL, q, 7).expect("top");
+                assert_eq!(a, b, "{round}: the kept copy and a fresh load rank differently");
+            }
+            let ids: Vec<String> = (0..40).map(|i| global(&format!("k{i}"), "x", 1).id).collect();
+            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            assert_eq!(
+                kept.dense_scores(MODEL, q, &refs).expect("scores"),
+                fresh.dense_scores(MODEL, q, &refs).expect("scores"),
+                "{round}: scores differ"
+            );
+        }
+    };
+    let mut rows: Vec<MemoryRow> = (0..40)
+        .map(|i| global(&format!("k{i}"), &format!("content {i}"), i as i64 + 1))
+        .collect();
+    for (i, r) in rows.iter().enumerate() {
+        store(&writer, r, Some(&vec_of(i)));
+        if i % 10 == 9 {
+            check(&format!("after {} stores", i + 1));
+        }
+    }
+    for i in (0..40).step_by(3) {
+        rows[i].content = format!("changed {i}");
+        // Every other change comes with a new vector; the rest leave the memory without one.
+        let v = (i % 2 == 0).then(|| vec_of(500 + i));
+        store(&writer, &rows[i], v.as_deref());
+    }
+    check("after content changes");
+    for i in (1..40).step_by(4) {
+        rows[i].memory_type = MemoryType::Feedback;
+        store(&writer, &rows[i], Some(&vec_of(i)));
+    }
+    check("after type changes");
+    for i in (2..40).step_by(5) {
+        writer.delete(Scope::Global, None, &rows[i].key).expect("delete");
+    }
+    check("after removals");
+    let extra = global("k-late", "late", 99);
+    store(&writer, &extra, Some(&vec_of(7)));
+    check("after a store following removals");
+}

@@ -216,3 +216,59 @@ fn a_backfill_embeds_what_was_stored_without_a_model_and_only_that() {
     let third = dense.embed_backfill(&cao_memory::NoProgress).expect("backfill");
     assert_eq!((third.already, third.embedded, third.remaining), (39, 1, 0));
 }
+
+#[test]
+fn switching_the_model_on_backfilling_and_off_again_changes_nothing_lexical() {
+    let model = tempfile::tempdir().expect("tempdir");
+    cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
+    let fx = ServiceFixture::builder()
+        .at(utc(2026, 3, 1, 9, 0, 0))
+        .project("proj")
+        .open();
+    for i in 0..30 {
+        let topic = ["apples and pears", "the deploy script", "hello world"][i % 3];
+        fx.store("project", &format!("m{i}"), &format!("{topic}: memory number {i}"));
+    }
+    let configs = [
+        ("bm25", "recency"),
+        ("hybrid", "score"),
+        ("hybrid", "relevance"),
+        ("metadata", "recency"),
+    ];
+    let queries = ["apples", "deploy script", "hello memory 7", "nothing matches this"];
+    let snapshot = |svc: &MemoryService| -> (Vec<Vec<String>>, Vec<(String, String)>) {
+        let rankings = queries
+            .iter()
+            .flat_map(|q| configs.iter().map(move |(m, s)| (q, m, s)))
+            .map(|(q, m, s)| keys(svc, &fx, q, m, s))
+            .collect();
+        let mut all: Vec<(String, String)> = svc
+            .recall(
+                &fx.ctx,
+                RecallRequest {
+                    limit: Some(100),
+                    ..Default::default()
+                },
+            )
+            .expect("recall")
+            .memories
+            .into_iter()
+            .map(|m| (m.key, m.content))
+            .collect();
+        all.sort();
+        (rankings, all)
+    };
+    let before = snapshot(&fx.svc);
+    assert_eq!(before.1.len(), 30);
+    let on = fx.reopen(model_settings(model.path()));
+    let report = on.embed_backfill(&cao_memory::NoProgress).expect("backfill");
+    assert_eq!((report.embedded, report.remaining), (30, 0));
+    assert_eq!(snapshot(&on).1, before.1, "the model sees every memory unchanged");
+    let off = fx.reopen(Settings::default());
+    assert_eq!(
+        snapshot(&off),
+        before,
+        "off again: the same memories, ranked exactly as before"
+    );
+    assert_eq!(vectors(&fx), 30, "the vectors stay for the next time the model is on");
+}
