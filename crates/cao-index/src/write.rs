@@ -160,21 +160,24 @@ fn neighbours(tx: &Connection, pos: &Position, side: Side) -> rusqlite::Result<V
     if pos.created_at.is_none() {
         return Ok(Vec::new());
     }
+    // The window is a literal, not a bound parameter: SQLite reads a bound LIMIT when it plans the statement and
+    // then re-prepares it at every new binding, which made this statement (run four times per indexed row) parse
+    // its SQL on every call.
+    const _: () = assert!(NEIGHBOUR_WINDOW == 2, "the neighbour statements spell the window out");
     let sql = match side {
         Side::Before => {
             "SELECT id, search_rowid, content FROM memory_metadata
              WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") < (?3, ?4)
-             ORDER BY created_at DESC, \"key\" DESC LIMIT ?5"
+             ORDER BY created_at DESC, \"key\" DESC LIMIT 2"
         }
         Side::After => {
             "SELECT id, search_rowid, content FROM memory_metadata
              WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") > (?3, ?4)
-             ORDER BY created_at ASC, \"key\" ASC LIMIT ?5"
+             ORDER BY created_at ASC, \"key\" ASC LIMIT 2"
         }
     };
-    let window = i64::try_from(NEIGHBOUR_WINDOW).unwrap_or(1);
     tx.prepare_cached(sql)?
-        .query_map(params![pos.scope, pos.scope_id, pos.created_at, pos.key, window], |r| {
+        .query_map(params![pos.scope, pos.scope_id, pos.created_at, pos.key], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default()))
         })?
         .collect()
