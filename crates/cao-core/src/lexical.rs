@@ -82,4 +82,11 @@ pub trait LexicalScorer: Send + Sync {
 
     /// The most [`LexicalScorer::term_score`] can return for a term of weight `idf`, over every document.
     fn term_bound(&self, idf: f64) -> f64;
+
+    /// Whether the context field can change a score. `false` promises that [`LexicalScorer::term_score`] is the
+    /// same whatever the context field's count and length (`tf[1]`, `len[1]`), so an index may leave that field
+    /// unread. Default `true`.
+    fn uses_context(&self) -> bool {
+        true
+    }
 }

@@ -105,33 +105,81 @@ fn query_terms(
 }
 
 /// One stored lexical document: its three columns as stored (indexed terms, single-space separated).
-struct Doc {
-    body: String,
-    meta: String,
-    near: String,
+struct Doc<'a> {
+    body: &'a str,
+    meta: &'a str,
+    near: &'a str,
 }
 
 /// A scored candidate: `(search_rowid, score)`.
 type Scored = (i64, f64);
 
-/// The terms of one stored column.
-fn terms_of(column: &str) -> Vec<&str> {
-    column.split(' ').filter(|t| !t.is_empty()).collect()
+/// The slot of a stored term in [`TermFilter`]: its length and first and last bytes (`None` for an empty term).
+fn filter_slot(term: &str) -> Option<usize> {
+    let b = term.as_bytes();
+    let (first, last) = (*b.first()?, *b.last()?);
+    Some((b.len().wrapping_mul(31) ^ usize::from(first).wrapping_mul(7) ^ usize::from(last)) & 255)
+}
+
+/// A 256-bit filter over a query's terms: a stored term whose slot is unset is none of them, so most of a
+/// document's terms are passed over without a comparison.
+struct TermFilter([u64; 4]);
+
+impl TermFilter {
+    fn new(terms: &[QueryTerm]) -> Self {
+        let mut bits = [0u64; 4];
+        for slot in terms.iter().filter_map(|t| filter_slot(&t.term)) {
+            bits[slot / 64] |= 1 << (slot % 64);
+        }
+        TermFilter(bits)
+    }
+
+    /// Whether `term` may be one of the query's terms (false: it certainly is none of them).
+    fn may_hold(&self, term: &str) -> bool {
+        filter_slot(term).is_some_and(|slot| self.0[slot / 64] & (1 << (slot % 64)) != 0)
+    }
 }
 
 /// The score of one stored document for `terms` (content field = `body`, context field = `meta` + `near`); `None`
 /// when it is not a match: no term occurs in its own text (`body` or `meta`: content, key, tags, stored day; a
 /// memory is never a hit through its neighbours' text alone, docs/decisions/0009), or it scores 0 (its terms are
-/// only in a field the scorer weighs 0).
-fn score_doc(scorer: &dyn LexicalScorer, corpus: &CorpusStats, terms: &[QueryTerm], doc: &Doc) -> Option<f64> {
-    let (body, meta, near) = (terms_of(&doc.body), terms_of(&doc.meta), terms_of(&doc.near));
-    let count = |v: &[&str], term: &str| u32::try_from(v.iter().filter(|x| **x == term).count()).unwrap_or(u32::MAX);
-    let len = [body.len(), meta.len() + near.len()].map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+/// only in a field the scorer weighs 0). One pass over the document's terms (`filter` is [`TermFilter::new`] of
+/// `terms`); the terms' scores are summed in query order.
+fn score_doc(
+    scorer: &dyn LexicalScorer,
+    corpus: &CorpusStats,
+    terms: &[QueryTerm],
+    filter: &TermFilter,
+    doc: &Doc<'_>,
+) -> Option<f64> {
+    // Per query term: occurrences in body, meta, near.
+    let mut small = [[0u32; 3]; 32];
+    let mut large = Vec::new();
+    let counts: &mut [[u32; 3]] = if terms.len() <= small.len() {
+        &mut small[..terms.len()]
+    } else {
+        large.resize(terms.len(), [0u32; 3]);
+        &mut large
+    };
+    let mut lens = [0u32; 3];
+    for (field, column) in [doc.body, doc.meta, doc.near].into_iter().enumerate() {
+        for term in column.split(' ').filter(|t| !t.is_empty()) {
+            lens[field] = lens[field].saturating_add(1);
+            if !filter.may_hold(term) {
+                continue;
+            }
+            for (t, count) in terms.iter().zip(counts.iter_mut()) {
+                if t.term == term {
+                    count[field] = count[field].saturating_add(1);
+                }
+            }
+        }
+    }
+    let len = [lens[0], lens[1].saturating_add(lens[2])];
     let mut score = 0.0;
     let mut own = false;
-    for t in terms {
-        let (in_body, in_meta) = (count(&body, &t.term), count(&meta, &t.term));
-        let tf = [in_body, in_meta.saturating_add(count(&near, &t.term))];
+    for (t, [in_body, in_meta, in_near]) in terms.iter().zip(counts.iter().copied()) {
+        let tf = [in_body, in_meta.saturating_add(in_near)];
         let hit = TermInDoc { tf, len };
         if hit.matches() {
             let s = scorer.term_score(corpus, t.idf, &hit);
@@ -152,6 +200,24 @@ fn match_expr(terms: &[&QueryTerm]) -> Value {
     Value::Text(format!("{{body meta}} : ({any})"))
 }
 
+/// The document columns a scorer reads, as a select list over the FTS5 table aliased `table` (`""` = unaliased):
+/// `body, meta, near`, or `body` and two empty texts when the scorer ignores the context field
+/// ([`LexicalScorer::uses_context`]: then `meta` and `near` change no score, so they are left unread).
+fn doc_columns(scorer: &dyn LexicalScorer, table: &str) -> String {
+    if scorer.uses_context() {
+        format!("{table}body, {table}meta, {table}near")
+    } else {
+        format!("{table}body, '', ''")
+    }
+}
+
+/// Column `i` of `r` as text, borrowed from the statement (no copy).
+fn text_at<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> rusqlite::Result<&'r str> {
+    r.get_ref(i)?
+        .as_str()
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)))
+}
+
 /// Read the documents of `rows` (`(rowid, body, meta, near)` rows of a query) and score them.
 fn score_rows(
     rows: &mut rusqlite::Rows<'_>,
@@ -160,14 +226,15 @@ fn score_rows(
     terms: &[QueryTerm],
     out: &mut Vec<Scored>,
 ) -> rusqlite::Result<()> {
+    let filter = TermFilter::new(terms);
     while let Some(r) = rows.next()? {
         let rowid: i64 = r.get(0)?;
         let doc = Doc {
-            body: r.get(1)?,
-            meta: r.get(2)?,
-            near: r.get(3)?,
+            body: text_at(r, 1)?,
+            meta: text_at(r, 2)?,
+            near: text_at(r, 3)?,
         };
-        if let Some(s) = score_doc(scorer, corpus, terms, &doc) {
+        if let Some(s) = score_doc(scorer, corpus, terms, &filter, &doc) {
             out.push((rowid, s));
         }
     }
@@ -189,15 +256,18 @@ fn candidates(
     let mut out = Vec::new();
     match plan {
         Scan::Everything => {
-            let mut stmt =
-                tx.prepare_cached("SELECT rowid, body, meta, near FROM cao_memory_fts WHERE cao_memory_fts MATCH ?1")?;
+            let cols = doc_columns(scorer, "");
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT rowid, {cols} FROM cao_memory_fts WHERE cao_memory_fts MATCH ?1"
+            ))?;
             score_rows(&mut stmt.query([&expr])?, scorer, corpus, terms, &mut out)?;
         }
         Scan::Ranges(ranges) => {
-            let mut stmt = tx.prepare_cached(
-                "SELECT rowid, body, meta, near FROM cao_memory_fts
-                 WHERE cao_memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3",
-            )?;
+            let cols = doc_columns(scorer, "");
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT rowid, {cols} FROM cao_memory_fts
+                 WHERE cao_memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3"
+            ))?;
             for (lo, hi) in ranges {
                 let p = [expr.clone(), Value::Integer(*lo), Value::Integer(*hi)];
                 score_rows(&mut stmt.query(params_from_iter(p))?, scorer, corpus, terms, &mut out)?;
@@ -207,8 +277,9 @@ fn candidates(
             let mut params = vec![expr];
             let vis_sql = vis.sql(&mut params);
             let ty = type_clause(memory_type, &mut params);
+            let cols = doc_columns(scorer, "f.");
             let sql = format!(
-                "SELECT f.rowid, f.body, f.meta, f.near
+                "SELECT f.rowid, {cols}
                  FROM cao_memory_fts f CROSS JOIN memory_metadata m ON m.search_rowid = f.rowid
                  WHERE f.cao_memory_fts MATCH ? AND {vis_sql}{ty}"
             );
@@ -334,17 +405,25 @@ fn preselect_recent(
     Ok(hits)
 }
 
-/// The stored document of one search rowid.
-fn doc_of(tx: &Transaction<'_>, rowid: i64) -> rusqlite::Result<Option<Doc>> {
-    tx.prepare_cached("SELECT body, meta, near FROM cao_memory_fts WHERE rowid = ?1")?
-        .query_row([rowid], |r| {
-            Ok(Doc {
-                body: r.get(0)?,
-                meta: r.get(1)?,
-                near: r.get(2)?,
-            })
-        })
-        .optional()
+/// The score of the stored document of one search rowid ([`score_doc`]); `None` when it is missing or no match.
+fn score_rowid(
+    tx: &Transaction<'_>,
+    rowid: i64,
+    scorer: &dyn LexicalScorer,
+    corpus: &CorpusStats,
+    terms: &[QueryTerm],
+    filter: &TermFilter,
+) -> rusqlite::Result<Option<f64>> {
+    let cols = doc_columns(scorer, "");
+    let mut stmt = tx.prepare_cached(&format!("SELECT {cols} FROM cao_memory_fts WHERE rowid = ?1"))?;
+    let mut rows = stmt.query([rowid])?;
+    let Some(r) = rows.next()? else { return Ok(None) };
+    let doc = Doc {
+        body: text_at(r, 0)?,
+        meta: text_at(r, 1)?,
+        near: text_at(r, 2)?,
+    };
+    Ok(score_doc(scorer, corpus, terms, filter, &doc))
 }
 
 /// The best `limit` `(search_rowid, score)` pairs, best first (ties by search rowid).
@@ -387,13 +466,12 @@ fn top(
         let seen: std::collections::HashSet<i64> = found.iter().map(|f| f.0).collect();
         let k = limit + found.len() + PRESELECT_MARGIN;
         let expr = match_expr(&by_df[split..]);
+        let filter = TermFilter::new(terms);
         for rowid in preselect(tx, plan, vis, memory_type, expr, k, pool.frequent)? {
             if seen.contains(&rowid) {
                 continue;
             }
-            if let Some(doc) = doc_of(tx, rowid)?
-                && let Some(s) = score_doc(scorer, corpus, terms, &doc)
-            {
+            if let Some(s) = score_rowid(tx, rowid, scorer, corpus, terms, &filter)? {
                 found.push((rowid, s));
             }
         }
@@ -482,18 +560,22 @@ impl Index {
                 "SELECT f.body, f.meta, f.near FROM memory_metadata m JOIN cao_memory_fts f
                  ON f.rowid = m.search_rowid WHERE m.id = ?1",
             )?;
+            let filter = TermFilter::new(&terms);
             let mut out = Vec::with_capacity(rows.len());
             for row in rows {
-                let doc = stmt
-                    .query_row([&row.id], |r| {
-                        Ok(Doc {
-                            body: r.get(0)?,
-                            meta: r.get(1)?,
-                            near: r.get(2)?,
-                        })
-                    })
-                    .optional()?;
-                out.push(doc.and_then(|d| score_doc(scorer, &corpus, &terms, &d)));
+                let mut found = stmt.query([&row.id])?;
+                let score = match found.next()? {
+                    Some(r) => {
+                        let doc = Doc {
+                            body: text_at(r, 0)?,
+                            meta: text_at(r, 1)?,
+                            near: text_at(r, 2)?,
+                        };
+                        score_doc(scorer, &corpus, &terms, &filter, &doc)
+                    }
+                    None => None,
+                };
+                out.push(score);
             }
             Ok(out)
         })
@@ -552,5 +634,84 @@ mod tests {
             search_tokens("what is it").is_empty(),
             "a query of only stop words has no term (documents hold none)"
         );
+    }
+
+    /// The score of one document as counted term by term over each column (the definition `score_doc` computes in
+    /// one pass): the oracle the one-pass count is checked against.
+    fn score_by_definition(
+        scorer: &dyn LexicalScorer,
+        corpus: &CorpusStats,
+        terms: &[QueryTerm],
+        doc: &Doc<'_>,
+    ) -> Option<f64> {
+        let split = |c: &str| {
+            c.split(' ')
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let (body, meta, near) = (split(doc.body), split(doc.meta), split(doc.near));
+        let count = |v: &[String], term: &str| {
+            u32::try_from(v.iter().filter(|x| *x == term).count()).expect("a short test document")
+        };
+        let len = [body.len(), meta.len() + near.len()].map(|n| u32::try_from(n).expect("a short test document"));
+        let mut score = 0.0;
+        let mut own = false;
+        for t in terms {
+            let (in_body, in_meta) = (count(&body, &t.term), count(&meta, &t.term));
+            let hit = TermInDoc {
+                tf: [in_body, in_meta + count(&near, &t.term)],
+                len,
+            };
+            if hit.matches() {
+                let s = scorer.term_score(corpus, t.idf, &hit);
+                own |= s > 0.0 && in_body + in_meta > 0;
+                score += s;
+            }
+        }
+        (own && score > 0.0).then_some(score)
+    }
+
+    /// A BM25F scorer for the tests (cao-rank's is a dev-dependency of this crate).
+    fn scorer(context_weight: f64) -> cao_rank::Bm25 {
+        cao_rank::Bm25 {
+            context_weight,
+            ..cao_rank::Bm25::DEFAULT
+        }
+    }
+
+    proptest::proptest! {
+        /// The one-pass count of `score_doc` (with its term filter, a repeated query term, empty tokens and long
+        /// queries) gives exactly the score of counting each term in each column, and leaving `meta` and `near`
+        /// unread for a scorer that does not use the context field changes no score.
+        #[test]
+        fn one_pass_score_is_the_score_by_definition(
+            words in proptest::collection::vec("[a-e]{1,3}", 0..40),
+            split_at in (0usize..40, 0usize..40),
+            query in proptest::collection::vec("[a-e]{1,3}", 1..40),
+            context_weight in proptest::sample::select(vec![0.0, 0.4, 1.0]),
+        ) {
+            let (a, b) = (split_at.0.min(words.len()), split_at.1.min(words.len()));
+            let (a, b) = (a.min(b), a.max(b));
+            // Double spaces leave empty tokens, which count for nothing.
+            let body = words[..a].join(" ");
+            let meta = words[a..b].join("  ");
+            let near = words[b..].join(" ");
+            let corpus = CorpusStats { docs: 50, field_terms: [400, 900] };
+            let s = scorer(context_weight);
+            let terms: Vec<QueryTerm> = query
+                .iter()
+                .enumerate()
+                .map(|(i, t)| QueryTerm { term: t.clone(), df: i as u64 % 7 + 1, idf: s.idf(&corpus, i as u64 % 7 + 1) })
+                .collect();
+            let doc = Doc { body: &body, meta: &meta, near: &near };
+            let filter = TermFilter::new(&terms);
+            let want = score_by_definition(&s, &corpus, &terms, &doc);
+            proptest::prop_assert_eq!(score_doc(&s, &corpus, &terms, &filter, &doc), want);
+            if !s.uses_context() {
+                let bare = Doc { body: &body, meta: "", near: "" };
+                proptest::prop_assert_eq!(score_doc(&s, &corpus, &terms, &filter, &bare), want);
+            }
+        }
     }
 }

@@ -118,6 +118,11 @@ impl LexicalScorer for Bm25 {
     fn term_bound(&self, idf: f64) -> f64 {
         idf.max(0.0) * (self.k1 + 1.0)
     }
+
+    /// False exactly when the context weight is 0: [`Bm25::term_score`] then skips the context field.
+    fn uses_context(&self) -> bool {
+        self.context_weight != 0.0
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! row's own text (content, key, day), and substring search.
 
 use crate::common::*;
+use cao_core::lexical::{CorpusStats, LexicalScorer, TermInDoc};
 use cao_core::{MemoryType, Scope};
 use cao_index::{Index, Visibility};
 use cao_rank::Bm25;
@@ -343,6 +344,37 @@ fn check(
         prop_assert!((score - full(&(r.key.to_string(), r.scope_id.clone()))).abs() <= 1e-9);
     }
 
+    // A scorer that weighs the context 0 gets the same pool, scores included, whether or not the index reads the
+    // context columns (it leaves them unread), on recall's budget and on the related pass's (recent pre-selection).
+    let content_only = Bm25 {
+        context_weight: 0.0,
+        ..Bm25::DEFAULT
+    };
+    let terms = cao_index::search_tokens(two_words);
+    for budget in [
+        cao_index::PoolBudget::RECALL,
+        cao_index::PoolBudget {
+            rare_candidates: 1,
+            frequent: cao_index::FrequentTerms::Recent,
+        },
+    ] {
+        for limit in [2, 1000] {
+            let pool = |scorer: &dyn LexicalScorer| -> Vec<(Id, f64)> {
+                ix.bm25_pool_budgeted(vis, ty, &terms, limit, scorer, budget)
+                    .expect("bm25")
+                    .into_iter()
+                    .map(|(r, s)| ((r.key.to_string(), r.scope_id), s))
+                    .collect()
+            };
+            prop_assert_eq!(
+                pool(&content_only),
+                pool(&ReadsContext(content_only)),
+                "query {}",
+                two_words
+            );
+        }
+    }
+
     // Metadata: every term a substring (case-insensitive), newest first.
     for q in [
         "alp",
@@ -647,4 +679,20 @@ fn bm25_scores_agree_with_the_pool_for_every_row() {
     }
     assert!(pool.iter().any(|(r, _)| cao_index::matches_all_terms(query, r)));
     assert!(pool.iter().any(|(r, _)| !cao_index::matches_all_terms(query, r)));
+}
+
+/// `inner`, but reading the context columns (the default [`LexicalScorer::uses_context`]) although it may weigh them
+/// 0: the pool that reads every column, to compare with the one that leaves them unread.
+struct ReadsContext(Bm25);
+
+impl LexicalScorer for ReadsContext {
+    fn idf(&self, corpus: &CorpusStats, df: u64) -> f64 {
+        self.0.idf(corpus, df)
+    }
+    fn term_score(&self, corpus: &CorpusStats, idf: f64, term: &TermInDoc) -> f64 {
+        self.0.term_score(corpus, idf, term)
+    }
+    fn term_bound(&self, idf: f64) -> f64 {
+        self.0.term_bound(idf)
+    }
 }
