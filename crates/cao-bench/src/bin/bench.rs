@@ -21,8 +21,13 @@
 //! itself is refused because it would put the model under the lexical rows): once, the model's resident memory
 //! measured in a fresh process (VmRSS before loading, after loading, after the first embedding; VmHWM). Then at each
 //! size, after the lexical rows, on the same home (filled lexically, one store at a time without the model): the
-//! backfill of every memory without a vector through `MemoryService::embed_backfill` (the code path of `cao memory
-//! embed`; memories/s, model already loaded), the query embedding alone and the exact scan alone (dense top 50 over
+//! backfill through `MemoryService::embed_backfill` (the code path of `cao memory embed`; memories/s, model already
+//! loaded) of the first 2,000 memories without a vector (memory id order); every further memory without one first
+//! gets a deterministic pseudo-random unit vector of the same model id and dimension, written through the index's
+//! vector write path (`Index::put_vector_if_current`), because the real backfill of 100,000 memories takes hours
+//! on a small machine and the scan and fusion cost the same whatever the values. Rows measured over such vectors
+//! say "(vectors beyond the first 2000 per size synthetic)"; retrieval quality is measured with real vectors only
+//! (`cargo xtask retrieval`). Then the query embedding alone and the exact scan alone (dense top 50 over
 //! every vector), hybrid/recency and bm25/score recall with the model (query embedding, lexical pool, scan and
 //! fusion) p50/p99, and last 200 stores with the model (each embedded before its transaction; these new memories
 //! count toward the next size). `--only dense` runs the store fill, the lexical recall of those two modes for
