@@ -51,6 +51,8 @@ CREATE INDEX IF NOT EXISTS cao_idx_memory_scope_recency
     ON memory_metadata (scope, updated_at DESC, \"key\" ASC, scope_id ASC);
 CREATE INDEX IF NOT EXISTS cao_idx_memory_created
     ON memory_metadata (scope, scope_id, created_at, \"key\");
+CREATE INDEX IF NOT EXISTS cao_idx_memory_created_seq
+    ON memory_metadata (scope, scope_id, created_at);
 ";
 
 /// Our versioned migrations: `(version, SQL)`. Applied in order, each recorded in `cao_schema_migrations`.
@@ -262,13 +264,20 @@ ALTER TABLE cao_memory_fts_v14 RENAME TO cao_memory_fts;
 CREATE VIRTUAL TABLE cao_memory_fts_vocab USING fts5vocab(cao_memory_fts, 'row');
 ",
     ),
+    (
+        15,
+        // Rows created within one second are each other's neighbours in insertion order (the rowid, read through
+        // `cao_idx_memory_created_seq`), not in key order (`crate::write`): no schema change here (the index is one
+        // of ours, created at every open when missing); the indexed rows are re-indexed right after this step.
+        "-- re-index only",
+    ),
 ];
 
 /// The migrations after which every indexed row is re-tokenised from its stored text (once, however many ran).
-const REINDEX_WITH: [i64; 2] = [9, 13];
+const REINDEX_WITH: [i64; 3] = [9, 13, 15];
 
 /// Latest schema version this build knows.
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 
 /// The versions of every migration this build knows, ascending (not necessarily contiguous: a version is a name,
 /// and builds made from different lines of work may know different sets).

@@ -144,11 +144,14 @@ fn unindex_search(tx: &Connection, search_rowid: i64) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Where a row stands in its scope's creation order: `(scope, scope_id, created_at, key)` as stored (text).
+/// Where a row stands in its scope's creation order: `(scope, scope_id, created_at, rowid)` as stored (`created_at`
+/// is whole seconds, so the insertion order, `memory_metadata`'s rowid, orders the rows of one second).
 struct Position {
     scope: String,
     scope_id: Option<String>,
     created_at: Option<String>,
+    /// `memory_metadata`'s rowid: the insertion order.
+    seq: i64,
     key: String,
 }
 
@@ -157,22 +160,22 @@ struct Position {
 static NEIGHBOURS_BEFORE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "SELECT id, search_rowid, content FROM memory_metadata
-         WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") < (?3, ?4)
-         ORDER BY created_at DESC, \"key\" DESC LIMIT {NEIGHBOUR_WINDOW}"
+         WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, rowid) < (?3, ?4)
+         ORDER BY created_at DESC, rowid DESC LIMIT {NEIGHBOUR_WINDOW}"
     )
 });
 /// See [`NEIGHBOURS_BEFORE`].
 static NEIGHBOURS_AFTER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "SELECT id, search_rowid, content FROM memory_metadata
-         WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, \"key\") > (?3, ?4)
-         ORDER BY created_at ASC, \"key\" ASC LIMIT {NEIGHBOUR_WINDOW}"
+         WHERE scope = ?1 AND scope_id IS ?2 AND source_kind = 'native' AND (created_at, rowid) > (?3, ?4)
+         ORDER BY created_at ASC, rowid ASC LIMIT {NEIGHBOUR_WINDOW}"
     )
 });
 
 /// The neighbour relation: a row's neighbours are the up to [`NEIGHBOUR_WINDOW`] native rows of the same scope and
 /// scope id created just before it and the up to [`NEIGHBOUR_WINDOW`] created just after it (`created_at`, then
-/// key); their content joins the row's context field. Rows without `created_at` have none and are none.
+/// insertion order: rows stored within one second keep the order they were stored in); their content joins the row's context field. Rows without `created_at` have none and are none.
 /// `(id, search_rowid, content)` of the rows on `side` of `pos`, nearest first.
 fn neighbours(tx: &Connection, pos: &Position, side: Side) -> rusqlite::Result<Vec<(String, Option<i64>, String)>> {
     if pos.created_at.is_none() {
@@ -183,7 +186,7 @@ fn neighbours(tx: &Connection, pos: &Position, side: Side) -> rusqlite::Result<V
         Side::After => NEIGHBOURS_AFTER.as_str(),
     };
     tx.prepare_cached(sql)?
-        .query_map(params![pos.scope, pos.scope_id, pos.created_at, pos.key], |r| {
+        .query_map(params![pos.scope, pos.scope_id, pos.created_at, pos.seq], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get::<_, Option<String>>(2)?.unwrap_or_default()))
         })?
         .collect()
@@ -205,12 +208,13 @@ enum Side {
 
 /// The stored position of row `id`.
 fn position(tx: &Connection, id: &str) -> rusqlite::Result<Option<Position>> {
-    tx.prepare_cached("SELECT scope, scope_id, created_at, \"key\" FROM memory_metadata WHERE id = ?1")?
+    tx.prepare_cached("SELECT scope, scope_id, created_at, \"key\", rowid FROM memory_metadata WHERE id = ?1")?
         .query_row([id], |r| {
             Ok(Position {
                 scope: r.get::<_, Option<String>>(0)?.unwrap_or_default(),
                 scope_id: r.get(1)?,
                 created_at: r.get(2)?,
+                seq: r.get(4)?,
                 key: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
             })
         })
@@ -775,12 +779,12 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
          DELETE FROM cao_search_partitions;",
     )?;
     // Neighbours: the rows within NEIGHBOUR_WINDOW before and after each one in its (scope, scope_id) by
-    // (created_at, key), as stored; rows without a created_at have none and are none (the SQL comparison of
-    // `neighbours` with NULL).
+    // (created_at, rowid), as stored (`rows` is in rowid order and the sort is stable); rows without a created_at
+    // have none and are none (the SQL comparison of `neighbours` with NULL).
     let mut order: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].created_at.is_some()).collect();
     order.sort_by(|&a, &b| {
         let (x, y) = (&rows[a], &rows[b]);
-        (&x.scope, &x.scope_id, &x.created_at, &x.key).cmp(&(&y.scope, &y.scope_id, &y.created_at, &y.key))
+        (&x.scope, &x.scope_id, &x.created_at).cmp(&(&y.scope, &y.scope_id, &y.created_at))
     });
     let same_stream = |a: usize, b: usize| rows[a].scope == rows[b].scope && rows[a].scope_id == rows[b].scope_id;
     let mut around: Vec<Vec<&str>> = vec![Vec::new(); rows.len()];
@@ -879,6 +883,7 @@ mod tests {
                 scope: "project".to_owned(),
                 scope_id: Some("p".to_owned()),
                 created_at: Some(format!("2026-01-0{} 00:00:00", i + 1)),
+                seq: i,
                 key: format!("k{i}"),
             };
             neighbours(&conn, &pos, Side::Before).expect("before");

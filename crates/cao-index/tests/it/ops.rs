@@ -806,3 +806,42 @@ fn a_write_follow_up_commits_with_the_row_and_a_failed_one_undoes_only_its_own_w
         "committed with the row"
     );
 }
+
+#[test]
+fn memories_stored_within_one_second_are_neighbours_in_the_order_they_were_stored() {
+    let db = TestDb::new();
+    // Stored in this order, all in one second; the key order (d1-1, d1-10, d1-2, d1-3) is a different one.
+    for (key, content) in [
+        ("d1-10", "alpha"),
+        ("d1-2", "bravo"),
+        ("d1-1", "charlie"),
+        ("d1-3", "delta"),
+    ] {
+        db.index.upsert(&global(key, content, 0)).expect("upsert");
+    }
+    let conn = rusqlite::Connection::open(db.path()).expect("raw");
+    let near = |key: &str| -> String {
+        conn.query_row(
+            "SELECT f.near FROM cao_memory_fts f JOIN memory_metadata m ON m.search_rowid = f.rowid WHERE m.\"key\" = ?1",
+            [key],
+            |r| r.get(0),
+        )
+        .expect("indexed row")
+    };
+    let terms = |texts: &[&str]| -> String {
+        texts
+            .iter()
+            .flat_map(|t| cao_core::text::index_terms(t))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // Before it, nearest first: d1-2 then d1-10; after it: d1-3.
+    assert_eq!(near("d1-1"), terms(&["bravo", "alpha", "delta"]));
+    assert_eq!(near("d1-10"), terms(&["bravo", "charlie"]));
+    assert_eq!(near("d1-3"), terms(&["charlie", "bravo"]));
+    // A rebuild from the stored rows gives every row the same neighbours.
+    let before: Vec<String> = ["d1-10", "d1-2", "d1-1", "d1-3"].iter().map(|k| near(k)).collect();
+    db.index.rebuild_search_index().expect("rebuild");
+    let after: Vec<String> = ["d1-10", "d1-2", "d1-1", "d1-3"].iter().map(|k| near(k)).collect();
+    assert_eq!(after, before);
+}
