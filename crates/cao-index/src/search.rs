@@ -27,7 +27,12 @@ pub struct ListFilter {
 /// Distinct lowercase whitespace-separated terms of a metadata query (the reference's `query.lower().split()`).
 fn metadata_terms(query: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for t in query.to_lowercase().split_whitespace() {
+    // A NUL separates words too: no stored text holds one, and SQLite would read a query string only up to it.
+    for t in query
+        .to_lowercase()
+        .split(|c: char| c.is_whitespace() || c == '\0')
+        .filter(|t| !t.is_empty())
+    {
         if !out.iter().any(|o| o == t) {
             out.push(t.to_owned());
         }
@@ -37,7 +42,8 @@ fn metadata_terms(query: &str) -> Vec<String> {
 
 /// An FTS5 string literal: `"` + term with `"` doubled + `"`.
 pub(crate) fn fts_quote(term: &str) -> String {
-    format!("\"{}\"", term.replace('"', "\"\""))
+    // SQLite reads the query string as C text: a NUL would end it inside the literal.
+    format!("\"{}\"", term.replace('"', "\"\"").replace('\0', " "))
 }
 
 /// A row limit as an SQL integer literal. Limits are written into the statement text, not bound: SQLite's planner
@@ -676,6 +682,8 @@ mod tests {
     fn metadata_terms_are_distinct_lowercase_words() {
         assert_eq!(metadata_terms("Foo  foo BAR"), ["foo", "bar"]);
         assert_eq!(fts_quote("a\"b"), "\"a\"\"b\"");
+        assert_eq!(metadata_terms("ab\0cd  \0"), ["ab", "cd"]);
+        assert_eq!(fts_quote("a\0b"), "\"a b\"");
     }
 
     /// Why limits are literals ([`limit_sql`]): this SQLite plans a statement with a bound `LIMIT` again at every

@@ -845,3 +845,21 @@ fn memories_stored_within_one_second_are_neighbours_in_the_order_they_were_store
     let after: Vec<String> = ["d1-10", "d1-2", "d1-1", "d1-3"].iter().map(|k| near(k)).collect();
     assert_eq!(after, before);
 }
+
+#[test]
+fn a_nul_in_a_query_separates_words_instead_of_failing_the_search() {
+    let db = TestDb::new();
+    db.index
+        .upsert(&global("sunrise", "we painted a sunrise", 0))
+        .expect("upsert");
+    let hits = db
+        .index
+        .metadata_pool(&Visibility::all(), None, "paint\0sunrise", 5)
+        .expect("a NUL is not a query error");
+    assert_eq!(keys(&hits), ["sunrise"]);
+    let hits = db
+        .index
+        .bm25_pool(&Visibility::all(), None, "\0sunrise\0", 5, &Bm25::DEFAULT)
+        .expect("bm25");
+    assert_eq!(hits.len(), 1);
+}
