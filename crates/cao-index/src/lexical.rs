@@ -41,8 +41,9 @@ pub enum FrequentTerms {
     /// By FTS5's own BM25: the best rows, but FTS5 scores every row matching those terms, so the cost grows with
     /// them (recall, where the order matters most).
     Bm25,
-    /// The most recently indexed matching rows (highest search rowids): FTS5 walks its index in rowid order and
-    /// stops at the limit, so the cost does not grow with the corpus (the related-memory pass on every store).
+    /// The most recently indexed matching rows (highest search rowids), found by reading the newest stored rows
+    /// and testing each (FTS5's index answers only past a bounded walk), so the cost does not grow with the corpus
+    /// (the related-memory pass on every store).
     Recent,
 }
 
@@ -127,8 +128,12 @@ struct TermFilter([u64; 4]);
 
 impl TermFilter {
     fn new(terms: &[QueryTerm]) -> Self {
+        Self::of(terms.iter().map(|t| t.term.as_str()))
+    }
+
+    fn of<'t>(terms: impl Iterator<Item = &'t str>) -> Self {
         let mut bits = [0u64; 4];
-        for slot in terms.iter().filter_map(|t| filter_slot(&t.term)) {
+        for slot in terms.filter_map(filter_slot) {
             bits[slot / 64] |= 1 << (slot % 64);
         }
         TermFilter(bits)
@@ -355,6 +360,110 @@ fn preselect(
     Ok(hits.into_iter().map(|(r, _)| r).collect())
 }
 
+/// Most stored rows the recent pre-selection reads newest first ([`RecentWalk`]) before FTS5's index answers for the
+/// rest: the newest rows of a partition nearly always hold a frequent term, so the walk ends after about as many
+/// rows as it must find.
+const RECENT_WALK: usize = 512;
+
+/// A query's frequent terms, to test whether a stored document holds one in its own text (`body` or `meta`, the
+/// columns an FTS5 `{body meta}` match reads).
+struct Frequent<'a> {
+    terms: Vec<&'a str>,
+    filter: TermFilter,
+}
+
+impl<'a> Frequent<'a> {
+    fn new(terms: &[&'a QueryTerm]) -> Self {
+        Frequent {
+            terms: terms.iter().map(|t| t.term.as_str()).collect(),
+            filter: TermFilter::of(terms.iter().map(|t| t.term.as_str())),
+        }
+    }
+
+    /// Whether the document's own text holds one of the terms: exactly what `MATCH '{body meta} : (t1 OR t2 ..)'`
+    /// finds (both columns hold indexed terms separated by single spaces, each one FTS5 token).
+    fn in_own_text(&self, doc: &Doc<'_>) -> bool {
+        [doc.body, doc.meta].into_iter().any(|column| {
+            column
+                .split(' ')
+                .any(|t| !t.is_empty() && self.filter.may_hold(t) && self.terms.contains(&t))
+        })
+    }
+}
+
+/// The recent pre-selection of the frequent terms ([`FrequentTerms::Recent`]) read from the stored documents: the
+/// visible rows newest first (highest search rowid), each tested for a frequent term in its own text; the first
+/// `k` that hold one are the rows [`preselect_recent`] would return, and each that is not already `seen` is scored
+/// on every query term. The reads grow with the rows walked, not with the postings of the frequent terms (which
+/// FTS5 would have to position in every segment).
+struct RecentWalk<'q> {
+    scorer: &'q dyn LexicalScorer,
+    corpus: &'q CorpusStats,
+    terms: &'q [QueryTerm],
+    filter: &'q TermFilter,
+    frequent: &'q Frequent<'q>,
+    seen: &'q std::collections::HashSet<i64>,
+    /// Most rows read before the rest is left to FTS5 ([`RECENT_WALK`]; 0 = leave everything to FTS5).
+    max_rows: usize,
+}
+
+impl RecentWalk<'_> {
+    /// Walk `plan`'s rows newest first, pushing the scored matches into `out`. `Ok(None)` when the walk found `k`
+    /// matching rows or read every visible row; otherwise the part left (the unread rowid ranges and how many
+    /// matching rows are still wanted) for [`preselect_recent`]: after [`RecentWalk::max_rows`] rows, or at once for
+    /// a joined visibility ([`Scan::Join`]).
+    fn run(
+        &self,
+        tx: &Transaction<'_>,
+        plan: &Scan,
+        k: usize,
+        out: &mut Vec<Scored>,
+    ) -> rusqlite::Result<Option<(Scan, usize)>> {
+        let mut ranges = match plan {
+            Scan::Everything => vec![(i64::MIN, i64::MAX)],
+            Scan::Ranges(r) => r.clone(),
+            Scan::Join => return Ok(Some((Scan::Join, k))),
+        };
+        // Disjoint (merged by the plan); highest first.
+        ranges.sort_unstable_by_key(|r| std::cmp::Reverse(r.1));
+        let cols = doc_columns(self.scorer, "");
+        let mut stmt = tx.prepare_cached(&format!(
+            "SELECT rowid, {cols} FROM cao_memory_fts WHERE rowid BETWEEN ?1 AND ?2 ORDER BY rowid DESC"
+        ))?;
+        let (mut taken, mut walked) = (0usize, 0usize);
+        for (i, &(lo, hi)) in ranges.iter().enumerate() {
+            let mut rows = stmt.query([lo, hi])?;
+            while let Some(r) = rows.next()? {
+                let rowid: i64 = r.get(0)?;
+                if walked == self.max_rows {
+                    let mut rest = vec![(lo, rowid)];
+                    rest.extend_from_slice(&ranges[i + 1..]);
+                    return Ok(Some((Scan::Ranges(rest), k - taken)));
+                }
+                walked += 1;
+                let doc = Doc {
+                    body: text_at(r, 1)?,
+                    meta: text_at(r, 2)?,
+                    near: text_at(r, 3)?,
+                };
+                if !self.frequent.in_own_text(&doc) {
+                    continue;
+                }
+                taken += 1;
+                if !self.seen.contains(&rowid)
+                    && let Some(s) = score_doc(self.scorer, self.corpus, self.terms, self.filter, &doc)
+                {
+                    out.push((rowid, s));
+                }
+                if taken == k {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// [`preselect`] with [`FrequentTerms::Recent`]: the `k` highest visible rowids matching `expr`.
 fn preselect_recent(
     tx: &Transaction<'_>,
@@ -447,6 +556,7 @@ fn top(
     terms: &[QueryTerm],
     limit: usize,
     pool: PoolBudget,
+    recent_walk: usize,
 ) -> rusqlite::Result<Vec<(i64, f64)>> {
     let mut by_df: Vec<&QueryTerm> = terms.iter().collect();
     by_df.sort_by(|a, b| a.df.cmp(&b.df).then_with(|| a.term.cmp(&b.term)));
@@ -465,14 +575,33 @@ fn top(
     if found.len() < limit && split < by_df.len() {
         let seen: std::collections::HashSet<i64> = found.iter().map(|f| f.0).collect();
         let k = limit + found.len() + PRESELECT_MARGIN;
-        let expr = match_expr(&by_df[split..]);
         let filter = TermFilter::new(terms);
-        for rowid in preselect(tx, plan, vis, memory_type, expr, k, pool.frequent)? {
-            if seen.contains(&rowid) {
-                continue;
-            }
-            if let Some(s) = score_rowid(tx, rowid, scorer, corpus, terms, &filter)? {
-                found.push((rowid, s));
+        // The recent pre-selection first reads the newest rows themselves (a rowid-ordered walk of the stored
+        // documents, whose cost does not grow with the postings of frequent terms); FTS5's index answers only for
+        // what that walk leaves (more than `recent_walk` rows without enough matches, or a joined visibility).
+        let mut rest = Some((plan.clone(), k));
+        if pool.frequent == FrequentTerms::Recent {
+            let frequent = Frequent::new(&by_df[split..]);
+            let walk = RecentWalk {
+                scorer,
+                corpus,
+                terms,
+                filter: &filter,
+                frequent: &frequent,
+                seen: &seen,
+                max_rows: recent_walk,
+            };
+            rest = walk.run(tx, plan, k, &mut found)?;
+        }
+        if let Some((plan, k)) = rest {
+            let expr = match_expr(&by_df[split..]);
+            for rowid in preselect(tx, &plan, vis, memory_type, expr, k, pool.frequent)? {
+                if seen.contains(&rowid) {
+                    continue;
+                }
+                if let Some(s) = score_rowid(tx, rowid, scorer, corpus, terms, &filter)? {
+                    found.push((rowid, s));
+                }
             }
         }
     }
@@ -602,7 +731,18 @@ pub(crate) fn bm25_pool_in(
         return Ok(Vec::new());
     }
     let plan = scan_plan(tx, vis, memory_type)?;
-    let hits = top(tx, &plan, vis, memory_type, scorer, &corpus, &terms, limit, pool)?;
+    let hits = top(
+        tx,
+        &plan,
+        vis,
+        memory_type,
+        scorer,
+        &corpus,
+        &terms,
+        limit,
+        pool,
+        RECENT_WALK,
+    )?;
     let mut out = Vec::with_capacity(hits.len());
     for (search_rowid, score) in hits {
         if let Some(row) = fetch_by_search_rowid(tx, search_rowid)?
@@ -621,6 +761,104 @@ pub(crate) fn bm25_pool_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cao_core::{Key, Scope};
+
+    /// The recent pre-selection read from the stored rows ([`RecentWalk`]) answers exactly what FTS5's index
+    /// answers (`preselect_recent`): for every visibility shape (everything, one partition, several, a memory type),
+    /// with the walk ending early, handing over to FTS5 part way, or not walking at all.
+    #[test]
+    fn the_recent_walk_finds_the_rows_the_fts_index_finds() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ix = Index::open(&dir.path().join("db").join("t.db")).expect("open");
+        let words = [
+            "kafka", "queue", "deploy", "rust", "python", "cache", "retry", "budget", "lunch", "garden", "painting",
+            "camping", "guitar", "museum",
+        ];
+        let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")
+            .expect("time")
+            .to_utc();
+        let places: [(Scope, Option<&str>); 4] = [
+            (Scope::Project, Some("p1")),
+            (Scope::Project, Some("p2")),
+            (Scope::Global, None),
+            (Scope::Session, Some("s")),
+        ];
+        for i in 0..300usize {
+            // Deterministic, uneven word choice: some words frequent, some rare, some rows without frequent words.
+            let pick = |salt: usize| words[(i * 7 + salt * 13 + i / 5) % words.len()];
+            let content = if i % 9 == 0 {
+                format!("note {i} unrelated filler")
+            } else {
+                format!(
+                    "{} {} {} note {i}",
+                    pick(1),
+                    pick(2),
+                    if i % 3 == 0 { pick(3) } else { "x" }
+                )
+            };
+            let (scope, sid) = places[i % places.len()];
+            let ty = MemoryType::ALL[i % 3];
+            let key = Key::parse_strict(&format!("k{i}")).expect("key");
+            let row = MemoryRow::new(
+                format!("id{i}"),
+                scope,
+                sid.map(str::to_owned),
+                key,
+                ty,
+                format!("f{i}.md"),
+                "",
+                content,
+                t0 + chrono::Duration::seconds(i64::try_from(i).expect("small")),
+            );
+            ix.upsert(&row).expect("upsert");
+        }
+        let visibilities = [
+            Visibility::all(),
+            Visibility::none().allow(Scope::Project, Some("p1")),
+            Visibility::none()
+                .allow(Scope::Project, Some("p2"))
+                .allow(Scope::Global, None)
+                .allow(Scope::Session, Some("s")),
+        ];
+        let queries = [
+            "kafka queue",
+            "deploy rust python cache",
+            "museum guitar camping lunch",
+            "retry note",
+            "garden filler painting",
+        ];
+        let scorer = cao_rank::Bm25::DEFAULT;
+        for vis in &visibilities {
+            for ty in [None, Some(MemoryType::User)] {
+                for q in queries {
+                    for rare in [0, 10, 40] {
+                        for limit in [1, 4, 50] {
+                            let pool = PoolBudget {
+                                rare_candidates: rare,
+                                frequent: FrequentTerms::Recent,
+                            };
+                            let run = |walk: usize| {
+                                ix.read(|tx| {
+                                    let (corpus, terms) = query_terms(tx, &scorer, search_tokens(q))?;
+                                    let plan = scan_plan(tx, vis, ty)?;
+                                    Ok(top(tx, &plan, vis, ty, &scorer, &corpus, &terms, limit, pool, walk)?)
+                                })
+                                .expect("pool")
+                            };
+                            let by_fts = run(0);
+                            for walk in [1, 3, 17, RECENT_WALK] {
+                                assert_eq!(
+                                    run(walk),
+                                    by_fts,
+                                    "query {q:?} type {ty:?} rare {rare} limit {limit} walk {walk}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn tokens_are_distinct_ordered_and_without_stop_words() {

@@ -111,6 +111,7 @@ pub fn matches_all_terms(query: &str, row: &MemoryRow) -> bool {
 const MAX_RANGES: usize = 16;
 
 /// How a search restricts itself to the visible rows.
+#[derive(Debug, Clone)]
 pub(crate) enum Scan {
     /// Everything is visible: no restriction.
     Everything,
