@@ -7,7 +7,9 @@
 //! [`Embedder::embed`] turns texts into unit-length vectors the way sentence-transformers does: tokenise (truncated
 //! to the model's maximum sequence length), run the encoder, pool the last hidden state (mean over the attention
 //! mask for all-MiniLM-L6-v2, the `[CLS]` token for bge-small-en-v1.5), L2-normalise. The cosine similarity of two
-//! texts is then the dot product of their vectors ([`dot`]).
+//! texts is then the dot product of their vectors ([`dot`]). The linear layers' weights are kept transposed (see
+//! `encoder_tensors`) and candle's matrix products use `gemm`'s AVX-512 kernels where the CPU has them; a caller
+//! that has other work meanwhile embeds one text on the embedder's own thread ([`Embedder::spawn_one`]).
 //!
 //! Invariants:
 //! - A model's files are untrusted input: each is read within a size bound ([`MAX_CONFIG_BYTES`],
@@ -29,6 +31,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, mpsc};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 /// Largest accepted `config.json` (and pooling / sentence configuration) in bytes.
@@ -366,6 +369,49 @@ pub struct Embedder {
     pooling: Pooling,
     dim: usize,
     info: ModelInfo,
+    /// The thread of [`Embedder::spawn_one`], started on its first call (`None` inside: it could not be started).
+    worker: OnceLock<Option<rayon::ThreadPool>>,
+}
+
+/// A text being embedded on the embedder's own thread ([`Embedder::spawn_one`]); [`PendingEmbedding::wait`] gives
+/// its vector.
+#[derive(Debug)]
+pub struct PendingEmbedding {
+    result: OnceLock<Embedded>,
+    receiver: Mutex<Option<mpsc::Receiver<Embedded>>>,
+}
+
+/// What the embedding thread answers.
+type Embedded = Result<Vec<f32>, EmbedError>;
+
+impl PendingEmbedding {
+    /// The vector (as [`Embedder::embed_one`] returns it), waiting for it on the first call.
+    ///
+    /// Errors: [`Embedder::embed_one`]'s, and [`EmbedError::Inference`] when the thread stopped without an answer.
+    pub fn wait(&self) -> Result<&[f32], &EmbedError> {
+        self.result
+            .get_or_init(|| {
+                let receiver = self.receiver.lock().unwrap_or_else(PoisonError::into_inner).take();
+                receiver.and_then(|r| r.recv().ok()).unwrap_or_else(|| {
+                    Err(EmbedError::Inference(
+                        "the embedding thread stopped without an answer".into(),
+                    ))
+                })
+            })
+            .as_deref()
+    }
+
+    /// The vector, owned (waiting for it as [`PendingEmbedding::wait`] does).
+    ///
+    /// Errors: as [`PendingEmbedding::wait`].
+    pub fn into_vector(self) -> Result<Vec<f32>, EmbedError> {
+        let _ = self.wait();
+        self.result.into_inner().unwrap_or_else(|| {
+            Err(EmbedError::Inference(
+                "the embedding thread stopped without an answer".into(),
+            ))
+        })
+    }
 }
 
 impl std::fmt::Debug for Embedder {
@@ -449,8 +495,8 @@ impl Embedder {
         };
         let device = Device::Cpu;
         let model = guarded(|| {
-            let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
-                .map_err(|e| bad_weights(e.to_string()))?;
+            let tensors = encoder_tensors(weights, &device).map_err(|e| bad_weights(e.to_string()))?;
+            let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
             BertModel::load(vb, &config).map_err(|e| bad_weights(e.to_string()))
         })
         .map_err(|e| match e {
@@ -463,6 +509,7 @@ impl Embedder {
             pooling,
             dim: config.hidden_size,
             info,
+            worker: OnceLock::new(),
         })
     }
 
@@ -523,6 +570,47 @@ impl Embedder {
             .ok_or_else(|| EmbedError::Inference("the encoder returned no vector".into()))
     }
 
+    /// Start embedding `text` (as [`Embedder::embed_one`]) on this embedder's own thread and return at once: the
+    /// caller does other work meanwhile and takes the vector with [`PendingEmbedding::wait`]. The thread runs one
+    /// text at a time, and the encoder's matrix products run on it alone (a pool of one thread), so it keeps one
+    /// core busy while the caller uses the other. When the thread cannot be started, `text` is embedded before this
+    /// returns.
+    pub fn spawn_one(self: &Arc<Self>, text: &str) -> PendingEmbedding {
+        let (sender, receiver) = mpsc::channel();
+        let pending = PendingEmbedding {
+            result: OnceLock::new(),
+            receiver: Mutex::new(Some(receiver)),
+        };
+        let Some(worker) = self.worker() else {
+            let _ = pending.result.set(self.embed_one(text));
+            return pending;
+        };
+        let me = Arc::clone(self);
+        let text = text.to_owned();
+        worker.spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| me.embed_one(&text)))
+                .unwrap_or_else(|_| Err(EmbedError::Inference("the model library panicked".into())));
+            // The caller may have given up waiting; nothing to do then.
+            let _ = sender.send(result);
+        });
+        pending
+    }
+
+    /// The single-thread pool of [`Embedder::spawn_one`], started on first use.
+    fn worker(&self) -> Option<&rayon::ThreadPool> {
+        self.worker
+            .get_or_init(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .thread_name(|_| "cao-embed".into())
+                    .panic_handler(|_| {})
+                    .build()
+                    .map_err(|e| tracing::warn!("embedding in the caller's thread: cannot start a thread: {e}"))
+                    .ok()
+            })
+            .as_ref()
+    }
+
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
@@ -572,6 +660,31 @@ impl Embedder {
             })
             .collect()
     }
+}
+
+/// The tensors of a safetensors file (`weights`, consumed), in f32, with every matrix of a linear layer (rank 2,
+/// outside `embeddings.`) stored transposed: the same `(out, in)` tensor, laid out as a contiguous `(in, out)`
+/// matrix. A linear layer computes `x·Wᵀ`; with `Wᵀ` contiguous the matrix product (`gemm`) reads the weights as
+/// they lie, where the file's layout made it copy every weight matrix, element by element, on every call (most of
+/// the encoder's time for a short text). The values, and so the vectors, are the same up to the order of the
+/// product's additions.
+///
+/// Errors: candle's, for a file that is not safetensors or a tensor that cannot be converted.
+fn encoder_tensors(
+    weights: Vec<u8>,
+    device: &Device,
+) -> candle_core::Result<std::collections::HashMap<String, Tensor>> {
+    let mut tensors = candle_core::safetensors::load_buffer(&weights, device)?;
+    drop(weights);
+    for (name, t) in tensors.iter_mut() {
+        let f32s = t.to_dtype(DType::F32)?;
+        *t = if f32s.rank() == 2 && !name.contains("embeddings.") {
+            f32s.t()?.contiguous()?.t()?
+        } else {
+            f32s
+        };
+    }
+    Ok(tensors)
 }
 
 /// The positions of `texts` grouped into encoder batches: ordered by byte length (ties by position), a batch closes

@@ -58,6 +58,7 @@ mod outcomes;
 mod partition;
 mod relationships;
 mod row;
+mod scan;
 mod schema;
 mod search;
 mod stamps;

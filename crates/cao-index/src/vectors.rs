@@ -15,6 +15,7 @@
 //! - Vectors are only read for rows present in `memory_metadata` (rows the reference deletes leave an orphan that
 //!   is never returned).
 
+use crate::scan::{self, Code, Vectors, code_stride, dot};
 use crate::{Index, IndexError, Result, Visibility};
 use cao_core::{MemoryType, Scope};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -146,12 +147,26 @@ pub(crate) struct VectorCache {
     live: Vec<bool>,
     /// `dim` components per entry.
     data: Vec<f32>,
+    /// [`code_stride`]`(dim)` integer codes per entry and their bounds, for the pre-selection of the scan
+    /// (`scan.rs`).
+    codes: Vec<i8>,
+    code: Vec<Code>,
     pos: HashMap<String, usize>,
     slices: Vec<(Scope, Option<String>)>,
     slice_pos: HashMap<(Scope, Option<String>), u32>,
 }
 
 impl VectorCache {
+    /// The copy's vectors, for the scan.
+    fn vectors(&self) -> Vectors<'_> {
+        Vectors {
+            data: &self.data,
+            codes: &self.codes,
+            meta: &self.code,
+            dim: self.dim,
+        }
+    }
+
     fn slice_of(&mut self, scope: Scope, scope_id: Option<String>) -> u32 {
         let key = (scope, scope_id);
         if let Some(s) = self.slice_pos.get(&key) {
@@ -169,6 +184,8 @@ impl VectorCache {
         match (self.pos.get(&id).copied(), vector) {
             (Some(i), Some(v)) => {
                 self.data[i * self.dim..(i + 1) * self.dim].copy_from_slice(&v);
+                let stride = code_stride(self.dim);
+                self.code[i] = scan::encode(&v, &mut self.codes[i * stride..(i + 1) * stride]);
                 self.types[i] = ty;
                 self.slice[i] = slice;
                 self.live[i] = true;
@@ -181,6 +198,9 @@ impl VectorCache {
                 self.types.push(ty);
                 self.live.push(true);
                 self.data.extend_from_slice(&v);
+                let from = self.codes.len();
+                self.codes.resize(from + code_stride(self.dim), 0);
+                self.code.push(scan::encode(&v, &mut self.codes[from..]));
             }
             (None, None) => {}
         }
@@ -192,17 +212,21 @@ fn state(tx: &Connection) -> rusqlite::Result<(i64, i64)> {
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
 }
 
-/// Rows of `model` changed after `since` (all when `since` is 0), joined with their memory's identity.
-type Changed = (String, Scope, Option<String>, MemoryType, Option<Vec<f32>>);
-
-fn changed_since(tx: &Connection, model: &str, dim: usize, since: i64) -> rusqlite::Result<Vec<Changed>> {
+/// Rows of `model` changed after `since` (all when `since` is 0), joined with their memory's identity, each
+/// passed to `apply` as it is read (so a full load never holds a second copy of the vectors).
+fn changed_since(
+    tx: &Connection,
+    model: &str,
+    dim: usize,
+    since: i64,
+    mut apply: impl FnMut(String, Scope, Option<String>, MemoryType, Option<Vec<f32>>),
+) -> rusqlite::Result<()> {
     let mut stmt = tx.prepare_cached(
         "SELECT v.memory_id, m.scope, m.scope_id, m.memory_type, v.vector, v.model, v.dim
          FROM cao_memory_vectors v JOIN memory_metadata m ON m.id = v.memory_id AND m.source_kind = 'native'
          WHERE v.seq > ?1",
     )?;
     let mut rows = stmt.query(params![since])?;
-    let mut out = Vec::new();
     while let Some(r) = rows.next()? {
         let (Ok(scope), Ok(ty)) = (
             r.get::<_, String>(1)?.parse::<Scope>(),
@@ -217,9 +241,9 @@ fn changed_since(tx: &Connection, model: &str, dim: usize, since: i64) -> rusqli
         } else {
             None
         };
-        out.push((r.get(0)?, scope, r.get(2)?, ty, vector));
+        apply(r.get(0)?, scope, r.get(2)?, ty, vector);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Counts of native rows with and without a current vector of one model ([`Index::vector_counts`]).
@@ -346,9 +370,11 @@ impl Index {
                 };
             }
             if fresh || seq > cache.seq {
-                for (id, scope, scope_id, ty, v) in changed_since(tx, model, dim, cache.seq)? {
+                // Applying a row twice is harmless, so a read that fails half way is caught up by the next one.
+                let since = cache.seq;
+                changed_since(tx, model, dim, since, |id, scope, scope_id, ty, v| {
                     cache.apply(id, scope, scope_id, ty, v);
-                }
+                })?;
                 cache.seq = seq;
             }
             Ok(())
@@ -358,8 +384,9 @@ impl Index {
 
     /// The `k` visible memories (of `memory_type` when given) whose current vector of `model` is most similar to
     /// `query` (dot product; cosine for unit vectors), best first, ties by memory id: an exact scan over this
-    /// process's copy of the vectors (brought up to date first, see [`VectorCache`]). Memories without a vector are
-    /// not candidates. Returns `(memory id, similarity)`.
+    /// process's copy of the vectors (brought up to date first, see [`VectorCache`]; the f32 dot product is computed
+    /// only for the vectors an 8-bit copy cannot rule out, `scan.rs`, which returns what scoring every vector would).
+    /// Memories without a vector are not candidates. Returns `(memory id, similarity)`.
     ///
     /// Errors: [`IndexError::Invalid`] when `query` has no or more than [`MAX_VECTOR_DIM`] components;
     /// [`IndexError::Sqlite`] / [`IndexError::Pool`].
@@ -382,25 +409,14 @@ impl Index {
                 .iter()
                 .map(|(s, id)| vis.allows(*s, id.as_deref()))
                 .collect();
-            let mut scored: Vec<(f32, usize)> = Vec::new();
-            for (i, chunk) in cache.data.chunks_exact(dim).enumerate() {
-                if !cache.live[i]
-                    || !allowed[cache.slice[i] as usize]
-                    || memory_type.is_some_and(|t| t != cache.types[i])
-                {
-                    continue;
-                }
-                scored.push((dot(chunk, query), i));
-            }
+            let keep = |i: usize| {
+                cache.live[i] && allowed[cache.slice[i] as usize] && memory_type.is_none_or(|t| t == cache.types[i])
+            };
             let better = |a: &(f32, usize), b: &(f32, usize)| {
                 b.0.total_cmp(&a.0).then_with(|| cache.ids[a.1].cmp(&cache.ids[b.1]))
             };
-            if scored.len() > k {
-                scored.select_nth_unstable_by(k - 1, better);
-                scored.truncate(k);
-            }
-            scored.sort_by(better);
-            scored.into_iter().map(|(s, i)| (cache.ids[i].clone(), s)).collect()
+            let (top, _) = cache.vectors().top(query, k, keep, better);
+            top.into_iter().map(|(s, i)| (cache.ids[i].clone(), s)).collect()
         })
     }
 
@@ -420,20 +436,6 @@ impl Index {
                 .collect()
         })
     }
-}
-
-/// Dot product over the shorter length, in eight independent lanes (so the compiler vectorises it).
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for l in 0..8 {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
-    acc.iter().sum::<f32>() + tail
 }
 
 #[cfg(test)]

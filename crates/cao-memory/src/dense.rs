@@ -1,11 +1,12 @@
 //! Dense recall: the text source of recall with an embedding model (docs/decisions/0011-dense-recall.md).
 //!
 //! Without a model ([`Store::embedder`] gives none) the text source is the lexical pool, exactly as before. With
-//! one, the query is embedded once per call ([`query`]) and the text source of the bm25 and hybrid modes becomes
-//! [`text_pool`]: the union of the lexical pool and the dense top-k (each at least [`FUSION_POOL`] rows), every
-//! candidate scored on both components (lexical scores of dense-only rows from the same statistics, similarities
-//! of lexical rows from the same vectors), ordered by [`cao_rank::fuse`]. Rows without a vector take part with a
-//! dense component of 0.
+//! one, the query is embedded once per call ([`query`], [`DenseQuery::vector`]) and the text source of the bm25
+//! and hybrid modes becomes [`text_pool`]: the union of the lexical pool and the dense top-k (each at least
+//! [`FUSION_POOL`] rows), every candidate scored on both components (lexical scores of dense-only rows from the same
+//! statistics, similarities of lexical rows from the same vectors), ordered by [`cao_rank::fuse`]. Rows without a
+//! vector take part with a dense component of 0. The query is embedded on the model's own thread while the recall reads its lexical pools
+//! (the metadata pool, the BM25 pool), and waited for only before the dense scan.
 
 use crate::error::MemoryError;
 use crate::store::Store;
@@ -13,30 +14,44 @@ use cao_core::{MemoryType, Settings};
 use cao_index::{MemoryRow, Visibility};
 use cao_rank::{Bm25, FUSION_POOL, FusionInput, fuse};
 use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The embedded query of one recall.
+/// The query of one recall, being embedded on the model's own thread ([`cao_embed::Embedder::spawn_one`]) while
+/// the recall computes its lexical pools; [`DenseQuery::vector`] waits for it.
 #[derive(Debug, Clone)]
 pub(crate) struct DenseQuery {
     /// The model id the vectors are stored under.
     pub(crate) model: String,
-    /// The query's unit vector.
-    pub(crate) vector: Vec<f32>,
+    pending: Arc<cao_embed::PendingEmbedding>,
+    warned: Arc<AtomicBool>,
 }
 
-/// The embedded `query` when `settings` configure a model that loads; `None` otherwise (lexical recall). A query
-/// the model fails on is a warning and lexical recall, never a failed recall.
-pub(crate) fn query(store: &Store, settings: &Settings, query: &str) -> Option<DenseQuery> {
-    let model = store.embedder(settings)?;
-    match model.embed_one(query) {
-        Ok(vector) => Some(DenseQuery {
-            model: model.model_id().to_owned(),
-            vector,
-        }),
-        Err(e) => {
-            tracing::warn!("dense recall skipped for this query: {e}");
-            None
+impl DenseQuery {
+    /// The query's unit vector, waiting for it; `None` when the model failed on the query (a warning, once per
+    /// query: the recall is lexical).
+    pub(crate) fn vector(&self) -> Option<&[f32]> {
+        match self.pending.wait() {
+            Ok(v) => Some(v),
+            Err(e) => {
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!("dense recall skipped for this query: {e}");
+                }
+                None
+            }
         }
     }
+}
+
+/// Start embedding `query` when `settings` configure a model that loads; `None` otherwise (lexical recall). A query
+/// the model fails on is a warning and lexical recall, never a failed recall ([`DenseQuery::vector`]).
+pub(crate) fn query(store: &Store, settings: &Settings, query: &str) -> Option<DenseQuery> {
+    let model = store.embedder(settings)?;
+    Some(DenseQuery {
+        model: model.model_id().to_owned(),
+        pending: Arc::new(model.spawn_one(query)),
+        warned: Arc::new(AtomicBool::new(false)),
+    })
 }
 
 /// One text-source hit: the row, the score it is ordered by (raw lexical without a model, fused `[0, 1]` with
@@ -65,8 +80,8 @@ pub(crate) fn text_pool(
     dense: Option<&DenseQuery>,
 ) -> Result<Vec<TextHit>, MemoryError> {
     let index = store.index();
-    let Some(dq) = dense else {
-        return Ok(index
+    let lexical_only = || -> Result<Vec<TextHit>, MemoryError> {
+        Ok(index
             .bm25_pool(vis, memory_type, query, n, lexical)?
             .into_iter()
             .map(|(row, s)| TextHit {
@@ -75,13 +90,20 @@ pub(crate) fn text_pool(
                 lexical: Some(s),
                 dense: None,
             })
-            .collect());
+            .collect())
+    };
+    let Some(dq) = dense else {
+        return lexical_only();
     };
     let m = n.max(FUSION_POOL);
+    // The lexical pool first: the query is being embedded meanwhile.
     let lex = index.bm25_pool(vis, memory_type, query, m, lexical)?;
-    let top = index.dense_top(vis, memory_type, &dq.model, &dq.vector, m)?;
+    let Some(vector) = dq.vector() else {
+        return lexical_only();
+    };
+    let top = index.dense_top(vis, memory_type, &dq.model, vector, m)?;
     let lex_ids: Vec<&str> = lex.iter().map(|(r, _)| r.id.as_str()).collect();
-    let lex_dense = index.dense_scores(&dq.model, &dq.vector, &lex_ids)?;
+    let lex_dense = index.dense_scores(&dq.model, vector, &lex_ids)?;
     let seen: HashSet<&str> = lex_ids.iter().copied().collect();
     let extra_ids: Vec<&str> = top
         .iter()

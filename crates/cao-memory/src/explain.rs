@@ -52,12 +52,13 @@ pub(crate) fn explain(
     if !settings.explain_enabled() {
         return Err(MemoryError::ExplainDisabled);
     }
+    // Embedded on the model's thread while this one reads.
+    let dense = crate::dense::query(store, settings, query);
     store.prepare_read()?;
     let lifecycle = settings.lifecycle_enabled();
     let limit = req.limit;
     let groups = visibility::groups(store, ctx, settings, req.scope, req.all)?;
     let lexical = crate::recall::lexical_scorer(settings);
-    let dense = crate::dense::query(store, settings, query);
     let default_top = recency_top(store, &groups, req.memory_type, query, limit, lexical, dense.clone())?;
     let pool = relevance::pool(
         store,
@@ -89,8 +90,10 @@ pub(crate) fn explain(
         .chain(default_top.iter().cloned())
         .collect();
     let mut report = report(store, query, req, lifecycle, ranked, default_top, &snapshot);
-    if let Some(dq) = dense {
-        add_dense_components(store, query, &lexical, &dq, &rows, &mut report)?;
+    if let Some(dq) = &dense
+        && let Some(vector) = dq.vector()
+    {
+        add_dense_components(store, query, &lexical, (&dq.model, vector), &rows, &mut report)?;
     }
     Ok(report)
 }
@@ -103,7 +106,7 @@ fn add_dense_components(
     store: &Store,
     query: &str,
     lexical: &cao_rank::Bm25,
-    dq: &crate::dense::DenseQuery,
+    (model, vector): (&str, &[f32]),
     rows: &[MemoryRow],
     report: &mut ExplainReport,
 ) -> Result<(), MemoryError> {
@@ -119,7 +122,7 @@ fn add_dense_components(
     let present: Vec<&MemoryRow> = found.iter().flatten().copied().collect();
     let lex = store.index().bm25_scores(query, &present, lexical)?;
     let ids: Vec<&str> = present.iter().map(|r| r.id.as_str()).collect();
-    let sims = store.index().dense_scores(&dq.model, &dq.vector, &ids)?;
+    let sims = store.index().dense_scores(model, vector, &ids)?;
     let mut scored = lex.into_iter().zip(sims);
     let inputs: Vec<cao_rank::FusionInput> = found
         .iter()
@@ -134,7 +137,7 @@ fn add_dense_components(
             None => cao_rank::FusionInput::default(),
         })
         .collect();
-    cao_rank::dense_components(report, &dq.model, &inputs);
+    cao_rank::dense_components(report, model, &inputs);
     Ok(())
 }
 

@@ -158,15 +158,16 @@ pub(crate) fn recall(
     mut plan: Plan,
     req: &RecallRequest,
 ) -> Result<RecallResult, MemoryError> {
-    store.prepare_read()?;
-    plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
-    plan.lexical = lexical_scorer(settings);
+    // The query is embedded on the model's thread while this one reads (docs/decisions/0011-dense-recall.md).
     if let Some(q) = &plan.query
         && plan.mode != SearchMode::Metadata
         && plan.sort != SortBy::Relevance
     {
         plan.dense = crate::dense::query(store, settings, q);
     }
+    store.prepare_read()?;
+    plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
+    plan.lexical = lexical_scorer(settings);
     let groups = crate::visibility::groups(store, ctx, settings, plan.scope, req.scan_all)?;
     let registry = eligibility::curator_registry(store, settings, ctx);
     let lc = Lifecycle {

@@ -104,6 +104,27 @@ static DENSE_OFF_LOGGED: std::sync::atomic::AtomicBool = std::sync::atomic::Atom
 /// An embedding stored with a write: the model id and the vector of the row's content.
 pub(crate) type Embedding = (String, Vec<f32>);
 
+/// A write's content being embedded ([`Store::start_embedding`]).
+#[derive(Debug)]
+pub(crate) struct PendingVector {
+    model: String,
+    pending: cao_embed::PendingEmbedding,
+}
+
+impl PendingVector {
+    /// The embedding, waiting for it; `None` when embedding failed (a warning; the memory is stored without a vector
+    /// and `cao memory embed` fills it in later).
+    fn finish(self) -> Option<Embedding> {
+        match self.pending.into_vector() {
+            Ok(v) => Some((self.model, v)),
+            Err(e) => {
+                tracing::warn!("the memory is stored without a vector: {e}");
+                None
+            }
+        }
+    }
+}
+
 /// The state of this process's pickup of external changes ([`Store::pick_up_changes`]).
 #[derive(Debug, Default)]
 struct Pickup {
@@ -387,17 +408,15 @@ impl Store {
         model
     }
 
-    /// The embedding of `content` with the model in `model_dir`, for a write; `None` without a model or when embedding
-    /// fails (a warning; the memory is stored without a vector and `cao memory embed` fills it in later).
-    fn embed_for_write(&self, model_dir: Option<PathBuf>, content: &str) -> Option<Embedding> {
+    /// Start embedding `content` with the model in `model_dir`, for a write: it runs on the model's thread while the
+    /// write prepares and writes its file ([`PendingVector::finish`] takes it before the index transaction); `None`
+    /// without a model.
+    fn start_embedding(&self, model_dir: Option<PathBuf>, content: &str) -> Option<PendingVector> {
         let model = self.embedder_at(model_dir)?;
-        match model.embed_one(content) {
-            Ok(v) => Some((model.model_id().to_owned(), v)),
-            Err(e) => {
-                tracing::warn!("the memory is stored without a vector: {e}");
-                None
-            }
-        }
+        Some(PendingVector {
+            model: model.model_id().to_owned(),
+            pending: model.spawn_one(content),
+        })
     }
 
     /// Replace how supersedes state is read. Set at most once; `false` (and nothing changes) when already set.
@@ -823,6 +842,9 @@ impl Store {
         entry: NewEntry<'_>,
         then: impl FnOnce(&cao_index::FollowUp<'_>, &MemoryRow) -> Result<T, MemoryError>,
     ) -> Result<(Written, Result<T, MemoryError>), MemoryError> {
+        // The content (the row's content) is embedded on the model's thread while this one locks, reads and writes
+        // the topic file.
+        let embedding = self.start_embedding(entry.model_dir.clone(), entry.content);
         self.ensure_index_current()?;
         self.open_journal(&entry.memory.container())?;
         // The lock is held until the index transaction has committed, so file and row change together.
@@ -830,13 +852,11 @@ impl Store {
             .layout
             .lock_topic(entry.memory.scope, entry.memory.scope_id.as_deref(), &entry.memory.key)?;
         let note = note_of(&entry);
-        let model_dir = entry.model_dir.clone();
         let (write, row) = self.prepare(&locked, entry)?;
         let note = JournalNote {
             at: row.updated_at,
             ..note
         };
-        let embedding = self.embed_for_write(model_dir, &row.content);
         self.commit(locked, write, row, &note, embedding, then)
     }
 
@@ -907,8 +927,9 @@ impl Store {
     }
 
     /// The file and index half of one write, under `locked`: replace the topic file, then commit `row`, its
-    /// journal entry (`note`), its `embedding` (when a model is configured) and the follow-up `then` (in a
-    /// savepoint, see [`Store::write_then`]) in one index transaction, then release the lock.
+    /// journal entry (`note`), its `embedding` (when a model is configured; waited for after the file is written)
+    /// and the follow-up `then` (in a savepoint, see [`Store::write_then`]) in one index transaction, then release
+    /// the lock.
     ///
     /// Errors: wiki errors (nothing written); [`MemoryError::PartialWrite`] when the index transaction fails.
     fn commit<T, E>(
@@ -917,11 +938,12 @@ impl Store {
         write: cao_wiki::TopicWrite,
         mut row: MemoryRow,
         note: &JournalNote,
-        embedding: Option<Embedding>,
+        embedding: Option<PendingVector>,
         then: impl FnOnce(&cao_index::FollowUp<'_>, &MemoryRow) -> Result<T, E>,
     ) -> Result<(Written, Result<T, E>), MemoryError> {
         locked.write_prepared_with(&write, self.durability())?;
         stamp_written(&write, &mut row);
+        let embedding = embedding.and_then(PendingVector::finish);
         let vector = embedding
             .as_ref()
             .map(|(model, vector)| cao_index::VectorWrite { model, vector });

