@@ -2,8 +2,7 @@
 //! index's term statistics (docs/decisions/0009-lexical-ranking.md).
 //!
 //! FTS5 only finds candidates (`MATCH` on a row's own text, the `body` and `meta` columns, inside the visibility's
-//! rowid ranges) and, for frequent terms, pre-selects a bounded number of them with its own BM25; it never decides
-//! the order. Each candidate's stored columns (content terms; key, tags and day; the neighbours' terms) give the
+//! rowid ranges, or its newest rows for frequent terms); it never scores or orders them. Each candidate's stored columns (content terms; key, tags and day; the neighbours' terms) give the
 //! term counts and field lengths, `cao_search_stats` the corpus size and field totals, `cao_search_terms` the
 //! document frequencies, and the scorer (`cao_rank::Bm25`) the score.
 //!
@@ -24,38 +23,39 @@ use rusqlite::{OptionalExtension, Transaction, params_from_iter};
 /// frequencies): [`PoolBudget::RECALL`].
 const PRUNE_MAX_CANDIDATES: u64 = 1000;
 
-/// How a lexical pool draws its candidates (see `top`): the rarer query terms generate candidates while the sum of
-/// their document frequencies fits in `rare_candidates`; rows matching only the other (frequent) terms are
-/// pre-selected as `frequent` says.
+/// How a lexical pool draws its candidates (see `top`). Every candidate is read and scored on every query term; the
+/// budget bounds how many are read, so the cost of a pool does not grow with the postings of frequent terms.
+///
+/// 1. The rarest query terms generate candidates while the sum of their document frequencies fits in
+///    `rare_candidates`.
+/// 2. While that leaves the pool short (fewer rows than its limit, or a limit-th score that a row matching only the
+///    other terms could still beat: the sum of their [`LexicalScorer::term_bound`]), the next rarest terms generate
+///    candidates too, one at a time, while the sum stays within `widened_candidates`.
+/// 3. Still short and two or more terms left: the newest `every_term_rows` rows holding every one of them in their
+///    own text (FTS5 `AND`, read newest first).
+/// 4. Fewer rows than the limit: the newest rows holding any of the other terms fill the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolBudget {
-    /// Most candidate rows read and scored through the rarer terms.
+    /// Most candidate rows read and scored through the rarest terms (step 1).
     pub rare_candidates: u64,
-    /// How rows that match only the frequent terms are pre-selected.
-    pub frequent: FrequentTerms,
-}
-
-/// How [`PoolBudget`] pre-selects rows that match only a query's frequent terms.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrequentTerms {
-    /// By FTS5's own BM25: the best rows, but FTS5 scores every row matching those terms, so the cost grows with
-    /// them (recall, where the order matters most).
-    Bm25,
-    /// The most recently indexed matching rows (highest search rowids), found by reading the newest stored rows
-    /// and testing each (FTS5's index answers only past a bounded walk), so the cost does not grow with the corpus
-    /// (the related-memory pass on every store).
-    Recent,
+    /// Most candidate rows read through the rarer terms when the pool is short (step 2); equal to
+    /// `rare_candidates`: no widening.
+    pub widened_candidates: u64,
+    /// Most rows holding every remaining term read when the pool is still short (step 3; 0 = skip the step).
+    pub every_term_rows: usize,
 }
 
 impl PoolBudget {
-    /// Recall's pool: 1,000 rare-term candidates, frequent terms pre-selected by FTS5's BM25.
+    /// Recall's pool: 1,000 rare-term candidates, widened to 4,000 while the pool is short, then the newest 1,000
+    /// rows holding every remaining term.
     pub const RECALL: PoolBudget = PoolBudget {
         rare_candidates: PRUNE_MAX_CANDIDATES,
-        frequent: FrequentTerms::Bm25,
+        widened_candidates: 4 * PRUNE_MAX_CANDIDATES,
+        every_term_rows: 1000,
     };
 }
 
-/// Rows FTS5's pre-selection takes beyond the ones still missing from the pool.
+/// Rows the recent fill (step 4 of [`PoolBudget`]) takes beyond the ones still missing from the pool.
 const PRESELECT_MARGIN: usize = 32;
 
 /// The distinct indexed terms of `query` in first-occurrence order ([`cao_core::text::index_terms`]: reference
@@ -195,6 +195,16 @@ fn score_doc(
     (own && score > 0.0).then_some(score)
 }
 
+/// The FTS5 query of rows containing every one of `terms` in their own text (the `body` and `meta` columns).
+fn every_expr(terms: &[&QueryTerm]) -> Value {
+    let all = terms
+        .iter()
+        .map(|t| fts_quote(&t.term))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    Value::Text(format!("{{body meta}} : ({all})"))
+}
+
 /// The FTS5 query of rows containing any of `terms` in their own text (the `body` and `meta` columns).
 fn match_expr(terms: &[&QueryTerm]) -> Value {
     let any = terms
@@ -223,16 +233,19 @@ fn text_at<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> rusqlite::Result<&'r str> 
         .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)))
 }
 
-/// Read the documents of `rows` (`(rowid, body, meta, near)` rows of a query) and score them.
+/// Read the documents of `rows` (`(rowid, body, meta, near)` rows of a query) and score them; returns how many rows
+/// were read (matches or not).
 fn score_rows(
     rows: &mut rusqlite::Rows<'_>,
     scorer: &dyn LexicalScorer,
     corpus: &CorpusStats,
     terms: &[QueryTerm],
     out: &mut Vec<Scored>,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<usize> {
     let filter = TermFilter::new(terms);
+    let mut read = 0usize;
     while let Some(r) = rows.next()? {
+        read += 1;
         let rowid: i64 = r.get(0)?;
         let doc = Doc {
             body: text_at(r, 1)?,
@@ -243,10 +256,11 @@ fn score_rows(
             out.push((rowid, s));
         }
     }
-    Ok(())
+    Ok(read)
 }
 
-/// Every visible row matching `expr`, scored on all of `terms`.
+/// The visible rows matching `expr`, scored on all of `terms`: every one, or with `newest = Some(n)` the `n` with the
+/// highest search rowids (read newest first).
 #[allow(clippy::too_many_arguments)]
 fn candidates(
     tx: &Transaction<'_>,
@@ -257,36 +271,60 @@ fn candidates(
     corpus: &CorpusStats,
     terms: &[QueryTerm],
     expr: Value,
+    newest: Option<usize>,
 ) -> rusqlite::Result<Vec<Scored>> {
     let mut out = Vec::new();
+    let order = if newest.is_some() {
+        " ORDER BY rowid DESC LIMIT ?"
+    } else {
+        ""
+    };
+    let cap = |n: usize| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
     match plan {
         Scan::Everything => {
             let cols = doc_columns(scorer, "");
             let mut stmt = tx.prepare_cached(&format!(
-                "SELECT rowid, {cols} FROM cao_memory_fts WHERE cao_memory_fts MATCH ?1"
+                "SELECT rowid, {cols} FROM cao_memory_fts WHERE cao_memory_fts MATCH ?{order}"
             ))?;
-            score_rows(&mut stmt.query([&expr])?, scorer, corpus, terms, &mut out)?;
+            let mut p = vec![expr];
+            p.extend(newest.map(cap));
+            score_rows(&mut stmt.query(params_from_iter(p))?, scorer, corpus, terms, &mut out)?;
         }
         Scan::Ranges(ranges) => {
             let cols = doc_columns(scorer, "");
             let mut stmt = tx.prepare_cached(&format!(
                 "SELECT rowid, {cols} FROM cao_memory_fts
-                 WHERE cao_memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3"
+                 WHERE cao_memory_fts MATCH ? AND rowid BETWEEN ? AND ?{order}"
             ))?;
+            // Disjoint (merged by the plan); highest first, so a capped read takes the newest rows overall.
+            let mut ranges = ranges.clone();
+            ranges.sort_unstable_by_key(|r| std::cmp::Reverse(r.1));
+            let mut left = newest;
             for (lo, hi) in ranges {
-                let p = [expr.clone(), Value::Integer(*lo), Value::Integer(*hi)];
-                score_rows(&mut stmt.query(params_from_iter(p))?, scorer, corpus, terms, &mut out)?;
+                if left == Some(0) {
+                    break;
+                }
+                let mut p = vec![expr.clone(), Value::Integer(lo), Value::Integer(hi)];
+                p.extend(left.map(cap));
+                let read = score_rows(&mut stmt.query(params_from_iter(p))?, scorer, corpus, terms, &mut out)?;
+                left = left.map(|n| n.saturating_sub(read));
             }
         }
         Scan::Join => {
             let mut params = vec![expr];
             let vis_sql = vis.sql(&mut params);
             let ty = type_clause(memory_type, &mut params);
+            params.extend(newest.map(cap));
             let cols = doc_columns(scorer, "f.");
+            let order = if newest.is_some() {
+                " ORDER BY f.rowid DESC LIMIT ?"
+            } else {
+                ""
+            };
             let sql = format!(
                 "SELECT f.rowid, {cols}
                  FROM cao_memory_fts f CROSS JOIN memory_metadata m ON m.search_rowid = f.rowid
-                 WHERE f.cao_memory_fts MATCH ? AND {vis_sql}{ty}"
+                 WHERE f.cao_memory_fts MATCH ? AND {vis_sql}{ty}{order}"
             );
             let mut stmt = tx.prepare_cached(&sql)?;
             score_rows(
@@ -299,65 +337,6 @@ fn candidates(
         }
     }
     Ok(out)
-}
-
-/// The search rowids of at most `k` visible rows matching `expr`: with [`FrequentTerms::Bm25`] best first by FTS5's
-/// own BM25 (`bm25()`, k1 1.2, b 0.75, columns weighted 1, 0.5, 0.5), with [`FrequentTerms::Recent`] the highest
-/// rowids first. A pre-selection only, read from FTS5's index (no document is read).
-fn preselect(
-    tx: &Transaction<'_>,
-    plan: &Scan,
-    vis: &Visibility,
-    memory_type: Option<MemoryType>,
-    expr: Value,
-    k: usize,
-    mode: FrequentTerms,
-) -> rusqlite::Result<Vec<i64>> {
-    if mode == FrequentTerms::Recent {
-        return preselect_recent(tx, plan, vis, memory_type, expr, k);
-    }
-    let lim = Value::Integer(i64::try_from(k).unwrap_or(i64::MAX));
-    let pair = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?));
-    let mut hits: Vec<(i64, f64)> = Vec::new();
-    match plan {
-        Scan::Everything => {
-            let mut stmt = tx.prepare_cached(
-                "SELECT rowid, bm25(cao_memory_fts, 1.0, 0.5, 0.5) AS s FROM cao_memory_fts
-                 WHERE cao_memory_fts MATCH ?1 ORDER BY s, rowid LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params_from_iter([&expr, &lim]), pair)?;
-            hits = rows.collect::<rusqlite::Result<_>>()?;
-        }
-        Scan::Ranges(ranges) => {
-            let mut stmt = tx.prepare_cached(
-                "SELECT rowid, bm25(cao_memory_fts, 1.0, 0.5, 0.5) AS s FROM cao_memory_fts
-                 WHERE cao_memory_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3 ORDER BY s, rowid LIMIT ?4",
-            )?;
-            for (lo, hi) in ranges {
-                let p = [expr.clone(), Value::Integer(*lo), Value::Integer(*hi), lim.clone()];
-                for h in stmt.query_map(params_from_iter(p), pair)? {
-                    hits.push(h?);
-                }
-            }
-            hits.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-            hits.truncate(k);
-        }
-        Scan::Join => {
-            let mut params = vec![expr];
-            let vis_sql = vis.sql(&mut params);
-            let ty = type_clause(memory_type, &mut params);
-            params.push(lim);
-            let sql = format!(
-                "SELECT f.rowid, bm25(cao_memory_fts, 1.0, 0.5, 0.5) AS s
-                 FROM cao_memory_fts f CROSS JOIN memory_metadata m ON m.search_rowid = f.rowid
-                 WHERE f.cao_memory_fts MATCH ? AND {vis_sql}{ty} ORDER BY s, f.rowid LIMIT ?"
-            );
-            let mut stmt = tx.prepare_cached(&sql)?;
-            let rows = stmt.query_map(params_from_iter(&params), pair)?;
-            hits = rows.collect::<rusqlite::Result<_>>()?;
-        }
-    }
-    Ok(hits.into_iter().map(|(r, _)| r).collect())
 }
 
 /// Most stored rows the recent pre-selection reads newest first ([`RecentWalk`]) before FTS5's index answers for the
@@ -391,7 +370,7 @@ impl<'a> Frequent<'a> {
     }
 }
 
-/// The recent pre-selection of the frequent terms ([`FrequentTerms::Recent`]) read from the stored documents: the
+/// The recent fill of the frequent terms (step 4 of [`PoolBudget`]) read from the stored documents: the
 /// visible rows newest first (highest search rowid), each tested for a frequent term in its own text; the first
 /// `k` that hold one are the rows [`preselect_recent`] would return, and each that is not already `seen` is scored
 /// on every query term. The reads grow with the rows walked, not with the postings of the frequent terms (which
@@ -464,7 +443,8 @@ impl RecentWalk<'_> {
     }
 }
 
-/// [`preselect`] with [`FrequentTerms::Recent`]: the `k` highest visible rowids matching `expr`.
+/// The `k` highest visible search rowids matching `expr`, from FTS5's index alone (no document is read): the recent
+/// fill's answer for what [`RecentWalk`] leaves.
 fn preselect_recent(
     tx: &Transaction<'_>,
     plan: &Scan,
@@ -535,16 +515,18 @@ fn score_rowid(
     Ok(score_doc(scorer, corpus, terms, filter, &doc))
 }
 
-/// The best `limit` `(search_rowid, score)` pairs, best first (ties by search rowid).
+/// The best `limit` `(search_rowid, score)` pairs, best first (ties by search rowid), read within `pool`
+/// ([`PoolBudget`]'s four steps).
 ///
-/// Bounded reads whatever the corpus: the rarest terms G (as many as fit in `budget.rare_candidates` by document
-/// frequency) generate candidates, each read and scored on every query term. While G yields fewer than `limit` rows
-/// (or no term is rare enough to be in G), at most `limit` + (rows found) + [`PRESELECT_MARGIN`] more rows are
-/// pre-selected from the other terms (from FTS5's index alone, no document read; by FTS5's own BM25 or the most
-/// recent, [`FrequentTerms`]), and only those are read and scored. A row that matches none of G scores at most the sum of [`LexicalScorer::term_bound`] over the
-/// other terms; when the `limit`-th candidate scores above that the answer is exact, otherwise such a row can be
-/// missing from the pool (its score is bounded by the frequent terms' low IDF). This keeps long natural-language
-/// queries at a few milliseconds on 100k memories (docs/decisions/0001 and 0009).
+/// A row holding none of the terms that generated candidates in its own text gets at most the sum of
+/// [`LexicalScorer::term_bound`] over the other terms from them; once the `limit`-th candidate scores above that, no
+/// such row can enter (the rule of MaxScore), so for a scorer without the context field the answer is exact. With
+/// the context field such a row can also hold a generating term in its neighbours' text, which no index lists
+/// (`near` is not in the inverted index), so a row lifted by its neighbours can be missing. Past the budget, a row
+/// sharing only frequent terms with the query can be missing or be replaced by a newer one (its score is bounded
+/// by those terms' low IDF). No step reads more rows
+/// than its budget, so a pool costs about the same at 1,000 and at 100,000 memories (docs/decisions/0009).
+/// `recent_walk` bounds the stored rows step 4 reads itself before FTS5's index answers ([`RECENT_WALK`]).
 #[allow(clippy::too_many_arguments)]
 fn top(
     tx: &Transaction<'_>,
@@ -560,6 +542,7 @@ fn top(
 ) -> rusqlite::Result<Vec<(i64, f64)>> {
     let mut by_df: Vec<&QueryTerm> = terms.iter().collect();
     by_df.sort_by(|a, b| a.df.cmp(&b.df).then_with(|| a.term.cmp(&b.term)));
+    // Step 1: the rarest terms.
     let mut split = 0;
     let mut budget = 0;
     while split < by_df.len() && budget + by_df[split].df <= pool.rare_candidates {
@@ -568,34 +551,71 @@ fn top(
     }
     let mut found = if split > 0 {
         let expr = match_expr(&by_df[..split]);
-        candidates(tx, plan, vis, memory_type, scorer, corpus, terms, expr)?
+        candidates(tx, plan, vis, memory_type, scorer, corpus, terms, expr, None)?
     } else {
         Vec::new()
     };
+    let mut found_ids: std::collections::HashSet<i64> = found.iter().map(|f| f.0).collect();
+    let mut add = |found: &mut Vec<Scored>, hits: Vec<Scored>| {
+        for hit in hits {
+            if found_ids.insert(hit.0) {
+                found.push(hit);
+            }
+        }
+    };
+    // Whether a row matching only `by_df[split..]` could still be in the answer.
+    let short = |found: &[Scored], split: usize| -> bool {
+        if found.len() < limit {
+            return true;
+        }
+        let bound: f64 = by_df[split..].iter().map(|t| scorer.term_bound(t.idf)).sum();
+        let mut scores: Vec<f64> = found.iter().map(|f| f.1).collect();
+        let (_, kth, _) = scores.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
+        *kth <= bound
+    };
+    // Step 2: the next rarest terms, one at a time.
+    while split < by_df.len() && budget + by_df[split].df <= pool.widened_candidates && short(&found, split) {
+        budget += by_df[split].df;
+        let expr = match_expr(&by_df[split..=split]);
+        let hits = candidates(tx, plan, vis, memory_type, scorer, corpus, terms, expr, None)?;
+        add(&mut found, hits);
+        split += 1;
+    }
+    // Step 3: the newest rows holding every remaining term.
+    if pool.every_term_rows > 0 && by_df.len() - split >= 2 && short(&found, split) {
+        let hits = candidates(
+            tx,
+            plan,
+            vis,
+            memory_type,
+            scorer,
+            corpus,
+            terms,
+            every_expr(&by_df[split..]),
+            Some(pool.every_term_rows),
+        )?;
+        add(&mut found, hits);
+    }
+    // Step 4: the newest rows holding any remaining term fill a pool still short of `limit`. The stored rows are
+    // read newest first (a walk whose cost does not grow with the postings of frequent terms); FTS5's index answers
+    // only for what that walk leaves (more than `recent_walk` rows without enough matches, or a joined visibility).
     if found.len() < limit && split < by_df.len() {
         let seen: std::collections::HashSet<i64> = found.iter().map(|f| f.0).collect();
         let k = limit + found.len() + PRESELECT_MARGIN;
         let filter = TermFilter::new(terms);
-        // The recent pre-selection first reads the newest rows themselves (a rowid-ordered walk of the stored
-        // documents, whose cost does not grow with the postings of frequent terms); FTS5's index answers only for
-        // what that walk leaves (more than `recent_walk` rows without enough matches, or a joined visibility).
-        let mut rest = Some((plan.clone(), k));
-        if pool.frequent == FrequentTerms::Recent {
-            let frequent = Frequent::new(&by_df[split..]);
-            let walk = RecentWalk {
-                scorer,
-                corpus,
-                terms,
-                filter: &filter,
-                frequent: &frequent,
-                seen: &seen,
-                max_rows: recent_walk,
-            };
-            rest = walk.run(tx, plan, k, &mut found)?;
-        }
-        if let Some((plan, k)) = rest {
+        let frequent = Frequent::new(&by_df[split..]);
+        let walk = RecentWalk {
+            scorer,
+            corpus,
+            terms,
+            filter: &filter,
+            frequent: &frequent,
+            seen: &seen,
+            max_rows: recent_walk,
+        };
+        if let Some((plan, k)) = walk.run(tx, plan, k, &mut found)? {
             let expr = match_expr(&by_df[split..]);
-            for rowid in preselect(tx, &plan, vis, memory_type, expr, k, pool.frequent)? {
+            for rowid in preselect_recent(tx, &plan, vis, memory_type, expr, k)? {
                 if seen.contains(&rowid) {
                     continue;
                 }
@@ -763,11 +783,9 @@ mod tests {
     use super::*;
     use cao_core::{Key, Scope};
 
-    /// The recent pre-selection read from the stored rows ([`RecentWalk`]) answers exactly what FTS5's index
-    /// answers (`preselect_recent`): for every visibility shape (everything, one partition, several, a memory type),
-    /// with the walk ending early, handing over to FTS5 part way, or not walking at all.
-    #[test]
-    fn the_recent_walk_finds_the_rows_the_fts_index_finds() {
+    /// 300 rows over four partitions and three memory types, with uneven word choice (some words frequent, some
+    /// rare, some rows without frequent words), the visibility shapes and queries the pool tests run.
+    fn pool_corpus() -> (tempfile::TempDir, Index, [Visibility; 3], [&'static str; 5]) {
         let dir = tempfile::tempdir().expect("tempdir");
         let ix = Index::open(&dir.path().join("db").join("t.db")).expect("open");
         let words = [
@@ -827,6 +845,70 @@ mod tests {
             "retry note",
             "garden filler painting",
         ];
+        (dir, ix, visibilities, queries)
+    }
+
+    /// The best `limit` of every visible row scored one by one: the exact answer a pool is checked against.
+    fn exact_top(
+        ix: &Index,
+        vis: &Visibility,
+        ty: Option<MemoryType>,
+        scorer: &dyn LexicalScorer,
+        q: &str,
+        limit: usize,
+    ) -> Vec<Scored> {
+        ix.read(|tx| {
+            let (corpus, terms) = query_terms(tx, scorer, search_tokens(q))?;
+            let filter = TermFilter::new(&terms);
+            let rowids: Vec<i64> = tx
+                .prepare("SELECT rowid FROM cao_memory_fts")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut all = Vec::new();
+            for rowid in rowids {
+                let Some(row) = fetch_by_search_rowid(tx, rowid)? else {
+                    continue;
+                };
+                if !visible(&row, vis, ty) {
+                    continue;
+                }
+                if let Some(s) = score_rowid(tx, rowid, scorer, &corpus, &terms, &filter)? {
+                    all.push((rowid, s));
+                }
+            }
+            all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            all.truncate(limit);
+            Ok(all)
+        })
+        .expect("exact")
+    }
+
+    /// The pool of `q` within `pool`, its recent fill walking at most `walk` stored rows.
+    #[allow(clippy::too_many_arguments)]
+    fn pool_top(
+        ix: &Index,
+        vis: &Visibility,
+        ty: Option<MemoryType>,
+        scorer: &dyn LexicalScorer,
+        q: &str,
+        limit: usize,
+        pool: PoolBudget,
+        walk: usize,
+    ) -> Vec<Scored> {
+        ix.read(|tx| {
+            let (corpus, terms) = query_terms(tx, scorer, search_tokens(q))?;
+            let plan = scan_plan(tx, vis, ty)?;
+            Ok(top(tx, &plan, vis, ty, scorer, &corpus, &terms, limit, pool, walk)?)
+        })
+        .expect("pool")
+    }
+
+    /// The recent fill read from the stored rows ([`RecentWalk`]) answers exactly what FTS5's index answers
+    /// (`preselect_recent`): for every visibility shape (everything, one partition, several, a memory type), with the
+    /// walk ending early, handing over to FTS5 part way, or not walking at all.
+    #[test]
+    fn the_recent_walk_finds_the_rows_the_fts_index_finds() {
+        let (_dir, ix, visibilities, queries) = pool_corpus();
         let scorer = cao_rank::Bm25::DEFAULT;
         for vis in &visibilities {
             for ty in [None, Some(MemoryType::User)] {
@@ -835,16 +917,10 @@ mod tests {
                         for limit in [1, 4, 50] {
                             let pool = PoolBudget {
                                 rare_candidates: rare,
-                                frequent: FrequentTerms::Recent,
+                                widened_candidates: rare,
+                                every_term_rows: 0,
                             };
-                            let run = |walk: usize| {
-                                ix.read(|tx| {
-                                    let (corpus, terms) = query_terms(tx, &scorer, search_tokens(q))?;
-                                    let plan = scan_plan(tx, vis, ty)?;
-                                    Ok(top(tx, &plan, vis, ty, &scorer, &corpus, &terms, limit, pool, walk)?)
-                                })
-                                .expect("pool")
-                            };
+                            let run = |walk: usize| pool_top(&ix, vis, ty, &scorer, q, limit, pool, walk);
                             let by_fts = run(0);
                             for walk in [1, 3, 17, RECENT_WALK] {
                                 assert_eq!(
@@ -858,6 +934,108 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// With a widened budget that covers every query term, the pool of a scorer without the context field is the
+    /// exact top whatever the rare budget: the widening goes on while the limit-th score does not beat what the
+    /// unread terms could add (a pool that stopped at `limit` rows would miss better rows holding only later
+    /// terms), and the every-term step only adds exactly scored rows. With the context field every pooled row
+    /// still has its exact score, and the pool is as long as the matches allow.
+    #[test]
+    fn a_pool_widened_over_every_term_is_the_exact_top() {
+        let (_dir, ix, visibilities, queries) = pool_corpus();
+        let with_context = cao_rank::Bm25::DEFAULT;
+        for vis in &visibilities {
+            for ty in [None, Some(MemoryType::User)] {
+                for q in queries {
+                    let every = exact_top(&ix, vis, ty, &with_context, q, usize::MAX);
+                    for limit in [1, 4, 50] {
+                        let pool = PoolBudget {
+                            rare_candidates: 0,
+                            widened_candidates: u64::MAX,
+                            every_term_rows: 1000,
+                        };
+                        let got = pool_top(&ix, vis, ty, &with_context, q, limit, pool, RECENT_WALK);
+                        assert_eq!(got.len(), limit.min(every.len()), "query {q:?} limit {limit}");
+                        for hit in &got {
+                            assert!(every.contains(hit), "query {q:?}: {hit:?} is not scored exactly");
+                        }
+                    }
+                }
+            }
+        }
+        {
+            let scorer = scorer(0.0);
+            for vis in &visibilities {
+                for ty in [None, Some(MemoryType::User)] {
+                    for q in queries {
+                        for limit in [1, 4, 50] {
+                            let want = exact_top(&ix, vis, ty, &scorer, q, limit);
+                            for rare in [0, 10, 40] {
+                                for every_term_rows in [0, 3, 1000] {
+                                    let pool = PoolBudget {
+                                        rare_candidates: rare,
+                                        widened_candidates: u64::MAX,
+                                        every_term_rows,
+                                    };
+                                    assert_eq!(
+                                        pool_top(&ix, vis, ty, &scorer, q, limit, pool, RECENT_WALK),
+                                        want,
+                                        "query {q:?} type {ty:?} rare {rare} limit {limit} every {every_term_rows}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Past the widened budget, a row holding every remaining term beats newer rows holding one of them: the
+    /// every-term step reads it although 40 newer rows hold a single query term each; without the step (the related
+    /// pass's budget) the newest rows fill the pool.
+    #[test]
+    fn the_every_term_step_finds_an_old_row_holding_every_frequent_term() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ix = Index::open(&dir.path().join("db").join("t.db")).expect("open");
+        let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")
+            .expect("time")
+            .to_utc();
+        let put = |i: usize, content: &str| {
+            let row = MemoryRow::new(
+                format!("id{i}"),
+                Scope::Global,
+                None,
+                Key::parse_strict(&format!("k{i}")).expect("key"),
+                MemoryType::Project,
+                format!("f{i}.md"),
+                "",
+                content.to_owned(),
+                t0 + chrono::Duration::seconds(i64::try_from(i).expect("small")),
+            );
+            ix.upsert(&row).expect("upsert");
+        };
+        put(0, "kafka retry");
+        for i in 1..=40 {
+            put(i, if i % 2 == 0 { "kafka lunch" } else { "retry garden" });
+        }
+        // Without the context field: a neighbour's text would lift a one-term row above it.
+        let scorer = scorer(0.0);
+        let vis = Visibility::all();
+        let oldest = ix
+            .read(|tx| Ok(tx.query_row("SELECT MIN(rowid) FROM cao_memory_fts", [], |r| r.get::<_, i64>(0))?))
+            .expect("rowid");
+        let budget = |every_term_rows| PoolBudget {
+            rare_candidates: 0,
+            widened_candidates: 0,
+            every_term_rows,
+        };
+        let with_step = pool_top(&ix, &vis, None, &scorer, "kafka retry", 1, budget(1000), RECENT_WALK);
+        assert_eq!(with_step, exact_top(&ix, &vis, None, &scorer, "kafka retry", 1));
+        assert_eq!(with_step[0].0, oldest, "the only row holding both terms");
+        let without = pool_top(&ix, &vis, None, &scorer, "kafka retry", 1, budget(0), RECENT_WALK);
+        assert_ne!(without[0].0, oldest, "the recent fill reads the newest rows only");
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub use journal::{
     AppendWhen, Checkpoint, EntryKind, EntryRow, ImportCandidate, JournalMeta, JournalNote, JournalTx, JournalWriter,
     LeaseRow, LineRow, NewEntry, SnapshotRow, ViewItem, ViewRow,
 };
-pub use lexical::{FrequentTerms, PoolBudget, search_tokens};
+pub use lexical::{PoolBudget, search_tokens};
 pub use outcomes::{OutcomeFilter, OutcomeRow};
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, ProducerReplace, RelOrigin, RelStatus, RelType,

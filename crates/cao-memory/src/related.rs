@@ -19,9 +19,9 @@
 //!
 //! Cost: bounded in corpus size. At most [`MAX_QUERY_TERMS`] document-frequency lookups, one BM25 query limited to
 //! [`MAX_RELATED`] + 1 rows inside the scope's search-rowid range within [`RELATED_BUDGET`] (at most 200 rows read
-//! through the rarer terms, then at most a few dozen recent rows sharing only frequent terms; recall's pool instead
-//! pre-selects those by FTS5's BM25, whose cost grows with the rows matching them), one `related_keys` write when
-//! the csv changes and one edge recompute.
+//! through the rarer terms, no widening, then at most a few dozen recent rows sharing only frequent terms; recall's
+//! pool widens to 4,000 rows and reads the newest rows holding every frequent term first), one `related_keys` write
+//! when the csv changes and one edge recompute.
 //!
 //! Best effort: [`refresh`] never fails the store that triggered it; a failure is logged at warn (content-free).
 
@@ -44,11 +44,13 @@ pub(crate) const RELATED_SCORE: cao_rank::Bm25 = cao_rank::Bm25 {
 pub(crate) const MAX_QUERY_TERMS: usize = 16;
 
 /// The candidate budget of the pass: at most 200 rows read through the entry's rarer terms (the reference's
-/// compiler considers at most 200 candidates), and rows sharing only frequent terms with it pre-selected by
-/// recency ([`cao_index::FrequentTerms::Recent`]), so the cost of a store does not grow with the corpus.
+/// compiler considers at most 200 candidates), no widening and no every-term step, so rows sharing only frequent
+/// terms with it are the newest ones ([`cao_index::PoolBudget`] step 4) and the cost of a store does not grow with
+/// the corpus.
 pub(crate) const RELATED_BUDGET: cao_index::PoolBudget = cao_index::PoolBudget {
     rare_candidates: 200,
-    frequent: cao_index::FrequentTerms::Recent,
+    widened_candidates: 200,
+    every_term_rows: 0,
 };
 
 /// English function words (articles, pronouns, auxiliaries, prepositions, conjunctions): never query terms.

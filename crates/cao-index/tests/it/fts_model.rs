@@ -355,7 +355,8 @@ fn check(
         cao_index::PoolBudget::RECALL,
         cao_index::PoolBudget {
             rare_candidates: 1,
-            frequent: cao_index::FrequentTerms::Recent,
+            widened_candidates: 1,
+            every_term_rows: 0,
         },
     ] {
         for limit in [2, 1000] {
