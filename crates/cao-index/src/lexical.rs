@@ -2,9 +2,10 @@
 //! index's term statistics (docs/decisions/0009-lexical-ranking.md).
 //!
 //! FTS5 only finds candidates (`MATCH` on a row's own text, the `body` and `meta` columns, inside the visibility's
-//! rowid ranges, or its newest rows for frequent terms); it never scores or orders them. Each candidate's stored columns (content terms; key, tags and day; the neighbours' terms) give the
-//! term counts and field lengths, `cao_search_stats` the corpus size and field totals, `cao_search_terms` the
-//! document frequencies, and the scorer (`cao_rank::Bm25`) the score.
+//! rowid ranges, or the newest such rows for frequent terms); it never scores or orders them. Each candidate's
+//! stored columns (content terms; key, tags and day; the neighbours' terms) give the term counts and field lengths,
+//! `cao_search_stats` the corpus size and field totals, `cao_search_terms` the document frequencies, and the scorer
+//! (`cao_rank::Bm25`) the score. How many candidates are read is bounded by [`PoolBudget`].
 //!
 //! A match needs a query term in the memory's own text (content, key, tags, stored day): the neighbours' text only
 //! adds to the score of a memory that matches on its own, so a memory stored next to a match is never a hit because
