@@ -413,6 +413,64 @@ impl Vectors<'_> {
         let n = scored.len();
         (select(scored, k, better), n)
     }
+
+    /// [`Vectors::top`]'s result, the entries split into `parts` contiguous chunks scanned at once (each on a thread
+    /// of its own, the calling thread taking the last), then merged: the top `k` of the union is the top `k` of the
+    /// chunks' top `k`, `better` being a total order. The scan of a large copy is bound by memory reads, which a
+    /// second core shares out (docs/decisions/0011). A chunk whose thread cannot be started is scanned on the
+    /// calling thread.
+    pub(crate) fn top_split(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: impl Fn(usize) -> bool + Sync,
+        better: impl Fn(&(f32, usize), &(f32, usize)) -> Ordering + Sync,
+        parts: usize,
+    ) -> Vec<(f32, usize)> {
+        let n = self.len();
+        if parts <= 1 || n < 2 {
+            return self.top(query, k, keep, better).0;
+        }
+        let chunk = n.div_ceil(parts.min(n));
+        let stride = code_stride(self.dim);
+        let part = |lo: usize| -> Vec<(f32, usize)> {
+            let hi = (lo + chunk).min(n);
+            let view = Vectors {
+                data: &self.data[lo * self.dim..hi * self.dim],
+                codes: &self.codes[lo * stride..hi * stride],
+                meta: &self.meta[lo..hi],
+                dim: self.dim,
+            };
+            let (top, _) = view.top(
+                query,
+                k,
+                |i| keep(lo + i),
+                |a, b| better(&(a.0, lo + a.1), &(b.0, lo + b.1)),
+            );
+            top.into_iter().map(|(s, i)| (s, lo + i)).collect()
+        };
+        let starts: Vec<usize> = (0..n).step_by(chunk).collect();
+        let (last, others) = starts.split_last().map_or((0, &[][..]), |(l, o)| (*l, o));
+        let mut all = Vec::with_capacity(k.saturating_mul(starts.len()));
+        std::thread::scope(|scope| {
+            let part = &part;
+            let mut running = Vec::with_capacity(others.len());
+            for &lo in others {
+                match std::thread::Builder::new().spawn_scoped(scope, move || part(lo)) {
+                    Ok(handle) => running.push(handle),
+                    Err(_) => all.extend(part(lo)),
+                }
+            }
+            all.extend(part(last));
+            for handle in running {
+                match handle.join() {
+                    Ok(top) => all.extend(top),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+        });
+        select(all, k, better)
+    }
 }
 
 #[cfg(test)]
@@ -544,6 +602,7 @@ mod tests {
             let (top, scored) = copy.view().top(&q, 50, |_| true, better);
             assert!(same(&plain, &top), "{plain:?}\n{top:?}");
             assert!(scored < 2_000, "{scored} of 20000 scored");
+            assert!(same(&plain, &copy.view().top_split(&q, 50, |_| true, better, 2)));
         }
     }
 
@@ -567,6 +626,18 @@ mod tests {
             let plain = copy.view().top_plain(&a, k, |i| i % 11 != 0, better);
             let (top, _) = copy.view().top(&a, k, |i| i % 11 != 0, better);
             assert!(same(&plain, &top), "k {k}");
+            for parts in [2, 4] {
+                let split = copy.view().top_split(&a, k, |i| i % 11 != 0, better, parts);
+                assert!(same(&plain, &split), "k {k} parts {parts}");
+            }
+            // Ties broken by a name that does not follow the entry order (as memory ids do not).
+            let name = |i: usize| (i * 7919) % 300;
+            let by_name = |x: &(f32, usize), y: &(f32, usize)| y.0.total_cmp(&x.0).then(name(x.1).cmp(&name(y.1)));
+            let plain = copy.view().top_plain(&a, k, |i| i % 11 != 0, by_name);
+            for parts in [2, 4] {
+                let split = copy.view().top_split(&a, k, |i| i % 11 != 0, by_name, parts);
+                assert!(same(&plain, &split), "k {k} parts {parts}, ties by name");
+            }
         }
     }
 
@@ -611,6 +682,10 @@ mod tests {
             let plain = copy.view().top_plain(q, k, keep, better);
             let (top, _) = copy.view().top(q, k, keep, better);
             prop_assert!(same(&plain, &top), "{:?}\n{:?}", plain, top);
+            for parts in [2, 3, 7] {
+                let split = copy.view().top_split(q, k, keep, better, parts);
+                prop_assert!(same(&plain, &split), "parts {}: {:?}\n{:?}", parts, plain, split);
+            }
             // Unit vectors, as the model writes them.
             let units: Vec<Vec<f32>> =
                 vectors.iter().map(|v| unit(v.iter().map(|x| x.clamp(-1.0, 1.0)).collect())).collect();

@@ -255,6 +255,20 @@ pub struct VectorCounts {
     pub without: usize,
 }
 
+/// Fewest vectors a scan splits over two or more threads: below it a thread's start costs more than it saves.
+const SPLIT_SCAN_MIN: usize = 32_768;
+
+/// How many chunks a scan of `len` vectors is split into ([`crate::scan::Vectors::top_split`]): one below
+/// [`SPLIT_SCAN_MIN`], else the cores available to the process, at most 4 (the scan is bound by memory reads, which
+/// a few cores saturate).
+fn scan_parts(len: usize) -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    if len < SPLIT_SCAN_MIN {
+        return 1;
+    }
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
+}
+
 impl Index {
     /// Store `vector` (of model `model`) for the native row `memory_id`, only when the row still has exactly
     /// `content` (the text that was embedded), in one transaction. Returns whether it was stored (false: the row is
@@ -415,7 +429,9 @@ impl Index {
             let better = |a: &(f32, usize), b: &(f32, usize)| {
                 b.0.total_cmp(&a.0).then_with(|| cache.ids[a.1].cmp(&cache.ids[b.1]))
             };
-            let (top, _) = cache.vectors().top(query, k, keep, better);
+            let top = cache
+                .vectors()
+                .top_split(query, k, keep, better, scan_parts(cache.ids.len()));
             top.into_iter().map(|(s, i)| (cache.ids[i].clone(), s)).collect()
         })
     }
