@@ -197,24 +197,25 @@ fn score_doc(
     (own && score > 0.0).then_some(score)
 }
 
-/// The FTS5 query of rows containing every one of `terms` in their own text (the `body` and `meta` columns).
-fn every_expr(terms: &[&QueryTerm]) -> Value {
-    let all = terms
+/// The FTS5 query of rows containing `terms` joined by `op` (`"OR"`: any of them, `"AND"`: every one) in their own
+/// text (the `body` and `meta` columns).
+fn own_text_expr(terms: &[&QueryTerm], op: &str) -> Value {
+    let joined = terms
         .iter()
         .map(|t| fts_quote(&t.term))
         .collect::<Vec<_>>()
-        .join(" AND ");
-    Value::Text(format!("{{body meta}} : ({all})"))
+        .join(&format!(" {op} "));
+    Value::Text(format!("{{body meta}} : ({joined})"))
 }
 
-/// The FTS5 query of rows containing any of `terms` in their own text (the `body` and `meta` columns).
+/// The FTS5 query of rows containing every one of `terms` in their own text.
+fn every_expr(terms: &[&QueryTerm]) -> Value {
+    own_text_expr(terms, "AND")
+}
+
+/// The FTS5 query of rows containing any of `terms` in their own text.
 fn match_expr(terms: &[&QueryTerm]) -> Value {
-    let any = terms
-        .iter()
-        .map(|t| fts_quote(&t.term))
-        .collect::<Vec<_>>()
-        .join(" OR ");
-    Value::Text(format!("{{body meta}} : ({any})"))
+    own_text_expr(terms, "OR")
 }
 
 /// The document columns a scorer reads, as a select list over the FTS5 table aliased `table` (`""` = unaliased):
