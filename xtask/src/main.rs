@@ -2,7 +2,8 @@
 //!
 //! - `test`: the full gate CI runs — tidy, `cargo deny check` (skipped with the reason when cargo-deny is not
 //!   installed; its advisories check skipped when the advisory database cannot be fetched), fmt, clippy, Rust tests,
-//!   doctests, then the Python end-to-end tests in `tests/e2e` against freshly built debug binaries (with the Python
+//!   doctests, rustdoc without warnings (`cargo doc` with `-D warnings`: broken or private intra-doc links fail),
+//!   then the Python end-to-end tests in `tests/e2e` against freshly built debug binaries (with the Python
 //!   reference installed on demand into a virtualenv in the target directory, for the OKF interoperability tests),
 //!   then
 //!   `fuzz-api` with its defaults (skipped when schemathesis cannot be installed). Stops at the first failing step
@@ -47,8 +48,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// tidy, cargo deny, fmt check, clippy, Rust tests (nextest when installed), doctests, Python end-to-end tests,
-    /// fuzz-api.
+    /// tidy, cargo deny, fmt check, clippy, Rust tests (nextest when installed), doctests, rustdoc without warnings,
+    /// Python end-to-end tests, fuzz-api.
     Test,
     /// Layering, dependency and crate-doc rules from `cargo metadata` (see ARCHITECTURE.md "Crate map").
     Tidy,
@@ -304,6 +305,10 @@ fn test(root: &Path) -> Result<ExitCode> {
     }
     // nextest does not run doctests; with plain `cargo test` above this repeats them, which is cheap.
     gate.run("doctests", cargo(root, &["test", "--workspace", "--doc", "--locked"]))?;
+    // Documentation builds without a warning: every intra-doc link resolves and reaches a documented item.
+    let mut doc = cargo(root, &["doc", "--workspace", "--no-deps", "--locked"]);
+    doc.env("RUSTDOCFLAGS", "-D warnings");
+    gate.run("doc", doc)?;
 
     let e2e = root.join("tests").join("e2e");
     if !e2e.is_dir() {

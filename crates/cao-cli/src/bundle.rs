@@ -90,10 +90,10 @@ pub(crate) struct ExportArgs {
     /// Required to export the private session and agent scopes.
     #[arg(long)]
     pub include_private: bool,
-    /// Also write history/<topic>.md files with every earlier entry.
+    /// Also write history/TOPIC.md files with every earlier entry.
     #[arg(long)]
     pub include_history: bool,
-    /// Redact secret matches as [REDACTED:<name>] instead of skipping the topic.
+    /// Redact secret matches as `[REDACTED:NAME]` instead of skipping the topic.
     #[arg(long)]
     pub redact: bool,
     /// Delete destination .md files no longer in the scope (directory output only; never index.md/manifest.md).

@@ -60,12 +60,12 @@ pub(crate) enum MemoryCommand {
     /// Inspect and curate typed relationships between memories.
     #[command(subcommand)]
     Relationships(crate::relationships::RelationshipsCommand),
-    /// Print the <cao-memory> context block for a new session (nothing when empty).
+    /// Print the cao-memory context block for a new session (nothing when empty).
     Context(crate::context::ContextArgs),
     /// Entry points for agent CLI hooks that inject the context block.
     #[command(subcommand)]
     Hook(crate::context::HookCommand),
-    /// Write the <cao-memory> block into a provider's config file in DIR.
+    /// Write the cao-memory block into a provider's config file in DIR.
     ///
     /// claude_code: DIR/.claude/CLAUDE.md and codex: DIR/AGENTS.md (only the delimited block changes); kiro_cli:
     /// DIR/.kiro/steering/cao-memory.md (the whole file).

@@ -36,7 +36,7 @@ impl Index {
     }
 
     /// Record that `named` memories were named in `conversation` at `now` (`YYYY-MM-DDTHH:MM:SSZ`), and drop rows
-    /// of any conversation older than [`NAMED_RETENTION_DAYS`], in one write transaction. Naming a memory again is
+    /// of any conversation older than `NAMED_RETENTION_DAYS` (30), in one write transaction. Naming a memory again is
     /// a no-op.
     ///
     /// Errors: [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].

@@ -47,7 +47,7 @@ pub(crate) fn run<T, E>(
 
 impl FollowUp<'_> {
     /// [`crate::Index::bm25_pool_budgeted`] on this transaction (the row just written is indexed and counted).
-    /// Errors: [`IndexError::Sqlite`].
+    /// Errors: [`crate::IndexError::Sqlite`].
     #[allow(clippy::too_many_arguments)]
     pub fn bm25_pool_budgeted(
         &self,
@@ -62,7 +62,7 @@ impl FollowUp<'_> {
     }
 
     /// [`crate::Index::set_related_keys`] on this transaction: whether a row changed.
-    /// Errors: [`IndexError::Invalid`] for a value of 1024 bytes or more; [`IndexError::Sqlite`].
+    /// Errors: [`crate::IndexError::Invalid`] for a value of 1024 bytes or more; [`crate::IndexError::Sqlite`].
     pub fn set_related_keys(
         &self,
         scope: Scope,
@@ -74,7 +74,7 @@ impl FollowUp<'_> {
     }
 
     /// The edges of producer `origin` and type `rel_type` leaving the memory `(key, scope, scope_id)`, in
-    /// [`crate::Index::relationships`]'s order. Errors: [`IndexError::Sqlite`].
+    /// [`crate::Index::relationships`]'s order. Errors: [`crate::IndexError::Sqlite`].
     pub fn producer_edges(
         &self,
         scope: Scope,
@@ -88,8 +88,8 @@ impl FollowUp<'_> {
 
     /// [`crate::Index::replace_producer_edges`] on this transaction (same rules and errors).
     ///
-    /// Errors: [`IndexError::Invalid`] for an edge with an empty `new_id`, an out-of-range confidence, oversized
-    /// attributes, or a missing source memory; [`IndexError::Sqlite`].
+    /// Errors: [`crate::IndexError::Invalid`] for an edge with an empty `new_id`, an out-of-range confidence, oversized
+    /// attributes, or a missing source memory; [`crate::IndexError::Sqlite`].
     #[allow(clippy::too_many_arguments)]
     pub fn replace_producer_edges(
         &self,

@@ -398,7 +398,7 @@ impl Index {
 
     /// The `k` visible memories (of `memory_type` when given) whose current vector of `model` is most similar to
     /// `query` (dot product; cosine for unit vectors), best first, ties by memory id: an exact scan over this
-    /// process's copy of the vectors (brought up to date first, see [`VectorCache`]; the f32 dot product is computed
+    /// process's copy of the vectors (brought up to date first, see `VectorCache`; the f32 dot product is computed
     /// only for the vectors an 8-bit copy cannot rule out, `scan.rs`, which returns what scoring every vector would).
     /// Memories without a vector are not candidates. Returns `(memory id, similarity)`.
     ///

@@ -13,7 +13,7 @@
 //! - [`append`], [`import_entries`], [`clear`]: entries outside a memory write (memory writes append inside their
 //!   own transaction through `Index::upsert_with_journal` / `delete_with_journal`);
 //! - [`view`], [`next_work`], [`status`]: the view and the lines it waits for;
-//! - [`zoom`], [`line`]: reading the tree;
+//! - [`zoom`], [`line()`]: reading the tree;
 //! - [`summarize_step`] (and its parts [`claim_work`], [`complete`], [`fail_passing`]): writing lines, shared between
 //!   processes through leases;
 //! - [`purge`]: removing a memory's text from the journal and every line that may hold it;

@@ -76,10 +76,10 @@ pub fn write(file: &ProfileFile, content: &str) -> Result<(), LearnError> {
 }
 
 /// The promotion writer: apply itemized deltas ([`crate::learned::apply_deltas`]) to the profile at `path` and
-/// write it back ([`write`]) when its block changes; an unchanged block leaves the file untouched. Returns the
+/// write it back ([`write()`]) when its block changes; an unchanged block leaves the file untouched. Returns the
 /// file as read and the edit. Callers that may race another promoter hold a lock around the call.
 ///
-/// Errors: those of [`read`], [`crate::learned::apply_deltas`] (nothing written) and [`write`].
+/// Errors: those of [`read`], [`crate::learned::apply_deltas`] (nothing written) and [`write()`].
 pub fn apply(
     path: &Path,
     add: &[(String, String)],

@@ -845,7 +845,7 @@ pub struct RecomputeItem {
     pub edges: Vec<ProducerEdgeInput>,
 }
 
-/// A recompute's arguments after [`check_recompute`].
+/// A recompute's arguments after `check_recompute`.
 /// The edges a [`RelationshipService::recompute`] of `edges` would write, checked by the same rules (edges that
 /// fail a rule are left out, as the recompute skips them), for a caller that writes them itself inside a write it
 /// already holds ([`cao_index::FollowUp::replace_producer_edges`]: the related-memory pass of a store). No I/O.

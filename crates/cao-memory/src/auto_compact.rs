@@ -10,12 +10,12 @@
 //! - **The queue.** Bounded ([`QUEUE_CAPACITY`] topics) and coalescing: a topic already waiting is not queued twice
 //!   (its compaction will see every entry stored meanwhile). When it is full, further topics are dropped with a
 //!   warning; `cao memory compact` catches them up.
-//! - **The worker.** One per process ([`next`] is called from a single loop, `cao-mcp`'s compactor), one topic at
-//!   a time, through the same validated path as `cao memory compact` ([`crate::compact::compact_memory`]: the
+//! - **The worker.** One per process (`next` is called from a single loop, `cao-mcp`'s compactor), one topic at
+//!   a time, through the same validated path as `cao memory compact` (`compact::compact_memory`: the
 //!   secret check before the model, every rule of [`crate::compact_rules`], the re-check under the topic lock, the
 //!   `compact` audit line with the previous text, the journal entry). Any refusal or failure leaves the topic
 //!   unchanged and is logged to stderr (key and reason, never content).
-//! - **Shutdown.** [`Queue::close`] wakes the worker; topics still waiting are dropped (logged with their count),
+//! - **Shutdown.** `Queue::close` wakes the worker; topics still waiting are dropped (logged with their count),
 //!   and a compaction in progress ends within its model timeout.
 
 use crate::compact::CompactStatus;
@@ -57,7 +57,7 @@ struct State {
     dropped: u64,
 }
 
-/// What [`next`] did.
+/// What `next` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AutoCompactStep {
     /// Nothing was waiting (or the process does not compact in the background).

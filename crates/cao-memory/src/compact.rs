@@ -20,7 +20,7 @@
 //! growth and shrink, a body the store can hold). A refused answer, a model error or a timeout leaves the topic
 //! unchanged and the topic's row says why.
 //!
-//! An accepted article is written through the store's normal write path ([`Store::rewrite_compiled`]: the topic
+//! An accepted article is written through the store's normal write path (`Store::rewrite_compiled`: the topic
 //! lock, an atomic file write, one index transaction with the journal entry): it becomes the topic's new entry and
 //! current content, the earlier entries stay in the topic file and the journal keeps the previous version. Under
 //! the lock the topic must be exactly as it was when the model was asked (same `updated_at` and entry count),

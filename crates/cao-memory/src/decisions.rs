@@ -9,7 +9,7 @@
 //!   the engine fails, times out or refuses, the word matches are shown exactly as without the feature.
 //! - **Recall advice** (`memory.decisions.recall = advise`): for a new user message, the [`RECALL_CANDIDATES`]
 //!   memories visible to the caller that share the most significant words with it (BM25 over the message's terms
-//!   without function words, as [`crate::related`] makes them) not yet named in the conversation are scored under
+//!   without function words, as the related-memory pass makes them) not yet named in the conversation are scored under
 //!   `memory.decisions.timeout_ms`; at most [`RECALL_NAMED`] scoring at least `memory.decisions.routing_confidence`
 //!   are named in a `# Memory advice` reminder, and recorded so the conversation never hears of them again. Failure
 //!   adds nothing.
@@ -31,7 +31,7 @@
 //! candidate without a score scores 0. Anything else is a refusal ([`EngineError::Refused`]).
 //!
 //! This module holds the prompt building, the answer parsing and the selection rules as free functions; the
-//! features' I/O (candidate pools, the named-memory table) runs through the [`Store`].
+//! features' I/O (candidate pools, the named-memory table) runs through the store (`Store`).
 
 use crate::error::MemoryError;
 use crate::store::Store;

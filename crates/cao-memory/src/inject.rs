@@ -5,7 +5,7 @@
 //! - Scopes [`INJECTED_SCOPES`]: session, project, global; with the self-learning loop on
 //!   (`memory.learning_enabled`), the caller's own agent scope follows as a fourth group, so the lessons a
 //!   retrospector stored for this agent reach its next sessions (spec 004: lessons are "injected via
-//!   <cao-memory>"). Federated memories are never injected; nor are agent memories while learning is off.
+//!   `<cao-memory>`"). Federated memories are never injected; nor are agent memories while learning is off.
 //! - Visibility as recall's: the caller's own session, its project id plus that project's aliases, global. A scope
 //!   whose id cannot be resolved (no session name, no cwd or project id) contributes nothing.
 //! - Within a scope, newest first (`updated_at` desc, then key). Candidates pass the [`EligibilityFilter`]

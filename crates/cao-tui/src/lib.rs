@@ -7,7 +7,7 @@
 //!   inspector functions, which hold every rule: merge order, ready pairs, leases, whose entry a session wrote);
 //! - [`state`]: the state machine ([`State`]): rows, expansion, selection, search and reveal with the zoom path,
 //!   modes, twice-press delete and purge;
-//! - [`render`] and [`detail`]: pure drawing of a [`State`] on a ratatui frame (tested on ratatui's `TestBackend`);
+//! - [`mod@render`] and [`detail`]: pure drawing of a [`State`] on a ratatui frame (tested on ratatui's `TestBackend`);
 //! - [`term`]: the terminal loop (raw mode, mouse, the 2 s re-read while summaries are pending, OSC 52, `$EDITOR`).
 //!
 //! Invariants: drawing never changes the store; delete and purge need a second press of the same key on the same

@@ -17,7 +17,7 @@
 //!   missing scope); the script keeps the token in `sessionStorage` and sends it as `Authorization: Bearer` on every
 //!   navigation and form of the tab. Only the two static files are served without a token.
 //! - **No second copy of a rule.** Handlers validate with the REST API's helpers (`strict_key`, `context_for`) and
-//!   call `MemoryService` / `RelationshipService` through [`api::with_service`] exactly as the REST routes do
+//!   call `MemoryService` / `RelationshipService` through `api::with_service` exactly as the REST routes do
 //!   (settings read once, the disabled switch, operator access counting by `memory.non_accessing_inspection`).
 //! - **Untrusted text.** Memory content, keys, tags, findings and journal lines are only ever interpolated by maud,
 //!   which escapes them; a stored `<script>` renders as text. Every answer carries a strict
