@@ -90,11 +90,14 @@ pub(crate) struct ExportArgs {
     /// Required to export the private session and agent scopes.
     #[arg(long)]
     pub include_private: bool,
-    /// Also write history/TOPIC.md files with every earlier entry.
+    // Help texts with the literal file and marker shapes, which rustdoc would read as HTML and links.
+    /// Also write history/<topic>.md files with every earlier entry.
     #[arg(long)]
+    #[allow(rustdoc::invalid_html_tags)]
     pub include_history: bool,
-    /// Redact secret matches as `[REDACTED:NAME]` instead of skipping the topic.
+    /// Redact secret matches as [REDACTED:<name>] instead of skipping the topic.
     #[arg(long)]
+    #[allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
     pub redact: bool,
     /// Delete destination .md files no longer in the scope (directory output only; never index.md/manifest.md).
     #[arg(long)]

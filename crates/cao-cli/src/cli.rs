@@ -60,15 +60,18 @@ pub(crate) enum MemoryCommand {
     /// Inspect and curate typed relationships between memories.
     #[command(subcommand)]
     Relationships(crate::relationships::RelationshipsCommand),
-    /// Print the cao-memory context block for a new session (nothing when empty).
+    // The help text names the block's literal tag, which rustdoc would read as HTML.
+    /// Print the <cao-memory> context block for a new session (nothing when empty).
+    #[allow(rustdoc::invalid_html_tags)]
     Context(crate::context::ContextArgs),
     /// Entry points for agent CLI hooks that inject the context block.
     #[command(subcommand)]
     Hook(crate::context::HookCommand),
-    /// Write the cao-memory block into a provider's config file in DIR.
+    /// Write the <cao-memory> block into a provider's config file in DIR.
     ///
     /// claude_code: DIR/.claude/CLAUDE.md and codex: DIR/AGENTS.md (only the delimited block changes); kiro_cli:
     /// DIR/.kiro/steering/cao-memory.md (the whole file).
+    #[allow(rustdoc::invalid_html_tags)]
     Inject(crate::inject::InjectArgs),
     /// Remove expired memories now (project: 90 days after the last update, session: 14 days; user and feedback
     /// memories never expire).
