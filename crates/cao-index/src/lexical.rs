@@ -559,8 +559,9 @@ fn top(
     } else {
         Vec::new()
     };
+    // The search rowids in `found`: a row that several steps read is scored once.
     let mut found_ids: std::collections::HashSet<i64> = found.iter().map(|f| f.0).collect();
-    let mut add = |found: &mut Vec<Scored>, hits: Vec<Scored>| {
+    let add = |found: &mut Vec<Scored>, found_ids: &mut std::collections::HashSet<i64>, hits: Vec<Scored>| {
         for hit in hits {
             if found_ids.insert(hit.0) {
                 found.push(hit);
@@ -582,7 +583,7 @@ fn top(
         budget += by_df[split].df;
         let expr = match_expr(&by_df[split..=split]);
         let hits = candidates(tx, plan, vis, memory_type, scorer, corpus, terms, expr, None)?;
-        add(&mut found, hits);
+        add(&mut found, &mut found_ids, hits);
         split += 1;
     }
     // Step 3: the newest rows holding every remaining term.
@@ -598,13 +599,13 @@ fn top(
             every_expr(&by_df[split..]),
             Some(pool.every_term_rows),
         )?;
-        add(&mut found, hits);
+        add(&mut found, &mut found_ids, hits);
     }
     // Step 4: the newest rows holding any remaining term fill a pool still short of `limit`. The stored rows are
     // read newest first (a walk whose cost does not grow with the postings of frequent terms); FTS5's index answers
     // only for what that walk leaves (more than `recent_walk` rows without enough matches, or a joined visibility).
     if found.len() < limit && split < by_df.len() {
-        let seen: std::collections::HashSet<i64> = found.iter().map(|f| f.0).collect();
+        let seen = &found_ids;
         let k = limit + found.len() + PRESELECT_MARGIN;
         let filter = TermFilter::new(terms);
         let frequent = Frequent::new(&by_df[split..]);
@@ -614,7 +615,7 @@ fn top(
             terms,
             filter: &filter,
             frequent: &frequent,
-            seen: &seen,
+            seen,
             max_rows: recent_walk,
         };
         if let Some((plan, k)) = walk.run(tx, plan, k, &mut found)? {
@@ -1055,6 +1056,15 @@ mod tests {
         (dir, ix)
     }
 
+    /// A budget of `rare` rows through the rarest terms, no widening, and `every_term_rows` rows in step 3.
+    fn fixed_budget(rare: u64, every_term_rows: usize) -> PoolBudget {
+        PoolBudget {
+            rare_candidates: rare,
+            widened_candidates: rare,
+            every_term_rows,
+        }
+    }
+
     /// The search rowid of the oldest row.
     fn oldest_rowid(ix: &Index) -> i64 {
         ix.read(|tx| Ok(tx.query_row("SELECT MIN(rowid) FROM cao_memory_fts", [], |r| r.get::<_, i64>(0))?))
@@ -1074,11 +1084,7 @@ mod tests {
         let (_dir, ix) = index_of(&contents);
         let scorer = scorer(0.0);
         let vis = Visibility::all();
-        let budget = |every_term_rows| PoolBudget {
-            rare_candidates: 0,
-            widened_candidates: 0,
-            every_term_rows,
-        };
+        let budget = |every_term_rows| fixed_budget(0, every_term_rows);
         let with_step = pool_top(&ix, &vis, None, &scorer, "kafka retry", 1, budget(100), RECENT_WALK);
         assert_eq!(with_step, exact_top(&ix, &vis, None, &scorer, "kafka retry", 1));
         assert_eq!(with_step[0].0, oldest_rowid(&ix), "the only row holding both terms");
@@ -1104,11 +1110,7 @@ mod tests {
         let scorer = scorer(0.0);
         let vis = Visibility::all();
         // Document frequencies count the neighbours' text too: "zebra" is in 14 documents, "kafka" and "retry" in 22.
-        let budget = |every_term_rows| PoolBudget {
-            rare_candidates: 20,
-            widened_candidates: 20,
-            every_term_rows,
-        };
+        let budget = |every_term_rows| fixed_budget(20, every_term_rows);
         let q = "zebra kafka retry";
         let want = exact_top(&ix, &vis, None, &scorer, q, 1);
         assert_eq!(

