@@ -267,3 +267,48 @@ def test_inspector_over_a_partly_summarized_locomo_journal(ws: Workspace) -> Non
         assert "memory inspector" not in pane.screen()
     finally:
         pane.close()
+
+
+def test_inspector_of_another_projects_container_searches_that_project(ws: Workspace, tmp_path) -> None:
+    """`--container <project id>` started from an unrelated directory: the search finds the container's memories
+    (not the starting directory's project's, which holds none)."""
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (.ci/run installs it with apt-get)", pytrace=False)
+    turns = locomo_turns(40)
+
+    async def store(server) -> None:
+        async with http_session(server, headers(ws, "term-writer")) as session:
+            for key, content in turns:
+                stored = await _flow.call(session, "memory_store", content=content, key=key)
+                assert stored["success"] is True, stored
+
+    server = start_server(ws, CAO_MEMORY_SUMMARIZE="false")
+    try:
+        asyncio.run(store(server))
+    finally:
+        assert server.stop() == 0
+    container = cao_json(ws, "memory", "view")["container"]
+    key, _, word = rare_word_turn(turns, start=0)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    pane = Pane(
+        ws,
+        ["sh", "-c", f"cd {elsewhere} && exec {binary('cao')} memory inspect --container {container}"],
+        {"CAO_HOME": str(ws.home), "CAO_MEMORY_SUMMARIZE": "false", "TERM": "xterm-256color", "PATH": "/usr/bin:/bin"},
+    )
+    try:
+        screen = pane.wait_for(r"memory inspector")
+        assert f"{len(turns)} entries" in screen, screen
+        pane.keys("/")
+        pane.type(word)
+        pane.keys("Enter")
+        screen = pane.wait_for(re.escape(key))
+        assert "no memory matches" not in screen, screen
+        pane.keys("Enter")
+        screen = pane.wait_for(r"zoom(s)? from the view")
+        index = next(i for i, (k, _) in enumerate(turns) if k == key)
+        assert selected_address(screen) == f"{index}+1", screen
+        pane.keys("Escape", "Escape")
+    finally:
+        pane.close()

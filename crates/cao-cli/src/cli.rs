@@ -139,7 +139,8 @@ pub(crate) struct InspectArgs {
     /// The journal of this project id (default: the current project's).
     #[arg(long, value_name = "P", conflicts_with = "container")]
     pub project_id: Option<String>,
-    /// The journal of this container: `global`, `federated` or a project id.
+    /// The journal of this container: `global`, `federated` or a project id (a project id also makes the search,
+    /// delete and purge keys act in that project).
     #[arg(long, value_name = "C")]
     pub container: Option<String>,
 }

@@ -58,6 +58,15 @@ pub(crate) fn run(args: InspectArgs) -> Result<(), CliError> {
     if let Some(p) = args.project_id {
         ctx.project_id = Some(p);
     }
+    // Inspecting a project's container acts as that project: search, delete and purge reach its memories, not
+    // those of the directory the inspector was started in.
+    if let Some(c) = args.container.as_deref().filter(|c| {
+        *c != cao_core::container::GLOBAL_CONTAINER
+            && *c != cao_core::container::FEDERATED_CONTAINER
+            && cao_core::identity::validate_project_id(c).is_ok()
+    }) {
+        ctx.project_id = Some(c.to_owned());
+    }
     let target = JournalTarget {
         scope: None,
         container: args.container,
