@@ -232,27 +232,41 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// Columns of the header's gauge when there is room for it beside the counts.
+const GAUGE_WIDTH: u16 = 34;
+/// The narrowest gauge drawn (its label, `view 32.0 / 32 KiB`, needs 18 columns).
+const GAUGE_MIN_WIDTH: u16 = 20;
+
 /// Draw `state` on `frame`.
 pub fn render(state: &State, frame: &mut Frame) {
     let areas = layout(frame.area());
-    // Header: two text lines, the gauge on the right of the second.
-    let head = Layout::default()
-        .direction(Direction::Horizontal)
-        .constraints([Constraint::Min(20), Constraint::Length(34)])
-        .split(areas.header);
-    frame.render_widget(Paragraph::new(header(state)), head[0]);
-    let used = state.loaded.mechanism.view.text.len();
-    let gauge_row = Rect {
-        y: head[1].y + 1,
-        height: 1,
-        ..head[1]
+    // Header: two text lines, the gauge on the right of the second. When the counts need the whole width (a narrow
+    // terminal), the gauge moves up beside the title with the room that leaves, and is dropped below 20 columns:
+    // it never hides the counts.
+    let header = header(state);
+    let area = areas.header;
+    let title_width = u16::try_from(header[0].width()).unwrap_or(u16::MAX);
+    let counts_width = u16::try_from(header[1].width()).unwrap_or(u16::MAX);
+    let gauge_rect = if counts_width.saturating_add(GAUGE_WIDTH) <= area.width {
+        Some(Rect::new(area.right() - GAUGE_WIDTH, area.y + 1, GAUGE_WIDTH, 1))
+    } else {
+        let room = area
+            .width
+            .saturating_sub(title_width.saturating_add(1))
+            .min(GAUGE_WIDTH);
+        (room >= GAUGE_MIN_WIDTH).then(|| Rect::new(area.right() - room, area.y, room, 1))
     };
-    frame.render_widget(
-        Gauge::default()
-            .ratio((used as f64 / VIEW_MAX_BYTES as f64).clamp(0.0, 1.0))
-            .label(format!("view {:.1} / 32 KiB", used as f64 / 1024.0)),
-        gauge_row,
-    );
+    frame.render_widget(Paragraph::new(header), area);
+    let used = state.loaded.mechanism.view.text.len();
+    if let Some(gauge_rect) = gauge_rect {
+        frame.render_widget(Clear, gauge_rect);
+        frame.render_widget(
+            Gauge::default()
+                .ratio((used as f64 / VIEW_MAX_BYTES as f64).clamp(0.0, 1.0))
+                .label(format!("view {:.1} / 32 KiB", used as f64 / 1024.0)),
+            gauge_rect,
+        );
+    }
 
     // Outline.
     let shown = outline_rows(&areas);

@@ -784,8 +784,8 @@ impl State {
         if self.armed != Some(Armed::Purge(entry.id)) {
             self.armed = Some(Armed::Purge(entry.id));
             self.message = Some(format!(
-                "warning: purging {name} erases its text from every version and drops every summary line that may \
-                 hold it; this cannot be undone. Press x again to purge; any other key cancels"
+                "warning: purging {name} cannot be undone: press x again to purge, any other key cancels. It \
+                 erases the note's text from every version and drops every summary line that may hold it"
             ));
             return;
         }

@@ -40,6 +40,33 @@ fn narrow_layout_puts_the_detail_below_the_outline() {
 }
 
 #[test]
+fn a_terminal_too_narrow_for_counts_and_gauge_moves_the_gauge_beside_the_title() {
+    let fx = home(Settings::default());
+    let mut src = source(&fx, Settings::default());
+    let mut state = open(&mut src);
+    let text = screen(&mut state, 60, 30);
+    let rows: Vec<&str> = text.lines().collect();
+    // The counts keep their whole line; the gauge shares the title's line.
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("memory inspector · proj-a · Live") && r.contains("view 32.0 / 32 KiB")),
+        "{text}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("99 entries · 80 view lines · summarizing 1 · pending 3")),
+        "{text}"
+    );
+    // Wide enough for both: the gauge stays beside the counts.
+    let wide = screen(&mut state, 140, 36);
+    assert!(
+        wide.lines()
+            .any(|r| r.starts_with("99 entries · 80 view lines") && r.contains("view 32.0 / 32 KiB")),
+        "{wide}"
+    );
+}
+
+#[test]
 fn the_newest_lines_show_every_mark_and_the_replaced_memory() {
     let fx = home(Settings::default());
     let mut src = source(&fx, Settings::default());

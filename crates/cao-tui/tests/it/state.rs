@@ -168,7 +168,7 @@ fn purge_warns_then_purges_on_the_second_press() {
             .message
             .clone()
             .unwrap()
-            .starts_with("warning: purging short-0 erases")
+            .starts_with("warning: purging short-0 cannot be undone: press x again to purge")
     );
     press(&mut state, &mut src, &[Key::Char('x')]);
     assert!(
