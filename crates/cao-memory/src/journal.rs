@@ -269,8 +269,8 @@ pub struct SessionSnapshot {
 
 /// The container `target` names for `ctx` (module docs).
 ///
-/// Errors: [`MemoryError::Invalid`] for an unknown scope, a malformed container name, or a project that cannot be
-/// resolved.
+/// Errors: [`MemoryError::Invalid`] for an unknown scope, a malformed container name, a named container that does
+/// not exist (no wiki directory, no journal), or a project that cannot be resolved.
 pub(crate) fn container_of(
     store: &Store,
     settings: &Settings,
@@ -279,6 +279,15 @@ pub(crate) fn container_of(
 ) -> Result<Container, MemoryError> {
     if let Some(name) = &target.container {
         cao_wiki::validate_container(name).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        // A container named outright must exist (its wiki directory or its journal): a mistyped name is an error,
+        // not an empty view, and reading it writes nothing.
+        let dir = store.layout().wiki_dir(name)?;
+        if !dir.is_dir() && !cao_journal::has_journal(store.index(), name)? {
+            return Err(MemoryError::Invalid(format!(
+                "no memory container {name:?}: {} does not exist and it has no journal",
+                dir.display()
+            )));
+        }
         return Ok(Container::named(name.clone()));
     }
     let scope = parse_scope(target.scope.as_deref(), Scope::Project)?;

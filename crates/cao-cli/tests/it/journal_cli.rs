@@ -84,6 +84,18 @@ fn view_prints_the_live_view_as_text_or_a_validated_json_object() {
         let out = cao(&home, bad);
         assert_eq!(out.code, Some(2), "{bad:?}: {}", out.transcript());
     }
+    // A container that does not exist is an error, not an empty view, and asking opens no journal for it: the
+    // second ask fails the same way.
+    for _ in 0..2 {
+        let out = cao(&home, &["memory", "view", "--container", "no-such-project"]);
+        assert_ne!(out.code, Some(0), "{}", out.transcript());
+        assert!(
+            out.stderr.contains("no memory container \"no-such-project\""),
+            "{}",
+            out.transcript()
+        );
+        assert!(!out.stdout.contains("<memory>"), "{}", out.transcript());
+    }
     let off = cao_env(&home, &["memory", "view"], &[("CAO_MEMORY_ENABLED", "false")]);
     assert_eq!(off.code, Some(1), "{}", off.transcript());
     assert!(off.stderr.contains("memory.enabled"), "{}", off.transcript());
