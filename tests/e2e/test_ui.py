@@ -251,6 +251,39 @@ def test_every_page_search_explain_review_lint_heal_and_zoom(browser: WebDriver,
     assert_page(drv, "zoom-page", heading="Zoom 0+1")
 
 
+
+def test_a_heal_plan_that_changed_after_the_review_is_shown_again_not_applied(browser: WebDriver, ws: Workspace) -> None:
+    """Files that appear between reading the heal plan and applying it are not deleted unseen: the apply is refused
+    with the new plan, which is applied only after it is confirmed in turn."""
+    server = start_server(ws)
+    try:
+        store(server, "keep-me", "A memory heal leaves alone.")
+        wiki = ws.home / "memory" / "global" / "wiki" / "global"
+        assert (wiki / "keep-me.md").exists()
+        (wiki / "scribble.md").write_text("reviewed scribble\n")
+        drv = browser
+        drv.get(f"{server.url}/ui/heal?scope=global")
+        wait_for(drv, "form[data-action=heal-apply]")
+        assert "scribble" in drv.find_element(By.CSS_SELECTOR, "table.heal").text
+        for i in range(3):
+            (wiki / f"unreviewed-{i}.md").write_text(f"important hand note {i}\n")
+        drv.find_element(By.CSS_SELECTOR, "form[data-action=heal-apply] input[name=confirm]").click()
+        drv.find_element(By.CSS_SELECTOR, "form[data-action=heal-apply] button[type=submit]").click()
+        changed = wait_for(drv, "p[data-plan=changed]")
+        assert "changed since you reviewed it" in changed.text, changed.text
+        assert not drv.find_elements(By.CSS_SELECTOR, "p[data-done=healed]")
+        assert all((wiki / n).exists() for n in ("scribble.md", "unreviewed-0.md", "unreviewed-1.md", "unreviewed-2.md"))
+        assert "unreviewed-0" in drv.find_element(By.CSS_SELECTOR, "table.heal").text
+        assert_page(drv, "heal-plan-changed", heading="Heal plan")
+        drv.find_element(By.CSS_SELECTOR, "form[data-action=heal-apply] input[name=confirm]").click()
+        drv.find_element(By.CSS_SELECTOR, "form[data-action=heal-apply] button[type=submit]").click()
+        wait_for(drv, "p[data-done=healed]")
+        assert not any((wiki / n).exists() for n in ("scribble.md", "unreviewed-0.md"))
+        assert (wiki / "keep-me.md").exists()
+    finally:
+        if server.proc.poll() is None:
+            server.stop()
+
 def test_a_stored_script_renders_as_text(browser: WebDriver, seeded: Any) -> None:
     server, _ = seeded
     drv = browser

@@ -148,6 +148,7 @@ pub(crate) fn promote_request(a: &PromoteArgs) -> PromoteRequest {
         min_recalls: a.min_recalls,
         profile_path: a.profile_path.clone(),
         remove: a.remove.clone(),
+        plan_digest: None,
     }
 }
 

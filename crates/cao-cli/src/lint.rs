@@ -139,6 +139,7 @@ pub(crate) fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliErr
         apply: args.apply,
         aggressive: args.aggressive,
         repo_root: repo_root(args.repo_root)?,
+        plan_digest: None,
     };
     let report = svc.heal(&ctx, req, &Bar::for_stderr());
     let report = report?;

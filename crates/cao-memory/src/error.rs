@@ -119,6 +119,17 @@ pub enum MemoryError {
         /// The lock file (`<home>/memory/.heal.lock`).
         lock: PathBuf,
     },
+    /// An apply named the digest of a reviewed plan (heal, promotion) and the plan made now differs: nothing was
+    /// applied; the caller shows the new plan for review.
+    #[error(
+        "the plan changed since you reviewed it (reviewed plan {reviewed}, current plan {current}); nothing was applied: review it again"
+    )]
+    PlanChanged {
+        /// The digest the caller passed (trimmed, at most 80 characters).
+        reviewed: String,
+        /// The digest of the plan made now ([`crate::plan_digest`]).
+        current: String,
+    },
     /// The wiki layer failed.
     #[error(transparent)]
     Wiki(#[from] cao_wiki::WikiError),
@@ -158,7 +169,7 @@ impl MemoryError {
                 cao_learn::LearnError::Profile { .. } => ErrorCode::InvalidProfile,
                 cao_learn::LearnError::Io { .. } => ErrorCode::IoError,
             },
-            MemoryError::HealBusy { .. } => ErrorCode::Refused,
+            MemoryError::HealBusy { .. } | MemoryError::PlanChanged { .. } => ErrorCode::Refused,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
             MemoryError::Index(_) | MemoryError::JournalCorrupt(_) => ErrorCode::IndexError,
         }

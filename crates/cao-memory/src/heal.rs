@@ -21,6 +21,8 @@
 //! - **Never crosses containers.** Every finding names its container, scope and scope id; a finding whose
 //!   `(scope, scope_id)` is not one of the run's groups is dropped, and every action acts on that exact identity,
 //!   so a same-key memory of another project is never touched.
+//! - **Applies what was reviewed.** With a plan digest ([`HealRequest::plan_digest`]) the apply plans again under
+//!   the lock and carries the plan out only when its digest is the reviewed one; otherwise it applies nothing.
 //! - **Bounded.** At most [`MAX_HEAL_ACTIONS`] actions per run; the rest are counted in `over_limit` and left for
 //!   the next run.
 //! - **Through the write protocol.** Every change goes through the store (topic lock, atomic file write, one index
@@ -66,6 +68,10 @@ pub struct HealRequest {
     pub aggressive: bool,
     /// The repository root for lint's path and symbol checks (see [`LintRequest::repo_root`]).
     pub repo_root: Option<PathBuf>,
+    /// With `apply`: the digest of the plan the operator reviewed ([`HealReport::plan_digest`] of a dry run). The
+    /// run plans again and applies only when the new plan has this digest; otherwise nothing is applied
+    /// ([`MemoryError::PlanChanged`]). `None` applies whatever the run plans.
+    pub plan_digest: Option<String>,
 }
 
 /// What a heal action does.
@@ -207,6 +213,52 @@ impl HealReport {
     pub fn has_failures(&self) -> bool {
         self.counts.failed > 0
     }
+
+    /// The digest of the plan ([`crate::plan_digest`]): lowercase hex SHA-256 of the compact JSON of the schema,
+    /// the scope filter, `aggressive` and, per action in order, its kind, issue type, container, scope, scope id,
+    /// key, related key, claim and detail. An action's status and reason are not part of it, so a dry run and the
+    /// apply of the same plan have the same digest.
+    pub fn plan_digest(&self) -> String {
+        #[derive(Serialize)]
+        struct Canon<'a> {
+            schema: &'static str,
+            scope: Option<Scope>,
+            aggressive: bool,
+            actions: Vec<CanonAction<'a>>,
+        }
+        #[derive(Serialize)]
+        struct CanonAction<'a> {
+            action: HealActionKind,
+            issue_type: IssueType,
+            container: &'a str,
+            scope: Scope,
+            scope_id: Option<&'a str>,
+            key: Option<&'a str>,
+            related_key: Option<&'a str>,
+            claim: Option<&'a str>,
+            detail: &'a str,
+        }
+        crate::plan_digest::sha256_hex(&Canon {
+            schema: HEAL_SCHEMA,
+            scope: self.scope,
+            aggressive: self.aggressive,
+            actions: self
+                .actions
+                .iter()
+                .map(|a| CanonAction {
+                    action: a.action,
+                    issue_type: a.issue_type,
+                    container: &a.container,
+                    scope: a.scope,
+                    scope_id: a.scope_id.as_deref(),
+                    key: a.key.as_deref(),
+                    related_key: a.related_key.as_deref(),
+                    claim: a.claim.as_deref(),
+                    detail: &a.detail,
+                })
+                .collect(),
+        })
+    }
 }
 
 /// Heal with the model configured by `settings` (for the contradiction pass).
@@ -229,7 +281,8 @@ pub(crate) fn heal_configured(
 
 /// One heal run (see the module docs). Memory must be enabled (the caller checks).
 ///
-/// Errors: [`MemoryError::HealBusy`] when another heal holds the lock (nothing done); [`MemoryError::Io`] when the
+/// Errors: [`MemoryError::HealBusy`] when another heal holds the lock (nothing done); [`MemoryError::PlanChanged`]
+/// when `req.plan_digest` names another plan than the one made now (nothing done); [`MemoryError::Io`] when the
 /// lock file cannot be opened; lint's errors. A failing action is reported in its row, not as an error.
 pub(crate) fn heal(
     store: &Store,
@@ -265,6 +318,17 @@ pub(crate) fn heal(
     let mut out = plan(&report.findings, &targets, &rows, req.aggressive);
     out.scope = req.scope;
     out.apply = req.apply;
+    if req.apply
+        && let Some(reviewed) = &req.plan_digest
+    {
+        let current = out.plan_digest();
+        if !crate::plan_digest::matches(reviewed, &current) {
+            return Err(MemoryError::PlanChanged {
+                reviewed: crate::plan_digest::shown(reviewed),
+                current,
+            });
+        }
+    }
     if req.apply {
         progress.start("heal", out.actions.len() as u64);
         let actor = actor_of(ctx);

@@ -80,6 +80,7 @@ mod lint_table;
 mod module_graph;
 mod outcomes;
 mod overview;
+pub mod plan_digest;
 mod promote;
 pub mod provider_files;
 mod recall;

@@ -16,9 +16,11 @@
 //!    (`--remove`), unchanged, skipped (cap reached, or a remove of a key not in the block). Re-running proposes
 //!    nothing unless a lesson's text changed. A lesson already in the block whose memory is gone or no longer
 //!    eligible stays: removal is always explicit.
-//! 5. `--apply` (when something changes): under `<home>/memory/.promote.lock` the file is read again, edited and
-//!    written atomically (through symlinks, keeping its mode), and one content-free audit line records the profile
-//!    and the keys (event `promote`).
+//! 5. `--apply` (when something changes): under `<home>/memory/.promote.lock` the file is read again and the plan
+//!    made again; with a reviewed plan's digest ([`PromoteRequest::plan_digest`]) a plan with another digest is
+//!    refused ([`MemoryError::PlanChanged`], nothing written); the file is edited and written atomically (through
+//!    symlinks, keeping its mode), and one content-free audit line records the profile and the keys (event
+//!    `promote`).
 //!
 //! Promotion never writes a memory; retention never touches a profile.
 
@@ -53,6 +55,10 @@ pub struct PromoteRequest {
     pub profile_path: Option<PathBuf>,
     /// Lesson keys to remove from the block (explicit remove deltas).
     pub remove: Vec<String>,
+    /// With `apply`: the digest of the plan the operator reviewed ([`PromotionReport::plan_digest`] of a dry run).
+    /// The apply plans again under the lock and writes only when the new plan has this digest; otherwise nothing is
+    /// written ([`MemoryError::PlanChanged`]). `None` writes whatever the run plans.
+    pub plan_digest: Option<String>,
 }
 
 /// One change of the plan.
@@ -135,12 +141,48 @@ impl PromotionReport {
     pub fn has_changes(&self) -> bool {
         !self.changes.is_empty()
     }
+
+    /// The digest of the plan ([`crate::plan_digest`]): lowercase hex SHA-256 of the compact JSON of the schema,
+    /// the agent, the file edited (`real_path`) and, per change in order, its key, action, new text and previous
+    /// text. Access counts, skipped and ineligible lessons are not part of it: they change nothing written.
+    pub fn plan_digest(&self) -> String {
+        #[derive(Serialize)]
+        struct Canon<'a> {
+            schema: &'static str,
+            agent: &'a str,
+            real_path: &'a str,
+            changes: Vec<CanonChange<'a>>,
+        }
+        #[derive(Serialize)]
+        struct CanonChange<'a> {
+            key: &'a str,
+            action: &'a str,
+            text: Option<&'a str>,
+            previous: Option<&'a str>,
+        }
+        crate::plan_digest::sha256_hex(&Canon {
+            schema: PROMOTE_SCHEMA,
+            agent: &self.agent,
+            real_path: &self.real_path,
+            changes: self
+                .changes
+                .iter()
+                .map(|c| CanonChange {
+                    key: &c.key,
+                    action: c.action,
+                    text: c.text.as_deref(),
+                    previous: c.previous.as_deref(),
+                })
+                .collect(),
+        })
+    }
 }
 
 /// Plan, and with `req.apply` write, a promotion (steps in the module documentation).
 ///
 /// Errors: [`MemoryError::Learn`] (agent or key names, an unreadable or invalid profile, a failed write: nothing
-/// written), [`MemoryError::PromotionDisabled`], [`MemoryError::ProfileNotFound`], [`MemoryError::ProfileRefused`],
+/// written), [`MemoryError::PlanChanged`] (nothing written), [`MemoryError::PromotionDisabled`],
+/// [`MemoryError::ProfileNotFound`], [`MemoryError::ProfileRefused`],
 /// I/O and index errors.
 pub(crate) fn promote(
     store: &Store,
@@ -183,29 +225,20 @@ pub(crate) fn promote(
     ineligible.sort_by(|a, b| a.key.cmp(&b.key));
     let add: Vec<(String, String)> = eligible.iter().map(|(k, t, _)| (k.clone(), t.clone())).collect();
 
-    let (file, edited, written) = if req.apply {
+    // An apply reads, plans, compares and writes under the lock, so what is written is the plan compared.
+    let _lock = if req.apply {
         let lock_path = store.home().memory_dir().join(".promote.lock");
-        let _lock = cao_core::fs::lock_exclusive(&lock_path).map_err(|source| MemoryError::Io {
-            context: format!("locking {}", lock_path.display()),
-            source,
-        })?;
-        let (file, edited) = profile_file::apply(&path, &add, &remove)?;
-        let written = edited.content.is_some();
-        if written {
-            audit_promotion(
-                &audit::log_of(store),
-                store.now(),
-                &req.agent,
-                &file.real_path,
-                &edited.report,
-            );
-        }
-        (file, edited, written)
+        Some(
+            cao_core::fs::lock_exclusive(&lock_path).map_err(|source| MemoryError::Io {
+                context: format!("locking {}", lock_path.display()),
+                source,
+            })?,
+        )
     } else {
-        let file = profile_file::read(&path)?;
-        let edited = learned::apply_deltas(&file.content, &add, &remove)?;
-        (file, edited, false)
+        None
     };
+    let file = profile_file::read(&path)?;
+    let edited = learned::apply_deltas(&file.content, &add, &remove)?;
 
     let before = |key: &str| edited.before.iter().find(|(k, _)| k == key).map(|(_, t)| t.clone());
     let count = |key: &str| eligible.iter().find(|(k, _, _)| k == key).map(|(_, _, n)| *n);
@@ -247,21 +280,45 @@ pub(crate) fn promote(
             reason: if remove.contains(key) { "not_in_block" } else { "cap" },
         })
         .collect();
-    Ok(PromotionReport {
+    let mut report = PromotionReport {
         schema: PROMOTE_SCHEMA,
         agent: req.agent.clone(),
         profile_path: file.path.display().to_string(),
         real_path: file.real_path.display().to_string(),
         min_recalls,
         apply: req.apply,
-        written,
+        written: false,
         changes,
         unchanged: r.unchanged.clone(),
         skipped,
         ineligible,
         profile_after: edited.content.clone().unwrap_or_else(|| file.content.clone()),
-        profile_before: file.content,
-    })
+        profile_before: file.content.clone(),
+    };
+    if !req.apply {
+        return Ok(report);
+    }
+    if let Some(reviewed) = &req.plan_digest {
+        let current = report.plan_digest();
+        if !crate::plan_digest::matches(reviewed, &current) {
+            return Err(MemoryError::PlanChanged {
+                reviewed: crate::plan_digest::shown(reviewed),
+                current,
+            });
+        }
+    }
+    if let Some(new) = &edited.content {
+        profile_file::write(&file, new)?;
+        report.written = true;
+        audit_promotion(
+            &audit::log_of(store),
+            store.now(),
+            &req.agent,
+            &file.real_path,
+            &edited.report,
+        );
+    }
+    Ok(report)
 }
 
 /// The promotion gate's verdict on one agent-scope memory with `min_recalls` ([`cao_learn::gate::judge`]): the

@@ -4,17 +4,16 @@
 //! answers `303 See Other` to the page to show next (or, for purge and heal, the report itself).
 
 use super::layout::page;
-use super::pages::{heal_report, query_string};
-use super::{Ctx, UiResult, UiState};
+use super::pages::{heal_plan_page, heal_report, query_string};
+use super::{Ctx, UiForm, UiQuery, UiResult, UiState};
 use crate::api::memory::strict_key;
 use crate::api::relationships::check_id;
 use crate::api::{ApiError, context_for, nonempty, with_service};
-use axum::Form;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use cao_core::{Scope, TerminalContext};
-use cao_memory::{HealRequest, NoProgress};
+use cao_memory::{HealRequest, MemoryError, NoProgress};
 use maud::html;
 use serde::Deserialize;
 
@@ -86,7 +85,7 @@ fn target(
 pub(crate) async fn delete(
     State(state): State<UiState>,
     Path((scope_raw, key_raw)): Path<(String, String)>,
-    Query(q): Query<IdQuery>,
+    UiQuery(q): UiQuery<IdQuery>,
 ) -> UiResult {
     let (scope, key, call_ctx) = target(&scope_raw, &key_raw, q.scope_id.clone())?;
     let flush = state.api.flush.clone();
@@ -116,8 +115,8 @@ pub(crate) async fn purge(
     State(state): State<UiState>,
     ctx: Ctx,
     Path((scope_raw, key_raw)): Path<(String, String)>,
-    Query(q): Query<IdQuery>,
-    Form(form): Form<PurgeForm>,
+    UiQuery(q): UiQuery<IdQuery>,
+    UiForm(form): UiForm<PurgeForm>,
 ) -> UiResult {
     let (scope, key, call_ctx) = target(&scope_raw, &key_raw, q.scope_id.clone())?;
     if form.confirm.as_deref().map(str::trim) != Some(key.as_str()) {
@@ -162,14 +161,24 @@ pub(crate) struct HealForm {
     project: Option<String>,
     scope: Option<String>,
     confirm: Option<String>,
+    /// The digest of the plan the form was shown with.
+    plan_digest: Option<String>,
 }
 
-/// `POST /ui/heal/apply`: carry out the heal plan (`confirm=yes` required; 422 otherwise, nothing done). Heal plans
-/// again from a fresh lint under its lock, so what is applied is what holds now; the report says what was done.
-pub(crate) async fn heal_apply(State(state): State<UiState>, ctx: Ctx, Form(form): Form<HealForm>) -> UiResult {
+/// `POST /ui/heal/apply`: carry out the reviewed heal plan (`confirm=yes` and the plan's `plan_digest` required;
+/// 422 otherwise, nothing done). Heal plans again from a fresh lint under its lock and applies only when the new
+/// plan has the reviewed digest, so what is applied is exactly what was reviewed; the report says what was done.
+/// When the plan changed, nothing is applied and the new plan is shown for review (409).
+pub(crate) async fn heal_apply(State(state): State<UiState>, ctx: Ctx, UiForm(form): UiForm<HealForm>) -> UiResult {
     if form.confirm.as_deref() != Some("yes") {
         return Err(ApiError::invalid("heal not confirmed: tick the confirmation to apply the plan").into());
     }
+    let Some(digest) = nonempty(form.plan_digest.clone()) else {
+        return Err(ApiError::invalid(
+            "the form does not name the plan it confirms: open the heal plan, review it and apply it from there",
+        )
+        .into());
+    };
     let scope = match nonempty(form.scope.clone()) {
         None => None,
         Some(s) => Some(
@@ -182,21 +191,38 @@ pub(crate) async fn heal_apply(State(state): State<UiState>, ctx: Ctx, Form(form
         None => TerminalContext::default(),
     };
     let flush = state.api.flush.clone();
-    let report = with_service(&state.api, move |svc| {
-        let r = svc.heal(
-            &call_ctx,
-            HealRequest {
-                scope,
-                apply: true,
-                aggressive: false,
-                repo_root: None,
-            },
-            &NoProgress,
-        )?;
-        flush.mark();
-        Ok(r)
+    let outcome = with_service(&state.api, move |svc| {
+        let req = |apply: bool, plan_digest: Option<String>| HealRequest {
+            scope,
+            apply,
+            aggressive: false,
+            repo_root: None,
+            plan_digest,
+        };
+        match svc.heal(&call_ctx, req(true, Some(digest)), &NoProgress) {
+            Ok(r) => {
+                flush.mark();
+                Ok(Ok(r))
+            }
+            // Nothing was applied: show the plan as it is now, for review.
+            Err(MemoryError::PlanChanged { .. }) => Ok(Err(svc.heal(&call_ctx, req(false, None), &NoProgress)?)),
+            Err(e) => Err(e.into()),
+        }
     })
     .await?;
+    let report = match outcome {
+        Ok(report) => report,
+        Err(new_plan) => {
+            return Ok(heal_plan_page(
+                &ctx,
+                StatusCode::CONFLICT,
+                &new_plan,
+                form.project.as_deref().unwrap_or(""),
+                form.scope.as_deref().unwrap_or(""),
+                true,
+            ));
+        }
+    };
     let body = html! {
         h1 { "Heal applied" }
         p.done data-done="healed" { (report.counts.applied) " action(s) applied." }

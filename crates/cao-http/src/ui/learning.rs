@@ -2,17 +2,16 @@
 //! navigation): `/ui/learning` (every agent with a profile, outcomes or lessons), `/ui/learning/{agent}` (its
 //! outcomes, newest first, and its lessons, most recalled first, with access-count bars and the promotion gate's
 //! verdict), `/ui/learning/{agent}/promote` (the promotion plan as a diff of the profile) and the apply form
-//! (`POST`, `cao:admin`, the CSRF token and a ticked confirmation). Every rule is `cao-memory`'s: the verdict is
+//! (`POST`, `cao:admin`, the CSRF token, a ticked confirmation and the digest of the plan shown). Every rule is `cao-memory`'s: the verdict is
 //! `MemoryService::agent_lessons` (the gate `cao memory promote` applies), the plan and the write are
 //! `MemoryService::promote`. Outcome and lesson text is untrusted and only interpolated by maud.
 
 use super::layout::{bar, csrf_field, page, pager, short};
 use super::pages::{diff, done_message, memory_href, query_string};
-use super::{Ctx, PAGE_SIZE, UiResult, UiState};
+use super::{Ctx, PAGE_SIZE, UiForm, UiQuery, UiResult, UiState};
 use crate::api::{ApiError, with_service};
 use crate::auth::ApiScope;
-use axum::Form;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use cao_core::Scope;
 use cao_memory::{AgentProfileSource, MemoryError, OutcomeQuery, PromoteRequest, PromotionReport};
@@ -113,7 +112,7 @@ pub(crate) async fn agent(
     State(state): State<UiState>,
     ctx: Ctx,
     Path(raw): Path<String>,
-    Query(q): Query<AgentQuery>,
+    UiQuery(q): UiQuery<AgentQuery>,
 ) -> UiResult {
     require_learning(&ctx)?;
     let agent = agent_name(&raw)?;
@@ -221,42 +220,92 @@ pub(crate) async fn plan(
     State(state): State<UiState>,
     ctx: Ctx,
     Path(raw): Path<String>,
-    Query(q): Query<PlanQuery>,
+    UiQuery(q): UiQuery<PlanQuery>,
 ) -> UiResult {
     require_learning(&ctx)?;
     let agent = agent_name(&raw)?;
     let min = min_recalls(q.min_recalls);
-    let (plan, can_apply) = {
-        let agent = agent.clone();
-        with_service(&state.api, move |svc| {
-            let can_apply = svc.settings().instruction_promotion_enabled();
-            let plan = match svc.promote(&PromoteRequest {
-                agent,
-                min_recalls: Some(min),
-                ..PromoteRequest::default()
-            }) {
-                Ok(r) => Ok(r),
-                Err(e @ (MemoryError::ProfileNotFound(_) | MemoryError::ProfileRefused(_) | MemoryError::Learn(_))) => {
-                    Err(e.to_string())
-                }
-                Err(e) => return Err(e.into()),
-            };
-            Ok((plan, can_apply))
-        })
-        .await?
-    };
+    let (plan, can_apply) = dry_run(&state, agent.clone(), min).await?;
+    Ok(plan_page(
+        &ctx,
+        StatusCode::OK,
+        &agent,
+        min,
+        q.done.as_deref(),
+        &plan,
+        can_apply,
+        false,
+    ))
+}
+
+/// The promotion plan of `agent` with `min` (a dry run), or why the agent's profile cannot be a target (said in
+/// words for a web page), and whether `memory.instruction_promotion_enabled` is on.
+async fn dry_run(
+    state: &UiState,
+    agent: String,
+    min: u32,
+) -> Result<(Result<PromotionReport, String>, bool), ApiError> {
+    with_service(&state.api, move |svc| {
+        let settings = svc.settings();
+        let can_apply = settings.instruction_promotion_enabled();
+        let plan = match svc.promote(&PromoteRequest {
+            agent: agent.clone(),
+            min_recalls: Some(min),
+            ..PromoteRequest::default()
+        }) {
+            Ok(r) => Ok(r),
+            Err(MemoryError::ProfileNotFound(_)) => {
+                let dirs = settings
+                    .agent_dirs(svc.home())
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                Err(format!(
+                    "{agent} has no profile file: there is no {agent}.md in the agent directories ({dirs}; the \
+                     agents.dirs setting). Promotion only edits an existing profile and never creates one: put \
+                     {agent}.md in one of those directories, or add the directory that holds it to agents.dirs, then \
+                     reload this page."
+                ))
+            }
+            Err(e @ (MemoryError::ProfileRefused(_) | MemoryError::Learn(_))) => Err(e.to_string()),
+            Err(e) => return Err(e.into()),
+        };
+        Ok((plan, can_apply))
+    })
+    .await
+}
+
+/// The promotion plan page: the plan, and when it changes something the apply form carrying the plan's digest
+/// ([`PromotionReport::plan_digest`]), so the apply writes exactly this plan or nothing. `changed` says above the
+/// plan that the plan reviewed before is not the one shown (the apply was refused).
+#[allow(clippy::too_many_arguments, reason = "one page, its parts named")]
+fn plan_page(
+    ctx: &Ctx,
+    status: StatusCode,
+    agent: &str,
+    min: u32,
+    done: Option<&str>,
+    plan: &Result<PromotionReport, String>,
+    can_apply: bool,
+    changed: bool,
+) -> axum::response::Response {
     let body = html! {
-        p.crumbs { a href="/ui/learning" { "Learning" } " / " a href=(agent_href(&agent)) { (agent) } }
+        p.crumbs { a href="/ui/learning" { "Learning" } " / " a href=(agent_href(agent)) { (agent) } }
         h1 { "Promotion plan for " (agent) }
-        @if let Some(done) = q.done.as_deref() { p.done data-done=(done) { (done_message(done)) } }
-        @match &plan {
+        @if let Some(done) = done { p.done data-done=(done) { (done_message(done)) } }
+        @if changed {
+            p.warn data-plan="changed" { "The plan changed since you reviewed it; nothing was written. Review the diff below again and apply it if it is right." }
+        }
+        @match plan {
             Err(why) => p.warn data-plan="unavailable" { (why) },
             Ok(r) => {
                 (report(r))
                 @if r.has_changes() {
-                    form.confirm method="post" action=(format!("{}/promote", agent_href(&agent))) data-action="promote-apply" {
-                        (csrf_field(&ctx))
+                    form.confirm method="post" action=(format!("{}/promote", agent_href(agent))) data-action="promote-apply" {
+                        (csrf_field(ctx))
                         input type="hidden" name="min_recalls" value=(min);
+                        input type="hidden" name="plan_digest" value=(r.plan_digest());
                         label.check { input type="checkbox" name="confirm" value="yes" required;
                             span { "I have read this diff: write its " (r.changes.len()) " change(s) into " code { (r.real_path) } } }
                         button.danger type="submit" { "Apply the promotion" }
@@ -267,7 +316,7 @@ pub(crate) async fn plan(
             }
         }
     };
-    Ok(page(&ctx, StatusCode::OK, "Promotion plan", Some("/ui/learning"), body))
+    page(ctx, status, "Promotion plan", Some("/ui/learning"), body)
 }
 
 /// A promotion report: its changes, what stays, what the gate refused, and the profile diff.
@@ -312,34 +361,64 @@ fn report(r: &PromotionReport) -> Markup {
 pub(crate) struct PromoteForm {
     confirm: Option<String>,
     min_recalls: Option<u32>,
+    /// The digest of the plan the form was shown with.
+    plan_digest: Option<String>,
 }
 
-/// `POST /ui/learning/{agent}/promote`: write the promotion (`confirm=yes` required; 422 otherwise, nothing
-/// written). Promotion plans again under its lock, so what is written is what holds now; the page shows what was
-/// written. Needs `memory.instruction_promotion_enabled` (403 `promotion_disabled` otherwise, nothing written).
+/// `POST /ui/learning/{agent}/promote`: write the reviewed promotion (`confirm=yes` and the plan's `plan_digest`
+/// required; 422 otherwise, nothing written). Promotion plans again under its lock and writes only when the new
+/// plan has the reviewed digest, so what is written is exactly the diff that was reviewed; the page shows what was
+/// written. When the plan changed (a lesson stored, recalled or edited since), nothing is written and the new plan
+/// is shown for review (409). Needs `memory.instruction_promotion_enabled` (403 `promotion_disabled` otherwise,
+/// nothing written).
 pub(crate) async fn apply(
     State(state): State<UiState>,
     ctx: Ctx,
     Path(raw): Path<String>,
-    Form(form): Form<PromoteForm>,
+    UiForm(form): UiForm<PromoteForm>,
 ) -> UiResult {
     require_learning(&ctx)?;
     let agent = agent_name(&raw)?;
     if form.confirm.as_deref() != Some("yes") {
         return Err(ApiError::invalid("promotion not confirmed: tick the confirmation to write the plan").into());
     }
+    let Some(digest) = form.plan_digest.clone().filter(|d| !d.trim().is_empty()) else {
+        return Err(ApiError::invalid(
+            "the form does not name the plan it confirms: open the promotion plan, review it and apply it from there",
+        )
+        .into());
+    };
     let min = min_recalls(form.min_recalls);
-    let r = {
+    let outcome = {
         let agent = agent.clone();
         with_service(&state.api, move |svc| {
-            Ok(svc.promote(&PromoteRequest {
+            match svc.promote(&PromoteRequest {
                 agent,
                 apply: true,
                 min_recalls: Some(min),
+                plan_digest: Some(digest),
                 ..PromoteRequest::default()
-            })?)
+            }) {
+                Ok(r) => Ok(Some(r)),
+                Err(MemoryError::PlanChanged { .. }) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
         })
         .await?
+    };
+    let Some(r) = outcome else {
+        // Nothing was written: show the plan as it is now, for review.
+        let (plan, can_apply) = dry_run(&state, agent.clone(), min).await?;
+        return Ok(plan_page(
+            &ctx,
+            StatusCode::CONFLICT,
+            &agent,
+            min,
+            None,
+            &plan,
+            can_apply,
+            true,
+        ));
     };
     let body = html! {
         p.crumbs { a href="/ui/learning" { "Learning" } " / " a href=(agent_href(&agent)) { (agent) } }

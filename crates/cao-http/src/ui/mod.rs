@@ -27,6 +27,11 @@
 //!   `Cache-Control: no-store`.
 //! - **CSRF.** Every state-changing form is a POST checked by the edge's Origin rule and a double-submit token
 //!   ([`csrf`]).
+//! - **What is applied is what was reviewed.** The heal and promotion apply forms carry the digest of the plan
+//!   the page showed (`HealReport::plan_digest`, `PromotionReport::plan_digest`); the service plans again and
+//!   applies only a plan with that digest. A changed plan applies nothing and is shown again for review (409).
+//! - **Bad parameters get the error page.** Query strings and form bodies are read with [`UiQuery`] and [`UiForm`],
+//!   whose rejections are HTML error pages like every other refusal.
 //! - **Reading works without JavaScript.** Links and GET forms are plain HTML; `/ui/static/ui.js` (vendored in the
 //!   binary, no build step) only adds the token header, in-place zoom and the live journal refresh.
 //! - **Lists page.** Browse, relationships, findings and lessons show [`PAGE_SIZE`] rows per page; nothing renders a
@@ -49,6 +54,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{from_fn, map_response};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use cao_protocol::ErrorCode;
 use std::convert::Infallible;
 
 /// Rows per page of every paged list.
@@ -141,6 +147,64 @@ impl IntoResponse for UiError {
 
 /// Result of a UI handler.
 pub type UiResult = Result<Response, UiError>;
+
+/// The message of a rejected query string or form body: axum's reason without its generic prefix, and what to do.
+fn rejection_message(what: &str, body_text: &str) -> String {
+    let detail = body_text
+        .split_once(": ")
+        .filter(|(head, _)| head.starts_with("Failed to deserialize"))
+        .map_or(body_text, |(_, rest)| rest);
+    format!("the {what} has a value this page cannot use ({detail}); correct or remove it and try again")
+}
+
+/// The query string of a UI route (`T` deserialised as [`axum::extract::Query`] does). A query string that does
+/// not fit `T` (a negative or too large number, a wrong type) is answered with the UI's HTML error page (400
+/// `bad_request`), as every other bad parameter is, not with axum's plain-text rejection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for UiQuery<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = UiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(v)) => Ok(UiQuery(v)),
+            Err(e) => Err(UiError(ApiError::from_code(
+                ErrorCode::BadRequest,
+                rejection_message("address's query string", &e.body_text()),
+            ))),
+        }
+    }
+}
+
+/// The urlencoded body of a UI form (`T` deserialised as [`axum::Form`] does). A body that does not fit `T`, or
+/// is not a form, is answered with the UI's HTML error page (its status and `bad_request`), not with axum's
+/// plain-text rejection.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UiForm<T>(pub T);
+
+impl<T, S> axum::extract::FromRequest<S> for UiForm<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = UiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Form::<T>::from_request(req, state).await {
+            Ok(axum::Form(v)) => Ok(UiForm(v)),
+            Err(e) => {
+                let mut err = ApiError::from_code(ErrorCode::BadRequest, rejection_message("form", &e.body_text()));
+                err.status = e.status();
+                Err(UiError(err))
+            }
+        }
+    }
+}
 
 /// The `/ui` routes (module docs), to be merged into the router before the edge layer is applied.
 pub fn ui_router(api: ApiState, auth: Option<Authenticator>) -> Router {

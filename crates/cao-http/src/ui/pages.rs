@@ -3,12 +3,13 @@
 //! through [`with_service`], as the REST routes do.
 
 use super::layout::{csrf_field, fragment, gauge, keyset_pager, page, pager, short, sparkline};
-use super::{Ctx, PAGE_SIZE, UiResult, UiState};
+use super::{Ctx, PAGE_SIZE, UiQuery, UiResult, UiState};
 use crate::api::memory::strict_key;
 use crate::api::{ApiError, context_for, nonempty, with_service};
 use crate::auth::ApiScope;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::response::Response;
 use cao_core::time::format_ts;
 use cao_core::{MemoryType, Scope, TerminalContext};
 use cao_lifecycle::{RelStatus, Relationship, RelationshipFilter};
@@ -260,7 +261,7 @@ impl From<&Memory> for Row {
 }
 
 /// `GET /ui/memories`: the operator list (no query) or recall (with a query), paged, with the explain table.
-pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, Query(q): Query<BrowseQuery>) -> UiResult {
+pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, UiQuery(q): UiQuery<BrowseQuery>) -> UiResult {
     let scope = parse_scope(q.scope.as_deref())?;
     let memory_type = parse_type(q.memory_type.as_deref())?;
     let scope_id = nonempty(q.scope_id.clone());
@@ -532,7 +533,7 @@ pub(crate) async fn memory(
     State(state): State<UiState>,
     ctx: Ctx,
     Path((scope_raw, key_raw)): Path<(String, String)>,
-    Query(q): Query<MemoryQuery>,
+    UiQuery(q): UiQuery<MemoryQuery>,
 ) -> UiResult {
     let key = strict_key(&key_raw)?;
     let scope = parse_scope(Some(&scope_raw))?.ok_or_else(|| ApiError::invalid("a scope is required"))?;
@@ -783,7 +784,7 @@ fn parse_status(raw: Option<&str>) -> Result<RelStatus, ApiError> {
 }
 
 /// `GET /ui/relationships`: edges of one status (proposals by default), paged, with promote / reject forms.
-pub(crate) async fn relationships(State(state): State<UiState>, ctx: Ctx, Query(q): Query<RelQuery>) -> UiResult {
+pub(crate) async fn relationships(State(state): State<UiState>, ctx: Ctx, UiQuery(q): UiQuery<RelQuery>) -> UiResult {
     let status = parse_status(q.status.as_deref())?;
     let page_no = q.page.unwrap_or(0).min(100_000);
     let (mut rows, total) = with_service(&state.api, move |svc| {
@@ -878,7 +879,7 @@ fn lint_form(action: &str, project: &str, scope: &str, label: &str) -> Markup {
 }
 
 /// `GET /ui/lint`: lint's findings (read-only run), paged.
-pub(crate) async fn lint(State(state): State<UiState>, ctx: Ctx, Query(q): Query<LintQuery>) -> UiResult {
+pub(crate) async fn lint(State(state): State<UiState>, ctx: Ctx, UiQuery(q): UiQuery<LintQuery>) -> UiResult {
     let scope = parse_scope(q.scope.as_deref())?;
     let call_ctx = project_context(q.project.clone())?;
     let page_no = q.page.unwrap_or(0).min(100_000);
@@ -924,7 +925,7 @@ pub(crate) async fn lint(State(state): State<UiState>, ctx: Ctx, Query(q): Query
 }
 
 /// `GET /ui/heal`: the heal plan (a dry run), with the apply form (admin, confirmation required).
-pub(crate) async fn heal_plan(State(state): State<UiState>, ctx: Ctx, Query(q): Query<LintQuery>) -> UiResult {
+pub(crate) async fn heal_plan(State(state): State<UiState>, ctx: Ctx, UiQuery(q): UiQuery<LintQuery>) -> UiResult {
     let scope = parse_scope(q.scope.as_deref())?;
     let call_ctx = project_context(q.project.clone())?;
     let report: HealReport = with_service(&state.api, move |svc| {
@@ -935,6 +936,7 @@ pub(crate) async fn heal_plan(State(state): State<UiState>, ctx: Ctx, Query(q): 
                 apply: false,
                 aggressive: false,
                 repo_root: None,
+                plan_digest: None,
             },
             &NoProgress,
         )?)
@@ -942,23 +944,42 @@ pub(crate) async fn heal_plan(State(state): State<UiState>, ctx: Ctx, Query(q): 
     .await?;
     let project = q.project.clone().unwrap_or_default();
     let scope_s = q.scope.clone().unwrap_or_default();
+    Ok(heal_plan_page(&ctx, StatusCode::OK, &report, &project, &scope_s, false))
+}
+
+/// The heal plan page: the plan of a dry run and, when it plans something, the apply form (admin, confirmation
+/// required) carrying the plan's digest ([`HealReport::plan_digest`]), so the apply carries out exactly this plan
+/// or nothing. `changed` says above the plan that the plan reviewed before is not the one shown (the apply was
+/// refused).
+pub(crate) fn heal_plan_page(
+    ctx: &Ctx,
+    status: StatusCode,
+    report: &HealReport,
+    project: &str,
+    scope_s: &str,
+    changed: bool,
+) -> Response {
     let body = html! {
         h1 { "Heal plan" }
-        (lint_form("/ui/heal", &project, &scope_s, "Plan again"))
-        (heal_report(&report))
+        @if changed {
+            p.warn data-plan="changed" { "The plan changed since you reviewed it; nothing was applied. Review the plan below again and apply it if it is right." }
+        }
+        (lint_form("/ui/heal", project, scope_s, "Plan again"))
+        (heal_report(report))
         @if report.counts.planned > 0 {
             form.confirm method="post" action="/ui/heal/apply" data-action="heal-apply" {
-                (csrf_field(&ctx))
+                (csrf_field(ctx))
                 input type="hidden" name="project" value=(project);
                 input type="hidden" name="scope" value=(scope_s);
                 input type="hidden" name="planned" value=(report.counts.planned);
+                input type="hidden" name="plan_digest" value=(report.plan_digest());
                 label.check { input type="checkbox" name="confirm" value="yes" required; span { "I have read this plan: apply its " (report.counts.planned) " action(s)" } }
                 button.danger type="submit" { "Apply the heal" }
                 @if !ctx.allows(ApiScope::Admin) { span.hint { " needs the cao:admin scope" } }
             }
         }
     };
-    Ok(page(&ctx, StatusCode::OK, "Heal", Some("/ui/lint"), body))
+    page(ctx, status, "Heal", Some("/ui/lint"), body)
 }
 
 /// A heal report's actions and the findings without one.
@@ -1005,7 +1026,7 @@ pub(crate) struct JournalQuery {
 }
 
 /// `GET /ui/journal`: the live view of one container's journal; each line expands in place (zoom).
-pub(crate) async fn journal(State(state): State<UiState>, ctx: Ctx, Query(q): Query<JournalQuery>) -> UiResult {
+pub(crate) async fn journal(State(state): State<UiState>, ctx: Ctx, UiQuery(q): UiQuery<JournalQuery>) -> UiResult {
     let container = nonempty(q.container.clone()).unwrap_or_else(|| "global".into());
     let (view, containers) = {
         let container = container.clone();
@@ -1086,7 +1107,7 @@ pub(crate) struct ZoomQuery {
 
 /// `GET /ui/journal/zoom`: the two lines a line was made from (each expandable again), or an entry whole. With
 /// `fragment=1` only the expansion, for the script to place under the line.
-pub(crate) async fn zoom(State(state): State<UiState>, ctx: Ctx, Query(q): Query<ZoomQuery>) -> UiResult {
+pub(crate) async fn zoom(State(state): State<UiState>, ctx: Ctx, UiQuery(q): UiQuery<ZoomQuery>) -> UiResult {
     let container = nonempty(q.container.clone()).unwrap_or_else(|| "global".into());
     let (id, n) = (q.id.unwrap_or(0), q.n.unwrap_or(1));
     let z = {

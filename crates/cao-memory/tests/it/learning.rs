@@ -643,3 +643,76 @@ fn the_eleventh_lesson_is_skipped_and_marked_lessons_are_never_promoted() {
     assert_eq!(cao_learn::learned::read_lessons(&text).len(), 10);
     assert_eq!(text.matches("cao-learned:end").count(), 1, "{text}");
 }
+
+#[test]
+fn a_promotion_applies_only_the_reviewed_plan() {
+    let (fx, agents) = fixture(true, true);
+    let path = agents.join("worker.md");
+    std::fs::write(&path, PROFILE).expect("profile");
+    let retro = register(&fx, "t-retro", Some("retrospector"));
+    fx.svc
+        .store_lesson(
+            &retro,
+            lesson("worker", "keep-cache", "Keep the cache mode. Applies when: Lookup."),
+        )
+        .expect("store");
+    let at = |digest: Option<String>| PromoteRequest {
+        agent: "worker".into(),
+        apply: true,
+        min_recalls: Some(0),
+        plan_digest: digest,
+        ..Default::default()
+    };
+    let reviewed = fx
+        .svc
+        .promote(&PromoteRequest {
+            agent: "worker".into(),
+            min_recalls: Some(0),
+            ..Default::default()
+        })
+        .expect("dry run");
+    let digest = reviewed.plan_digest();
+    assert_eq!(digest.len(), 64);
+    assert!(
+        digest.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{digest}"
+    );
+
+    // A lesson stored after the review changes the plan: nothing is written.
+    fx.svc
+        .store_lesson(
+            &retro,
+            lesson("worker", "unreviewed", "Always skip the tests. Applies when: any task."),
+        )
+        .expect("store");
+    let err = fx.svc.promote(&at(Some(digest.clone()))).expect_err("the plan changed");
+    assert!(
+        matches!(&err, MemoryError::PlanChanged { reviewed: r, .. } if *r == digest),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("review it again"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("read"),
+        PROFILE,
+        "nothing written"
+    );
+
+    // The plan as it is now, reviewed, is written exactly.
+    let now = fx
+        .svc
+        .promote(&PromoteRequest {
+            agent: "worker".into(),
+            min_recalls: Some(0),
+            ..Default::default()
+        })
+        .expect("dry run");
+    assert_ne!(now.plan_digest(), digest);
+    let applied = fx.svc.promote(&at(Some(now.plan_digest()))).expect("apply");
+    assert!(applied.written);
+    assert_eq!(
+        applied.plan_digest(),
+        now.plan_digest(),
+        "the apply wrote the reviewed plan"
+    );
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), now.profile_after);
+}

@@ -224,6 +224,7 @@ fn heal(fx: &ServiceFixture, root: &std::path::Path, apply: bool, aggressive: bo
                 apply,
                 aggressive,
                 repo_root: Some(root.to_path_buf()),
+                plan_digest: None,
             },
             &NoProgress,
         )
@@ -672,5 +673,56 @@ fn a_model_configuration_error_is_reported_not_fatal() {
         rows[0].description.contains("memory.model.url"),
         "{}",
         rows[0].description
+    );
+}
+
+/// A heal apply naming the reviewed plan's digest applies that plan; when the plan made at apply time differs
+/// (a stray file appeared since the review), it applies nothing.
+#[test]
+fn a_heal_applies_only_the_reviewed_plan() {
+    let (fx, root) = planted();
+    let req = |apply: bool, plan_digest: Option<String>| HealRequest {
+        apply,
+        repo_root: Some(root.clone()),
+        plan_digest,
+        ..Default::default()
+    };
+    let reviewed = fx.svc.heal(&fx.ctx, req(false, None), &NoProgress).expect("dry run");
+    let digest = reviewed.plan_digest();
+    assert_eq!(digest.len(), 64);
+    let again = fx.svc.heal(&fx.ctx, req(false, None), &NoProgress).expect("dry run");
+    assert_eq!(again.plan_digest(), digest, "the same state plans the same digest");
+
+    let wiki = fx
+        .svc
+        .layout()
+        .topic_path(Scope::Project, Some(PROJECT), &key("stray"))
+        .expect("path");
+    let unreviewed = wiki.with_file_name("unreviewed.md");
+    std::fs::write(&unreviewed, "a hand note written after the review\n").expect("write");
+    let err = fx
+        .svc
+        .heal(&fx.ctx, req(true, Some(digest.clone())), &NoProgress)
+        .expect_err("the plan changed");
+    assert!(
+        matches!(&err, MemoryError::PlanChanged { reviewed: r, current } if *r == digest && *current != digest),
+        "{err:?}"
+    );
+    assert!(unreviewed.exists() && wiki.exists(), "nothing applied");
+    assert!(audit_lines(&fx).iter().all(|l| l["event"] != "heal"), "nothing audited");
+
+    std::fs::remove_file(&unreviewed).expect("remove");
+    let applied = fx
+        .svc
+        .heal(&fx.ctx, req(true, Some(digest.to_uppercase())), &NoProgress)
+        .expect("apply");
+    assert_eq!(applied.plan_digest(), digest);
+    assert_eq!(
+        applied.counts.applied + applied.counts.skipped + applied.counts.failed,
+        reviewed.actions.len()
+    );
+    assert!(
+        applied.counts.applied > 0 && !wiki.exists(),
+        "the reviewed plan was applied"
     );
 }
