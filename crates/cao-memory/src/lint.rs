@@ -32,7 +32,7 @@
 //! has a pending refresh (a store marked it dirty and no flush ran yet) is not compared with its `index.md`.
 //!
 //! Read-only detectors: like every read, lint first brings changes made to the wiki outside the tool into the index
-//! ([`Store::prepare_read_now`]: a topic file added by hand, or written ahead of its row by an interrupted import,
+//! (`Store::prepare_read_now`: a topic file added by hand, or written ahead of its row by an interrupted import,
 //! is indexed; the row of a file removed by hand goes), so only files that cannot be parsed can remain without a
 //! row. After that step lint opens no write transaction and writes no file (project aliases are resolved without
 //! being recorded, no access is counted, `index.md` is not refreshed).
