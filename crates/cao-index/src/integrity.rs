@@ -78,6 +78,8 @@ pub fn check_file(db_path: &Path) -> Result<Option<String>> {
         Err(e) => return Err(e.into()),
     };
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Closing must not checkpoint a damaged file's log into it: what is moved aside stays as it was found.
+    let _ = conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true);
     Ok(quick_check_on(&conn)?)
 }
 

@@ -114,11 +114,12 @@ fn damage_table(home: &TempHome, table: &str) -> PathBuf {
     db
 }
 
+/// The moved-aside database files beside `db` (their `-wal` and `-shm` files, when present, move with them).
 fn aside_files(db: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(db.parent().expect("db dir"))
         .expect("list db dir")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("cli-agent-orchestrator.db.corrupt-"))
+        .filter(|n| n.starts_with("cli-agent-orchestrator.db.corrupt-") && !n.ends_with("-wal") && !n.ends_with("-shm"))
         .collect()
 }
 
