@@ -49,6 +49,17 @@ pub(crate) fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Pr
     if !Settings::load(&home).memory_enabled() {
         return Err(MemoryError::Disabled.into());
     }
+    if let Plan::Repair(a) = &plan {
+        // A damaged database is moved aside before the store opens (opening fails on a file that is not a
+        // database); the open then rebuilds the index from the wiki files into a fresh one.
+        if let Some(damaged) = cao_memory::recover_damaged_index(&home, chrono::Utc::now())? {
+            match a.format {
+                TextFormat::Text => emit(out, &damaged.to_string())?,
+                // The JSON on stdout stays the repair report; what was moved and lost goes to stderr.
+                TextFormat::Json => eprint!("{damaged}"),
+            }
+        }
+    }
     let svc = MemoryService::open(home)?;
     let ctx = TerminalContext::from_env();
     let result = plan.execute(&svc, &ctx, out);

@@ -39,6 +39,7 @@ fn open_hint(reason: &str) -> &'static str {
     } else if r.contains("permission") || r.contains("readonly") || r.contains("read-only") || r.contains("access") {
         "check the owner and mode of the file and its directory (cao needs to read and write both)"
     } else {
-        "move the file aside so a fresh one is created; the index is then rebuilt from the wiki files"
+        "run `cao memory repair` to move the file aside (kept for inspection); the index is then rebuilt from the wiki \
+         files"
     }
 }

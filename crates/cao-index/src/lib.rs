@@ -52,6 +52,7 @@ mod dirty;
 mod edges;
 pub mod error;
 mod follow_up;
+pub mod integrity;
 pub mod journal;
 mod lexical;
 mod outcomes;

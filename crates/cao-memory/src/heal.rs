@@ -3,12 +3,14 @@
 //! `cao.memory.heal/1` (docs/schemas/cao.memory.heal-1.json).
 //!
 //! A run: take the heal lock (`<home>/memory/.heal.lock`, non-blocking: a second heal fails at once naming it),
-//! lint the caller's groups (the run's target), plan, and with `apply` carry the plan out. Without `apply` nothing
+//! bring changes made outside the tool into the index (as every read does, so a topic file not indexed yet is
+//! indexed rather than planned for deletion), lint the caller's groups (the run's target), plan, and with `apply` carry the plan out. Without `apply` nothing
 //! but the lock file is written.
 //!
 //! | finding | fix |
 //! |---|---|
-//! | `orphan_page` `file_without_row` | delete the topic file (refused when a row appeared: the memory is live) |
+//! | `orphan_page` `file_without_row` | delete the topic file (refused when a row appeared, or the file parses as a memory: the next read indexes it) |
+//! | `orphan_page` `unparsable_file` | none: the memory lives in the index; the user fixes the file or deletes the memory |
 //! | `orphan_page` `row_without_file` | delete the index row (refused when a file appeared) |
 //! | `orphan_page` `missing_from_index_md`, `index_md_without_file` | rewrite the container's `index.md` from the index (one action per container) |
 //! | `stale_claim` `path`, `symbol` | remove the first paragraph naming the claim (a new entry; refused when it is the memory's only paragraph) |
@@ -303,6 +305,19 @@ pub(crate) fn heal(
             });
         }
     };
+    if let Some(problem) = store.index().quick_check()? {
+        return Err(MemoryError::Io {
+            context: format!(
+                "the index database {} fails its integrity check; heal changed nothing: run `cao memory repair` to \
+                 rebuild it from the wiki files",
+                store.home().db_path().display()
+            ),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, problem),
+        });
+    }
+    // As every read (and lint): a file the index has not picked up yet is indexed first, never planned as an
+    // orphan to delete.
+    store.prepare_read_now()?;
     let corpus = Corpus::load(store, settings, ctx, req.scope)?;
     let lint_req = LintRequest {
         scope: req.scope,
@@ -414,8 +429,14 @@ pub(crate) fn plan(
         match (f.issue_type, f.kind) {
             (IssueType::OrphanPage, FindingKind::FileWithoutRow) => actions.push(action(
                 HealActionKind::DeleteFile,
-                "delete the topic file that has no index row (its text goes to the audit log)".to_owned(),
+                // The finding says why the file has no row (it cannot be parsed, and the reason).
+                format!("delete it: {} (its text goes to the audit log)", f.description),
             )),
+            (IssueType::OrphanPage, FindingKind::UnparsableFile) => report.without_action.push(no_action(&format!(
+                "the memory lives in the index (`cao memory show {key}` prints its last good text): fix the topic \
+                 file by hand, or remove the memory with `cao memory delete {key}`; deleting the file alone would \
+                 fix nothing"
+            ))),
             (IssueType::OrphanPage, FindingKind::RowWithoutFile) => actions.push(action(
                 HealActionKind::DeleteRow,
                 "delete the index row that has no topic file (its content goes to the audit log)".to_owned(),
@@ -869,5 +890,78 @@ mod tests {
     fn cut_at_a_char_boundary() {
         assert_eq!(cut_bytes("héllo", 2), "h");
         assert_eq!(cut_bytes("abc", 10), "abc");
+    }
+}
+
+#[cfg(test)]
+mod apply_tests {
+    use super::*;
+    use cao_core::{CaoHome, FixedClock};
+    use chrono::{TimeZone, Utc};
+    use std::sync::Arc;
+
+    /// A store on an empty temp home, and the path of topic `key` in project `p` (its directory created).
+    fn store_and_path(dir: &std::path::Path, key: &str) -> (Store, PathBuf) {
+        let clock = Arc::new(FixedClock::new(
+            Utc.timestamp_opt(1_700_000_000, 0).single().expect("time"),
+        ));
+        let store = Store::open(CaoHome::new(dir), Some(Settings::default()), clock).expect("open");
+        let path = store
+            .layout()
+            .topic_path(Scope::Project, Some("p"), &Key::parse_strict(key).expect("key"))
+            .expect("path");
+        std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+        (store, path)
+    }
+
+    fn delete_file(key: &str) -> HealAction {
+        HealAction {
+            action: HealActionKind::DeleteFile,
+            issue_type: IssueType::OrphanPage,
+            container: "p".into(),
+            scope: Scope::Project,
+            scope_id: Some("p".into()),
+            key: Some(key.into()),
+            related_key: None,
+            claim: None,
+            detail: String::new(),
+            status: ActionStatus::Planned,
+            reason: None,
+        }
+    }
+
+    /// A file that parses but has no row yet (added by hand, or written ahead of its row) is a memory the next
+    /// read indexes: the delete is re-checked under the topic lock and refused, even when a plan named it.
+    #[test]
+    fn delete_file_refuses_a_file_that_parses_as_a_memory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, path) = store_and_path(dir.path(), "hand-note");
+        let text = "# hand-note\n<!-- id: 11111111-2222-3333-4444-555555555555 | scope: project | type: project | \
+                    tags: ops -->\n\n## 2026-12-02T12:00:00Z\nThe staging DB password rotates every Monday.\n";
+        std::fs::write(&path, text).expect("write");
+        let mut action = delete_file("hand-note");
+        apply(&store, "test", &mut action);
+        assert_eq!(action.status, ActionStatus::Skipped, "{action:?}");
+        assert!(
+            action
+                .reason
+                .as_deref()
+                .unwrap_or_default()
+                .contains("parses as a memory"),
+            "{action:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).expect("kept"), text);
+    }
+
+    /// A stray file that cannot be parsed and has no row is still deleted (its text goes to the audit line).
+    #[test]
+    fn delete_file_removes_an_unparsable_stray() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (store, path) = store_and_path(dir.path(), "stray-note");
+        std::fs::write(&path, "just some text\n").expect("write");
+        let mut action = delete_file("stray-note");
+        apply(&store, "test", &mut action);
+        assert_eq!(action.status, ActionStatus::Applied, "{action:?}");
+        assert!(!path.exists());
     }
 }

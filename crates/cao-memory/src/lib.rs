@@ -65,6 +65,7 @@ mod explain_table;
 mod export;
 pub mod heal;
 mod import;
+mod index_recovery;
 mod inject;
 mod inject_related;
 mod inspect;
@@ -116,6 +117,7 @@ pub use heal::{
     ActionStatus, HEAL_SCHEMA, HealAction, HealActionKind, HealCounts, HealReport, HealRequest, WithoutAction,
 };
 pub use import::{IMPORT_SCHEMA, ImportOutcome, ImportRequest};
+pub use index_recovery::{DamagedIndex, LostTable, recover_damaged_index};
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
     MAX_CONTEXT_BUDGET, MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, neutralize_delimiters,

@@ -10,31 +10,38 @@
 //!
 //! | issue | kind | severity | cap |
 //! |---|---|---|---|
-//! | `orphan_page` | `file_without_row`, `row_without_file`, `missing_from_index_md`, `index_md_without_file` | warning | 40 per scope |
+//! | `orphan_page` | `file_without_row`, `unparsable_file`, `row_without_file`, `missing_from_index_md`, `index_md_without_file` | warning | 40 per scope |
 //! | `stale_claim` | `path` | error | 200 per run (all kinds) |
 //! | `stale_claim` | `symbol`, `related_key` | warning | (same cap) |
 //! | `poison_frequency` | `access_count` (group of >= 20: count > 5 x p95, > 50, content < 200 chars) | error | 50 |
 //! | `graph_density` | `related_keys` (a key named by the `related_keys` of > 5 memories of its group) | warning | 50 |
 //! | `contradiction` | `model_verdict` (see `lint_contradiction`) | warning | 200 pairs |
 //!
+//! First of all the index database must pass SQLite's `PRAGMA quick_check`: a damaged one gives a single
+//! `index_integrity` error naming `cao memory repair` (which rebuilds it from the wiki files), and nothing else runs.
+//!
 //! Rows without a memory finding say what a pass did not do: `skipped` (info: a poison group under 20 memories,
 //! checks that need a repository root, the contradiction pass without a model), `truncated` (info: a cap cut the
 //! findings; the count left out is in the description) and `incomplete` (warning: the code-symbol search or the
 //! model ran out of time or answered badly). A pass is never silently empty.
 //!
-//! Orphans: a topic file without an index row, an index row without a topic file, a live memory (file and row)
+//! Orphans: a topic file without an index row (after the pickup, only a file that cannot be parsed; the description
+//! says why it cannot), a topic file that cannot be parsed while its row still holds the memory's last good text
+//! (`unparsable_file`), an index row without a topic file, a live memory (file and row)
 //! not listed in its container's `index.md`, and an `index.md` line naming neither. A container whose `index.md`
 //! has a pending refresh (a store marked it dirty and no flush ran yet) is not compared with its `index.md`.
 //!
-//! Read-only: lint opens no write transaction and writes no file (project aliases are resolved without being
-//! recorded, no access is counted, `index.md` is not refreshed). A test compares every file of a home and the
-//! database bytes before and after.
+//! Read-only detectors: like every read, lint first brings changes made to the wiki outside the tool into the index
+//! (`Store::prepare_read_now`: a topic file added by hand, or written ahead of its row by an interrupted import,
+//! is indexed; the row of a file removed by hand goes), so only files that cannot be parsed can remain without a
+//! row. After that step lint opens no write transaction and writes no file (project aliases are resolved without
+//! being recorded, no access is counted, `index.md` is not refreshed).
 
 use crate::code_search;
 use crate::error::MemoryError;
 use crate::lint_claims;
 use crate::lint_contradiction;
-use crate::lint_report::{Corpus, Group};
+use crate::lint_report::{Corpus, Group, one_line};
 pub use crate::lint_report::{
     DESCRIPTION_MAX_CHARS, FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintReport, LintRequest,
     Severity,
@@ -101,8 +108,41 @@ pub(crate) fn lint(
     model: Result<&dyn Model, &ModelError>,
     progress: &dyn Progress,
 ) -> Result<LintReport, MemoryError> {
+    if let Some(problem) = store.index().quick_check()? {
+        return Ok(damaged_index_report(store, req, &problem));
+    }
+    // As every read: files changed, added or removed outside the tool are brought into the index first, so a
+    // file the index has not picked up yet is indexed, not judged an orphan.
+    store.prepare_read_now()?;
     let corpus = Corpus::load(store, settings, ctx, req.scope)?;
     lint_corpus(store, &corpus, ctx, req, model, progress)
+}
+
+/// The report of a run on a damaged index database: one `index_integrity` error naming the remedy; no other
+/// detector runs (they all read through the damaged index).
+fn damaged_index_report(store: &Store, req: &LintRequest, problem: &str) -> LintReport {
+    let finding = LintFinding::new(
+        IssueType::IndexIntegrity,
+        FindingKind::QuickCheck,
+        Severity::Error,
+        format!(
+            "the index database {} fails its integrity check ({problem}); run `cao memory repair` to rebuild it \
+             from the wiki files (no other check ran)",
+            store.home().db_path().display()
+        ),
+    );
+    LintReport {
+        schema: LINT_SCHEMA,
+        scope: req.scope,
+        repo_root: req.repo_root.as_ref().map(|p| p.display().to_string()),
+        model: "none".to_owned(),
+        memories: 0,
+        counts: LintCounts {
+            error: 1,
+            ..LintCounts::default()
+        },
+        findings: vec![finding],
+    }
 }
 
 /// [`lint`] over a loaded corpus (heal plans from the same rows).
@@ -190,12 +230,14 @@ fn orphans(store: &Store, corpus: &Corpus, progress: &dyn Progress) -> Result<Ve
         .map(|m| m.container)
         .collect();
     let mut files: HashMap<Group, BTreeSet<String>> = HashMap::new();
+    let mut scanned: HashMap<(Group, &str), &cao_wiki::ScannedTopic> = HashMap::new();
     for t in &scan.topics {
         let g = Group {
             scope: t.scope,
             scope_id: t.scope_id.clone(),
         };
-        files.entry(g).or_default().insert(t.key.to_string());
+        files.entry(g.clone()).or_default().insert(t.key.to_string());
+        scanned.insert((g, t.key.as_str()), t);
     }
     let mut listed: HashMap<String, Option<BTreeSet<String>>> = HashMap::new();
     let mut per_scope: BTreeMap<Scope, Vec<LintFinding>> = BTreeMap::new();
@@ -207,16 +249,51 @@ fn orphans(store: &Store, corpus: &Corpus, progress: &dyn Progress) -> Result<Ve
         let on_disk = files.get(g).unwrap_or(&empty);
         let out = per_scope.entry(g.scope).or_default();
         for key in on_disk.difference(&keys) {
+            let path = scanned.get(&(g.clone(), key.as_str())).map(|t| t.path.as_path());
+            let description = match path.and_then(unparsable) {
+                Some(reason) => format!(
+                    "topic file wiki/{} cannot be parsed: {reason}; it has no index row",
+                    g.rel_path(key)
+                ),
+                None => format!("topic file wiki/{} has no index row", g.rel_path(key)),
+            };
             out.push(
                 LintFinding::new(
                     IssueType::OrphanPage,
                     FindingKind::FileWithoutRow,
                     Severity::Warning,
-                    format!("topic file wiki/{} has no index row", g.rel_path(key)),
+                    description,
                 )
                 .in_group(g)
                 .key(key),
             );
+        }
+        // A file that no longer agrees with its row (another stamp or path than the row recorded) and cannot be
+        // parsed: the walk left the row, which still holds the memory's last good text. Files agreeing with their
+        // rows were parsed when written and are not read.
+        for row in rows {
+            let Some(t) = scanned.get(&(g.clone(), row.key.as_str())) else {
+                continue;
+            };
+            if t.stamp.is_some() && row.file_stamp == t.stamp && Path::new(&row.file_path) == t.path {
+                continue;
+            }
+            if let Some(reason) = unparsable(&t.path) {
+                out.push(
+                    LintFinding::new(
+                        IssueType::OrphanPage,
+                        FindingKind::UnparsableFile,
+                        Severity::Warning,
+                        format!(
+                            "topic file wiki/{} cannot be parsed: {reason}; the index row still holds the memory's \
+                             last good text",
+                            g.rel_path(row.key.as_str())
+                        ),
+                    )
+                    .in_group(g)
+                    .key(row.key.as_str()),
+                );
+            }
         }
         for key in keys.difference(on_disk) {
             out.push(
@@ -279,6 +356,16 @@ fn orphans(store: &Store, corpus: &Corpus, progress: &dyn Progress) -> Result<Ve
         ));
     }
     Ok(out)
+}
+
+/// Why the topic file at `path` cannot be parsed (one line, at most 100 characters), `None` when it parses or is
+/// gone.
+fn unparsable(path: &Path) -> Option<String> {
+    match cao_wiki::read_topic_file(path) {
+        Ok(_) => None,
+        Err(cao_wiki::WikiError::Corrupt { reason }) => Some(one_line(&reason, 100)),
+        Err(e) => Some(one_line(&e.to_string(), 100)),
+    }
 }
 
 /// The link targets of a container's `index.md` (`- [key](target) ...` lines); `Some(empty)` when the file is

@@ -20,6 +20,8 @@ pub const DESCRIPTION_MAX_CHARS: usize = 200;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IssueType {
+    /// The index database fails SQLite's integrity check (`cao memory repair` rebuilds it from the wiki files).
+    IndexIntegrity,
     /// A topic file, index row and `index.md` line that do not agree.
     OrphanPage,
     /// A path, code symbol or related key named by a memory that does not exist.
@@ -36,6 +38,7 @@ impl IssueType {
     /// The wire name (`orphan_page`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
+            IssueType::IndexIntegrity => "index_integrity",
             IssueType::OrphanPage => "orphan_page",
             IssueType::StaleClaim => "stale_claim",
             IssueType::PoisonFrequency => "poison_frequency",
@@ -74,6 +77,8 @@ impl Severity {
 pub enum FindingKind {
     /// `orphan_page`: a topic file without an index row.
     FileWithoutRow,
+    /// `orphan_page`: a topic file that cannot be parsed, whose index row still holds the memory's last good text.
+    UnparsableFile,
     /// `orphan_page`: an index row without a topic file.
     RowWithoutFile,
     /// `orphan_page`: a live memory missing from its container's `index.md`.
@@ -92,6 +97,8 @@ pub enum FindingKind {
     RelatedKeys,
     /// `contradiction`: the model's verdict on a pair.
     ModelVerdict,
+    /// `index_integrity`: what SQLite's `PRAGMA quick_check` reported (error).
+    QuickCheck,
     /// A pass or group that was not checked (info).
     Skipped,
     /// Findings a cap left out (info).

@@ -478,14 +478,29 @@ impl Store {
     ///
     /// Errors: [`MemoryError::Io`] when the database was removed or replaced.
     pub(crate) fn prepare_read(&self) -> Result<(), MemoryError> {
+        self.prepare_read_walking(false)
+    }
+
+    /// [`Store::prepare_read`] that walks now, due or not (even while another thread of this process walks): the
+    /// step of the maintenance commands (lint, heal), which judge files against rows and must not mistake a file
+    /// the index has not picked up yet (added by hand, or written ahead of its row by an interrupted import) for
+    /// an orphan. Files that cannot be parsed are logged at debug level only: the caller reports them.
+    ///
+    /// Errors: as [`Store::prepare_read`].
+    pub(crate) fn prepare_read_now(&self) -> Result<(), MemoryError> {
+        self.prepare_read_walking(true)
+    }
+
+    fn prepare_read_walking(&self, force: bool) -> Result<(), MemoryError> {
         self.ensure_index_current()?;
         let started = Instant::now();
         {
             let mut p = self.pickup_state();
-            let due = !p.walking
-                && p.last.is_none_or(|(at, cost)| {
-                    started.duration_since(at) >= PICKUP_INTERVAL.max(cost.saturating_mul(PICKUP_COST_FACTOR))
-                });
+            let due = force
+                || !p.walking
+                    && p.last.is_none_or(|(at, cost)| {
+                        started.duration_since(at) >= PICKUP_INTERVAL.max(cost.saturating_mul(PICKUP_COST_FACTOR))
+                    });
             if !due {
                 return Ok(());
             }
@@ -507,7 +522,12 @@ impl Store {
                     "picked up changes made to the wiki files outside cao"
                 );
                 for u in &report.unparsable {
-                    tracing::warn!("a topic file cannot be parsed and stays out of the index: {u}");
+                    if force {
+                        // Lint and heal report these files as findings of their own.
+                        tracing::debug!("a topic file cannot be parsed and stays out of the index: {u}");
+                    } else {
+                        tracing::warn!("a topic file cannot be parsed and stays out of the index: {u}");
+                    }
                 }
             }
             Ok(_) => {}
@@ -1347,6 +1367,15 @@ impl Store {
             Presence::Both | Presence::FileOnly => {
                 let bytes = std::fs::read(locked.path())
                     .map_err(|e| io_err(format!("reading {}", locked.path().display()), e))?;
+                // A file without a row that parses is a memory the index has not picked up yet (added by hand,
+                // or written ahead of its row): the next read indexes it; it is never deleted as an orphan.
+                if want == Presence::FileOnly
+                    && std::str::from_utf8(&bytes).is_ok_and(|text| cao_wiki::Topic::parse(text).is_ok())
+                {
+                    return refused(
+                        "the topic file parses as a memory: the next read indexes it (it is not an orphan)",
+                    );
+                }
                 String::from_utf8_lossy(&bytes).into_owned()
             }
         };

@@ -26,6 +26,7 @@ mod journal_cli;
 mod learning_cli;
 mod lifecycle_e2e;
 mod lint_cli;
+mod maintenance_cli;
 mod memory_cli;
 mod reference_home;
 mod relationships_cli;
