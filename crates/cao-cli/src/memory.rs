@@ -375,11 +375,12 @@ impl Plan {
                 let text = match format {
                     TextFormat::Text => format!(
                         "Purged memory '{key}' (scope: {scope}): {} version(s) erased from the journal, {} summary \
-                         line(s) dropped, file {}, index row {}.\n",
+                         line(s) dropped, file {}, index row {}, {} audit line(s) scrubbed.\n",
                         r.versions_purged,
                         r.lines_dropped,
                         if r.file_deleted { "removed" } else { "absent" },
                         if r.row_deleted { "removed" } else { "absent" },
+                        r.audit_lines_scrubbed,
                     ),
                     TextFormat::Json => schema_object(PURGE_SCHEMA, &r)?,
                 };

@@ -299,6 +299,8 @@ pub struct PurgeReport {
     pub snapshots_withdrawn: u64,
     /// Another connection kept the WAL from being truncated.
     pub wal_busy: bool,
+    /// Audit log lines about the memory whose text fields (`removed`, `claim`, `previous`) now read `[purged]`.
+    pub audit_lines_scrubbed: u64,
     /// The (former) topic file.
     pub path: String,
 }
@@ -353,6 +355,7 @@ pub async fn purge_memory(
             lines_dropped: r.lines_dropped,
             snapshots_withdrawn: r.snapshots_withdrawn,
             wal_busy: r.wal_busy,
+            audit_lines_scrubbed: r.audit_lines_scrubbed,
             path: r.path,
         }))
     })
