@@ -215,7 +215,7 @@ impl AuditLog {
             let entry = entry?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else { continue };
-            if !(name.starts_with("audit-") && name.ends_with(".jsonl")) || !entry.file_type()?.is_file() {
+            if !(name.starts_with("audit-") && name.ends_with(".jsonl") && entry.file_type()?.is_file()) {
                 continue;
             }
             let path = entry.path();
