@@ -638,6 +638,74 @@ mod tests {
     }
 
     #[test]
+    fn scrub_keeps_every_line_and_every_concurrent_append() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = AuditLog::new(&dir.path().join("memory"));
+        let ts = Utc.with_ymd_and_hms(2026, 4, 16, 10, 30, 0).single().expect("ts");
+        let compact = |key: &'static str, scope_id: Option<&'static str>| CompactAuditRecord {
+            ts,
+            key,
+            scope: Scope::Project,
+            scope_id,
+            actor: "operator",
+            model: "command:m",
+            previous: "the phrase purplezebra4411",
+        };
+        log.append_line(ts, &compact("leaked", Some("p")).line())
+            .expect("append");
+        log.append_line(ts, &compact("leaked", Some("other")).line())
+            .expect("append");
+        log.append_line(ts, &compact("kept", Some("p")).line()).expect("append");
+        let writers: Vec<_> = (0..4)
+            .map(|t| {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    for i in 0..100 {
+                        let actor = format!("t{t}-{i}");
+                        log.append(&AuditRecord {
+                            actor: &actor,
+                            ..rec("leaked", "x")
+                        })
+                        .expect("append");
+                    }
+                })
+            })
+            .collect();
+        let mut scrubbed = 0;
+        for _ in 0..20 {
+            scrubbed += log.scrub(Scope::Project, Some("p"), "leaked").expect("scrub");
+        }
+        for w in writers {
+            w.join().expect("writer");
+        }
+        assert_eq!(scrubbed, 1, "one line about the memory carried text, once");
+        let text = std::fs::read_to_string(log.path_for(ts.date_naive())).expect("read");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+            .collect();
+        assert_eq!(lines.len(), 3 + 400, "no line lost, appended or scrubbed");
+        assert_eq!(lines[0]["previous"], PURGED_MARKER);
+        assert_eq!(
+            text.lines()
+                .next()
+                .map(|l| l.find("\"previous\"") > l.find("\"model\"")),
+            Some(true),
+            "fields keep their order"
+        );
+        assert_eq!(
+            text.matches("purplezebra4411").count(),
+            2,
+            "another scope id and another key keep theirs"
+        );
+        assert_eq!(
+            log.scrub(Scope::Project, Some("p"), "leaked").expect("again"),
+            0,
+            "nothing left"
+        );
+    }
+
+    #[test]
     fn event_wire_names() {
         for (e, n) in [
             (AuditEvent::Store, "store"),
