@@ -361,7 +361,7 @@ impl Plan {
             }
             Plan::Purge { key, scope, format } => {
                 let r = svc.purge(ctx, key, Some(*scope))?;
-                if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 {
+                if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 && r.audit_lines_scrubbed == 0 {
                     return Err(CliError::failure(format!(
                         "memory '{key}' not found in scope '{scope}' (no file, no index row, no journal entry)"
                     )));

@@ -648,7 +648,8 @@ pub(crate) fn purge_memory(
                 .to_owned(),
             source,
         })?;
-    let action = if purged.file_existed || purged.row_existed || purged.journal.versions > 0 {
+    let action = if purged.file_existed || purged.row_existed || purged.journal.versions > 0 || audit_lines_scrubbed > 0
+    {
         "purged"
     } else {
         "absent"

@@ -315,6 +315,25 @@ fn purge_erases_the_text_compaction_and_heal_left_in_the_audit_log() {
         before.iter().filter(|l| about_leaked(l)).count() + 1,
         "no line about the memory was dropped; the purge added its own: {after:#?}"
     );
+
+    // A topic file without an index row that heal deleted left its whole text in the audit log only: purging its
+    // key erases it there, and counts as found.
+    let orphan = home.home().join(format!("memory/{PROJECT}/wiki/project/stray-note.md"));
+    std::fs::write(&orphan, format!("# stray-note\n\nThe vault phrase was {SECRET}.\n")).expect("write orphan");
+    let heal = cao(
+        &home,
+        &["memory", "heal", "--scope", "project", "--repo-root", &root, "--apply"],
+    );
+    assert_eq!(heal.code, Some(0), "{}", heal.transcript());
+    assert!(!orphan.exists(), "heal deleted the orphan: {}", heal.transcript());
+    assert!(
+        !files_holding(home.home(), SECRET.as_bytes()).is_empty(),
+        "its text is in the audit log"
+    );
+    let out = cao(&home, &["memory", "purge", "stray-note", "--yes"]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert!(out.stdout.contains("1 audit line(s) scrubbed"), "{}", out.transcript());
+    assert_eq!(files_holding(home.home(), SECRET.as_bytes()), Vec::<String>::new());
 }
 
 /// Run the Claude Code hook for `event` with `session_id`, cwd = the home's work dir, `env` added.

@@ -336,7 +336,7 @@ pub async fn purge_memory(
     let flush = state.flush.clone();
     with_service(&state, move |svc| {
         let r = svc.purge(&ctx, &key, Some(scope))?;
-        if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 {
+        if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 && r.audit_lines_scrubbed == 0 {
             return Err(ApiError::not_found(format!(
                 "no memory {:?} in scope {scope}",
                 key.as_str()
