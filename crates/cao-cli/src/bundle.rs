@@ -307,6 +307,22 @@ pub(crate) fn import_text(o: &ImportOutcome, source: &str) -> String {
     for (rel, reason) in &r.errors {
         let _ = writeln!(s, "  rejected '{}': {}", one_line(rel), one_line(reason));
     }
+    if r.past_retention > 0 {
+        let days = r
+            .target_scope
+            .parse::<cao_core::Scope>()
+            .ok()
+            .and_then(cao_memory::retention::retention_days)
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  warning: {} {} topic(s) were last updated more than {days} days ago, past the retention horizon: \
+             the next retention cleanup (at every cao-server start, or `cao memory cleanup`) removes them; import \
+             them into the global scope, or as type user or feedback, to keep them",
+            r.past_retention,
+            if r.dry_run { "planned" } else { "imported" },
+        );
+    }
     s
 }
 

@@ -372,7 +372,7 @@ impl Plan {
             }
             Plan::Purge { key, scope, format } => {
                 let r = svc.purge(ctx, key, Some(*scope))?;
-                if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 {
+                if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 && r.audit_lines_scrubbed == 0 {
                     return Err(CliError::failure(format!(
                         "memory '{key}' not found in scope '{scope}' (no file, no index row, no journal entry)"
                     )));
@@ -386,11 +386,12 @@ impl Plan {
                 let text = match format {
                     TextFormat::Text => format!(
                         "Purged memory '{key}' (scope: {scope}): {} version(s) erased from the journal, {} summary \
-                         line(s) dropped, file {}, index row {}.\n",
+                         line(s) dropped, file {}, index row {}, {} audit line(s) scrubbed.\n",
                         r.versions_purged,
                         r.lines_dropped,
                         if r.file_deleted { "removed" } else { "absent" },
                         if r.row_deleted { "removed" } else { "absent" },
+                        r.audit_lines_scrubbed,
                     ),
                     TextFormat::Json => schema_object(PURGE_SCHEMA, &r)?,
                 };

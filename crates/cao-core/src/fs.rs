@@ -484,6 +484,25 @@ pub fn try_lock_exclusive(lock_path: &Path) -> io::Result<Option<File>> {
     }
 }
 
+/// Block until the shared advisory lock (`flock`, std [`File::lock_shared`]) on `lock_path` is held: any number of
+/// shared holders at once, none while an exclusive holder ([`lock_exclusive`], [`try_lock_exclusive`]) has it. The
+/// lock file is created with mode 0600 when missing (its directory must exist), opened with `O_NOFOLLOW` (a symlink
+/// at `lock_path` is refused) and stays on disk. The lock is released when the returned file is dropped.
+///
+/// Errors: the I/O error of opening or locking (`ELOOP` for a symlink).
+pub fn lock_shared(lock_path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(PRIVATE_FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(lock_path)?;
+    file.lock_shared()?;
+    Ok(file)
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods, reason = "test setup writes fixture files directly")]
 mod tests {
@@ -765,6 +784,30 @@ mod tests {
             io::ErrorKind::AlreadyExists
         );
         assert!(create_dir(&d.path().join("x").join("y")).is_err(), "parent must exist");
+    }
+
+    #[test]
+    fn shared_locks_coexist_and_exclude_the_exclusive_holder() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let p = d.path().join(".audit.lock");
+        let a = lock_shared(&p).expect("shared");
+        let b = lock_shared(&p).expect("a second shared holder");
+        assert_eq!(mode(&p), 0o600);
+        assert!(
+            try_lock_exclusive(&p).expect("no error").is_none(),
+            "readers exclude the writer"
+        );
+        drop((a, b));
+        let x = try_lock_exclusive(&p).expect("lock").expect("free");
+        let probe = OpenOptions::new().read(true).open(&p).expect("open");
+        assert!(
+            matches!(probe.try_lock_shared(), Err(fs::TryLockError::WouldBlock)),
+            "the writer excludes readers"
+        );
+        drop(x);
+        let link = d.path().join(".link.lock");
+        std::os::unix::fs::symlink(&p, &link).expect("symlink");
+        assert!(lock_shared(&link).is_err(), "a symlink is not followed");
     }
 
     #[test]

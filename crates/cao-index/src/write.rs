@@ -500,14 +500,38 @@ pub(crate) fn insert_new_many(tx: &Transaction<'_>, rows: &[&MemoryRow]) -> Resu
     ))
 }
 
-/// The body of [`Index::delete`] inside an open write transaction: whether a row existed.
+/// The body of [`Index::delete`] inside an open write transaction: whether a row existed. The deleted key is
+/// also dropped from the `related_keys` of the rows of its scope and scope id that name it
+/// ([`drop_related_key_in`]), in the same transaction.
 pub(crate) fn delete_in(tx: &Connection, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
     let Some((id, search_rowid)) = find_identity(tx, scope, scope_id, key.as_str())? else {
         return Ok(false);
     };
     delete_row(tx, &id, search_rowid, true)?;
+    drop_related_key_in(tx, scope, scope_id, key.as_str())?;
     dirty::mark(tx, Container::of(scope, scope_id).as_str())?;
     Ok(true)
+}
+
+/// Remove `key` from the `related_keys` csv of every row of `scope`/`scope_id` naming it, once no row of that
+/// scope and scope id has the key any more (a related key names a memory of the same scope and scope id, spec
+/// reference-facts "Compiler"; one naming a missing memory is a lint `stale_claim`). The csv keeps the order of
+/// the other keys; a csv left empty becomes `""` ("computed, none found"), never NULL. Returns how many rows
+/// changed. One statement over the container's rows (`idx_memory_scope`); only the rows naming the key are
+/// written.
+///
+/// Errors: SQLite errors.
+pub(crate) fn drop_related_key_in(tx: &Connection, scope: Scope, scope_id: Option<&str>, key: &str) -> Result<usize> {
+    Ok(tx
+        .prepare_cached(
+            "UPDATE memory_metadata
+             SET related_keys = trim(replace(',' || related_keys || ',', ',' || ?1 || ',', ','), ',')
+             WHERE scope = ?2 AND scope_id IS ?3 AND related_keys IS NOT NULL
+               AND instr(',' || related_keys || ',', ',' || ?1 || ',') > 0
+               AND NOT EXISTS (SELECT 1 FROM memory_metadata m
+                               WHERE m.\"key\" = ?1 AND m.scope = ?2 AND m.scope_id IS ?3)",
+        )?
+        .execute(params![key, scope.as_str(), scope_id])?)
 }
 
 /// The body of [`Index::set_related_keys`] inside an open write transaction (the length check included).

@@ -6,7 +6,7 @@
 //!
 //! Line: `{"ts":"2026-04-16T10:30:00.123Z","event":"store","key":"k","scope":"project","scope_id":"abc",
 //! "actor":"t-1","outcome":"created"}` followed by `\n`. `scope_id` is `null` for global and federated memories.
-//! Never content, never tags, except in `heal` lines (below).
+//! Never content, never tags, except in `heal` and `compact` lines (below).
 //!
 //! A `heal` line (one per applied heal action) adds `issue_type`, `claim` (the stale path or symbol, or the
 //! dropped related key) and `removed`: what the action took away, so nothing heal deletes is lost: a deleted
@@ -18,6 +18,9 @@
 //! article replaced it (at most [`MAX_PREVIOUS_BYTES`], redacted as `removed` is; the text also stays in the topic
 //! file's earlier entries and in the journal).
 //!
+//! Purge: `cao memory purge` replaces those text fields (`removed`, `claim`, `previous`) of every line about the
+//! purged memory (same key, scope and scope id) with `[purged]` ([`AuditLog::scrub`]); the lines stay.
+//!
 //! Invariants:
 //! - Every string field is at most [`MAX_FIELD_CHARS`] characters (longer values are cut and end with `…`), and
 //!   JSON escaping turns every control character into an escape, so a line is one line and at most a few KiB.
@@ -25,7 +28,9 @@
 //!   planted at the log path is refused, never followed. An existing file that is not a regular file or whose
 //!   mode grants group/other access is refused too.
 //! - Each line is written with one `write` call on an `O_APPEND` descriptor, so lines from concurrent threads and
-//!   processes never interleave.
+//!   processes never interleave. Appenders hold the shared lock on `memory/.audit.lock` while they open and write;
+//!   the purge's rewrite holds it exclusively from reading a file to replacing it, so an append is either in the
+//!   file it reads or made to the replacement, never lost.
 //! - A day's file stops growing at [`DAY_CAP_BYTES`] (further events of that day are dropped with a warning).
 //! - Writing is best effort: a failure is logged as a warning on stderr and never fails the memory operation.
 
@@ -174,6 +179,73 @@ impl AuditLog {
         self.dir.join(format!("audit-{}.jsonl", day.format("%Y-%m-%d")))
     }
 
+    /// The lock file of the log: `memory/.audit.lock`, beside `logs/`. Appenders hold it shared, [`AuditLog::scrub`]
+    /// exclusively.
+    pub fn lock_path(&self) -> PathBuf {
+        self.dir.parent().unwrap_or(&self.dir).join(".audit.lock")
+    }
+
+    /// Erase the text a purged memory left in the log: in every line whose `key`, `scope` and `scope_id` are the
+    /// memory's, each text-bearing field ([`TEXT_FIELDS`]: a heal line's `removed` and `claim`, a compact line's
+    /// `previous`) is replaced by [`PURGED_MARKER`]; the line itself (event, time, actor, outcome) stays, and so
+    /// does its field order. Every other line is kept byte for byte. Each daily file that changes is replaced
+    /// atomically ([`cao_core::fs::atomic_write_with`], fsynced) while the exclusive log lock is held, so appends
+    /// from other threads and processes (which hold it shared) wait and are never lost. Returns how many lines
+    /// were scrubbed; no log directory means 0.
+    ///
+    /// Errors: the directory or a daily file is a symlink or not what it should be; the lock, a read or a write
+    /// failed (files replaced before the failure stay scrubbed).
+    pub fn scrub(&self, scope: Scope, scope_id: Option<&str>, key: &str) -> io::Result<u64> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        match std::fs::symlink_metadata(&self.dir) {
+            Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
+                return Err(io::Error::other(format!(
+                    "{} is not a directory (symlinks are not followed)",
+                    self.dir.display()
+                )));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(e),
+        }
+        let _exclusive = cao_core::fs::lock_exclusive(&self.lock_path())?;
+        let mut scrubbed = 0;
+        for entry in std::fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if !(name.starts_with("audit-") && name.ends_with(".jsonl") && entry.file_type()?.is_file()) {
+                continue;
+            }
+            let path = entry.path();
+            let mut text = String::new();
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&path)
+                .and_then(|mut f| f.read_to_string(&mut text))
+                .map_err(|e| io::Error::new(e.kind(), format!("reading {}: {e}", path.display())))?;
+            let mut out = String::with_capacity(text.len());
+            let mut changed = 0;
+            for line in text.split_inclusive('\n') {
+                match scrub_line(line, scope, scope_id, key) {
+                    Some(new) => {
+                        out.push_str(&new);
+                        changed += 1;
+                    }
+                    None => out.push_str(line),
+                }
+            }
+            if changed > 0 {
+                cao_core::fs::atomic_write_with(&path, out.as_bytes(), cao_core::fs::WriteOptions::private())
+                    .map_err(|e| io::Error::new(e.kind(), format!("rewriting {}: {e}", path.display())))?;
+                scrubbed += changed;
+            }
+        }
+        Ok(scrubbed)
+    }
+
     /// Append `record` to the file of its UTC day, in one write.
     ///
     /// Errors (the caller logs them; see [`AuditLog::record`]): the directory is a symlink or cannot be
@@ -200,6 +272,8 @@ impl AuditLog {
             }
             Err(e) => return Err(e),
         }
+        // Appenders share the lock; a purge's rewrite takes it exclusively, so no line appended meanwhile is lost.
+        let _shared = cao_core::fs::lock_shared(&self.lock_path())?;
         let path = self.path_for(ts.date_naive());
         let mut file = std::fs::OpenOptions::new()
             .append(true)
@@ -247,6 +321,80 @@ impl AuditLog {
             );
         }
     }
+}
+
+/// What replaces a purged memory's text in its audit lines ([`AuditLog::scrub`]).
+pub const PURGED_MARKER: &str = "[purged]";
+
+/// The fields of an audit line that can carry a memory's text: `removed` and `claim` (heal lines) and `previous`
+/// (compact lines).
+pub const TEXT_FIELDS: [&str; 3] = ["removed", "claim", "previous"];
+
+/// A JSON object whose members keep their order (serde_json's own map sorts them).
+struct OrderedObject(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for OrderedObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = OrderedObject;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<OrderedObject, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, serde_json::Value>()? {
+                    members.push(member);
+                }
+                Ok(OrderedObject(members))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl Serialize for OrderedObject {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// `line` (ending with `\n` or not) with its text fields replaced by [`PURGED_MARKER`] when it is about the memory
+/// `key` of `scope`/`scope_id` and carries text; `None` when it stays as it is (another memory, no text, already
+/// scrubbed, or not a JSON object).
+fn scrub_line(line: &str, scope: Scope, scope_id: Option<&str>, key: &str) -> Option<String> {
+    let body = line.strip_suffix('\n').unwrap_or(line);
+    if !TEXT_FIELDS.iter().any(|f| body.contains(&format!("\"{f}\""))) {
+        return None;
+    }
+    let mut obj: OrderedObject = serde_json::from_str(body).ok()?;
+    let field = |name: &str| obj.0.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+    let same = field("key").and_then(|v| v.as_str()) == Some(key)
+        && field("scope").and_then(|v| v.as_str()) == Some(scope.as_str())
+        && field("scope_id").and_then(|v| v.as_str()) == scope_id;
+    if !same {
+        return None;
+    }
+    let mut changed = false;
+    for (k, v) in &mut obj.0 {
+        if TEXT_FIELDS.contains(&k.as_str()) && v.as_str() != Some(PURGED_MARKER) {
+            *v = serde_json::Value::String(PURGED_MARKER.to_owned());
+            changed = true;
+        }
+    }
+    if !changed {
+        return None;
+    }
+    let mut out = serde_json::to_string(&obj).ok()?;
+    if line.ends_with('\n') {
+        out.push('\n');
+    }
+    Some(out)
 }
 
 /// Most bytes of a stripped paragraph kept in a `heal` line's `removed` field (spec/reference-facts.md "Heal").
@@ -487,6 +635,74 @@ mod tests {
         );
         assert!(!line.contains("AKIAABCDEFGHIJKLMNOP"));
         assert!(kept.len() <= MAX_PREVIOUS_BYTES + 40);
+    }
+
+    #[test]
+    fn scrub_keeps_every_line_and_every_concurrent_append() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = AuditLog::new(&dir.path().join("memory"));
+        let ts = Utc.with_ymd_and_hms(2026, 4, 16, 10, 30, 0).single().expect("ts");
+        let compact = |key: &'static str, scope_id: Option<&'static str>| CompactAuditRecord {
+            ts,
+            key,
+            scope: Scope::Project,
+            scope_id,
+            actor: "operator",
+            model: "command:m",
+            previous: "the phrase purplezebra4411",
+        };
+        log.append_line(ts, &compact("leaked", Some("p")).line())
+            .expect("append");
+        log.append_line(ts, &compact("leaked", Some("other")).line())
+            .expect("append");
+        log.append_line(ts, &compact("kept", Some("p")).line()).expect("append");
+        let writers: Vec<_> = (0..4)
+            .map(|t| {
+                let log = log.clone();
+                std::thread::spawn(move || {
+                    for i in 0..100 {
+                        let actor = format!("t{t}-{i}");
+                        log.append(&AuditRecord {
+                            actor: &actor,
+                            ..rec("leaked", "x")
+                        })
+                        .expect("append");
+                    }
+                })
+            })
+            .collect();
+        let mut scrubbed = 0;
+        for _ in 0..20 {
+            scrubbed += log.scrub(Scope::Project, Some("p"), "leaked").expect("scrub");
+        }
+        for w in writers {
+            w.join().expect("writer");
+        }
+        assert_eq!(scrubbed, 1, "one line about the memory carried text, once");
+        let text = std::fs::read_to_string(log.path_for(ts.date_naive())).expect("read");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+            .collect();
+        assert_eq!(lines.len(), 3 + 400, "no line lost, appended or scrubbed");
+        assert_eq!(lines[0]["previous"], PURGED_MARKER);
+        assert_eq!(
+            text.lines()
+                .next()
+                .map(|l| l.find("\"previous\"") > l.find("\"model\"")),
+            Some(true),
+            "fields keep their order"
+        );
+        assert_eq!(
+            text.matches("purplezebra4411").count(),
+            2,
+            "another scope id and another key keep theirs"
+        );
+        assert_eq!(
+            log.scrub(Scope::Project, Some("p"), "leaked").expect("again"),
+            0,
+            "nothing left"
+        );
     }
 
     #[test]

@@ -67,7 +67,7 @@ pub struct ImportOutcome {
     /// Whether the bundle was an archive (else a directory).
     pub archive: bool,
     /// The report: `imported`, `skipped_conflict`, `replaced`, `merged`, `rejected`, `see_also_dropped`,
-    /// `bodies_escaped`, `timestamps_clamped`, `errors` (bundle path -> reason), `target_scope`,
+    /// `bodies_escaped`, `timestamps_clamped`, `past_retention`, `errors` (bundle path -> reason), `target_scope`,
     /// `target_scope_id`, `dry_run`.
     #[serde(flatten)]
     pub report: ImportReport,
@@ -162,13 +162,28 @@ pub(crate) fn import(
     if !req.dry_run {
         stopped = execute(store, ctx, &mut plan.files, &prepared, scope_id.as_deref(), progress);
     }
+    let mut report = ImportReport::from_plans(&opts, &plan.files);
+    report.past_retention = past_retention(req.scope, &plan.files, opts.now);
     Ok(ImportOutcome {
         schema: IMPORT_SCHEMA,
         source: req.source.display().to_string(),
         archive: read.archive,
-        report: ImportReport::from_plans(&opts, &plan.files),
+        report,
         stopped,
     })
+}
+
+/// How many written (or, in a dry run, planned) topics of `files` are already expired at `now` by the retention
+/// rule of `scope` ([`crate::retention::is_expired`] on the entry time: an imported topic is last updated at its
+/// bundle timestamp), so the next retention cleanup removes them.
+fn past_retention(scope: Scope, files: &[cao_okf::FilePlan], now: DateTime<Utc>) -> usize {
+    files
+        .iter()
+        .filter(|f| match &f.outcome {
+            FileOutcome::Write(w) => crate::retention::is_expired(scope, w.memory_type, w.entry_time, now),
+            _ => false,
+        })
+        .count()
 }
 
 /// Step 5: run the planned writes in batches; returns the storage failure that stopped the run, if any.

@@ -252,6 +252,8 @@ pub struct PurgeResult {
     /// True when another connection kept the WAL from being truncated (its old frames are overwritten by the next
     /// checkpoint; run the purge again to force it).
     pub wal_busy: bool,
+    /// Audit log lines about the memory whose text fields were replaced by [`crate::audit::PURGED_MARKER`].
+    pub audit_lines_scrubbed: u64,
     /// The (former) topic file.
     pub path: String,
 }
@@ -648,7 +650,15 @@ pub(crate) fn purge_memory(
     crate::audit_relationships::relationships(store, actor_of(ctx))
         .purge_memory(memory.scope, memory.scope_id(), &memory.key)
         .map_err(crate::audit_relationships::lifecycle_error)?;
-    let action = if purged.file_existed || purged.row_existed || purged.journal.versions > 0 {
+    let audit_lines_scrubbed = audit::log_of(store)
+        .scrub(scope, memory.scope_id(), key.as_str())
+        .map_err(|source| MemoryError::Io {
+            context: "the memory is purged, but its text could not be erased from the audit log (run the purge again)"
+                .to_owned(),
+            source,
+        })?;
+    let action = if purged.file_existed || purged.row_existed || purged.journal.versions > 0 || audit_lines_scrubbed > 0
+    {
         "purged"
     } else {
         "absent"
@@ -674,6 +684,7 @@ pub(crate) fn purge_memory(
         lines_dropped: purged.journal.lines_dropped,
         snapshots_withdrawn: purged.journal.snapshots_withdrawn,
         wal_busy: purged.journal.checkpoint.busy,
+        audit_lines_scrubbed,
         path: purged.path.to_string_lossy().into_owned(),
     })
 }

@@ -345,6 +345,10 @@ pub struct ImportReport {
     pub bodies_escaped: usize,
     /// Written topics whose timestamp was clamped.
     pub timestamps_clamped: usize,
+    /// Written topics already past the target scope's retention horizon at import time (their entry time is
+    /// older than it), which the next retention cleanup removes. The bundle format knows no retention: the store
+    /// that runs the import counts them; [`ImportReport::from_plans`] leaves 0.
+    pub past_retention: usize,
     /// Rejected bundle path -> reason.
     pub errors: BTreeMap<String, String>,
     /// The target scope.

@@ -647,3 +647,61 @@ fn an_import_killed_midway_loses_no_memory_and_a_rerun_completes_it() {
         assert!(listed.contains(m), "{m:?} lost after the rerun");
     }
 }
+
+/// A project bundle's topics keep their old timestamps: the report says how many are already past the project
+/// retention horizon (text warning and `past_retention`), and that count is exactly what the next cleanup removes.
+/// Types user and feedback (which never expire) and the global scope are not counted.
+#[test]
+fn an_import_warns_about_topics_already_past_retention() {
+    let home = TempHome::new().expect("temp home");
+    let bundle = home.root().join("old-bundle");
+    std::fs::create_dir_all(&bundle).expect("mkdir");
+    let topic = |key: &str, memory_type: &str, ts: &str| {
+        std::fs::write(
+            bundle.join(format!("{key}.md")),
+            format!("---\ntype: {memory_type}\ntimestamp: {ts}\n---\n\n# {key}\n\nDecision {key}.\n"),
+        )
+        .expect("write");
+    };
+    topic("old-decision", "project", "2020-01-01T00:00:00Z");
+    topic("old-style", "project", "2021-06-01T00:00:00Z");
+    topic("old-preference", "user", "2020-01-01T00:00:00Z");
+    std::fs::write(bundle.join("fresh.md"), OK).expect("write");
+    let source = bundle.to_str().expect("utf8");
+
+    let dry = cao(&home, &["memory", "import", source, "--scope", "project", "--dry-run"]);
+    assert_eq!(dry.code, Some(0), "{}", dry.transcript());
+    assert!(
+        dry.stdout.contains(
+            "  warning: 2 planned topic(s) were last updated more than 90 days ago, past the retention horizon: the \
+             next retention cleanup"
+        ),
+        "{}",
+        dry.transcript()
+    );
+    let report = import_json(&home, &bundle, "project");
+    assert_eq!(
+        (&report["imported"], &report["past_retention"]),
+        (&json!(4), &json!(2)),
+        "{report:#}"
+    );
+
+    let cleanup = cao(&home, &["memory", "cleanup", "--dry-run", "--format", "json"]);
+    assert_eq!(cleanup.code, Some(0), "{}", cleanup.transcript());
+    let would: BTreeSet<String> = json(&cleanup)
+        .to_string()
+        .split('"')
+        .filter(|s| s.starts_with("old-"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        would,
+        BTreeSet::from(["old-decision".to_owned(), "old-style".to_owned()]),
+        "the warned topics are the ones the cleanup removes:\n{}",
+        cleanup.stdout
+    );
+
+    let global = TempHome::new().expect("temp home");
+    let kept = import_json(&global, &bundle, "global");
+    assert_eq!(kept["past_retention"], 0, "global memories never expire: {kept:#}");
+}

@@ -199,6 +199,155 @@ fn purge_removes_the_text_from_every_file_of_the_home_and_refuses_without_confir
     );
 }
 
+/// Every line of every daily audit file of `home`, in file order.
+fn audit_lines(home: &TempHome) -> Vec<String> {
+    let dir = home.home().join("memory/logs");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("logs")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|p| {
+            std::fs::read_to_string(p)
+                .expect("read")
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Compaction and heal put a memory's text into the audit log on purpose (so nothing they take away is lost); a
+/// purge erases it there too: the lines stay, their text fields read `[purged]`, every other line is unchanged, and
+/// no file under the home holds the text any more.
+#[test]
+fn purge_erases_the_text_compaction_and_heal_left_in_the_audit_log() {
+    let home = seeded_home();
+    const SECRET: &str = "purplezebra4411";
+    let svc = service(&home);
+    let ctx = TerminalContext {
+        project_id: Some(PROJECT.into()),
+        ..Default::default()
+    };
+    store_as(
+        &svc,
+        &ctx,
+        "leaked",
+        &format!("the private phrase is {SECRET} do not share"),
+    );
+    store_as(&svc, &ctx, "leaked", &format!("still the phrase {SECRET} until monday"));
+    drop(svc);
+
+    // A `command` model that keeps the header and id lines and writes one consolidated sentence.
+    let model = home.home().join("model.sh");
+    std::fs::write(
+        &model,
+        "#!/bin/sh\nsed -n '/^<<<$/,/^>>>$/p' | sed -n '2,3p'\n\
+         printf '\\nThe team keeps one private phrase for the vault and rotates it every monday.\\n'\n",
+    )
+    .expect("write model");
+    std::fs::set_permissions(&model, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let model = model.display().to_string();
+    let compact = cao_env(
+        &home,
+        &["memory", "compact", "--scope", "project", "--key", "leaked"],
+        &[
+            ("CAO_MEMORY_MODEL_PROVIDER", "command"),
+            ("CAO_MEMORY_MODEL_COMMAND", &model),
+        ],
+    );
+    assert_eq!(compact.code, Some(0), "{}", compact.transcript());
+
+    // A paragraph naming a file the repository does not have: heal strips it and audits what it removed.
+    let svc = service(&home);
+    store_as(
+        &svc,
+        &ctx,
+        "leaked",
+        &format!("The phrase {SECRET} was kept in src/vault_gone.rs until it moved.\n\nThe vault phrase rotates."),
+    );
+    drop(svc);
+    let root = home.cwd().display().to_string();
+    let heal = cao(
+        &home,
+        &["memory", "heal", "--scope", "project", "--repo-root", &root, "--apply"],
+    );
+    assert_eq!(heal.code, Some(0), "{}", heal.transcript());
+
+    let before = audit_lines(&home);
+    let about_leaked = |l: &str| l.contains("\"key\":\"leaked\"");
+    assert!(
+        before
+            .iter()
+            .any(|l| about_leaked(l) && l.contains("\"compact\"") && l.contains(SECRET)),
+        "the compact line carries the previous text: {before:#?}"
+    );
+    assert!(
+        before
+            .iter()
+            .any(|l| about_leaked(l) && l.contains("strip_paragraph") && l.contains(SECRET)),
+        "the heal line carries the stripped paragraph: {before:#?}\n{}",
+        heal.transcript()
+    );
+
+    let out = cao(&home, &["memory", "purge", "leaked", "--yes", "--format", "json"]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    let v = json(&out);
+    assert_valid(&PURGE_SCHEMA, &v);
+    assert_eq!(v["audit_lines_scrubbed"].as_u64(), Some(2), "{v:#}");
+    assert_eq!(
+        files_holding(home.home(), SECRET.as_bytes()),
+        Vec::<String>::new(),
+        "no byte of any file under the home (database, WAL, wiki, index.md, audit log) holds the text"
+    );
+
+    let after = audit_lines(&home);
+    for line in before.iter().filter(|l| !about_leaked(l)) {
+        assert!(after.contains(line), "a line about another memory changed: {line}");
+    }
+    let scrubbed: Vec<Value> = after
+        .iter()
+        .filter(|l| about_leaked(l))
+        .map(|l| serde_json::from_str(l).expect("still one JSON object"))
+        .filter(|v: &Value| v["event"] == "compact" || v["event"] == "heal")
+        .collect();
+    assert_eq!(scrubbed.len(), 2, "the lines stay: {after:#?}");
+    for v in &scrubbed {
+        let field = if v["event"] == "compact" { "previous" } else { "removed" };
+        assert_eq!(v[field], "[purged]", "{v}");
+        assert!(
+            v["ts"].is_string() && v["actor"].is_string() && v["outcome"].is_string(),
+            "{v}"
+        );
+    }
+    assert_eq!(
+        after.iter().filter(|l| about_leaked(l)).count(),
+        before.iter().filter(|l| about_leaked(l)).count() + 1,
+        "no line about the memory was dropped; the purge added its own: {after:#?}"
+    );
+
+    // A topic file without an index row that heal deleted left its whole text in the audit log only: purging its
+    // key erases it there, and counts as found.
+    let orphan = home.home().join(format!("memory/{PROJECT}/wiki/project/stray-note.md"));
+    std::fs::write(&orphan, format!("# stray-note\n\nThe vault phrase was {SECRET}.\n")).expect("write orphan");
+    let heal = cao(
+        &home,
+        &["memory", "heal", "--scope", "project", "--repo-root", &root, "--apply"],
+    );
+    assert_eq!(heal.code, Some(0), "{}", heal.transcript());
+    assert!(!orphan.exists(), "heal deleted the orphan: {}", heal.transcript());
+    assert!(
+        !files_holding(home.home(), SECRET.as_bytes()).is_empty(),
+        "its text is in the audit log"
+    );
+    let out = cao(&home, &["memory", "purge", "stray-note", "--yes"]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert!(out.stdout.contains("1 audit line(s) scrubbed"), "{}", out.transcript());
+    assert_eq!(files_holding(home.home(), SECRET.as_bytes()), Vec::<String>::new());
+}
+
 /// Run the Claude Code hook for `event` with `session_id`, cwd = the home's work dir, `env` added.
 fn hook(home: &TempHome, event: &str, session_id: &str, source: &str, env: &[(&str, &str)]) -> RunOutput {
     let input = serde_json::json!({

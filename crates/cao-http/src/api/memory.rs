@@ -299,6 +299,8 @@ pub struct PurgeReport {
     pub snapshots_withdrawn: u64,
     /// Another connection kept the WAL from being truncated.
     pub wal_busy: bool,
+    /// Audit log lines about the memory whose text fields (`removed`, `claim`, `previous`) now read `[purged]`.
+    pub audit_lines_scrubbed: u64,
     /// The (former) topic file.
     pub path: String,
 }
@@ -334,7 +336,7 @@ pub async fn purge_memory(
     let flush = state.flush.clone();
     with_service(&state, move |svc| {
         let r = svc.purge(&ctx, &key, Some(scope))?;
-        if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 {
+        if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 && r.audit_lines_scrubbed == 0 {
             return Err(ApiError::not_found(format!(
                 "no memory {:?} in scope {scope}",
                 key.as_str()
@@ -353,6 +355,7 @@ pub async fn purge_memory(
             lines_dropped: r.lines_dropped,
             snapshots_withdrawn: r.snapshots_withdrawn,
             wal_busy: r.wal_busy,
+            audit_lines_scrubbed: r.audit_lines_scrubbed,
             path: r.path,
         }))
     })

@@ -130,7 +130,7 @@ pub(crate) async fn purge(
     let k = key.clone();
     let r = with_service(&state.api, move |svc| {
         let r = svc.purge(&call_ctx, &k, Some(scope))?;
-        if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 {
+        if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 && r.audit_lines_scrubbed == 0 {
             return Err(ApiError::not_found(format!(
                 "no memory {:?} in scope {scope}",
                 k.as_str()

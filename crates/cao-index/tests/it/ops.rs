@@ -863,3 +863,43 @@ fn a_nul_in_a_query_separates_words_instead_of_failing_the_search() {
         .expect("bm25");
     assert_eq!(hits.len(), 1);
 }
+
+/// Deleting a row drops its key from the `related_keys` of the rows of its scope and scope id, in the delete's
+/// transaction: other keys keep their order, a csv left empty reads `""` (computed), a key that only starts with
+/// the deleted one stays, and rows of another scope id (whose own `gone` still exists) are untouched.
+#[test]
+fn a_delete_drops_its_key_from_the_related_keys_of_its_container() {
+    let db = TestDb::new();
+    let ix = &db.index;
+    let with = |k: &str, scope_id: &str, related: Option<&str>| {
+        let mut r = row(k, Scope::Project, Some(scope_id), &format!("text {k}"), 0);
+        r.related_keys = related.map(str::to_owned);
+        ix.upsert(&r).expect("upsert");
+    };
+    with("gone", "p1", Some(""));
+    with("first", "p1", Some("gone,gone-2,other"));
+    with("middle", "p1", Some("other,gone,last"));
+    with("only", "p1", Some("gone"));
+    with("never", "p1", None);
+    with("gone-2", "p1", Some("other"));
+    with("other", "p1", Some(""));
+    with("gone", "p2", Some(""));
+    with("holder", "p2", Some("gone,x"));
+    assert!(ix.delete(Scope::Project, Some("p1"), &key("gone")).expect("delete"));
+    let related = |k: &str, scope_id: &str| {
+        ix.get(Scope::Project, Some(scope_id), &key(k))
+            .expect("get")
+            .expect("row")
+            .related_keys
+    };
+    assert_eq!(related("first", "p1").as_deref(), Some("gone-2,other"));
+    assert_eq!(related("middle", "p1").as_deref(), Some("other,last"));
+    assert_eq!(related("only", "p1").as_deref(), Some(""), "computed, none left");
+    assert_eq!(related("never", "p1"), None, "never computed stays NULL");
+    assert_eq!(related("gone-2", "p1").as_deref(), Some("other"));
+    assert_eq!(related("holder", "p2").as_deref(), Some("gone,x"), "another scope id");
+    assert!(
+        !ix.delete(Scope::Project, Some("p1"), &key("gone"))
+            .expect("delete again")
+    );
+}

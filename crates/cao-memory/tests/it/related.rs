@@ -296,3 +296,138 @@ fn the_context_block_shows_a_compiler_found_memory_as_related() {
         "{block}"
     );
 }
+
+/// The `related_key` stale claims lint reports in `fx`'s project, as `(key, related key)`.
+fn dangling_related_keys(fx: &ServiceFixture) -> Vec<(String, String)> {
+    let report = fx
+        .svc
+        .lint(
+            &fx.ctx,
+            cao_memory::LintRequest {
+                scope: Some(Scope::Project),
+                repo_root: Some(fx.root().to_path_buf()),
+            },
+            &cao_memory::NoProgress,
+        )
+        .expect("lint");
+    report
+        .findings
+        .iter()
+        .filter(|f| f.issue_type == cao_memory::IssueType::StaleClaim && f.kind == cao_memory::FindingKind::RelatedKey)
+        .map(|f| {
+            (
+                f.key.clone().unwrap_or_default(),
+                f.related_key.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Forgetting, deleting or purging a memory drops its key from the `related_keys` of the memories of its scope and
+/// scope id that named it, in the same write: ordinary use leaves no dangling related key for lint to report, the
+/// other keys keep their order, and a memory of another scope with the same key keeps being named.
+#[test]
+fn a_removed_memory_leaves_no_dangling_related_key_behind() {
+    let fx = fixture();
+    store_kafka_topics(&fx);
+    store(
+        &fx,
+        "project",
+        "kafka-consumers",
+        "Kafka consumers of billing events read topics by account and retry failed events.",
+    );
+    store(
+        &fx,
+        "global",
+        "kafka-retries",
+        "Kafka retries, the global rule: three times.",
+    );
+    store(
+        &fx,
+        "global",
+        "kafka-global",
+        "Kafka retries in billing: three times, then the dead letter topic.",
+    );
+    let pid = Some("proj-a");
+    let holders = |fx: &ServiceFixture, key: &str| -> Vec<String> {
+        [
+            "kafka-billing",
+            "kafka-retries",
+            "kafka-partitions",
+            "kafka-consumers",
+            "coffee-machine",
+        ]
+        .into_iter()
+        .filter(|k| {
+            let row = fx
+                .svc
+                .index()
+                .get(Scope::Project, pid, &Key::parse_strict(k).expect("key"))
+                .expect("get");
+            row.and_then(|r| r.related_keys)
+                .is_some_and(|csv| csv.split(',').any(|x| x == key))
+        })
+        .map(str::to_owned)
+        .collect()
+    };
+    let before = holders(&fx, "kafka-retries");
+    assert!(!before.is_empty(), "the pass named kafka-retries somewhere");
+    let consumers_before = related_keys(&fx, Scope::Project, pid, "kafka-consumers").expect("computed");
+
+    let forgot = fx
+        .svc
+        .forget(
+            &fx.ctx,
+            cao_memory::ForgetRequest {
+                key: "kafka-retries".into(),
+                scope: Some("project".into()),
+            },
+        )
+        .expect("forget");
+    assert!(forgot.deleted);
+    assert_eq!(
+        holders(&fx, "kafka-retries"),
+        Vec::<String>::new(),
+        "was named by {before:?}"
+    );
+    let consumers_after = related_keys(&fx, Scope::Project, pid, "kafka-consumers").expect("still computed");
+    let kept: Vec<&str> = consumers_before.split(',').filter(|k| *k != "kafka-retries").collect();
+    assert_eq!(consumers_after, kept.join(","), "the other keys keep their order");
+    assert_eq!(
+        related_keys(&fx, Scope::Global, None, "kafka-global").as_deref(),
+        Some("kafka-retries"),
+        "the global memory of the same key still exists and is still named"
+    );
+
+    let by_partitions = holders(&fx, "kafka-billing");
+    assert!(!by_partitions.is_empty(), "the pass named kafka-billing somewhere");
+    fx.svc
+        .delete(
+            &fx.ctx,
+            &Key::parse_strict("kafka-billing").expect("key"),
+            Some(Scope::Project),
+        )
+        .expect("delete");
+    assert_eq!(
+        holders(&fx, "kafka-billing"),
+        Vec::<String>::new(),
+        "was named by {by_partitions:?}"
+    );
+
+    let named = holders(&fx, "kafka-partitions");
+    assert!(!named.is_empty(), "the pass named kafka-partitions somewhere");
+    fx.svc
+        .purge(
+            &fx.ctx,
+            &Key::parse_strict("kafka-partitions").expect("key"),
+            Some(Scope::Project),
+        )
+        .expect("purge");
+    assert_eq!(
+        holders(&fx, "kafka-partitions"),
+        Vec::<String>::new(),
+        "was named by {named:?}"
+    );
+
+    assert_eq!(dangling_related_keys(&fx), Vec::<(String, String)>::new());
+}
