@@ -549,7 +549,7 @@ pub(crate) fn plan(
                 let mut a = action(
                     HealActionKind::DeleteMemory,
                     format!(
-                        "delete {} and keep the newer {} (its text goes to the audit log)",
+                        "delete {}, which the newer {} contradicts (its text goes to the audit log)",
                         loser.key, survivor.key
                     ),
                 );
