@@ -67,6 +67,10 @@ pub(crate) struct PromoteArgs {
     /// The profile file to edit instead of the one found in the agent directories (it must exist).
     #[arg(long, value_name = "P")]
     pub profile_path: Option<PathBuf>,
+    /// With --apply: write only the plan a dry run printed as `plan digest: <HEX>`; when the plan made now differs
+    /// (a lesson was stored or changed meanwhile), nothing is written and the command fails (exit 1).
+    #[arg(long, value_name = "HEX", requires = "apply", value_parser = crate::lint::parse_plan_digest)]
+    pub plan_digest: Option<String>,
     /// Remove this lesson from the block (repeatable); removal is always explicit.
     #[arg(long, value_name = "KEY")]
     pub remove: Vec<String>,
@@ -148,7 +152,7 @@ pub(crate) fn promote_request(a: &PromoteArgs) -> PromoteRequest {
         min_recalls: a.min_recalls,
         profile_path: a.profile_path.clone(),
         remove: a.remove.clone(),
-        plan_digest: None,
+        plan_digest: a.plan_digest.clone(),
     }
 }
 
@@ -158,9 +162,30 @@ pub(crate) fn promote_request(a: &PromoteArgs) -> PromoteRequest {
 /// profile).
 pub(crate) fn run_promote(svc: &MemoryService, a: &PromoteArgs) -> Result<String, CliError> {
     let report = svc.promote(&promote_request(a))?;
+    let digest = report.plan_digest();
     match a.format {
-        TextFormat::Json => output::json(&report).map_err(CliError::failure),
-        TextFormat::Text => Ok(promote_text(&report)),
+        TextFormat::Json => crate::lint::json_with_digest(&report, &digest).map_err(CliError::failure),
+        TextFormat::Text if a.apply || report.changes.is_empty() => Ok(promote_text(&report)),
+        TextFormat::Text => {
+            let mut command = format!("cao memory promote {}", output::one_line(&a.agent));
+            if let Some(n) = a.min_recalls {
+                command.push_str(&format!(" --min-recalls {n}"));
+            }
+            if let Some(p) = &a.profile_path {
+                command.push_str(&format!(
+                    " --profile-path {}",
+                    output::one_line(&p.display().to_string())
+                ));
+            }
+            for key in &a.remove {
+                command.push_str(&format!(" --remove {}", output::one_line(key)));
+            }
+            Ok(format!(
+                "{}{}",
+                promote_text(&report),
+                crate::lint::digest_lines(&digest, &command)
+            ))
+        }
     }
 }
 

@@ -56,9 +56,49 @@ pub(crate) struct HealArgs {
     /// the working directory holding `.git`; outside a repository they are not checked).
     #[arg(long, value_name = "DIR")]
     pub repo_root: Option<std::path::PathBuf>,
+    /// With --apply: apply only the plan a dry run printed as `plan digest: <HEX>`; when the plan made now differs
+    /// (files or memories changed meanwhile), nothing is applied and the command fails (exit 1).
+    #[arg(long, value_name = "HEX", requires = "apply", value_parser = parse_plan_digest)]
+    pub plan_digest: Option<String>,
     /// Output format: text, or the cao.memory.heal/1 JSON report.
     #[arg(long, value_enum, default_value_t = TextFormat::Text)]
     pub format: TextFormat,
+}
+
+/// A `--plan-digest` value: the 64 hexadecimal digits of a plan's SHA-256 ([`cao_memory::plan_digest`]).
+///
+/// Errors: anything else (a usage error naming the expected shape).
+pub(crate) fn parse_plan_digest(s: &str) -> Result<String, String> {
+    if s.len() == cao_memory::plan_digest::PLAN_DIGEST_LEN && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err(format!(
+            "expected the {} hexadecimal digits a dry run prints as `plan digest: ...`",
+            cao_memory::plan_digest::PLAN_DIGEST_LEN
+        ))
+    }
+}
+
+/// A dry run's closing lines: the plan's digest and the command that applies exactly that plan.
+pub(crate) fn digest_lines(digest: &str, apply_command: &str) -> String {
+    format!("\nplan digest: {digest}\napply exactly this plan: {apply_command} --apply --plan-digest {digest}\n")
+}
+
+/// `report` as JSON with its plan digest beside the report's own fields (`plan_digest`, 64 hex digits).
+///
+/// Errors: an encoding failure (message).
+pub(crate) fn json_with_digest<T: serde::Serialize>(report: &T, digest: &str) -> Result<String, String> {
+    /// The report's fields in their order, then the digest.
+    #[derive(serde::Serialize)]
+    struct WithDigest<'a, T> {
+        #[serde(flatten)]
+        report: &'a T,
+        plan_digest: &'a str,
+    }
+    output::json(&WithDigest {
+        report,
+        plan_digest: digest,
+    })
 }
 
 /// Arguments of `cao memory compact`.
@@ -134,12 +174,16 @@ pub(crate) fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<(), CliErr
 /// action failed; an `index.md` refresh failure after `--apply`.
 pub(crate) fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (svc, ctx) = open()?;
+    let repo_flag = args
+        .repo_root
+        .as_ref()
+        .map(|p| format!(" --repo-root {}", output::one_line(&p.display().to_string())));
     let req = HealRequest {
         scope: args.scope.map(Scope::from),
         apply: args.apply,
         aggressive: args.aggressive,
         repo_root: repo_root(args.repo_root)?,
-        plan_digest: None,
+        plan_digest: args.plan_digest.clone(),
     };
     let report = svc.heal(&ctx, req, &Bar::for_stderr());
     let report = report?;
@@ -151,9 +195,25 @@ pub(crate) fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliErr
             "run `cao memory repair` to rebuild it",
         ));
     }
+    let digest = report.plan_digest();
     let text = match args.format {
-        TextFormat::Text => cao_memory::render_heal_text(&report),
-        TextFormat::Json => output::json(&report).map_err(CliError::failure)?,
+        TextFormat::Text if args.apply || report.actions.is_empty() => cao_memory::render_heal_text(&report),
+        TextFormat::Text => {
+            let mut command = String::from("cao memory heal");
+            if let Some(scope) = report.scope {
+                command.push_str(&format!(" --scope {}", scope.as_str()));
+            }
+            if args.aggressive {
+                command.push_str(" --aggressive");
+            }
+            command.push_str(repo_flag.as_deref().unwrap_or_default());
+            format!(
+                "{}{}",
+                cao_memory::render_heal_text(&report),
+                digest_lines(&digest, &command)
+            )
+        }
+        TextFormat::Json => json_with_digest(&report, &digest).map_err(CliError::failure)?,
     };
     emit(out, &text)?;
     if report.has_failures() {

@@ -146,6 +146,8 @@ pub(crate) fn filters(home: &TempHome) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.set_prepend_module_to_snapshot(false);
     s.add_filter(&regex::escape(&home.root().display().to_string()), "[TMP]");
+    // Plan digests hash texts that hold the temporary paths.
+    s.add_filter(r"\b[0-9a-f]{64}\b", "[DIGEST]");
     s.add_filter(
         r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
         "[UUID]",

@@ -156,9 +156,57 @@ fn promote_plans_then_applies_into_a_crlf_profile_and_then_proposes_nothing() {
         "refused: untouched"
     );
 
+    // The dry run's digest names its plan: another digest writes nothing; this one writes exactly the plan.
+    let digest = plan
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("plan digest: "))
+        .unwrap_or_else(|| panic!("no digest line:\n{}", plan.stdout))
+        .to_owned();
+    assert!(
+        plan.stdout.contains(&format!(
+            "apply exactly this plan: cao memory promote worker --apply --plan-digest {digest}"
+        )),
+        "{}",
+        plan.stdout
+    );
+    assert_eq!(json(&as_json)["plan_digest"].as_str(), Some(digest.as_str()));
+    let stale = cao_env(
+        &home,
+        &[
+            "memory",
+            "promote",
+            "worker",
+            "--apply",
+            "--plan-digest",
+            &"0".repeat(64),
+        ],
+        APPLY,
+    );
+    assert_eq!(stale.code, Some(1), "{}", stale.transcript());
+    assert!(
+        stale.stderr.contains("the plan changed since you reviewed it"),
+        "{}",
+        stale.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(&profile).expect("read"),
+        PROFILE,
+        "refused: untouched"
+    );
+
     let applied = cao_env(
         &home,
-        &["memory", "promote", "worker", "--apply", "--format", "json"],
+        &[
+            "memory",
+            "promote",
+            "worker",
+            "--apply",
+            "--plan-digest",
+            &digest,
+            "--format",
+            "json",
+        ],
         APPLY,
     );
     assert_eq!(applied.code, Some(0), "{}", applied.transcript());

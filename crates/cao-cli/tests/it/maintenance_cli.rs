@@ -204,3 +204,86 @@ fn repair_rebuilds_an_index_that_is_not_a_database() {
     assert_eq!(show.code, Some(0), "{}", show.transcript());
     assert!(show.stdout.contains("cargo clippy"), "{}", show.transcript());
 }
+
+/// The digest a dry run prints names that plan: `--apply --plan-digest` with it applies nothing once the plan has
+/// changed (a stray appeared after the review) and exits 1; with the new plan's digest it applies that plan.
+#[test]
+fn heal_applies_only_the_plan_whose_digest_was_reviewed() {
+    let home = seeded_home();
+    let first = project_file(&home, "stray-one");
+    std::fs::write(&first, "reviewed scribble\n").expect("stray");
+    let digest_of = |out: &cao_testkit::RunOutput| -> String {
+        let line = out
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("plan digest: "))
+            .unwrap_or_else(|| panic!("no digest line:\n{}", out.transcript()));
+        line.to_owned()
+    };
+    let plan = cao(&home, &["memory", "heal", "--scope", "project"]);
+    assert_eq!(plan.code, Some(0), "{}", plan.transcript());
+    let reviewed = digest_of(&plan);
+    assert!(
+        plan.stdout.contains(&format!(
+            "apply exactly this plan: cao memory heal --scope project --apply --plan-digest {reviewed}"
+        )),
+        "{}",
+        plan.transcript()
+    );
+    let json_plan = json(&cao(
+        &home,
+        &["memory", "heal", "--scope", "project", "--format", "json"],
+    ));
+    assert_eq!(
+        json_plan["plan_digest"].as_str(),
+        Some(reviewed.as_str()),
+        "{json_plan:#}"
+    );
+
+    let second = project_file(&home, "stray-two");
+    std::fs::write(&second, "unreviewed scribble\n").expect("second stray");
+    let refused = cao(
+        &home,
+        &[
+            "memory",
+            "heal",
+            "--scope",
+            "project",
+            "--apply",
+            "--plan-digest",
+            &reviewed,
+        ],
+    );
+    assert_eq!(refused.code, Some(1), "{}", refused.transcript());
+    assert!(
+        refused.stderr.contains("the plan changed since you reviewed it"),
+        "{}",
+        refused.transcript()
+    );
+    assert!(first.exists() && second.exists(), "nothing applied");
+
+    let again = cao(&home, &["memory", "heal", "--scope", "project"]);
+    let current = digest_of(&again);
+    assert_ne!(current, reviewed);
+    let applied = cao(
+        &home,
+        &[
+            "memory",
+            "heal",
+            "--scope",
+            "project",
+            "--apply",
+            "--plan-digest",
+            &current.to_uppercase(),
+        ],
+    );
+    assert_eq!(applied.code, Some(0), "{}", applied.transcript());
+    assert!(!first.exists() && !second.exists(), "{}", applied.transcript());
+
+    for bad in ["abc", &"g".repeat(64)] {
+        let usage = cao(&home, &["memory", "heal", "--apply", "--plan-digest", bad]);
+        assert_eq!(usage.code, Some(2), "{bad}: {}", usage.transcript());
+    }
+    let without_apply = cao(&home, &["memory", "heal", "--plan-digest", &current]);
+    assert_eq!(without_apply.code, Some(2), "{}", without_apply.transcript());
+}
