@@ -463,12 +463,9 @@ pub fn remove_stale_temp_file(path: &Path, now: SystemTime) -> io::Result<bool> 
     }
 }
 
-/// Take the exclusive advisory lock on `lock_path` without waiting (std [`File::try_lock`]): `Ok(Some(file))` when
-/// it is now held (released when the file is dropped), `Ok(None)` when another holder has it. The lock file is
-/// created with mode 0600 when missing (its directory must exist) and stays on disk.
-///
-/// Errors: the I/O error of opening or locking (other than "held elsewhere").
-pub fn try_lock_exclusive(lock_path: &Path) -> io::Result<Option<File>> {
+/// Open (creating with mode 0600 when missing) the lock file `lock_path` for [`try_lock_exclusive`] and
+/// [`lock_shared`]: never through a symlink (`O_NOFOLLOW`, `ELOOP`), not inherited by child processes.
+fn open_lock_file(lock_path: &Path) -> io::Result<File> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -477,6 +474,16 @@ pub fn try_lock_exclusive(lock_path: &Path) -> io::Result<Option<File>> {
         .mode(PRIVATE_FILE_MODE)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(lock_path)?;
+    Ok(file)
+}
+
+/// Take the exclusive advisory lock on `lock_path` without waiting (std [`File::try_lock`]): `Ok(Some(file))` when
+/// it is now held (released when the file is dropped), `Ok(None)` when another holder has it. The lock file is
+/// created with mode 0600 when missing (its directory must exist) and stays on disk.
+///
+/// Errors: the I/O error of opening or locking (other than "held elsewhere").
+pub fn try_lock_exclusive(lock_path: &Path) -> io::Result<Option<File>> {
+    let file = open_lock_file(lock_path)?;
     match file.try_lock() {
         Ok(()) => Ok(Some(file)),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
@@ -491,14 +498,7 @@ pub fn try_lock_exclusive(lock_path: &Path) -> io::Result<Option<File>> {
 ///
 /// Errors: the I/O error of opening or locking (`ELOOP` for a symlink).
 pub fn lock_shared(lock_path: &Path) -> io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(PRIVATE_FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(lock_path)?;
+    let file = open_lock_file(lock_path)?;
     file.lock_shared()?;
     Ok(file)
 }

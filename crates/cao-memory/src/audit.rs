@@ -198,16 +198,8 @@ impl AuditLog {
     pub fn scrub(&self, scope: Scope, scope_id: Option<&str>, key: &str) -> io::Result<u64> {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
-        match std::fs::symlink_metadata(&self.dir) {
-            Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
-                return Err(io::Error::other(format!(
-                    "{} is not a directory (symlinks are not followed)",
-                    self.dir.display()
-                )));
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(e),
+        if !self.dir_exists()? {
+            return Ok(0);
         }
         let _exclusive = cao_core::fs::lock_exclusive(&self.lock_path())?;
         let mut scrubbed = 0;
@@ -255,22 +247,27 @@ impl AuditLog {
         self.append_line(record.ts, &record.line())
     }
 
+    /// Whether the log directory exists: `Ok(false)` when it is missing.
+    ///
+    /// Errors: it is a symlink or not a directory (symlinks are not followed); the I/O error of looking.
+    fn dir_exists(&self) -> io::Result<bool> {
+        match std::fs::symlink_metadata(&self.dir) {
+            Ok(m) if m.file_type().is_symlink() || !m.is_dir() => Err(io::Error::other(format!(
+                "{} is not a directory (symlinks are not followed)",
+                self.dir.display()
+            ))),
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Append one rendered line (ending with `\n`) to the file of `ts`'s UTC day, with the checks of
     /// [`AuditLog::append`].
     pub(crate) fn append_line(&self, ts: DateTime<Utc>, line: &str) -> io::Result<()> {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        match std::fs::symlink_metadata(&self.dir) {
-            Ok(m) if m.file_type().is_symlink() || !m.is_dir() => {
-                return Err(io::Error::other(format!(
-                    "{} is not a directory (symlinks are not followed)",
-                    self.dir.display()
-                )));
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                cao_core::fs::create_private_dir_all(&self.dir)?;
-            }
-            Err(e) => return Err(e),
+        if !self.dir_exists()? {
+            cao_core::fs::create_private_dir_all(&self.dir)?;
         }
         // Appenders share the lock; a purge's rewrite takes it exclusively, so no line appended meanwhile is lost.
         let _shared = cao_core::fs::lock_shared(&self.lock_path())?;
