@@ -16,9 +16,14 @@
 //! - The local `memory.enabled` switch is checked by the callers before any method here runs, so with it off
 //!   nothing is sent.
 //! - No call panics or waits longer than the timeout. A connection failure, a timeout, a 401, a 5xx or a body that
-//!   is not the API's JSON is [`ToolError::RemoteUnavailable`] (`error_kind` `remote_unavailable`, naming the URL);
-//!   any other 4xx carrying the API's error JSON is the owner refusing the call, relayed with the owner's code
+//!   is not the API's JSON object is [`ToolError::RemoteUnavailable`] (`error_kind` `remote_unavailable`, naming the
+//!   URL), and so is a 404 without a message (a base URL with a wrong path: the message says so); any other 4xx
+//!   carrying the API's error JSON is the owner refusing the call, relayed with the owner's code
 //!   ([`ToolError::Remote`]), so an agent can correct its arguments.
+//! - An answer is read up to [`MAX_ANSWER_BYTES`] and no further: a broken or hostile owner cannot make this node
+//!   allocate more.
+//! - The URL carries no credentials (refused without echoing it; the token goes in `CAO_MEMORY_API_TOKEN`) and is
+//!   not the MCP endpoint (`.../mcp`, refused naming the base URL expected).
 //! - Tool arguments are forwarded as the agent sent them (the owner validates them), so the wire is the same
 //!   whichever version either side runs.
 
@@ -32,6 +37,10 @@ use std::time::Duration;
 pub const ENV_URL: &str = "CAO_MEMORY_API_URL";
 /// Environment variable holding the bearer token sent to the owner (optional).
 pub const ENV_TOKEN: &str = "CAO_MEMORY_API_TOKEN";
+/// The largest answer read from the owner (bytes): 16 MiB, room for a recall of 100 memories of the 64 KiB
+/// maximum with JSON escaping. A larger answer is [`ToolError::RemoteUnavailable`] and is not read further.
+pub const MAX_ANSWER_BYTES: usize = 16 << 20;
+
 /// Environment variable overriding the connect and request timeout, in whole seconds (1..=300).
 pub const ENV_TIMEOUT: &str = "CAO_MEMORY_API_TIMEOUT_SECS";
 /// Connect and request timeout when [`ENV_TIMEOUT`] is unset: 5 s.
@@ -43,6 +52,16 @@ pub enum RemoteError {
     /// `CAO_MEMORY_API_URL` is not an absolute http(s) URL.
     #[error("invalid {ENV_URL} {0:?}: expected an http:// or https:// URL such as http://127.0.0.1:9889")]
     Url(String),
+    /// `CAO_MEMORY_API_URL` carries a user name or password (`user:pass@host`); the URL is not echoed.
+    #[error(
+        "invalid {ENV_URL}: it carries credentials (user:password@); give the server's base URL and put the bearer token in {ENV_TOKEN}"
+    )]
+    Credentials,
+    /// `CAO_MEMORY_API_URL` names the MCP endpoint instead of the server's base URL.
+    #[error(
+        "invalid {ENV_URL} {0:?}: that is the MCP endpoint; give the server's base URL, such as http://127.0.0.1:9889"
+    )]
+    McpPath(String),
     /// `CAO_MEMORY_API_TIMEOUT_SECS` is not a whole number of seconds in 1..=300.
     #[error("invalid {ENV_TIMEOUT} {0:?}: expected whole seconds in 1..=300")]
     Timeout(String),
@@ -82,8 +101,15 @@ impl RemoteConfig {
     pub fn new(url: &str) -> Result<Self, RemoteError> {
         let trimmed = url.trim().trim_end_matches('/');
         let parsed = reqwest::Url::parse(trimmed).map_err(|_| RemoteError::Url(url.to_owned()))?;
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            // Never echo the URL: it holds a secret.
+            return Err(RemoteError::Credentials);
+        }
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
             return Err(RemoteError::Url(url.to_owned()));
+        }
+        if parsed.path().trim_end_matches('/').ends_with("/mcp") {
+            return Err(RemoteError::McpPath(url.to_owned()));
         }
         Ok(Self {
             url: trimmed.to_owned(),
@@ -203,10 +229,33 @@ impl RemoteBackend {
             .await
             .map_err(|e| self.unavailable(describe(&e)))?;
         let status = response.status();
-        let text = response.bytes().await.map_err(|e| self.unavailable(describe(&e)))?;
+        if response.content_length().is_some_and(|n| n > MAX_ANSWER_BYTES as u64) {
+            return Err(self.unavailable(format!("answered {status} with more than {MAX_ANSWER_BYTES} bytes")));
+        }
+        let mut response = response;
+        let mut text = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.unavailable(describe(&e)))? {
+            if text.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(self.unavailable(format!("answered {status} with more than {MAX_ANSWER_BYTES} bytes")));
+            }
+            text.extend_from_slice(&chunk);
+        }
         let json: Option<Value> = serde_json::from_slice(&text).ok();
         if status.is_success() {
-            return json.ok_or_else(|| self.unavailable(format!("answered {status} with a body that is not JSON")));
+            return match json {
+                Some(v @ Value::Object(_)) => Ok(v),
+                Some(_) => Err(self.unavailable(format!("answered {status} with JSON that is not an object"))),
+                None => Err(self.unavailable(format!("answered {status} with a body that is not JSON"))),
+            };
+        }
+        if status == StatusCode::NOT_FOUND
+            && json
+                .as_ref()
+                .is_none_or(|v| v["message"].as_str().is_none_or(str::is_empty))
+        {
+            return Err(self.unavailable(format!(
+                "answered {status} for {path}: is {ENV_URL} the server's base URL (scheme://host:port, no path)?"
+            )));
         }
         let error = json
             .as_ref()

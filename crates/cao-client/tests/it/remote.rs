@@ -205,3 +205,57 @@ fn config_rejects_bad_urls_and_redacts_the_token() {
     c.token = Some("s3cret".into());
     assert!(!format!("{c:?}").contains("s3cret"));
 }
+
+/// An answer over `MAX_ANSWER_BYTES` is not read whole, a 2xx answer that is not a JSON object is not passed on,
+/// and a 404 without a message (a base URL with a wrong path) says which setting to check: all `remote_unavailable`.
+#[tokio::test]
+async fn oversized_non_object_and_unrouted_answers_are_remote_unavailable() {
+    let (url, _) = stub(|route| match route {
+        "store" => (
+            200,
+            format!(r#"{{"x":"{}"}}"#, "A".repeat(cao_client::MAX_ANSWER_BYTES)),
+        ),
+        "recall" => (200, "[1,2,3]".into()),
+        "forget" => (404, r#"{"error":"not_found"}"#.into()),
+        _ => (200, r#"{"block":null}"#.into()),
+    })
+    .await;
+    let remote = RemoteBackend::new(RemoteConfig::new(&url).expect("url")).expect("client");
+    let cases = [
+        (Tool::Store, json!({"content": "x"}), "bytes"),
+        (Tool::Recall, json!({}), "not an object"),
+        (
+            Tool::Forget,
+            json!({"key": "k"}),
+            "CAO_MEMORY_API_URL the server's base URL",
+        ),
+    ];
+    for (tool, a, says) in cases {
+        let p = remote
+            .call(tool, args(a), ctx(), None)
+            .await
+            .expect_err("unavailable")
+            .payload(tool);
+        assert_eq!(p["error_kind"], "remote_unavailable", "{tool:?}: {p}");
+        assert!(p["error"].as_str().is_some_and(|m| m.contains(says)), "{tool:?}: {p}");
+    }
+    assert_eq!(remote.context(ctx(), None, None).await.expect("context"), None);
+}
+
+#[test]
+fn config_refuses_credentials_in_the_url_without_echoing_them_and_the_mcp_endpoint() {
+    let e = RemoteConfig::new("http://alice:s3cretpw@127.0.0.1:9889")
+        .err()
+        .expect("credentials refused");
+    let shown = e.to_string();
+    assert!(!shown.contains("s3cretpw") && !shown.contains("alice"), "{shown}");
+    assert!(shown.contains("CAO_MEMORY_API_TOKEN"), "{shown}");
+    for mcp in ["http://127.0.0.1:9889/mcp", "http://127.0.0.1:9889/mcp/"] {
+        let e = RemoteConfig::new(mcp).err().expect("mcp endpoint refused");
+        assert!(e.to_string().contains("MCP endpoint"), "{e}");
+    }
+    assert!(
+        RemoteConfig::new("https://proxy.example/cao").is_ok(),
+        "a path prefix stays allowed"
+    );
+}
