@@ -244,14 +244,12 @@ async fn oversized_non_object_and_unrouted_answers_are_remote_unavailable() {
 
 #[test]
 fn config_refuses_credentials_in_the_url_without_echoing_them_and_the_mcp_endpoint() {
-    let e = RemoteConfig::new("http://alice:s3cretpw@127.0.0.1:9889")
-        .err()
-        .expect("credentials refused");
+    let e = RemoteConfig::new("http://alice:s3cretpw@127.0.0.1:9889").expect_err("credentials refused");
     let shown = e.to_string();
     assert!(!shown.contains("s3cretpw") && !shown.contains("alice"), "{shown}");
     assert!(shown.contains("CAO_MEMORY_API_TOKEN"), "{shown}");
     for mcp in ["http://127.0.0.1:9889/mcp", "http://127.0.0.1:9889/mcp/"] {
-        let e = RemoteConfig::new(mcp).err().expect("mcp endpoint refused");
+        let e = RemoteConfig::new(mcp).expect_err("mcp endpoint refused");
         assert!(e.to_string().contains("MCP endpoint"), "{e}");
     }
     assert!(
