@@ -34,13 +34,16 @@ const COLUMNS: [&str; 11] = [
 ///    and type filters (`any` when absent), `all` and the search mode;
 /// 2. the candidates in report order (relevance top set, then default-only rows) under the columns `REL#`
 ///    (relevance rank) and `DEF#` (rank in the default recency top set; `-` when the JSON has `null`), `KEY`,
-///    `SCOPE`, `SCOPE_ID` (`-` for `null`), `TIER` (`all_term`/`partial`), `LEXICAL` (normalised BM25),
+///    `SCOPE`, `SCOPE_ID` (`-` for `null`), `TIER` (`all_term`/`partial`), `LEXICAL` (normalised BM25), with an
+///    embedding model (`dense_model`) the hybrid ranking's `FUSION_LEX`, `SIMILARITY` and `FUSED` (`-` for a
+///    candidate without them),
 ///    `AGE` (the recency factor), `RELEVANCE` (all three with four decimals), `FLAGS` (`recovered`,
 ///    `superseded`, comma-separated, `-` when neither) and `INJECTION` (the verdict, followed by the exclusion
 ///    reasons in brackets when there are any), under a dash line as long as the header row; or the line
 ///    `no candidates` when the report has none (an empty pool is a successful diagnostic);
 /// 3. a footer: pool size with all-term/partial counts and the per-source size, `overlap@<limit>` (four
-///    decimals, `n/a` when the JSON has `null`), `lexical_degenerate: true|false`, `lifecycle_enabled`,
+///    decimals, `n/a` when the JSON has `null`), `lexical_degenerate: true|false`, `lifecycle_enabled`, the
+///    `dense_model` with the fusion weights (only with a model),
 ///    `eligibility_errors` (`none` or the comma-separated source names) and the fixed recency constants.
 ///
 /// Every column is padded to its widest cell; nothing is truncated. The last column carries no trailing
@@ -61,14 +64,20 @@ pub fn render_explain_table(report: &ExplainReport) -> String {
     if report.candidates.is_empty() {
         out.push_str("no candidates\n");
     } else {
-        let rows: Vec<[String; 11]> = report.candidates.iter().map(cells).collect();
-        let mut widths = COLUMNS.map(|h| h.chars().count());
+        // With an embedding model, the hybrid text ranking's components follow LEXICAL.
+        let dense = report.dense_model.is_some();
+        let mut columns: Vec<String> = COLUMNS.iter().map(|h| (*h).to_owned()).collect();
+        if dense {
+            columns.splice(LEXICAL_AT + 1..LEXICAL_AT + 1, DENSE_COLUMNS.map(str::to_owned));
+        }
+        let rows: Vec<Vec<String>> = report.candidates.iter().map(|c| cells(c, dense)).collect();
+        let mut widths: Vec<usize> = columns.iter().map(|h| h.chars().count()).collect();
         for row in &rows {
             for (w, cell) in widths.iter_mut().zip(row) {
                 *w = (*w).max(cell.chars().count());
             }
         }
-        let header = line(&COLUMNS.map(str::to_owned), &widths);
+        let header = line(&columns, &widths);
         out.push_str(&header);
         out.push('\n');
         out.push_str(&"-".repeat(header.chars().count()));
@@ -88,6 +97,15 @@ pub fn render_explain_table(report: &ExplainReport) -> String {
     let _ = writeln!(out, "overlap@{}: {overlap}", report.limit);
     let _ = writeln!(out, "lexical_degenerate: {}", report.lexical_degenerate);
     let _ = writeln!(out, "lifecycle_enabled: {}", report.lifecycle_enabled);
+    if let Some(model) = &report.dense_model {
+        let _ = writeln!(
+            out,
+            "dense_model: {} (FUSION_LEX and SIMILARITY min-max normalised over the candidates; FUSED = {} x FUSION_LEX + {} x SIMILARITY)",
+            escaped(model),
+            cao_rank::FUSION_LEXICAL_WEIGHT,
+            cao_rank::FUSION_DENSE_WEIGHT
+        );
+    }
     let errors = if report.eligibility_errors.is_empty() {
         "none".to_owned()
     } else {
@@ -108,8 +126,14 @@ pub fn render_explain_table(report: &ExplainReport) -> String {
     out
 }
 
-/// The cells of one candidate row, in [`COLUMNS`] order.
-fn cells(c: &ExplainCandidate) -> [String; 11] {
+/// Index of `LEXICAL` in [`COLUMNS`]: the dense columns follow it.
+const LEXICAL_AT: usize = 6;
+/// The columns of the hybrid text ranking, shown when the report has a `dense_model`: the candidate's
+/// [`cao_rank::DenseComponents`] (`lexical`, `similarity`, `fused`), `-` for a candidate without them.
+const DENSE_COLUMNS: [&str; 3] = ["FUSION_LEX", "SIMILARITY", "FUSED"];
+
+/// The cells of one candidate row, in [`COLUMNS`] order (with [`DENSE_COLUMNS`] after `LEXICAL` when `dense`).
+fn cells(c: &ExplainCandidate, dense: bool) -> Vec<String> {
     let rank = |r: Option<usize>| r.map_or_else(|| "-".to_owned(), |n| n.to_string());
     let mut flags = Vec::new();
     if c.recovered {
@@ -129,7 +153,7 @@ fn cells(c: &ExplainCandidate) -> [String; 11] {
         let reasons: Vec<String> = c.exclusion_reasons.iter().map(|r| escaped(r)).collect();
         format!("{injection} [{}]", reasons.join(", "))
     };
-    [
+    let mut row = vec![
         rank(c.relevance_rank),
         rank(c.recency_rank),
         escaped(&c.key),
@@ -145,11 +169,21 @@ fn cells(c: &ExplainCandidate) -> [String; 11] {
             flags.join(",")
         },
         injection,
-    ]
+    ];
+    if dense {
+        let d = c.dense.as_ref();
+        let value =
+            |f: fn(&cao_rank::DenseComponents) -> f64| d.map_or_else(|| "-".to_owned(), |d| format!("{:.4}", f(d)));
+        row.splice(
+            LEXICAL_AT + 1..LEXICAL_AT + 1,
+            [value(|d| d.lexical), value(|d| d.similarity), value(|d| d.fused)],
+        );
+    }
+    row
 }
 
 /// One table line: every cell but the last left-aligned to its column width, two spaces apart.
-fn line(cells: &[String; 11], widths: &[usize; 11]) -> String {
+fn line(cells: &[String], widths: &[usize]) -> String {
     let mut s = String::new();
     let last = cells.len() - 1;
     for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
@@ -256,6 +290,41 @@ eligibility_errors: none
 recency: floor 0.85 + weight 0.15 / (1 + days_old / 30) for native project memories; every other row 1.0
 ";
         assert_eq!(text, expected, "\n{text}");
+    }
+
+    #[test]
+    fn with_a_dense_model_the_hybrid_components_follow_lexical() {
+        let mut near = candidate("kafka-setup", Some(1), Some(1));
+        near.dense = Some(cao_rank::DenseComponents {
+            lexical: 1.0,
+            similarity: 0.25,
+            fused: 0.625,
+        });
+        let mut r = report(vec![near, candidate("no-vector", Some(2), None)]);
+        r.dense_model = Some("all-MiniLM-L6-v2".to_owned());
+        let text = render_explain_table(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[1].starts_with(
+                "REL#  DEF#  KEY          SCOPE    SCOPE_ID   TIER      LEXICAL  FUSION_LEX  SIMILARITY  FUSED   AGE"
+            ),
+            "{text}"
+        );
+        assert!(
+            lines[3].contains(" 1.0000   1.0000      0.2500      0.6250  0.9500 "),
+            "{text}"
+        );
+        assert!(
+            lines[4].contains(" 1.0000   -           -           -       0.9500 "),
+            "{text}"
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with("dense_model: all-MiniLM-L6-v2 (")),
+            "{text}"
+        );
+        // Without a model the table keeps its columns.
+        r.dense_model = None;
+        assert!(!render_explain_table(&r).contains("SIMILARITY"));
     }
 
     #[test]
