@@ -192,8 +192,21 @@ impl RemoteBackend {
     /// Errors: [`ToolError::Remote`] when the owner refused the call, [`ToolError::RemoteUnavailable`] otherwise
     /// (see the crate docs).
     pub async fn call_tool(&self, tool: Tool, args: Arguments, ctx: &TerminalContext) -> Result<Value, ToolError> {
+        self.call_tool_with(tool, args, ctx, None).await
+    }
+
+    /// [`RemoteBackend::call_tool`] with this node's `settings` for resolving the project identity here
+    /// ([`local_project`]).
+    async fn call_tool_with(
+        &self,
+        tool: Tool,
+        args: Arguments,
+        ctx: &TerminalContext,
+        settings: Option<&Settings>,
+    ) -> Result<Value, ToolError> {
+        let ctx = local_project(ctx, settings);
         let mut body = args;
-        body.insert("context".to_owned(), context_json(ctx));
+        body.insert("context".to_owned(), context_json(&ctx));
         self.post(tool.internal_path(), Value::Object(body)).await
     }
 
@@ -207,7 +220,18 @@ impl RemoteBackend {
         ctx: &TerminalContext,
         budget: Option<usize>,
     ) -> Result<Option<String>, ToolError> {
-        let body = json!({"budget": budget, "context": context_json(ctx)});
+        self.context_block_with(ctx, budget, None).await
+    }
+
+    /// [`RemoteBackend::context_block`] with this node's `settings` for resolving the project identity here.
+    async fn context_block_with(
+        &self,
+        ctx: &TerminalContext,
+        budget: Option<usize>,
+        settings: Option<&Settings>,
+    ) -> Result<Option<String>, ToolError> {
+        let ctx = local_project(ctx, settings);
+        let body = json!({"budget": budget, "context": context_json(&ctx)});
         let answer = self.post(CONTEXT_PATH, body).await?;
         match &answer["block"] {
             Value::Null => Ok(None),
@@ -284,6 +308,29 @@ fn describe(e: &reqwest::Error) -> String {
     }
 }
 
+/// `ctx` with its project identity resolved on this node (explicit id > `memory.project_id` of `settings` > the
+/// cwd's git remote > the cwd's hash, [`TerminalContext::project`]) when it names no project id itself: the cwd is
+/// a path on this machine, so the owner must not look it up on its own (another machine's checkout of the same
+/// repository would land in another project, and the owner would run `git` in a directory a client names). When
+/// the identity cannot be resolved here, `ctx` goes as it is and the owner reports what is missing.
+pub fn local_project(ctx: &TerminalContext, settings: Option<&Settings>) -> TerminalContext {
+    let mut ctx = ctx.clone();
+    if ctx.project_id.is_none() && ctx.cwd.is_some() {
+        let defaults;
+        let settings = match settings {
+            Some(s) => s,
+            None => {
+                defaults = Settings::default();
+                &defaults
+            }
+        };
+        if let Ok(identity) = ctx.project(settings) {
+            ctx.project_id = Some(identity.project_id);
+        }
+    }
+    ctx
+}
+
 /// The `context` object of the internal routes for `ctx`.
 fn context_json(ctx: &TerminalContext) -> Value {
     json!({
@@ -297,24 +344,25 @@ fn context_json(ctx: &TerminalContext) -> Value {
 }
 
 impl MemoryBackend for RemoteBackend {
-    /// [`RemoteBackend::call_tool`]; `settings` (this machine's) are not needed: the owner reads its own.
+    /// [`RemoteBackend::call_tool`]; `settings` (this machine's) resolve the project identity here
+    /// ([`local_project`]); the owner reads its own for everything else.
     fn call(
         &self,
         tool: Tool,
         args: Arguments,
         ctx: TerminalContext,
-        _settings: Option<Settings>,
+        settings: Option<Settings>,
     ) -> BackendFuture<'_, Result<Value, ToolError>> {
-        Box::pin(async move { self.call_tool(tool, args, &ctx).await })
+        Box::pin(async move { self.call_tool_with(tool, args, &ctx, settings.as_ref()).await })
     }
 
-    /// [`RemoteBackend::context_block`]; `settings` are not needed.
+    /// [`RemoteBackend::context_block`]; `settings` resolve the project identity here ([`local_project`]).
     fn context(
         &self,
         ctx: TerminalContext,
         budget: Option<usize>,
-        _settings: Option<Settings>,
+        settings: Option<Settings>,
     ) -> BackendFuture<'_, Result<Option<String>, ToolError>> {
-        Box::pin(async move { self.context_block(&ctx, budget).await })
+        Box::pin(async move { self.context_block_with(&ctx, budget, settings.as_ref()).await })
     }
 }

@@ -257,3 +257,34 @@ fn config_refuses_credentials_in_the_url_without_echoing_them_and_the_mcp_endpoi
         "a path prefix stays allowed"
     );
 }
+
+/// The project identity of a cwd is resolved on this node and sent as `project_id` (the owner never looks up a
+/// path of another machine); an explicit project id, or this node's `memory.project_id`, wins.
+#[tokio::test]
+async fn the_project_is_resolved_on_this_node_and_sent() {
+    let (url, seen) = stub(|_| (200, r#"{"block":null}"#.into())).await;
+    let remote = RemoteBackend::new(RemoteConfig::new(&url).expect("url")).expect("client");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let here = TerminalContext {
+        cwd: Some(dir.path().to_path_buf()),
+        ..Default::default()
+    };
+    let expected = cao_core::identity::resolve_project(dir.path(), None)
+        .expect("identity")
+        .project_id;
+    remote.context(here.clone(), None, None).await.expect("context");
+    let explicit = TerminalContext {
+        project_id: Some("explicit-id".into()),
+        ..here.clone()
+    };
+    remote.context(explicit, None, None).await.expect("context");
+    let settings = cao_core::Settings::from_value(json!({"memory": {"project_id": "node-setting"}}));
+    remote.context(here, None, Some(settings)).await.expect("context");
+    let sent: Vec<Value> = seen
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(_, _, body)| body["context"]["project_id"].clone())
+        .collect();
+    assert_eq!(sent, [json!(expected), json!("explicit-id"), json!("node-setting")]);
+}
