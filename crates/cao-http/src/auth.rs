@@ -13,7 +13,9 @@
 //! - An unknown `kid` re-reads the JWKS (file or URL) once, at most once per
 //!   [`AuthConfig::refresh_min_interval`], so key rotation needs no restart while a stream of forged kids cannot
 //!   turn the server into a fetch amplifier. URL fetches have a timeout ([`AuthConfig::fetch_timeout`]) and a size
-//!   cap ([`MAX_JWKS_BYTES`]); a failed refresh keeps the previous keys.
+//!   cap ([`MAX_JWKS_BYTES`]); a failed refresh keeps the previous keys. A key set older than
+//!   [`AuthConfig::max_key_age`] is re-read before the next verification (same rate limit), so a key removed from
+//!   the JWKS stops being accepted without a restart.
 //! - The verified caller is placed in the request's extensions as a [`Principal`] for handlers.
 //!
 //! Route rules (issue 5): reads need `cao:read`, writes `cao:write`, deletes `cao:admin`. `/mcp` is guarded by
@@ -44,6 +46,9 @@ pub const MAX_JWKS_BYTES: usize = 1 << 20;
 pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default minimum time between two JWKS refreshes caused by unknown `kid`s.
 pub const DEFAULT_REFRESH_MIN_INTERVAL: Duration = Duration::from_secs(30);
+/// Default age after which the key set is re-read before the next token is verified (5 minutes): a key removed
+/// from the JWKS stops being accepted within this time, without a restart.
+pub const DEFAULT_MAX_KEY_AGE: Duration = Duration::from_secs(300);
 
 /// An API permission level. Ordered: `Read < Write < Admin`, and a grant of one level allows every lower one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -137,6 +142,9 @@ pub struct AuthConfig {
     pub fetch_timeout: Duration,
     /// Minimum time between refreshes caused by unknown `kid`s; default [`DEFAULT_REFRESH_MIN_INTERVAL`].
     pub refresh_min_interval: Duration,
+    /// Age of the loaded key set after which it is re-read before verifying (also rate-limited by
+    /// `refresh_min_interval`; a failed re-read keeps the keys); default [`DEFAULT_MAX_KEY_AGE`].
+    pub max_key_age: Duration,
 }
 
 impl AuthConfig {
@@ -148,6 +156,7 @@ impl AuthConfig {
             issuer: issuer.into(),
             fetch_timeout: DEFAULT_FETCH_TIMEOUT,
             refresh_min_interval: DEFAULT_REFRESH_MIN_INTERVAL,
+            max_key_age: DEFAULT_MAX_KEY_AGE,
         }
     }
 }
@@ -216,6 +225,8 @@ struct Inner {
     keys: RwLock<Arc<KeySet>>,
     /// When the last unknown-kid refresh started; held across the fetch so concurrent misses share one fetch.
     last_refresh: tokio::sync::Mutex<Option<Instant>>,
+    /// When the key set in `keys` was loaded.
+    loaded_at: RwLock<Instant>,
 }
 
 /// Verifies bearer tokens against the configured JWKS. Cheap to clone (shared state).
@@ -315,6 +326,7 @@ impl Authenticator {
                 client,
                 keys: RwLock::new(Arc::new(keys)),
                 last_refresh: tokio::sync::Mutex::new(None),
+                loaded_at: RwLock::new(Instant::now()),
             }),
         })
     }
@@ -333,7 +345,10 @@ impl Authenticator {
         }
         let candidates = match head.kid.as_deref() {
             Some(kid) => vec![self.key_for_kid(kid).await?],
-            None => self.current_keys().all.clone(),
+            None => {
+                self.renew_if_old().await;
+                self.current_keys().all.clone()
+            }
         };
         let mut last = Rejection::unauthorized("no key of the JWKS verifies the token signature");
         for key in candidates {
@@ -382,7 +397,17 @@ impl Authenticator {
         Arc::clone(&self.inner.keys.read().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// Re-read the key set when it is older than `max_key_age` (so a key removed from the JWKS is no longer
+    /// trusted), subject to the refresh rate limit.
+    async fn renew_if_old(&self) {
+        let loaded = *self.inner.loaded_at.read().unwrap_or_else(PoisonError::into_inner);
+        if loaded.elapsed() >= self.inner.config.max_key_age {
+            self.refresh().await;
+        }
+    }
+
     async fn key_for_kid(&self, kid: &str) -> Result<Arc<DecodingKey>, Rejection> {
+        self.renew_if_old().await;
         if let Some(k) = self.current_keys().by_kid.get(kid) {
             return Ok(Arc::clone(k));
         }
@@ -406,6 +431,7 @@ impl Authenticator {
             Ok(keys) => {
                 tracing::info!(jwks = %self.inner.config.jwks, keys = keys.all.len(), "JWKS refreshed");
                 *self.inner.keys.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(keys);
+                *self.inner.loaded_at.write().unwrap_or_else(PoisonError::into_inner) = Instant::now();
             }
             Err(e) => tracing::warn!(error = %e, "JWKS refresh failed; keeping the previous keys"),
         }

@@ -409,6 +409,39 @@ async fn jwks_file_is_reread_on_unknown_kid() {
     assert_eq!(payload(&send(&fx.app, recall(Some(&read_b))).await)["success"], true);
 }
 
+/// A key removed from the JWKS stops being accepted once the key set is older than `max_key_age`, without an
+/// unknown `kid` or a restart.
+#[tokio::test]
+async fn a_key_removed_from_the_jwks_is_dropped_after_the_maximum_key_age() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("jwks.json");
+    std::fs::write(&path, jwks(&["a", "b"]).to_string()).expect("write");
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut cfg = AuthConfig::new(JwksSource::File(path.clone()), AUD, ISS);
+    cfg.refresh_min_interval = Duration::ZERO;
+    cfg.max_key_age = Duration::from_secs(1);
+    let auth = Authenticator::new(cfg).await.expect("authenticator");
+    // Removed right after the keys were loaded: still trusted until they are a second old.
+    std::fs::write(&path, jwks(&["a"]).to_string()).expect("write");
+    let app = router(
+        ServiceHandle::lazy(CaoHome::new(home.path().join("home"))),
+        HttpConfig {
+            auth: Some(auth),
+            ..HttpConfig::default()
+        },
+    );
+    let read_b = token_with("b", Some("test-b"), &claims(json!({"scope": "cao:read"})));
+    assert_eq!(
+        payload(&send(&app, recall(Some(&read_b))).await)["success"],
+        true,
+        "still trusted while the key set is young"
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_unauthorized(&send(&app, recall(Some(&read_b))).await, "b was removed");
+    let read_a = token(json!({"scope": "cao:read"}));
+    assert_eq!(payload(&send(&app, recall(Some(&read_a))).await)["success"], true);
+}
+
 #[tokio::test]
 async fn unusable_jwks_sources_fail_at_start() {
     let dir = tempfile::tempdir().expect("tempdir");
