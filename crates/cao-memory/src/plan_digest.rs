@@ -5,8 +5,6 @@
 //! was reviewed ([`crate::MemoryError::PlanChanged`] otherwise, nothing applied).
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
-use std::fmt::Write as _;
 
 /// Length of a digest in hex characters.
 pub const PLAN_DIGEST_LEN: usize = 64;
@@ -14,13 +12,7 @@ pub const PLAN_DIGEST_LEN: usize = 64;
 /// Lowercase hex SHA-256 of `value`'s compact JSON. The plan types are plain data (strings, numbers, unit enums),
 /// whose serialisation does not fail; were it to, the digest would be that of no bytes.
 pub(crate) fn sha256_hex(value: &impl Serialize) -> String {
-    let bytes = serde_json::to_vec(value).unwrap_or_default();
-    let digest = Sha256::digest(&bytes);
-    let mut out = String::with_capacity(PLAN_DIGEST_LEN);
-    for b in digest {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
+    cao_embed::sha256_hex(&serde_json::to_vec(value).unwrap_or_default())
 }
 
 /// Whether `reviewed` names the plan whose digest is `current` (surrounding whitespace and hex case ignored).
