@@ -45,14 +45,14 @@ impl ContextSource for FixedContext {
 /// without reading the index. The one terminal resolution of every route: `/mcp`, the internal routes, the stdio
 /// server (`CAO_TERMINAL_ID`) and context blocks.
 ///
-/// Errors: [`MemoryError::Index`] when the registration cannot be read.
+/// Errors: [`MemoryError::Store`] when the registration cannot be read.
 pub fn resolve_terminal(svc: &MemoryService, mut ctx: TerminalContext) -> Result<TerminalContext, MemoryError> {
     let complete =
         ctx.session_name.is_some() && ctx.agent_profile.is_some() && ctx.provider.is_some() && ctx.cwd.is_some();
     let Some(id) = ctx.terminal_id.as_deref().filter(|_| !complete) else {
         return Ok(ctx);
     };
-    if let Some(row) = svc.index().terminal(id)? {
+    if let Some(row) = svc.terminal(id)? {
         let reg = row.context();
         ctx.session_name = ctx.session_name.or(reg.session_name);
         ctx.agent_profile = ctx.agent_profile.or(reg.agent_profile);

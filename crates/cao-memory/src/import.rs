@@ -31,8 +31,8 @@ use crate::types::{Progress, StoreRequest};
 use crate::{visibility, write};
 use cao_core::time::truncate_secs;
 use cao_core::{Key, MemoryRef, Scope, Settings, TerminalContext};
-use cao_index::{ListFilter, Visibility};
 use cao_okf::import::{ConflictPolicy, FileOutcome, ImportOptions, ImportReport, WriteAction, check_import_scope};
+use cao_store::{ListFilter, Visibility};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -93,7 +93,7 @@ pub(crate) fn import(
         visibility::target_scope_id(store, ctx, req.scope, settings)?
     };
     let read = bundle::read_bundle(&req.source)?;
-    let rows = store.index().list(&ListFilter {
+    let rows = store.snapshot().list(&ListFilter {
         visibility: Visibility::none().allow(req.scope, scope_id.as_deref()),
         scope: Some(req.scope),
         memory_type: None,
@@ -121,13 +121,11 @@ pub(crate) fn import(
             continue;
         }
         let present = store
-            .layout()
-            .read_topic(req.scope, scope_id.as_deref(), &w.key)
+            .topic(&cao_core::MemoryRef::new(req.scope, scope_id.clone(), w.key.clone()))
             .ok()
             .flatten()
             .is_some_and(|t| {
-                t.topic
-                    .entries()
+                t.entries()
                     .iter()
                     .any(|e| cao_okf::same_entry_text(&e.content, &w.content))
             });

@@ -200,7 +200,7 @@ pub(crate) fn context_block_with(
     if !settings.memory_enabled() {
         return Ok(None);
     }
-    store.prepare_read()?;
+    store.read()?;
     let mut scopes = INJECTED_SCOPES.to_vec();
     if settings.learning_enabled() {
         scopes.push(Scope::Agent);
@@ -234,7 +234,7 @@ fn injection_candidates(
     let vis = group.visibility();
     let mut want = filter.first_read().max(MEMORY_MAX_PER_SCOPE);
     loop {
-        let rows = store.index().recency_pool(&vis, None, want)?;
+        let rows = store.snapshot().recency_pool(&vis, None, want)?;
         let exhausted = rows.len() < want;
         let mut kept = filter.retain_eligible(scope, rows.iter().map(row_to_memory).collect());
         if kept.len() >= MEMORY_MAX_PER_SCOPE || exhausted {

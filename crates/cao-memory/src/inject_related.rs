@@ -20,7 +20,7 @@ use crate::error::MemoryError;
 use crate::store::Store;
 use crate::types::{Memory, row_to_memory};
 use cao_core::{Key, Scope};
-use cao_index::MemoryRow;
+use cao_store::MemoryRow;
 use std::collections::HashSet;
 
 /// Most related memories one block adds, across all scopes (reference `MemoryService.RELATED_FANOUT_CAP = 5`).
@@ -98,7 +98,7 @@ pub(crate) fn related_rows(
             .filter(|p| (p.0, p.1) == (scope, sid))
             .map(|p| p.2)
             .collect();
-        names.insert((scope, sid), store.index().related_keys_of(scope, sid, &keys)?);
+        names.insert((scope, sid), store.snapshot().related_keys_of(scope, sid, &keys)?);
     }
     let mut wanted: Vec<(Scope, Option<&str>, Key)> = Vec::new();
     for &(scope, sid, key) in primaries {
@@ -122,7 +122,7 @@ pub(crate) fn related_rows(
     }
     let mut out = Vec::new();
     for (scope, sid, key) in wanted {
-        if let Some(row) = store.index().get(scope, sid, &key)? {
+        if let Some(row) = store.snapshot().get(scope, sid, &key)? {
             out.push(row);
         }
     }
