@@ -1,0 +1,1 @@
+//! Reconcile planning (in progress).
