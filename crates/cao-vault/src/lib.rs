@@ -39,6 +39,7 @@ pub mod path;
 pub mod recall;
 pub mod reconcile;
 pub mod scan;
+pub mod status;
 pub mod yaml;
 
 pub use finding::{Finding, FindingCode, SecretGate, Severity};

@@ -23,7 +23,13 @@ fn findings_severities() {
             Some("warn") => SecretGate::Warn,
             _ => SecretGate::Reject,
         };
-        f.check("vault_findings", name, "severity", &json!(code.severity(gate).as_str()), &c["expected"]["severity"]);
+        f.check(
+            "vault_findings",
+            name,
+            "severity",
+            &json!(code.severity(gate).as_str()),
+            &c["expected"]["severity"],
+        );
     }
     f.finish(cases.len());
 }
@@ -51,10 +57,21 @@ fn identity() {
                 Err(msg) => json!({"error": "ValueError", "message": msg}),
             },
             Some("collision_cao_key") => {
-                let parts: Vec<&str> = i["digest_parts"].as_array().expect("parts").iter().filter_map(Value::as_str).collect();
-                let reserved: Vec<&str> =
-                    i["reserved_keys"].as_array().expect("reserved").iter().filter_map(Value::as_str).collect();
-                match collision_cao_key(i["canonical_key"].as_str().expect("key"), &parts, &|k| reserved.contains(&k)) {
+                let parts: Vec<&str> = i["digest_parts"]
+                    .as_array()
+                    .expect("parts")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let reserved: Vec<&str> = i["reserved_keys"]
+                    .as_array()
+                    .expect("reserved")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                match collision_cao_key(i["canonical_key"].as_str().expect("key"), &parts, &|k| {
+                    reserved.contains(&k)
+                }) {
                     Ok(k) => json!({"key": k}),
                     Err(_) => json!({"error": "ValueError"}),
                 }
@@ -84,7 +101,12 @@ fn boundary() {
                 Err(e) => json!({"error": "ValueError", "message": e.to_string()}),
             },
             Some("is_excluded_relpath") => {
-                let ex: Vec<&str> = i["exclude"].as_array().expect("exclude").iter().filter_map(Value::as_str).collect();
+                let ex: Vec<&str> = i["exclude"]
+                    .as_array()
+                    .expect("exclude")
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
                 json!({"excluded": Excludes::new(&ex).is_excluded(rel)})
             }
             other => panic!("unknown fn {other:?}"),
@@ -122,9 +144,15 @@ fn parse_note_cases() {
                     .map_or(json!({}), yaml_json);
                 (data, cao, Value::Null, Value::Null)
             }
-            Err(finding) => (json!({}), json!({}), json!(finding.code.as_str()), json!(finding.detail)),
+            Err(finding) => (
+                json!({}),
+                json!({}),
+                json!(finding.code.as_str()),
+                json!(finding.detail),
+            ),
         };
-        let got = json!({"frontmatter": fm, "cao": cao, "region": region, "finding_code": code, "finding_detail": detail});
+        let got =
+            json!({"frontmatter": fm, "cao": cao, "region": region, "finding_code": code, "finding_detail": detail});
         f.check("vault_parse_note", name, "result", &got, &c["expected"]);
     }
     f.finish(cases.len());
@@ -197,7 +225,13 @@ fn resolve_link_cases() {
                 .map(|n| Candidate {
                     key: n["key"].as_str().expect("key").to_owned(),
                     relpath: n["relpath"].as_str().expect("relpath").to_owned(),
-                    aliases: n["aliases"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned).collect(),
+                    aliases: n["aliases"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect(),
                     excluded: n["excluded"].as_bool().unwrap_or(false),
                 })
                 .collect(),

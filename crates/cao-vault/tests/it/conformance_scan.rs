@@ -42,7 +42,13 @@ fn scan_cases() {
             assert_eq!(step["op"], "scan");
             let report = scan_vault(vault, ScanOptions::default()).expect("scan");
             checks += 1;
-            f.check("vault_scan", name, &format!("step {i}"), &report_json(&report), &c["expected"][i]["result"]);
+            f.check(
+                "vault_scan",
+                name,
+                &format!("step {i}"),
+                &report_json(&report),
+                &c["expected"][i]["result"],
+            );
         }
     }
     f.finish(checks);

@@ -2,7 +2,10 @@
 //! built in temporary directories.
 //!
 //! One test binary per crate (modules below).
-#![allow(clippy::disallowed_methods, reason = "test setup writes fixture files and trees directly")]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test setup writes fixture files and trees directly"
+)]
 
 mod conformance_config;
 mod conformance_pure;

@@ -53,7 +53,8 @@ pub(crate) struct Failures(pub(crate) Vec<String>);
 impl Failures {
     pub(crate) fn check(&mut self, file: &str, name: &str, what: &str, got: &Value, want: &Value) {
         if got != want {
-            self.0.push(format!("{file} [{name}] {what}:\n   got: {got}\n  want: {want}"));
+            self.0
+                .push(format!("{file} [{name}] {what}:\n   got: {got}\n  want: {want}"));
         }
     }
     pub(crate) fn fail(&mut self, file: &str, name: &str, msg: String) {
@@ -106,7 +107,9 @@ impl VaultDir {
                 write_file(&self.outside.join(rel), text.as_str().expect("text").as_bytes());
             }
         }
-        let Some(layout) = input["layout"].as_object() else { return };
+        let Some(layout) = input["layout"].as_object() else {
+            return;
+        };
         let mut paths: Vec<&String> = layout.keys().collect();
         paths.sort();
         let mut regular = 0i64;
