@@ -461,6 +461,9 @@ pub struct NoteEdge {
     pub attributes: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
+/// What a `cao.links` entry authors about its edge: status, confidence, origin (defaults applied).
+type Authored = (EdgeStatus, Option<f64>, EdgeOrigin);
+
 /// The edges one indexed note projects and the findings of its links (spec/vault-facts.md section 4 "Body edges",
 /// "`cao.links`", "Edge attributes", "Per source and type at most 64 edges"). Self links are dropped.
 pub fn note_edges(
@@ -489,7 +492,7 @@ pub fn note_edges(
         }
     }
     // Frontmatter: resolved entries grouped by (type, target); differing duplicates conflict.
-    let mut authored: BTreeMap<(EdgeType, String), Vec<(EdgeStatus, Option<f64>, EdgeOrigin)>> = BTreeMap::new();
+    let mut authored: BTreeMap<(EdgeType, String), Vec<Authored>> = BTreeMap::new();
     for link in cao_links {
         let (r, f) = resolve_cao_link(&link.to, candidates);
         findings.extend(f);
@@ -506,7 +509,7 @@ pub fn note_edges(
         }
     }
     let mut conflicted: Vec<(EdgeType, String)> = Vec::new();
-    let mut front: Vec<(EdgeType, String, (EdgeStatus, Option<f64>, EdgeOrigin))> = Vec::new();
+    let mut front: Vec<(EdgeType, String, Authored)> = Vec::new();
     for ((t, key), entries) in authored {
         let first = entries[0];
         if entries.iter().any(|e| *e != first) {
