@@ -240,11 +240,44 @@ fn nfc(s: &str) -> String {
     s.nfc().collect()
 }
 
-/// Scan a vault (module docs). Only mappings with `index: true` are walked.
+/// Scan a vault (module docs): [`list_vault`] then [`read_listing`]. Only mappings with `index: true` are walked.
 ///
 /// Errors: [`RootError`] when the root cannot be opened as a directory without following a link. Everything
 /// below the root is a row, never an error.
 pub fn scan_vault(vault: &VaultConfig, options: ScanOptions<'_>) -> Result<ScanReport, RootError> {
+    let listing = list_vault(vault)?;
+    Ok(read_listing(vault, listing, options))
+}
+
+/// The walk of a vault: every refusal found while listing, every candidate note with its stamp, and the open root.
+/// Nothing has been read yet; [`read_listing`] reads the candidates, re-opening each directory from the root and
+/// checking it is the one listed.
+pub struct Listing {
+    root: OwnedFd,
+    rows: Vec<ScannedNote>,
+    candidates: Vec<Candidate>,
+    dirs: HashMap<Vec<Vec<u8>>, (u64, u64)>,
+}
+
+impl Listing {
+    /// `(relpath, stamp)` of every candidate note, sorted by path: equal to an earlier listing's exactly when no
+    /// candidate was added, removed or written since (the cheap "unchanged" check of a rescan).
+    pub fn stamps(&self) -> Vec<(String, NoteStamp)> {
+        let mut v: Vec<(String, NoteStamp)> = self.candidates.iter().map(|c| (c.relpath.clone(), c.stamp)).collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// How many rows the walk refused (symlinks, missing folders, sync artifacts, ...).
+    pub fn refusals(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+/// Walk the indexed mapping folders of a vault without reading any note.
+///
+/// Errors: [`RootError`] when the root cannot be opened as a directory without following a link.
+pub fn list_vault(vault: &VaultConfig) -> Result<Listing, RootError> {
     let root = rustix::fs::open(&vault.root, dir_flags(), Mode::empty()).map_err(|e| RootError {
         path: vault.root.display().to_string(),
         source: e.into(),
@@ -260,21 +293,32 @@ pub fn scan_vault(vault: &VaultConfig, options: ScanOptions<'_>) -> Result<ScanR
         candidates: Vec::new(),
         dirs: HashMap::new(),
     };
-    walk.dirs.insert(
-        Vec::new(),
-        (NoteStamp::of(&root_stat).dev, NoteStamp::of(&root_stat).ino),
-    );
+    let rs = NoteStamp::of(&root_stat);
+    walk.dirs.insert(Vec::new(), (rs.dev, rs.ino));
     for (i, mapping) in vault.mappings.iter().enumerate() {
         if mapping.index {
             walk_mapping(&mut walk, &root, i, mapping);
         }
     }
     let Walk {
+        rows, candidates, dirs, ..
+    } = walk;
+    Ok(Listing {
+        root,
+        rows,
+        candidates,
+        dirs,
+    })
+}
+
+/// Read the candidates of a listing (limits, confined reads, parsing; module docs) into the scan report.
+pub fn read_listing(vault: &VaultConfig, listing: Listing, options: ScanOptions<'_>) -> ScanReport {
+    let Listing {
+        root,
         mut rows,
         mut candidates,
         dirs,
-        ..
-    } = walk;
+    } = listing;
     candidates.sort_by(|a, b| a.relpath.cmp(&b.relpath));
     let mut total: u64 = 0;
     let mut folded: HashMap<String, usize> = HashMap::new();
@@ -365,11 +409,11 @@ pub fn scan_vault(vault: &VaultConfig, options: ScanOptions<'_>) -> Result<ScanR
         }
     }
     rows.sort_by(|a, b| a.relpath.cmp(&b.relpath));
-    Ok(ScanReport {
+    ScanReport {
         notes: rows,
         total_bytes_scanned: total,
         max_total_bytes: MAX_TOTAL_BYTES,
-    })
+    }
 }
 
 /// Open a mapping folder component by component from the root, then walk it.
