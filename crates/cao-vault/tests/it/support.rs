@@ -174,6 +174,11 @@ impl VaultDir {
     /// The case's `memory.vault` object with `<ROOT>` replaced, validated with an empty alias table and a CAO
     /// home inside the temp dir.
     pub(crate) fn settings(&self, vault: &Value) -> VaultSettings {
+        self.try_settings(vault).expect("case config validates")
+    }
+
+    /// As [`VaultDir::settings`], the validation result.
+    pub(crate) fn try_settings(&self, vault: &Value) -> Result<VaultSettings, cao_vault::config::VaultConfigError> {
         let text = self.subst(&vault.to_string());
         let value: Value = serde_json::from_str(&text).expect("json");
         let projects = StaticProjects::default();
@@ -184,7 +189,7 @@ impl VaultDir {
             graph_export_root: home.join(".aws/cli-agent-orchestrator/graph-exports"),
             projects: &projects,
         };
-        validate(&value, &ctx).expect("case config validates")
+        validate(&value, &ctx)
     }
 }
 
