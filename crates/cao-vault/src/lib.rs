@@ -40,6 +40,7 @@ pub mod recall;
 pub mod reconcile;
 pub mod scan;
 pub mod status;
+pub mod writer;
 pub mod yaml;
 
 pub use finding::{Finding, FindingCode, SecretGate, Severity};

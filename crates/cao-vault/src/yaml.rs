@@ -336,7 +336,7 @@ fn is(re: &LazyLock<Option<Regex>>, s: &str) -> bool {
 
 /// PyYAML's implicit resolvers for a plain scalar, in their order (bool, float, int, merge, null, timestamp,
 /// value), each tried only when the first character is one it lists; otherwise `str`.
-fn implicit_scalar_tag(v: &str) -> &'static str {
+pub(crate) fn implicit_scalar_tag(v: &str) -> &'static str {
     let first = v.chars().next();
     let starts = |set: &str| first.is_some_and(|c| set.contains(c));
     if starts("yYnNtTfFoO") && is(&BOOL_RE, v) {
@@ -604,6 +604,179 @@ fn construct_timestamp(raw: &str) -> Result<Yaml, YamlError> {
     })
 }
 
+/// Render `pairs` as a block mapping the way PyYAML's `safe_dump(default_flow_style=False, allow_unicode=True,
+/// sort_keys=False)` does, each line prefixed by `indent` spaces, nested mappings indented by `step` more, sequences
+/// inside a mapping not indented (`key:` then `- item` at the key's column). Returns the lines (no line ends).
+pub fn emit_mapping(pairs: &[(String, Yaml)], indent: usize, step: usize) -> Vec<String> {
+    let pad = " ".repeat(indent);
+    let mut out = Vec::new();
+    for (k, v) in pairs {
+        let key = emit_str(k);
+        match v {
+            Yaml::Seq(items) if !items.is_empty() => {
+                out.push(format!("{pad}{key}:"));
+                out.extend(emit_seq(items, indent, step));
+            }
+            Yaml::Map(inner) if !inner.is_empty() => {
+                out.push(format!("{pad}{key}:"));
+                let inner: Vec<(String, Yaml)> = inner
+                    .iter()
+                    .map(|(k, v)| (k.as_str().map_or_else(|| emit_scalar(k), str::to_owned), v.clone()))
+                    .collect();
+                out.extend(emit_mapping(&inner, indent + step, step));
+            }
+            other => out.push(format!("{pad}{key}: {}", emit_scalar(other))),
+        }
+    }
+    out
+}
+
+fn emit_seq(items: &[Yaml], indent: usize, step: usize) -> Vec<String> {
+    let pad = " ".repeat(indent);
+    let mut out = Vec::new();
+    for item in items {
+        let nested = match item {
+            Yaml::Map(inner) if !inner.is_empty() => {
+                let inner: Vec<(String, Yaml)> = inner
+                    .iter()
+                    .map(|(k, v)| (k.as_str().map_or_else(|| emit_scalar(k), str::to_owned), v.clone()))
+                    .collect();
+                Some(emit_mapping(&inner, indent + 2, step))
+            }
+            Yaml::Seq(inner) if !inner.is_empty() => Some(emit_seq(inner, indent + 2, step)),
+            _ => None,
+        };
+        match nested {
+            Some(mut lines) => {
+                if let Some(first) = lines.first_mut() {
+                    *first = format!("{pad}- {}", &first[indent + 2..]);
+                }
+                out.extend(lines);
+            }
+            None => out.push(format!("{pad}- {}", emit_scalar(item))),
+        }
+    }
+    out
+}
+
+/// A scalar (or an empty collection) as PyYAML writes it in block style.
+pub fn emit_scalar(v: &Yaml) -> String {
+    match v {
+        Yaml::Null => "null".into(),
+        Yaml::Bool(b) => if *b { "true" } else { "false" }.into(),
+        Yaml::Int(i) => i.to_string(),
+        Yaml::BigInt(s) => s.clone(),
+        Yaml::Float(f) => emit_float(*f),
+        Yaml::Str(s) => emit_str(s),
+        Yaml::Bytes(b) => format!("!!binary {}", base64::engine::general_purpose::STANDARD.encode(b)),
+        Yaml::Date(d) => d.format("%Y-%m-%d").to_string(),
+        Yaml::DateTime { naive, offset_secs } => {
+            let mut s = naive.format("%Y-%m-%d %H:%M:%S").to_string();
+            let micros = naive.and_utc().timestamp_subsec_micros();
+            if micros != 0 {
+                s.push_str(&format!(".{micros:06}"));
+            }
+            if let Some(off) = offset_secs {
+                let sign = if *off < 0 { '-' } else { '+' };
+                let a = off.unsigned_abs();
+                s.push_str(&format!("{sign}{:02}:{:02}", a / 3600, (a % 3600) / 60));
+            }
+            s
+        }
+        Yaml::Seq(_) | Yaml::Pairs(_) => "[]".into(),
+        Yaml::Map(_) | Yaml::Set(_) => "{}".into(),
+    }
+}
+
+/// Python `repr(float)` as PyYAML writes it (`.inf`, `.nan`, `1.0`, `1.0e-05`).
+fn emit_float(f: f64) -> String {
+    if f.is_nan() {
+        return ".nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf".into() } else { "-.inf".into() };
+    }
+    let a = f.abs();
+    let repr = if a != 0.0 && !(1e-4..1e16).contains(&a) {
+        let e = format!("{f:e}");
+        let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+    } else {
+        let s = format!("{f}");
+        if s.contains('.') { s } else { format!("{s}.0") }
+    };
+    if !repr.contains('.') && repr.contains('e') {
+        repr.replacen('e', ".0e", 1)
+    } else {
+        repr
+    }
+}
+
+/// A string as PyYAML writes it in block style: plain when that reads back as the same string, else single-quoted,
+/// else (control or unprintable characters) double-quoted.
+pub fn emit_str(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let printable = |c: char| {
+        c == '\n'
+            || (' '..='~').contains(&c)
+            || ('\u{a0}'..='\u{d7ff}').contains(&c)
+            || ('\u{e000}'..='\u{fffd}').contains(&c) && c != '\u{feff}'
+            || ('\u{10000}'..'\u{10ffff}').contains(&c)
+    };
+    let special = chars.iter().any(|c| !printable(*c));
+    let multiline = chars.contains(&'\n');
+    let mut block_indicators = s.starts_with("---") || s.starts_with("...");
+    let n = chars.len();
+    for (i, c) in chars.iter().enumerate() {
+        let followed_by_space = i + 1 == n || matches!(chars[i + 1], ' ' | '\t' | '\r' | '\n');
+        let preceded_by_space = i == 0 || matches!(chars[i - 1], ' ' | '\t' | '\r' | '\n');
+        if i == 0 {
+            if "#,[]{}&*!|>'\"%@`".contains(*c) || ("?:-".contains(*c) && followed_by_space) {
+                block_indicators = true;
+            }
+        } else if (*c == ':' && followed_by_space) || (*c == '#' && preceded_by_space) {
+            block_indicators = true;
+        }
+    }
+    let edge_space = chars.first().is_some_and(|c| *c == ' ') || chars.last().is_some_and(|c| *c == ' ');
+    let plain =
+        !s.is_empty() && !special && !multiline && !block_indicators && !edge_space && implicit_scalar_tag(s) == "str";
+    if plain {
+        return s.to_owned();
+    }
+    if !special && !multiline {
+        return format!("'{}'", s.replace('\'', "''"));
+    }
+    let mut out = String::from("\"");
+    for c in chars {
+        match c {
+            '\0' => out.push_str("\\0"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{b}' => out.push_str("\\v"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            '\u{1b}' => out.push_str("\\e"),
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{85}' => out.push_str("\\N"),
+            '\u{a0}' => out.push_str("\\_"),
+            '\u{2028}' => out.push_str("\\L"),
+            '\u{2029}' => out.push_str("\\P"),
+            c if printable(c) => out.push(c),
+            c if (c as u32) <= 0xff => out.push_str(&format!("\\x{:02X}", c as u32)),
+            c if (c as u32) <= 0xffff => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push_str(&format!("\\U{:08X}", c as u32)),
+        }
+    }
+    out.push('"');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -675,6 +848,69 @@ mod tests {
         );
         let deep = format!("x: {}{}", "[".repeat(3000), "]".repeat(3000));
         assert_eq!(load(&deep), Err(YamlError::Malformed));
+    }
+
+    #[test]
+    fn emitted_scalars_read_back() {
+        for s in [
+            "plain",
+            "[[Other Note]]",
+            "yes",
+            "123",
+            "",
+            " lead",
+            "a: b",
+            "a #b",
+            "-x",
+            "- x",
+            "it's",
+            "tab\there",
+            "line\nbreak",
+            "2024-01-01",
+            "=",
+            "<<",
+            "null",
+            "café",
+            "~",
+        ] {
+            let text = format!("k: {}", emit_str(s));
+            assert_eq!(one(&text), Yaml::Str(s.into()), "{text:?}");
+        }
+        assert_eq!(emit_str("vault-start-here"), "vault-start-here");
+        assert_eq!(emit_str(""), "''");
+        assert_eq!(emit_float(0.9), "0.9");
+        assert_eq!(emit_float(1.0), "1.0");
+        assert_eq!(emit_float(1e-5), "1.0e-05");
+        let lines = emit_mapping(
+            &[
+                (
+                    "tags".into(),
+                    Yaml::Seq(vec![Yaml::Str("a".into()), Yaml::Str("b".into())]),
+                ),
+                (
+                    "links".into(),
+                    Yaml::Seq(vec![Yaml::Map(vec![
+                        (Yaml::Str("to".into()), Yaml::Str("x".into())),
+                        (Yaml::Str("type".into()), Yaml::Str("supersedes".into())),
+                    ])]),
+                ),
+                ("none".into(), Yaml::Seq(vec![])),
+            ],
+            2,
+            2,
+        );
+        assert_eq!(
+            lines,
+            [
+                "  tags:",
+                "  - a",
+                "  - b",
+                "  links:",
+                "  - to: x",
+                "    type: supersedes",
+                "  none: []"
+            ]
+        );
     }
 
     #[test]

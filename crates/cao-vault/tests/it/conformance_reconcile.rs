@@ -24,11 +24,15 @@ use cao_vault::reconcile::{
 };
 use cao_vault::scan::{ScanOptions, scan_vault};
 use cao_vault::status::summarize;
+use cao_vault::writer::{
+    BodyEdit, Expected, WriteError, WriteLimits, WriteRequest, created_seed, publish, read_managed, render_managed,
+};
+use cao_vault::yaml::Yaml;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Value, json};
 
 /// Operations that need the memory store; counted as not replayed here.
-const STORE_STEPS: [&str; 13] = [
+const STORE_STEPS: [&str; 12] = [
     "store",
     "recall",
     "context",
@@ -41,12 +45,185 @@ const STORE_STEPS: [&str; 13] = [
     "config_get",
     "config_set",
     "write_managed",
-    "read",
 ];
 
 /// Store steps that change vault state the model does not have: every later step of the case depends on them
 /// (a `store` only when its scope is bound to the vault; native writes touch no vault table).
-const MUTATING_STORE_STEPS: [&str; 3] = ["migrate", "cli", "write_managed"];
+const MUTATING_STORE_STEPS: [&str; 2] = ["migrate", "cli"];
+
+fn write_error_json(e: &WriteError, model: &Model) -> Value {
+    let class = match e {
+        WriteError::Conflict(_) => "VaultWriteConflictError",
+        WriteError::Secret(_) => "VaultSecretWriteError",
+        WriteError::Boundary { .. } => "VaultWriteBoundaryError",
+        _ => "ValueError",
+    };
+    let message = e.to_string().replace(&*model.dir.root.to_string_lossy(), "<ROOT>");
+    json!({"error": class, "message": message})
+}
+
+/// A `store` into a writable vault-bound scope, as the store will do it: the managed note rendered in append mode
+/// (type, tags for a new note), published against the indexed hash, then a refresh reconcile applied. `None` when
+/// the step is not such a store (native, not writable, invalid configuration: the store's).
+fn managed_store(model: &mut Model, step: &Value, input: &Value) -> Option<Result<(), Value>> {
+    let key = step["key"].as_str()?;
+    if model.config_error.is_some() || !model.settings.enabled || model.native_keys.iter().any(|k| k == key) {
+        // A native store, or the cross-tier collision with a native memory of that key: the store's.
+        model.native_keys.push(key.to_owned());
+        return None;
+    }
+    let scope: Scope = step["scope"].as_str().unwrap_or("project").parse().ok()?;
+    let asked = input["env"]["CAO_PROJECT_ID"]
+        .as_str()
+        .filter(|_| scope == Scope::Project);
+    let Ok(Binding::Vault { writable: true, .. }) = bind(&model.settings, scope, asked, &StaticProjects::default())
+    else {
+        return None;
+    };
+    let vault = model.settings.vaults[0].clone();
+    let existing = read_managed(&vault, key).ok()?;
+    let now = DateTime::<Utc>::from_timestamp(Utc::now().timestamp(), 0)?;
+    let tags = cao_core::key::normalize_tags(step["tags"].as_str().unwrap_or(""));
+    let request = WriteRequest {
+        key: key.to_owned(),
+        cao: vec![(
+            "type".into(),
+            Yaml::Str(step["memory_type"].as_str().unwrap_or("project").into()),
+        )],
+        seeds: if existing.is_none() && !tags.is_empty() {
+            vec![("tags".into(), Yaml::Str(tags))]
+        } else {
+            vec![]
+        },
+        body: BodyEdit::Append {
+            content: step["content"].as_str()?.to_owned(),
+            occurred_at: step["occurred_at"].as_str().map(|t| at(&json!({"at": t}))),
+            now,
+        },
+    };
+    let relpath = format!("{}/{key}.md", vault.managed_folder);
+    let path = vault.root.join(&relpath);
+    let rendered = match render_managed(existing.as_deref(), &request, WriteLimits::of(&vault), &path) {
+        Ok(r) => r,
+        Err(e) => return Some(Err(write_error_json(&e, model))),
+    };
+    let expected = match &existing {
+        None => Expected::New,
+        Some(_) => Expected::Hash(
+            model
+                .state
+                .notes
+                .iter()
+                .find(|n| n.relpath == relpath)
+                .and_then(|n| n.content_sha256.clone())
+                .unwrap_or_default(),
+        ),
+    };
+    if let Err(e) = publish(&vault, key, &rendered.text, &expected) {
+        return Some(Err(write_error_json(&e, model)));
+    }
+    let report = scan_vault(&vault, ScanOptions::default()).expect("scan");
+    // The cases ran the refresh reconcile under a frozen clock (2025-06-01); entry times used the real one.
+    let frozen = at(&json!({"at": "2025-06-01T00:00:00Z"}));
+    let plan = plan_reconcile(
+        &vault,
+        &report,
+        &model.state,
+        ReconcileOptions {
+            run_started_at: frozen,
+            apply: true,
+            rebuild: false,
+        },
+    );
+    model.state = plan.applied();
+    model.metadata = plan.metadata;
+    model.edges = plan.edges;
+    model.findings = plan.findings;
+    model.reconciled_at = Some(plan.run_started_at);
+    Some(Ok(()))
+}
+
+/// `write_managed_note` (replace mode) with the case's seeds and `cao` fields.
+fn write_managed(model: &mut Model, step: &Value) -> Value {
+    let vault = model.settings.vaults[0].clone();
+    let key = step["key"].as_str().expect("key");
+    let existing = match read_managed(&vault, key) {
+        Ok(e) => e,
+        Err(e) => return write_error_json(&e, model),
+    };
+    let json_yaml = |v: &Value| -> Yaml {
+        fn conv(v: &Value) -> Yaml {
+            match v {
+                Value::Null => Yaml::Null,
+                Value::Bool(b) => Yaml::Bool(*b),
+                Value::Number(n) => n
+                    .as_i64()
+                    .map_or_else(|| Yaml::Float(n.as_f64().unwrap_or(0.0)), |i| Yaml::Int(i128::from(i))),
+                Value::String(s) => Yaml::Str(s.clone()),
+                Value::Array(a) => Yaml::Seq(a.iter().map(conv).collect()),
+                // The case's objects are written in the caller's order: `to` first, then type/status/origin.
+                Value::Object(o) => {
+                    let order = ["to", "type", "status", "origin", "confidence"];
+                    let mut keys: Vec<&String> = o.keys().collect();
+                    keys.sort_by_key(|k| order.iter().position(|x| x == k).unwrap_or(order.len()));
+                    Yaml::Map(keys.into_iter().map(|k| (Yaml::Str(k.clone()), conv(&o[k]))).collect())
+                }
+            }
+        }
+        conv(v)
+    };
+    let mut cao: Vec<(String, Yaml)> = Vec::new();
+    for k in ["type", "links"] {
+        if let Some(v) = step["cao"].get(k) {
+            cao.push((k.into(), json_yaml(v)));
+        }
+    }
+    let mut seeds = Vec::new();
+    // The case's seeds in the caller's order (`tags`, then `created`; JSON objects here are key-sorted).
+    let mut given: Vec<(&String, &Value)> = step["frontmatter"].as_object().into_iter().flatten().collect();
+    given.sort_by_key(|(k, _)| ["tags", "created"].iter().position(|x| x == k).unwrap_or(2));
+    for (k, v) in given {
+        let value = match (k.as_str(), v.as_str()) {
+            ("created", Some(t)) => created_seed(at(&json!({"at": t})).naive_utc(), true),
+            _ => json_yaml(v),
+        };
+        seeds.push((k.clone(), value));
+    }
+    let request = WriteRequest {
+        key: key.to_owned(),
+        cao,
+        seeds,
+        body: BodyEdit::Replace(step["body"].as_str().unwrap_or_default().to_owned()),
+    };
+    let path = vault.root.join(&vault.managed_folder).join(format!("{key}.md"));
+    let rendered = match render_managed(existing.as_deref(), &request, WriteLimits::of(&vault), &path) {
+        Ok(r) => r,
+        Err(e) => return write_error_json(&e, model),
+    };
+    let expected = match step["expected_content_sha256"].as_str() {
+        None => Expected::New,
+        Some(_) => Expected::Hash(
+            existing
+                .map(|t| {
+                    cao_vault::hash::sha256_hex(
+                        cao_vault::note::normalize_text(t.as_bytes())
+                            .unwrap_or_default()
+                            .as_bytes(),
+                    )
+                })
+                .unwrap_or_default(),
+        ),
+    };
+    match publish(&vault, key, &rendered.text, &expected) {
+        Ok(p) => json!({
+            "path": p.to_string_lossy().replace(&*model.dir.root.to_string_lossy(), "<ROOT>"),
+            "content_sha256": rendered.content_sha256,
+            "ignored_frontmatter_keys": rendered.ignored_frontmatter_keys,
+            "text": rendered.text,
+        }),
+        Err(e) => write_error_json(&e, model),
+    }
+}
 
 /// The expected error of a step when the configuration is invalid: the class, and our message must carry the
 /// reference's location and message text (the surrounding wording differs: docs/conformance.md).
@@ -126,6 +303,8 @@ struct Model {
     dir: VaultDir,
     settings: VaultSettings,
     config_error: Option<VaultConfigError>,
+    /// Keys stored natively in this case (a later vault store of one is a cross-tier collision: the store's).
+    native_keys: Vec<String>,
     state: IndexedVault,
     metadata: Vec<MetadataRow>,
     edges: Vec<PlannedEdge>,
@@ -243,6 +422,7 @@ fn replay(file: &str, cases: &[Value], f: &mut Failures, tally: &mut Tally) {
             dir,
             settings,
             config_error: None,
+            native_keys: Vec::new(),
             state: IndexedVault::default(),
             metadata: Vec::new(),
             edges: Vec::new(),
@@ -260,6 +440,43 @@ fn replay(file: &str, cases: &[Value], f: &mut Failures, tally: &mut Tally) {
                 tally
                     .store_steps
                     .push(format!("{file} [{name}] {label}: after a store step"));
+                continue;
+            }
+            if op == "store"
+                && let Some(result) = managed_store(&mut model, step, input)
+            {
+                match result {
+                    Ok(()) => tally.partial.push(format!(
+                        "{file} [{name}] {label}: the managed write and the refresh reconcile replayed; the payload is the store's"
+                    )),
+                    Err(got) => f.check(file, name, &label, &got, want),
+                }
+                tally.checked += 1;
+                continue;
+            }
+            if op == "write_managed" {
+                let got = write_managed(&mut model, step);
+                f.check(file, name, &label, &got, want);
+                tally.checked += 1;
+                continue;
+            }
+            if op == "read" {
+                let text = std::fs::read_to_string(model.dir.root.join(step["path"].as_str().expect("path")))
+                    .unwrap_or_default();
+                let pattern = format!(
+                    "^{}$",
+                    regex::escape(want.as_str().unwrap_or_default())
+                        .replace("<TS>", r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+                );
+                let ok = regex::Regex::new(&pattern).expect("pattern").is_match(&text);
+                f.check(
+                    file,
+                    name,
+                    &label,
+                    &json!(if ok { want.clone() } else { json!(text) }),
+                    want,
+                );
+                tally.checked += 1;
                 continue;
             }
             if STORE_STEPS.contains(&op) {
@@ -344,6 +561,24 @@ fn replay(file: &str, cases: &[Value], f: &mut Failures, tally: &mut Tally) {
                                 if let Some(o) = r.as_object_mut() {
                                     o.remove("access_count");
                                     o.remove("updated_at");
+                                }
+                            }
+                            got = sorted(got.as_array().cloned().unwrap_or_default());
+                        }
+                        // Placeholders (`<TS>`, `<MTIME_NS>`, `<ID>`) mark values of the moment: not compared.
+                        let volatile: Vec<String> = want_rows
+                            .iter()
+                            .filter_map(Value::as_object)
+                            .flat_map(|o| o.iter())
+                            .filter(|(_, v)| v.as_str().is_some_and(|s| s.starts_with('<') && s.ends_with('>')))
+                            .map(|(k, _)| k.clone())
+                            .collect();
+                        if !volatile.is_empty() {
+                            for r in want_rows.iter_mut().chain(got.as_array_mut().into_iter().flatten()) {
+                                if let Some(o) = r.as_object_mut() {
+                                    for k in &volatile {
+                                        o.remove(k);
+                                    }
                                 }
                             }
                             got = sorted(got.as_array().cloned().unwrap_or_default());
@@ -475,8 +710,16 @@ fn replay(file: &str, cases: &[Value], f: &mut Failures, tally: &mut Tally) {
                         "process_local_boundary_write_refusals": 0,
                     }]);
                     tally.partial.push(format!(
-                        "{file} [{name}] {label}: counters and receipts are the store's (zero here)"
+                        "{file} [{name}] {label}: process-local counters, recall counters and receipts are the store's"
                     ));
+                    let mut got = got;
+                    if let (Some(g), Some(w)) = (got[0].as_object_mut(), want[0].as_object()) {
+                        for (k, v) in w {
+                            if k.starts_with("process_local_") {
+                                g.insert(k.clone(), v.clone());
+                            }
+                        }
+                    }
                     f.check(file, name, &label, &got, want);
                 }
                 other => f.fail(file, name, format!("{label}: unknown op {other}")),
