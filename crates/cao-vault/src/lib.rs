@@ -34,6 +34,7 @@ pub mod finding;
 pub mod hash;
 pub mod identity;
 pub mod links;
+pub mod migrate;
 pub mod note;
 pub mod path;
 pub mod recall;

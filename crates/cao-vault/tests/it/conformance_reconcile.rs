@@ -780,11 +780,11 @@ fn recall_cases() {
     f.finish(tally.checked);
 }
 
-/// `vault_writer.json`, `vault_migrate.json`, `vault_cli.json`: only their steps before the first store step are
-/// pure; the rest is listed as the store's.
+/// `vault_writer.json` (managed stores and writes replayed with the writer) and `vault_cli.json` (only its steps
+/// before the first CLI call are not the store's). `vault_migrate.json` has its own test.
 #[test]
-fn writer_migrate_cli_pure_steps() {
-    for file in ["vault_writer", "vault_migrate", "vault_cli"] {
+fn writer_and_cli_cases() {
+    for file in ["vault_writer", "vault_cli"] {
         let mut f = Failures::default();
         let mut tally = Tally::default();
         replay(file, &conformance_cases(&format!("{file}.json")), &mut f, &mut tally);

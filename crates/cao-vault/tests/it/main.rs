@@ -8,6 +8,7 @@
 )]
 
 mod conformance_config;
+mod conformance_migrate;
 mod conformance_pure;
 mod conformance_reconcile;
 mod conformance_scan;
