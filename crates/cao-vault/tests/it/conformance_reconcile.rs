@@ -305,6 +305,8 @@ struct Model {
     config_error: Option<VaultConfigError>,
     /// Keys stored natively in this case (a later vault store of one is a cross-tier collision: the store's).
     native_keys: Vec<String>,
+    /// The project alias table: a store call with a working directory records its project (as the store does).
+    projects: StaticProjects,
     state: IndexedVault,
     metadata: Vec<MetadataRow>,
     edges: Vec<PlannedEdge>,
@@ -423,6 +425,7 @@ fn replay(file: &str, cases: &[Value], f: &mut Failures, tally: &mut Tally) {
             settings,
             config_error: None,
             native_keys: Vec::new(),
+            projects: StaticProjects::default(),
             state: IndexedVault::default(),
             metadata: Vec::new(),
             edges: Vec::new(),
@@ -441,6 +444,15 @@ fn replay(file: &str, cases: &[Value], f: &mut Failures, tally: &mut Tally) {
                     .store_steps
                     .push(format!("{file} [{name}] {label}: after a store step"));
                 continue;
+            }
+            if op == "store"
+                && step["terminal_context"]["cwd"].is_string()
+                && let Some(project) = input["env"]["CAO_PROJECT_ID"].as_str()
+            {
+                model
+                    .projects
+                    .aliases
+                    .push(("<cwd hash>".into(), project.to_owned(), "cwd_hash".into()));
             }
             if op == "store"
                 && let Some(result) = managed_store(&mut model, step, input)
@@ -489,17 +501,8 @@ fn replay(file: &str, cases: &[Value], f: &mut Failures, tally: &mut Tally) {
                 } else {
                     tally.store_steps.push(format!("{file} [{name}] {label}"));
                 }
-                let vault_store = op == "store" && model.config_error.is_none() && {
-                    let scope: Scope = step["scope"].as_str().unwrap_or("project").parse().expect("scope");
-                    let asked = input["env"]["CAO_PROJECT_ID"]
-                        .as_str()
-                        .filter(|_| scope == Scope::Project);
-                    matches!(
-                        bind(&model.settings, scope, asked, &StaticProjects::default()),
-                        Ok(Binding::Vault { .. })
-                    )
-                };
-                tainted = MUTATING_STORE_STEPS.contains(&op) || vault_store;
+                // A `store` that reaches here wrote nothing to the vault (native, refused, or not configured).
+                tainted = MUTATING_STORE_STEPS.contains(&op);
                 continue;
             }
             match op {
@@ -692,7 +695,7 @@ fn replay(file: &str, cases: &[Value], f: &mut Failures, tally: &mut Tally) {
                         vault,
                         &model.state.notes,
                         &model.findings,
-                        &StaticProjects::default(),
+                        &model.projects,
                     )
                     .expect("status");
                     let got = json!([{
