@@ -17,9 +17,10 @@
 //!   edges of origin `vault`.
 //! - [`reconcile`]: the pure plan of a reconcile from a scan and the indexed vault state (adds, updates,
 //!   removals, renames, exclusions, metadata rows, edges, folded findings, the report).
-//! - [`recall`]: the body a recalled vault note shows.
-//! - [`writer`]: rendering and publishing notes of the managed folder; [`migrate`]: planning the move of native
-//!   memories into it.
+//! - [`recall`]: the body a recalled vault note shows; [`status`]: the durable part of the status report.
+//! - [`writer`]: rendering and publishing notes of the managed folder (foreign frontmatter bytes kept, confined
+//!   atomic replacement through `cao_core::fs::atomic_write_at`); [`migrate`]: planning the move of native
+//!   memories into it (sections within budget, edges as `cao.links`, lossy fields, receipt skip reasons).
 //!
 //! Invariants:
 //! - Only [`scan`] and [`writer`] touch the file system; every read is confined to the vault root (opened
