@@ -872,7 +872,7 @@ pub struct RecomputeItem {
 /// A recompute's arguments after `check_recompute`.
 /// The edges a [`RelationshipService::recompute`] of `edges` would write, checked by the same rules (edges that
 /// fail a rule are left out, as the recompute skips them), for a caller that writes them itself inside a write it
-/// already holds ([`cao_index::FollowUp::replace_producer_edges`]: the related-memory pass of a store). No I/O.
+/// already holds ([`cao_store::FollowUpOps::replace_producer_edges`]: the related-memory pass of a store). No I/O.
 ///
 /// Errors: [`LifecycleError::Invalid`] as [`RelationshipService::recompute`] (human origin, too many edges, an
 /// invalid source key or scope id).

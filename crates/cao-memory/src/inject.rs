@@ -186,7 +186,7 @@ pub(crate) fn context_block_registry(
 /// is disabled in `settings`, nothing is visible, or no line fits.
 ///
 /// Errors: [`MemoryError::Invalid`] for a budget outside `1..=`[`MAX_CONTEXT_BUDGET`] or a malformed explicit
-/// project id; [`MemoryError::Index`] when the index cannot be read.
+/// project id; [`MemoryError::Store`] when the index cannot be read.
 pub(crate) fn context_block_with(
     store: &Store,
     settings: &Settings,

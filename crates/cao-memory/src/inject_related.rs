@@ -32,7 +32,7 @@ pub const MAX_RELATED_PER_PRIMARY: usize = cao_lifecycle::MAX_LEGACY_RELATED_KEY
 /// Append each scope's related memories to `groups` (see the module documentation), marked `is_related`.
 /// `retain_eligible` is the block's eligibility filter (`EligibilityFilter::retain_eligible`).
 ///
-/// Errors: [`MemoryError::Index`] when the index cannot be read.
+/// Errors: [`MemoryError::Store`] when the index cannot be read.
 pub(crate) fn add_related(
     store: &Store,
     groups: &mut [(Scope, Vec<Memory>)],
@@ -79,7 +79,7 @@ fn related_candidates(store: &Store, scope: Scope, primaries: &[Memory]) -> Resu
 ///
 /// Cost: one index snapshot (two statements) per scope and scope id, plus one row read per name.
 ///
-/// Errors: [`MemoryError::Index`] when the index cannot be read.
+/// Errors: [`MemoryError::Store`] when the index cannot be read.
 pub(crate) fn related_rows(
     store: &Store,
     primaries: &[(Scope, Option<&str>, &str)],

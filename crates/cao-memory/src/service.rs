@@ -51,7 +51,7 @@ pub struct MemoryService {
 impl MemoryService {
     /// Open the store under `home` with the system clock; settings are re-read from `settings.json` per call.
     ///
-    /// Creates `memory/` and the database as needed. Errors: [`MemoryError::Index`] when the database cannot be
+    /// Creates `memory/` and the database as needed. Errors: [`MemoryError::Store`] when the database cannot be
     /// opened or migrated; [`MemoryError::Io`] when the memory dir cannot be created.
     pub fn open(home: CaoHome) -> Result<Self, MemoryError> {
         Self::build(home, None, Arc::new(SystemClock))
@@ -329,7 +329,7 @@ impl MemoryService {
     /// (with `memory.lifecycle.enabled`, targets of active same-scope supersedes edges are left out). The budget
     /// applies to the block; the view has its own 32 KiB limit.
     ///
-    /// Errors: [`MemoryError::Index`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed
+    /// Errors: [`MemoryError::Store`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed
     /// explicit project id.
     pub fn context_block(&self, ctx: &TerminalContext, req: ContextRequest) -> Result<Option<String>, MemoryError> {
         self.session_context(ctx, req, None)
