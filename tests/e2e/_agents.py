@@ -233,20 +233,25 @@ class ClaudeSession:
 
 
 def codex(clis: Clis, env: dict[str, str], cwd: pathlib.Path, model_url: str, prompt: str, *args: str,
-          trust_project: bool = False) -> subprocess.CompletedProcess:
+          trust_project: bool = False, approve_tools: bool = False) -> subprocess.CompletedProcess:
     """`codex exec <prompt>` against the scripted Responses API at `model_url`. The provider is given with `-c`, so
-    the config files hold only what the test (or `cao setup`) wrote. Hooks run without Codex's per-hook trust
-    (`--dangerously-bypass-hook-trust`: a user reviews them in the TUI); `trust_project` also trusts `cwd`, without
-    which Codex ignores the project's `.codex/`."""
+    the config files hold only what the test (or `cao setup`) wrote. What a user approves interactively is
+    approved here on the command line: with `approve_tools` cao's MCP tools (Codex asks before a tool that may
+    delete, and `exec` cannot ask; the server entry must exist), the hooks (`--dangerously-bypass-hook-trust`; a
+    user trusts each hook once in the TUI), and with `trust_project` the project `cwd` (`--trust`, saved in
+    `~/.codex/config.toml`: Codex reads a project's `.codex/` only when the project is trusted, and a `-c` override
+    does not count)."""
     overrides = [
         "model=\"gpt-5-codex\"",
         "model_provider=\"stand-in\"",
         f"model_providers.stand-in={{name=\"stand-in\", base_url=\"{model_url}/v1\", wire_api=\"responses\", "
         "env_key=\"STAND_IN_API_KEY\"}",
     ]
-    if trust_project:
-        overrides.append(f"projects.\"{cwd}\".trust_level=\"trusted\"")
+    if approve_tools:
+        overrides.append(f"mcp_servers.{SERVER}.default_tools_approval_mode=\"approve\"")
     cmd = [str(clis.codex), "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust"]
+    if trust_project:
+        cmd.append("--trust")
     for o in overrides:
         cmd += ["-c", o]
     return subprocess.run(
