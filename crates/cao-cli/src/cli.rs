@@ -39,6 +39,9 @@ pub(crate) enum Command {
     /// Local embedding models for hybrid dense recall: install, list.
     #[command(subcommand)]
     Models(crate::models::ModelsCommand),
+    /// Wire an agent CLI (Claude Code, Codex, Kiro) to cao in its own config files: the MCP server and the session
+    /// hooks (Kiro: the steering file). --remove takes it out again; --dry-run shows the diff.
+    Setup(crate::setup::SetupArgs),
 }
 
 /// `cao memory ...`.
