@@ -779,8 +779,8 @@ fn advice(layout: &Layout, wiring: &Wiring, remove: bool, files: &[FileEdit]) ->
         (AgentArg::Codex, scope) => {
             if files.get(1).is_some_and(|f| !f.changes.is_empty()) {
                 notes.push(
-                    "Codex runs a new or changed hook only once you trust it: start `codex` and review the hooks it \
-                     lists; setup does not trust them for you"
+                    "Codex runs a new or changed hook only once you trust it: start `codex` and trust it under \
+                     \"Hooks need review\"; setup does not trust it for you"
                         .to_owned(),
                 );
             }
