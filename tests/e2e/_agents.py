@@ -165,8 +165,15 @@ def hooks(*events: str, command: str = "cao memory hook claude-code") -> dict[st
     return {"hooks": {event: hook_entry(f"{command} {event}") for event in events}}
 
 
+def only(items: list, what: str) -> Any:
+    """The one item of `items`; fails naming `what` and what was there instead."""
+    assert len(items) == 1, f"expected exactly one {what}, found {len(items)}: {items!r}"[:4000]
+    return items[0]
+
+
 def check(run: subprocess.CompletedProcess, what: str) -> subprocess.CompletedProcess:
-    assert run.returncode == 0, f"{what} exited {run.returncode}\nstdout:\n{run.stdout[-3000:]}\nstderr:\n{run.stderr[-3000:]}"
+    out, err = run.stdout[-3000:], run.stderr[-3000:]
+    assert run.returncode == 0, f"{what} exited {run.returncode}\nstdout:\n{out}\nstderr:\n{err}"
     return run
 
 

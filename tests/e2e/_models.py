@@ -171,7 +171,9 @@ class _Model:
     def turns(self) -> list[Request]:
         """The model requests that offered tools: the agent's own turns, oldest first."""
         with self._lock:
-            return [r for r in self.requests if self.route(r.path) and isinstance(r.body, dict) and self.has_tools(r.body)]
+            return [
+                r for r in self.requests if self.route(r.path) and isinstance(r.body, dict) and self.has_tools(r.body)
+            ]
 
 
 def _sse(events: list[tuple[str, dict[str, Any]]]) -> bytes:
@@ -247,11 +249,11 @@ class ResponsesModel(_Model):
         return path.split("?")[0] == "/v1/responses"
 
     def step_index(self, body: dict[str, Any]) -> int:
-        return sum(
-            1
-            for item in body.get("input", [])
-            if item.get("type") == "function_call" or (item.get("type") == "message" and item.get("role") == "assistant")
-        )
+        def is_turn(item: dict[str, Any]) -> bool:
+            kind = item.get("type")
+            return kind == "function_call" or (kind == "message" and item.get("role") == "assistant")
+
+        return sum(1 for item in body.get("input", []) if is_turn(item))
 
     def render(self, body: dict[str, Any], step: Step) -> bytes:
         n = self.next_id()

@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-import _agents
-from _agents import CLAUDE_TOOL as T, SERVER, ClaudeSession, check, claude, claude_env, hooks, store, write_json
+from _agents import CLAUDE_TOOL as T
+from _agents import SERVER, ClaudeSession, check, claude, claude_env, hooks, only, store, write_json
 from _models import AnthropicModel, Call, Request, Say
 from conftest import Workspace, start_server
 
@@ -96,8 +96,8 @@ def test_session_start_hook_puts_the_block_or_view_into_the_request(agent_clis, 
     with AnthropicModel([Say("ok")]) as model:
         env = claude_env(home, ws, model.url, CAO_MEMORY_INJECTION_MODE=mode)
         check(claude(agent_clis, env, ws.cwd, "hello"), "claude")
-    (request,) = model.turns()
-    (context,) = hook_context(request, "SessionStart")
+    request = only(model.turns(), "model request")
+    context = only(hook_context(request, "SessionStart"), "SessionStart hook context in the model request")
     block = re.search(r"<cao-memory>\n(.*?)\n</cao-memory>", context, re.S)
     view = re.search(r"<memory>\n(.*?)\n</memory>", context, re.S)
     assert (block is not None) == (mode in ("block", "both")), context
@@ -133,7 +133,7 @@ def test_memory_updated_reminder_reaches_the_next_prompt_once(agent_clis, ws: Wo
     row = re.compile(r"# Memory updated\n- \d+\+1 note flaky-tests: Flaky tests are retried twice in CI\.")
     assert hook_context(first, "UserPromptSubmit") == [], "nothing new at the first prompt"
     assert "flaky-tests" not in first.text()
-    (reminder,) = hook_context(second, "UserPromptSubmit")
+    reminder = only(hook_context(second, "UserPromptSubmit"), "UserPromptSubmit hook context in the second request")
     assert row.fullmatch(reminder), reminder
     # The third request repeats the conversation (the one reminder in it) and adds no new one.
     assert third.text().count("# Memory updated") == 1
@@ -173,8 +173,8 @@ def test_hostile_memory_text_arrives_escaped_inside_its_delimiters(agent_clis, w
     with AnthropicModel([Say("ok")]) as model:
         env = claude_env(home, ws, model.url, CAO_MEMORY_INJECTION_MODE="both")
         check(claude(agent_clis, env, ws.cwd, "hello"), "claude")
-    (request,) = model.turns()
-    (context,) = hook_context(request, "SessionStart")
+    request = only(model.turns(), "model request")
+    context = only(hook_context(request, "SessionStart"), "SessionStart hook context in the model request")
     # One block and one view, each opened and closed once, in that order: the text cannot end either early.
     assert context.count("<cao-memory>") == 1 and context.count("</cao-memory>") == 1, context
     assert context.count("<memory>") == 1 and context.count("</memory>") == 1, context

@@ -15,12 +15,12 @@ import subprocess
 
 import pytest
 
-import _agents
-from _agents import CODEX_NAMESPACE, SERVER, agent_env, check, codex, hooks, store, write_json
+from _agents import CODEX_NAMESPACE, SERVER, agent_env, check, codex, hooks, only, store, write_json
 from _models import Call, Request, ResponsesModel, Say
 from conftest import Workspace, binary, clean_env, start_server
 
 NS = CODEX_NAMESPACE + "/"
+LINE = "- [project] deploy-strategy: We deploy with blue-green releases."
 
 
 def home_of(ws: Workspace) -> pathlib.Path:
@@ -72,7 +72,8 @@ def test_store_recall_forget_through_mcp(agent_clis, ws: Workspace, transport: s
         turns = model.turns()
         assert len(turns) == len(script)
         tools = {t.get("name"): t for t in turns[0].body["tools"]}
-        assert {t["name"] for t in tools[CODEX_NAMESPACE]["tools"]} >= {"memory_store", "memory_recall", "memory_forget"}
+        offered = {t["name"] for t in tools[CODEX_NAMESPACE]["tools"]}
+        assert offered >= {"memory_store", "memory_recall", "memory_forget"}, offered
         # Codex prefixes a tool's output with its wall time; the payload is the JSON after "Output:".
         results = [json.loads(r[r.index("{"):]) for r in model.tool_results(turns[-1])]
         stored, stored2, recalled, forgot = results
@@ -97,9 +98,9 @@ def test_hooks_put_the_block_into_the_request(agent_clis, ws: Workspace, where: 
     with ResponsesModel([Say("one")]) as model:
         check(codex(agent_clis, agent_env(home, ws), ws.cwd, model.url, "hello", trust_project=where == "project"),
               "codex")
-    (request,) = model.turns()
-    (text,) = with_block(request)
-    assert text == "<cao-memory>\n## Context from CAO Memory\n- [project] deploy-strategy: We deploy with blue-green releases.\n</cao-memory>", text
+    request = only(model.turns(), "model request")
+    text = only(with_block(request), "message holding the <cao-memory> block")
+    assert text == f"<cao-memory>\n## Context from CAO Memory\n{LINE}\n</cao-memory>", text
 
 
 def test_user_prompt_submit_hook_adds_the_block_to_the_prompt(agent_clis, ws: Workspace) -> None:
@@ -108,10 +109,10 @@ def test_user_prompt_submit_hook_adds_the_block_to_the_prompt(agent_clis, ws: Wo
     write_json(home / ".codex" / "hooks.json", hooks("UserPromptSubmit"))
     with ResponsesModel([Say("one")]) as model:
         check(codex(agent_clis, agent_env(home, ws), ws.cwd, model.url, "hello"), "codex")
-    (request,) = model.turns()
+    request = only(model.turns(), "model request")
     texts = developer_and_user_texts(request)
-    (text,) = with_block(request)
-    assert "- [project] deploy-strategy: We deploy with blue-green releases." in text
+    text = only(with_block(request), "message holding the <cao-memory> block")
+    assert LINE in text, text
     assert texts.index(text) > texts.index("hello"), "the prompt's context comes with the prompt"
 
 
@@ -126,8 +127,8 @@ def test_agents_md_written_by_inject_reaches_the_request(agent_clis, ws: Workspa
     assert inject.returncode == 0 and inject.stdout.startswith("written: "), inject
     with ResponsesModel([Say("ok")]) as model:
         check(codex(agent_clis, agent_env(home, ws), ws.cwd, model.url, "hello"), "codex")
-    (request,) = model.turns()
-    (text,) = with_block(request)
+    request = only(model.turns(), "model request")
+    text = only(with_block(request), "message holding the <cao-memory> block")
     assert "Run the tests before pushing." in text, "Codex read the user's AGENTS.md, kept around the block"
-    assert "<!-- cao-memory:begin -->\n<cao-memory>\n## Context from CAO Memory\n" \
-           "- [project] deploy-strategy: We deploy with blue-green releases.\n</cao-memory>\n<!-- cao-memory:end -->" in text
+    block = f"<cao-memory>\n## Context from CAO Memory\n{LINE}\n</cao-memory>"
+    assert f"<!-- cao-memory:begin -->\n{block}\n<!-- cao-memory:end -->" in text, text

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from _agents import agent_env, check, claude, claude_env, codex, store
+from _agents import agent_env, check, claude, claude_env, codex, only, store
 from _models import AnthropicModel, ResponsesModel, Say
 from conftest import Workspace, start_server
 
@@ -40,7 +40,7 @@ def test_terminal_registration_writes_a_file_the_cli_reads(agent_clis, ws: Works
     else:
         with ResponsesModel([Say("ok")]) as model:
             check(codex(agent_clis, agent_env(home, ws), ws.cwd, model.url, "hello"), "codex")
-    (request,) = model.turns()
+    request = only(model.turns(), "model request")
     texts = [s for s in request.strings() if LINE in s]
     assert texts, "the block of the provider file reached the model"
     assert all(f"<cao-memory>\n## Context from CAO Memory\n{LINE}\n</cao-memory>" in t for t in texts), texts

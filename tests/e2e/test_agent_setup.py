@@ -12,17 +12,8 @@ import subprocess
 
 import pytest
 
-from _agents import (
-    CLAUDE_TOOL as T,
-    CODEX_NAMESPACE,
-    SERVER,
-    agent_env,
-    check,
-    claude,
-    claude_env,
-    codex,
-    store,
-)
+from _agents import CLAUDE_TOOL as T
+from _agents import CODEX_NAMESPACE, SERVER, agent_env, check, claude, claude_env, codex, mcp_calls, only, store
 from _models import AnthropicModel, Call, Request, ResponsesModel, Say
 from conftest import Workspace, binary, start_server
 
@@ -91,9 +82,8 @@ def test_claude_code_http_setup_reaches_cao_server(agent_clis, ws: Workspace) ->
         cao_setup(ws, home, "claude-code", "--transport", "http", "--url", f"{server.url}/mcp")
         assert re.search(rf"^{SERVER}: {re.escape(server.url)}/mcp \(HTTP\).*Connected",
                          mcp_list(agent_clis.claude, ws, home), re.M)
-        script = [Call("ToolSearch", {"query": f"select:{T}memory_store"}),
-                  Call(T + "memory_store", {"key": "deploy-strategy", "content": "We deploy with blue-green releases."}),
-                  Say("ok")]
+        memory = {"key": "deploy-strategy", "content": "We deploy with blue-green releases."}
+        script = [Call("ToolSearch", {"query": f"select:{T}memory_store"}), Call(T + "memory_store", memory), Say("ok")]
         with AnthropicModel(script) as model:
             # A shell sets PWD to the directory the agent starts in; the entry's X-CAO-Cwd is `${PWD}`.
             env = claude_env(home, ws, model.url, PWD=str(ws.cwd))
@@ -103,14 +93,8 @@ def test_claude_code_http_setup_reaches_cao_server(agent_clis, ws: Workspace) ->
     finally:
         server.stop()
     # The project's memory: the same one a stdio session in this directory recalls.
-    recalled = _recall(ws)
+    recalled = mcp_calls(ws, ws.cwd, [("memory_recall", {})])[0]["memories"]
     assert [m["key"] for m in recalled] == ["deploy-strategy"], recalled
-
-
-def _recall(ws: Workspace) -> list[dict]:
-    from _agents import mcp_calls
-
-    return mcp_calls(ws, ws.cwd, [("memory_recall", {})])[0]["memories"]
 
 
 def test_claude_code_view_mode_is_pinned_into_the_hooks(agent_clis, ws: Workspace) -> None:
@@ -120,7 +104,7 @@ def test_claude_code_view_mode_is_pinned_into_the_hooks(agent_clis, ws: Workspac
     assert "CAO_MEMORY_INJECTION_MODE=view cao memory hook claude-code UserPromptSubmit" in out, out
     with AnthropicModel([Say("ok")]) as model:
         check(claude(agent_clis, claude_env(home, ws, model.url), ws.cwd, "hello"), "claude")
-    (request,) = model.turns()
+    request = only(model.turns(), "model request")
     assert texts_with(request, "<memory>\n0+1|"), "the view, though memory.injection.mode is block"
     assert not texts_with(request, "<cao-memory>")
 
@@ -160,6 +144,6 @@ def test_codex_view_mode_is_pinned_into_the_hooks(agent_clis, ws: Workspace) -> 
     cao_setup(ws, home, "codex", "--mode", "view")
     with ResponsesModel([Say("ok")]) as model:
         check(codex(agent_clis, agent_env(home, ws), ws.cwd, model.url, "hello"), "codex")
-    (request,) = model.turns()
+    request = only(model.turns(), "model request")
     assert texts_with(request, "<memory>\n0+1|"), "the view, though memory.injection.mode is block"
     assert not texts_with(request, "<cao-memory>")
