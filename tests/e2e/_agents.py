@@ -249,6 +249,11 @@ def codex(clis: Clis, env: dict[str, str], cwd: pathlib.Path, model_url: str, pr
     `~/.codex/config.toml`: Codex reads a project's `.codex/` only when the project is trusted, and a `-c` override
     does not count)."""
     overrides = [
+        # Nothing but the stand-in: no update check, no plugin sync (github.com), no analytics (ab.chatgpt.com).
+        "check_for_update_on_startup=false",
+        "features.plugins=false",
+        "features.remote_plugin=false",
+        "analytics.enabled=false",
         "model=\"gpt-5-codex\"",
         "model_provider=\"stand-in\"",
         f"model_providers.stand-in={{name=\"stand-in\", base_url=\"{model_url}/v1\", wire_api=\"responses\", "

@@ -89,12 +89,15 @@ def test_store_recall_forget_through_mcp(agent_clis, ws: Workspace, transport: s
             server.stop()
 
 
-@pytest.mark.parametrize("where", ["user", "project"])
+@pytest.mark.parametrize("where", ["user", "project", "user, codex_hooks flag"])
 def test_hooks_put_the_block_into_the_request(agent_clis, ws: Workspace, where: str) -> None:
     home = home_of(ws)
     store(ws, ws.cwd, "deploy-strategy", "We deploy with blue-green releases.")
-    target = home / ".codex" / "hooks.json" if where == "user" else ws.cwd / ".codex" / "hooks.json"
+    target = ws.cwd / ".codex" / "hooks.json" if where == "project" else home / ".codex" / "hooks.json"
     write_json(target, hooks("SessionStart"))
+    if "flag" in where:
+        # What older Codex versions need; current ones take it as the deprecated name of `hooks`.
+        (home / ".codex" / "config.toml").write_text("[features]\ncodex_hooks = true\n")
     with ResponsesModel([Say("one")]) as model:
         check(codex(agent_clis, agent_env(home, ws), ws.cwd, model.url, "hello", trust_project=where == "project"),
               "codex")
