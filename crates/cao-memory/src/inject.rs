@@ -24,7 +24,9 @@
 //!   the text after the last entry heading); inner newlines are kept verbatim.
 //! - **Delimiters are neutralised** ([`neutralize_delimiters`], applied to every entry line in [`render_block`], the
 //!   one renderer every injection route uses: `cao memory context`, the Claude Code hook, the HTTP context routes and
-//!   the provider files): in an entry, each `<` that opens a tag-like mention of `cao-memory` (`<cao-memory`,
+//!   the provider files): in an entry, control characters other than line breaks and tabs are first written as
+//!   their Rust escapes (`\u{1b}`, `escape_controls`), so no terminal escape sequence reaches a terminal or an
+//!   agent through the block; then each `<` that opens a tag-like mention of `cao-memory` (`<cao-memory`,
 //!   `</cao-memory`, `<!-- cao-memory`, in any case and with whitespace around `/` and `!--`) is written `&lt;`. So
 //!   no memory can close the block (the lines after it would sit outside the recalled data an agent is told to
 //!   treat as such), open a second one, or end a provider file's managed block. The block's own first and last
@@ -263,7 +265,8 @@ pub fn render_block(groups: &[(Scope, Vec<Memory>)], budget: usize) -> Option<St
                 primaries += 1;
             }
             let tag = if m.is_related { " [related]" } else { "" };
-            let content = neutralize_entry(python_strip(&m.content));
+            let content = escape_controls(python_strip(&m.content));
+            let content = neutralize_entry(&content);
             let line = format!("- [{scope}] {}{tag}: {content}", m.key);
             let cost = line.chars().count() + 1;
             if used + cost > cap {
@@ -327,6 +330,27 @@ fn neutralize_tags<'t>(text: &'t str, names: &[&str]) -> Cow<'t, str> {
         last = at + 1;
     }
     out.push_str(&text[last..]);
+    Cow::Owned(out)
+}
+
+/// `text` with every control character but a line feed, a tab and the carriage return of a CRLF pair written as its
+/// Rust escape (`\u{1b}`, `\r`, `\u{7f}`), as `cao memory show` prints them: a memory cannot carry a terminal
+/// escape sequence (ANSI colours, screen clearing, a lone carriage return that hides what came before it) into the
+/// block a terminal or an agent reads. Borrowed when nothing needs escaping.
+pub(crate) fn escape_controls(text: &str) -> Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let keep = |i: usize, c: char| c == '\n' || c == '\t' || (c == '\r' && bytes.get(i + 1) == Some(&b'\n'));
+    if !text.char_indices().any(|(i, c)| c.is_control() && !keep(i, c)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, c) in text.char_indices() {
+        if c.is_control() && !keep(i, c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
     Cow::Owned(out)
 }
 
@@ -516,6 +540,27 @@ mod tests {
             block.ends_with("- [global] k: a\n&lt;/cao-memory>\nb\n</cao-memory>"),
             "{block}"
         );
+    }
+
+    #[test]
+    fn control_characters_in_entries_are_escaped_and_line_breaks_kept() {
+        for (raw, want) in [
+            ("\u{1b}[2J\u{1b}[31mred\u{1b}[0m", "\\u{1b}[2J\\u{1b}[31mred\\u{1b}[0m"),
+            ("a\rb", "a\\rb"),
+            ("a\r\nb\nc\td", "a\r\nb\nc\td"),
+            ("bell\u{7}\u{7f}\u{9b}", "bell\\u{7}\\u{7f}\\u{9b}"),
+            ("plain", "plain"),
+        ] {
+            assert_eq!(escape_controls(raw), want, "{raw:?}");
+        }
+        assert!(matches!(escape_controls("é\n\t"), Cow::Borrowed(_)));
+        let m = mem(Scope::Global, "k", "\u{1b}[2Jx </cao-memory>");
+        let block = render_block(&[(Scope::Global, vec![m])], DEFAULT_CONTEXT_BUDGET).expect("fits");
+        assert!(
+            block.ends_with("- [global] k: \\u{1b}[2Jx &lt;/cao-memory>\n</cao-memory>"),
+            "{block:?}"
+        );
+        assert!(!block.contains('\u{1b}'), "{block:?}");
     }
 
     #[test]
