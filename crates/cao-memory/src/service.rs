@@ -1,39 +1,55 @@
-//! The [`MemoryService`] facade: the embedding API of this crate. Every method resolves the call's settings,
+//! The `MemoryService` facade: the embedding API of this crate. Every method resolves the call's settings,
 //! checks the `memory.enabled` switch where the call needs it, and delegates to the feature module that implements
 //! it (`write`, `recall`, `inspect`, `explain`, `inject`, `retention`, ...), each a set of free functions over the
 //! [`Store`] (the rust-analyzer `ide` pattern). No logic lives here beyond that order of checks.
 
-use crate::auto_compact::AutoCompactStep;
-use crate::backfill::{self, EmbedReport};
-use crate::compact::{CompactReport, CompactRequest};
-use crate::error::MemoryError;
-use crate::explain::ExplainRequest;
-use crate::export::{ExportDestination, ExportOutcome, ExportRequest};
-use crate::heal::{HealReport, HealRequest};
-use crate::import::{ImportOutcome, ImportRequest};
-use crate::inject::ContextRequest;
-use crate::journal::{
+use cao_bundle::export;
+use cao_bundle::export::{ExportDestination, ExportOutcome, ExportRequest};
+use cao_bundle::import;
+use cao_bundle::import::{ImportOutcome, ImportRequest};
+use cao_core::{CaoHome, Clock, Key, MemoryRef, Scope, Settings, SystemClock, TerminalContext};
+use cao_learn::OutcomeDraft;
+use cao_learn::learning;
+use cao_learn::learning::{AgentSummary, LessonView};
+use cao_learn::lessons;
+use cao_learn::lessons::LessonRequest;
+use cao_learn::outcomes;
+use cao_learn::outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
+use cao_learn::promote;
+use cao_learn::promote::{PromoteRequest, PromotionReport};
+use cao_lifecycle::RelationshipService;
+use cao_lifecycle::eligibility::{EligibilityRegistry, SupersedesLookup};
+use cao_maint::auto_compact::AutoCompactStep;
+use cao_maint::backfill::{self, EmbedReport};
+use cao_maint::compact;
+use cao_maint::compact::{CompactReport, CompactRequest};
+use cao_maint::heal;
+use cao_maint::heal::{HealReport, HealRequest};
+use cao_maint::lint;
+use cao_maint::lint_report::{LintReport, LintRequest};
+use cao_maint::retention;
+use cao_maint::retention::CleanupReport;
+use cao_ops::audit_relationships;
+use cao_ops::eligibility;
+use cao_ops::explain;
+use cao_ops::explain::ExplainRequest;
+use cao_ops::inject;
+use cao_ops::inject::ContextRequest;
+use cao_ops::inspect;
+use cao_ops::journal;
+use cao_ops::journal::{
     JournalTarget, PurgeResult, ReadRequest, ReadResult, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport,
     ViewResult, ZoomRequest, ZoomResult, ZoomedEntry,
 };
-use crate::learning::{AgentSummary, LessonView};
-use crate::lessons::LessonRequest;
-use crate::lint_report::{LintReport, LintRequest};
-use crate::outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
-use crate::overview::ContainerSummary;
-use crate::promote::{PromoteRequest, PromotionReport};
-use crate::retention::CleanupReport;
-use crate::store::Store;
-use crate::types::*;
-use crate::{
-    audit, audit_relationships, compact, eligibility, explain, export, heal, import, inject, inspect, journal,
-    learning, lessons, lint, outcomes, overview, promote, recall, retention, write,
-};
-use cao_core::{CaoHome, Clock, Key, MemoryRef, Scope, Settings, SystemClock, TerminalContext};
-use cao_learn::OutcomeDraft;
-use cao_lifecycle::RelationshipService;
-use cao_lifecycle::eligibility::{EligibilityRegistry, SupersedesLookup};
+use cao_ops::overview;
+use cao_ops::overview::ContainerSummary;
+use cao_ops::recall;
+use cao_ops::types::*;
+use cao_ops::write;
 use cao_rank::ExplainReport;
+use cao_store::MemoryError;
+use cao_store::Store;
+use cao_store::audit;
 use std::sync::Arc;
 
 /// The memory engine. Cheap to clone (shared state behind an `Arc`); safe to use from many threads, and many
@@ -42,8 +58,8 @@ use std::sync::Arc;
 pub struct MemoryService {
     store: Store,
     /// Topics waiting for automatic compaction (shared by every clone; enabled only by long-running processes).
-    auto: Arc<crate::auto_compact::Queue>,
-    /// Settings the caller already loaded for the current call ([`MemoryService::with_settings`]); `None` = the
+    auto: Arc<cao_ops::auto_compact::Queue>,
+    /// Settings the caller already loaded for the current call (`MemoryService::with_settings`); `None` = the
     /// service's own (fixed, or `settings.json` read per call).
     loaded: Option<Arc<Settings>>,
 }
@@ -65,7 +81,7 @@ impl MemoryService {
     fn build(home: CaoHome, settings: Option<Settings>, clock: Arc<dyn Clock>) -> Result<Self, MemoryError> {
         Ok(Self {
             store: Store::open(home, settings, clock, Some(&cao_journal::RULES))?,
-            auto: Arc::new(crate::auto_compact::Queue::default()),
+            auto: Arc::new(cao_ops::auto_compact::Queue::default()),
             loaded: None,
         })
     }
@@ -106,12 +122,12 @@ impl MemoryService {
         Ok(self.store.write().upsert_terminal(row, self.store.now())?)
     }
 
-    /// The time now by this service's clock (the system clock, or the one given to [`MemoryService::open_with`]).
+    /// The time now by this service's clock (the system clock, or the one given to `MemoryService::open_with`).
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.store.now()
     }
 
-    /// Current settings: those passed to [`MemoryService::with_settings`], else the fixed ones, else
+    /// Current settings: those passed to `MemoryService::with_settings`, else the fixed ones, else
     /// `settings.json` read now (cheap; missing file = defaults).
     pub fn settings(&self) -> Settings {
         match &self.loaded {
@@ -121,7 +137,7 @@ impl MemoryService {
     }
 
     /// This service for one call with settings the caller has already loaded (typically from
-    /// [`MemoryService::settings`], to check `memory.enabled` before deciding to call): every method of the returned
+    /// `MemoryService::settings`, to check `memory.enabled` before deciding to call): every method of the returned
     /// value uses `settings` instead of reading `settings.json` again, so one request reads the file once. Shares
     /// the index and everything else with `self`. Keep it only for the call: a settings change takes effect on the
     /// next call only when each call loads its settings afresh.
@@ -168,14 +184,14 @@ impl MemoryService {
     /// Let this process compact updated topics in the background (`memory.compile_mode = model`; long-running
     /// processes only: `cao-server` and `cao-mcp-server` call it, one-shot commands never do). From now on a store
     /// to a topic with two or more entries since its last compaction queues it (bounded, coalesced) for
-    /// [`MemoryService::auto_compact_next`], which one worker of the process calls in a loop. Shared by every clone
+    /// `MemoryService::auto_compact_next`, which one worker of the process calls in a loop. Shared by every clone
     /// of this service.
     pub fn enable_auto_compaction(&self) {
         self.auto.enable();
     }
 
     /// Stop automatic compaction (shutdown): nothing more is queued, the topics still waiting are dropped (their
-    /// number is returned) and a worker waiting in [`MemoryService::auto_compact_next`] returns
+    /// number is returned) and a worker waiting in `MemoryService::auto_compact_next` returns
     /// [`AutoCompactStep::Closed`] at once.
     pub fn close_auto_compaction(&self) -> usize {
         self.auto.close()
@@ -198,7 +214,7 @@ impl MemoryService {
     pub fn auto_compact_next(&self, model: &dyn cao_model::Model, wait: std::time::Duration) -> AutoCompactStep {
         let settings = self.settings();
         self.store.note_settings(&settings);
-        crate::auto_compact::next(&self.store, &self.auto, &settings, model, wait)
+        cao_maint::auto_compact::next(&self.store, &self.auto, &settings, model, wait)
     }
 
     /// Ranked retrieval (the `memory_recall` tool). Every argument is validated before any I/O.
@@ -222,7 +238,7 @@ impl MemoryService {
         write::forget(&self.store, &settings, ctx, req)
     }
 
-    /// Delete one memory (operator). Like [`MemoryService::forget`] with a strictly validated key; `scope`
+    /// Delete one memory (operator). Like `MemoryService::forget` with a strictly validated key; `scope`
     /// defaults to `project`.
     pub fn delete(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<ForgetResult, MemoryError> {
         let settings = self.ensure_enabled()?;
@@ -256,7 +272,7 @@ impl MemoryService {
 
     /// One page of the operator listing from a position (keyset paging: the operator UI's next and previous
     /// pages): `req.limit` memories (default 100) after `cursor`'s memory, or before it with `cursor.before`, in
-    /// the order of [`MemoryService::list`]; `req.offset` is ignored. Accesses and labels as `list`.
+    /// the order of `MemoryService::list`; `req.offset` is ignored. Accesses and labels as `list`.
     ///
     /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] when the cursor's memory is outside the listed
     /// scopes or no longer exists; visibility and index errors.
@@ -271,12 +287,12 @@ impl MemoryService {
     }
 
     /// Show one memory by exact key: the first match in scope precedence order among every memory (all projects,
-    /// sessions and agents), optionally within one scope. Counts an access. Labelled like [`MemoryService::list`].
+    /// sessions and agents), optionally within one scope. Counts an access. Labelled like `MemoryService::list`.
     pub fn show(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<Option<Memory>, MemoryError> {
         self.show_with_access(ctx, key, scope, true)
     }
 
-    /// [`MemoryService::show`], counting an access only when `record_access` (operator views pass
+    /// `MemoryService::show`, counting an access only when `record_access` (operator views pass
     /// `!settings.non_accessing_inspection()`; spec 000 "Non-accessing operator inspection").
     pub fn show_with_access(
         &self,
@@ -291,7 +307,7 @@ impl MemoryService {
 
     /// One memory by its full identity `(key, scope, scope_id)` (operator views that name a scope id, such as
     /// `GET /memory/{key}?scope=S&scope_id=ID`): counts an access when `record_access` and carries the transient
-    /// lifecycle label like [`MemoryService::show`]. `scope_id` is ignored for global and federated.
+    /// lifecycle label like `MemoryService::show`. `scope_id` is ignored for global and federated.
     ///
     /// Errors: [`MemoryError::Disabled`]; index errors. `Ok(None)` when no such memory exists.
     pub fn show_exact(
@@ -335,11 +351,11 @@ impl MemoryService {
         self.session_context(ctx, req, None)
     }
 
-    /// [`MemoryService::context_block`] for the session `session_id` when given: with the view injected
+    /// `MemoryService::context_block` for the session `session_id` when given: with the view injected
     /// (`memory.injection.mode` `view` or `both`) the view is taken as the session's snapshot, so later entries
-    /// reach it through [`MemoryService::reminder`] (spec 001 "When the view changes").
+    /// reach it through `MemoryService::reminder` (spec 001 "When the view changes").
     ///
-    /// Errors: as [`MemoryService::context_block`]; [`MemoryError::Invalid`] for a malformed session id.
+    /// Errors: as `MemoryService::context_block`; [`MemoryError::Invalid`] for a malformed session id.
     pub fn session_context(
         &self,
         ctx: &TerminalContext,
@@ -362,9 +378,9 @@ impl MemoryService {
         Ok(journal::compose(block, view))
     }
 
-    /// [`MemoryService::context_block`] with an explicit [`EligibilityFilter`](crate::inject::EligibilityFilter).
+    /// `MemoryService::context_block` with an explicit [`EligibilityFilter`](cao_ops::inject::EligibilityFilter).
     ///
-    /// Errors: as [`MemoryService::context_block`].
+    /// Errors: as `MemoryService::context_block`.
     pub fn context_block_with(
         &self,
         ctx: &TerminalContext,
@@ -375,10 +391,10 @@ impl MemoryService {
     }
 
     /// The `<cao-memory>` block built with `registry` as the eligibility filter (no source: every memory is
-    /// eligible and nothing is queried). [`MemoryService::context_block`] passes the built-in registry for the
+    /// eligible and nothing is queried). `MemoryService::context_block` passes the built-in registry for the
     /// current settings.
     ///
-    /// Errors: as [`MemoryService::context_block`].
+    /// Errors: as `MemoryService::context_block`.
     pub fn context_block_registry(
         &self,
         ctx: &TerminalContext,
@@ -421,9 +437,9 @@ impl MemoryService {
         lint::lint_configured(&self.store, &settings, ctx, &req, progress)
     }
 
-    /// [`MemoryService::lint`] with a given model for the contradiction pass (tests, embedding).
+    /// `MemoryService::lint` with a given model for the contradiction pass (tests, embedding).
     ///
-    /// Errors: as [`MemoryService::lint`].
+    /// Errors: as `MemoryService::lint`.
     pub fn lint_with_model(
         &self,
         ctx: &TerminalContext,
@@ -450,9 +466,9 @@ impl MemoryService {
         heal::heal_configured(&self.store, &settings, ctx, &req, progress)
     }
 
-    /// [`MemoryService::heal`] with a given model for the contradiction pass (tests, embedding).
+    /// `MemoryService::heal` with a given model for the contradiction pass (tests, embedding).
     ///
-    /// Errors: as [`MemoryService::heal`].
+    /// Errors: as `MemoryService::heal`.
     pub fn heal_with_model(
         &self,
         ctx: &TerminalContext,
@@ -491,9 +507,9 @@ impl MemoryService {
         compact::compact_configured(&self.store, &settings, ctx, &req, progress)
     }
 
-    /// [`MemoryService::compact`] with a given model (tests, embedding).
+    /// `MemoryService::compact` with a given model (tests, embedding).
     ///
-    /// Errors: as [`MemoryService::compact`].
+    /// Errors: as `MemoryService::compact`.
     pub fn compact_with_model(
         &self,
         ctx: &TerminalContext,
@@ -526,7 +542,7 @@ impl MemoryService {
     /// The `.tar.gz` bytes of an export (the HTTP route: `GET /memory/export`), and its outcome; nothing is
     /// written. Callers that serve it refuse private scopes themselves (pass `include_private: false`).
     ///
-    /// Errors: as [`MemoryService::export`], without the destination errors.
+    /// Errors: as `MemoryService::export`, without the destination errors.
     pub fn export_archive(
         &self,
         ctx: &TerminalContext,
@@ -569,7 +585,7 @@ impl MemoryService {
     /// and whether that version is current, rewritten, deleted or purged.
     ///
     /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a malformed address or one beyond the
-    /// journal; as [`MemoryService::view`].
+    /// journal; as `MemoryService::view`.
     pub fn zoom(&self, ctx: &TerminalContext, req: &ZoomRequest) -> Result<ZoomResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         journal::zoom(&self.store, &settings, ctx, req)
@@ -594,10 +610,10 @@ impl MemoryService {
     pub fn advise(
         &self,
         ctx: &TerminalContext,
-        req: &crate::decisions::AdviseRequest,
-    ) -> Result<crate::decisions::AdviseResult, MemoryError> {
+        req: &cao_ops::decisions::AdviseRequest,
+    ) -> Result<cao_ops::decisions::AdviseResult, MemoryError> {
         let settings = self.ensure_enabled()?;
-        crate::decisions::advise(&self.store, &settings, ctx, req)
+        cao_ops::decisions::advise(&self.store, &settings, ctx, req)
     }
 
     /// A memory's current text (the `memory_read` tool): the first visible memory named `key` (within `scope` when
@@ -649,7 +665,7 @@ impl MemoryService {
     }
 
     /// Purge the memory with the exact identity `memory` (the memory inspector's `x` on the newest entry of a
-    /// memory, which may be another session's or agent's); as [`MemoryService::purge`] otherwise.
+    /// memory, which may be another session's or agent's); as `MemoryService::purge` otherwise.
     ///
     /// Errors: [`MemoryError::Disabled`], I/O, index and journal errors.
     pub fn purge_memory(&self, ctx: &TerminalContext, memory: &MemoryRef) -> Result<PurgeResult, MemoryError> {
@@ -660,7 +676,7 @@ impl MemoryService {
     /// Take the view for `session_id` and record it as the session's snapshot (session start and each rebuild).
     ///
     /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a malformed session id; as
-    /// [`MemoryService::view`].
+    /// `MemoryService::view`.
     pub fn take_snapshot(
         &self,
         ctx: &TerminalContext,
@@ -674,7 +690,7 @@ impl MemoryService {
     /// Record that `session_id` started with an empty view (a process that showed its session no view because the
     /// store did not exist yet), so its reminder lists every entry of the target's journal.
     ///
-    /// Errors: as [`MemoryService::take_snapshot`].
+    /// Errors: as `MemoryService::take_snapshot`.
     pub fn record_empty_snapshot(
         &self,
         ctx: &TerminalContext,
@@ -688,7 +704,7 @@ impl MemoryService {
     /// The `# Memory updated` reminder for `session_id`: entries appended since its snapshot by others (those
     /// `exclude` matches are left out), each listed once; `None` when there is nothing to say.
     ///
-    /// Errors: as [`MemoryService::take_snapshot`].
+    /// Errors: as `MemoryService::take_snapshot`.
     pub fn reminder(
         &self,
         ctx: &TerminalContext,
@@ -766,7 +782,7 @@ impl MemoryService {
     ///
     /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`],
     /// [`MemoryError::Learn`], [`MemoryError::Secret`], [`MemoryError::CallerUnresolved`],
-    /// [`MemoryError::CapabilityRequired`], and those of [`MemoryService::store`].
+    /// [`MemoryError::CapabilityRequired`], and those of `MemoryService::store`.
     pub fn store_lesson(&self, ctx: &TerminalContext, req: LessonRequest) -> Result<StoreResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         lessons::store_lesson(&self.store, &settings, ctx, req)
@@ -783,7 +799,7 @@ impl MemoryService {
     }
 
     /// `limit` lessons (agent-scope memories) of `agent` from `offset`, most recalled first, each with the
-    /// promotion gate's verdict at `min_recalls` (the rule of [`MemoryService::promote`]), and whether more follow.
+    /// promotion gate's verdict at `min_recalls` (the rule of `MemoryService::promote`), and whether more follow.
     /// Counts no access.
     ///
     /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Learn`] (agent name),
@@ -817,7 +833,7 @@ impl MemoryService {
 
     /// The relationship service over this store's index and clock, recording every change it makes (create,
     /// recompute, promote, reject, soft delete, purge) in the audit log as `actor` (a terminal id, an agent
-    /// profile, or `operator`; see [`crate::audit::actor_of`]).
+    /// profile, or `operator`; see [`cao_store::audit::actor_of`]).
     pub fn relationships(&self, actor: &str) -> RelationshipService {
         audit_relationships::relationships(&self.store, actor)
     }
@@ -853,7 +869,7 @@ impl MemoryService {
     /// rows that disagree with their file (content, type, tags, entry count, times, path) are updated, rows whose
     /// file is gone are removed; unparsable files are reported and left alone. Existing access counts and ids
     /// (including rows written by the reference implementation) are kept. Every `index.md` is rewritten. Temp files
-    /// of writers that are gone are removed ([`crate::sweep_temp_files`]).
+    /// of writers that are gone are removed ([`cao_store::sweep_temp_files`]).
     pub fn repair(&self) -> Result<RepairReport, MemoryError> {
         self.store.repair()
     }

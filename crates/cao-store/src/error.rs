@@ -111,9 +111,10 @@ pub enum MemoryError {
     /// An agent profile may not be a promotion target (a built-in).
     #[error("{0}")]
     ProfileRefused(String),
-    /// A self-learning rule refused its input, or a profile file could not be read or written.
-    #[error(transparent)]
-    Learn(#[from] cao_learn::LearnError),
+    /// An agent profile file cannot be used (its frontmatter or Learned Patterns block is malformed); the message
+    /// names the file and what is wrong.
+    #[error("{0}")]
+    InvalidProfile(String),
     /// Another `cao memory heal` holds the heal lock; nothing was done.
     #[error("another `cao memory heal` is running: the heal lock {lock} is held; try again when it is done")]
     HealBusy {
@@ -163,13 +164,7 @@ impl MemoryError {
             MemoryError::CapabilityRequired { .. } => ErrorCode::CapabilityRequired,
             MemoryError::ProfileNotFound(_) => ErrorCode::NotFound,
             MemoryError::ProfileRefused(_) => ErrorCode::ProfileRefused,
-            MemoryError::Learn(e) => match e {
-                cao_learn::LearnError::Outcome(_)
-                | cao_learn::LearnError::Lesson(_)
-                | cao_learn::LearnError::ProfileName(_) => ErrorCode::InvalidArgument,
-                cao_learn::LearnError::Profile { .. } => ErrorCode::InvalidProfile,
-                cao_learn::LearnError::Io { .. } => ErrorCode::IoError,
-            },
+            MemoryError::InvalidProfile(_) => ErrorCode::InvalidProfile,
             MemoryError::HealBusy { .. } | MemoryError::PlanChanged { .. } => ErrorCode::Refused,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
             MemoryError::Store(_) | MemoryError::JournalCorrupt(_) => ErrorCode::IndexError,

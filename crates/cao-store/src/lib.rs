@@ -30,7 +30,10 @@ mod backend;
 mod embedded;
 mod error;
 pub mod index_recovery;
+
 mod journal;
+#[cfg(test)]
+mod module_rules;
 pub mod plan_digest;
 mod store;
 mod tables;

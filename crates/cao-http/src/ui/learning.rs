@@ -268,7 +268,9 @@ async fn dry_run(
                      reload this page."
                 ))
             }
-            Err(e @ (MemoryError::ProfileRefused(_) | MemoryError::Learn(_))) => Err(e.to_string()),
+            Err(e @ (MemoryError::ProfileRefused(_) | MemoryError::InvalidProfile(_) | MemoryError::Invalid(_))) => {
+                Err(e.to_string())
+            }
             Err(e) => return Err(e.into()),
         };
         Ok((plan, can_apply))
