@@ -223,8 +223,8 @@ impl Index {
         &self.path
     }
 
-    /// How many write transactions (`BEGIN IMMEDIATE`, which take SQLite's write lock) this handle and its clones
-    /// have begun since it was opened. For tests and diagnostics: read paths that need no write add nothing.
+    /// How many write transactions (`BEGIN IMMEDIATE`, which take SQLite's write lock; the journal's included) this
+    /// handle and its clones have begun since it was opened. For tests and diagnostics: read paths that need no write add nothing.
     pub fn write_transactions(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
     }

@@ -77,6 +77,8 @@ pub struct CompactRequest {
     pub key: Option<String>,
     /// Ask and validate, write nothing.
     pub dry_run: bool,
+    /// The model to judge with instead of the configured one (`memory.model.*`); `None` = the configured one.
+    pub model: Option<cao_model::SharedModel>,
 }
 
 /// What happened to one topic.

@@ -74,6 +74,8 @@ pub struct HealRequest {
     /// run plans again and applies only when the new plan has this digest; otherwise nothing is applied
     /// ([`MemoryError::PlanChanged`]). `None` applies whatever the run plans.
     pub plan_digest: Option<String>,
+    /// The model to judge with instead of the configured one (`memory.model.*`); `None` = the configured one.
+    pub model: Option<cao_model::SharedModel>,
 }
 
 /// What a heal action does.
@@ -322,6 +324,7 @@ pub fn heal(
     let lint_req = LintRequest {
         scope: req.scope,
         repo_root: req.repo_root.clone(),
+        model: req.model.clone(),
     };
     let report = lint::lint_corpus(store, &corpus, ctx, &lint_req, model, progress)?;
     let targets: HashSet<Group> = corpus.groups.iter().map(|(g, _)| g.clone()).collect();

@@ -235,6 +235,8 @@ pub struct LintRequest {
     /// The repository root for path and code-symbol claims; `None` = the nearest ancestor of the caller's cwd
     /// holding `.git`, else the cwd; no cwd = those checks are skipped (absolute paths are still checked).
     pub repo_root: Option<PathBuf>,
+    /// The model to judge with instead of the configured one (`memory.model.*`); `None` = the configured one.
+    pub model: Option<cao_model::SharedModel>,
 }
 
 /// One `(scope, scope_id)` the run looks at.

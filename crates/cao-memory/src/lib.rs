@@ -81,4 +81,4 @@ pub use cao_store::{sweep_at_startup, sweep_temp_files};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };
-pub use service::MemoryService;
+pub use service::{AutoCompaction, MemoryService, SessionJournal};

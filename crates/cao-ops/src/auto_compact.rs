@@ -1,7 +1,7 @@
 //! Automatic compaction on update (`memory.compile_mode = model`; spec 000 "Capabilities"; spec/reference-facts.md
 //! "Compiler"): long-running processes (`cao-server`, `cao-mcp-server`) compact a topic in the background after a
 //! store to it. One-shot commands never do: only a process that enabled the queue
-//! (`MemoryService::enable_auto_compaction`) queues anything, and only the servers enable it.
+//! (`AutoCompaction::enable`) queues anything, and only the servers enable it.
 //!
 //! - **When.** After a `memory_store` whose topic has at least [`MIN_ENTRIES`] entries since its last compaction
 //!   (counting the consolidated article a compaction wrote): the reference's compiler merges every update of an

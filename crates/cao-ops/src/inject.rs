@@ -85,11 +85,18 @@ pub const INJECTED_SCOPES: [Scope; 3] = [Scope::Session, Scope::Project, Scope::
 pub const CONTEXT_HEADING: &str = "## Context from CAO Memory";
 
 /// Arguments of `MemoryService::context_block`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContextRequest {
     /// Total character budget, `1..=`[`MAX_CONTEXT_BUDGET`]; default [`DEFAULT_CONTEXT_BUDGET`]. Each scope gets
     /// [`scope_char_cap`] of it.
     pub budget: Option<usize>,
+    /// The session the context is for: when the journal's view is injected (`memory.injection.mode` `view` or
+    /// `both`), the view is taken as this session's snapshot, so later entries reach it as reminders (spec 001
+    /// "When the view changes").
+    pub session_id: Option<String>,
+    /// Only the memory block, never the view, whatever `memory.injection.mode` says (a prompt's context: the view
+    /// reached the session when it started; what changed since comes as its reminder).
+    pub block_only: bool,
 }
 
 /// Decides which candidates may be injected, before the per-scope caps are applied.

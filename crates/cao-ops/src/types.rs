@@ -1,7 +1,7 @@
 //! Request and result shapes of the service. Requests carry raw strings so that every argument is validated in
 //! one place, before any I/O; results serialise to the payloads of spec/reference-facts.md "MCP payloads".
 
-use cao_core::{MemoryType, Scope};
+use cao_core::{Key, MemoryRef, MemoryType, Scope};
 use cao_store::MemoryError;
 use cao_store::MemoryRow;
 use chrono::{DateTime, Utc};
@@ -88,6 +88,10 @@ pub struct ListRequest {
     /// Count an access for each returned row; default true. Operator views pass
     /// `!settings.non_accessing_inspection()` (spec 000 "Non-accessing operator inspection").
     pub record_access: bool,
+    /// Keyset paging (the operator UI's next and previous pages): `limit` memories after this memory, or before it
+    /// with `before`, in the listing's order; `offset` is then ignored. A page costs what the first page costs,
+    /// however deep.
+    pub cursor: Option<cao_store::visibility::ListCursor>,
 }
 
 impl Default for ListRequest {
@@ -99,6 +103,7 @@ impl Default for ListRequest {
             limit: None,
             offset: 0,
             record_access: true,
+            cursor: None,
         }
     }
 }
@@ -289,3 +294,50 @@ pub struct ForgetResult {
 
 pub use cao_store::visibility::ListCursor;
 pub use cao_store::{HealthStatus, NoProgress, Progress, RepairReport, StoreHealth};
+
+/// Which memory an operator call acts on (delete, purge, show).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryTarget {
+    /// By key, resolved by the call's own rule: for delete and purge, `key` in `scope` (default project) for the
+    /// caller's scope id; for show, the first memory named `key` in scope precedence order among every memory (all
+    /// projects, sessions and agents), only within `scope` when given.
+    Key {
+        /// The key.
+        key: Key,
+        /// The scope (`None`: the call's default).
+        scope: Option<Scope>,
+    },
+    /// Exactly this memory (operator views that name a scope id; the memory inspector, which acts on the memory of
+    /// the entry it shows, perhaps another session's or agent's).
+    Exact(MemoryRef),
+}
+
+impl MemoryTarget {
+    /// [`MemoryTarget::Key`] of `key` in `scope`.
+    pub fn key(key: &Key, scope: Option<Scope>) -> Self {
+        MemoryTarget::Key {
+            key: key.clone(),
+            scope,
+        }
+    }
+}
+
+/// Arguments of `MemoryService::show`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShowRequest {
+    /// The memory.
+    pub target: MemoryTarget,
+    /// Count an access (agent-facing reads do; operator views pass `!settings.non_accessing_inspection()`, spec 000
+    /// "Non-accessing operator inspection").
+    pub record_access: bool,
+}
+
+impl ShowRequest {
+    /// Show the first memory named `key` (in `scope` when given), counting an access.
+    pub fn key(key: &Key, scope: Option<Scope>) -> Self {
+        ShowRequest {
+            target: MemoryTarget::key(key, scope),
+            record_access: true,
+        }
+    }
+}

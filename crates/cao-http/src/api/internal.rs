@@ -684,7 +684,13 @@ pub async fn context(
     let ctx = b.context.unwrap_or_default().into_terminal_context()?;
     with_service(&state, move |svc| {
         let ctx = cao_mcp::resolve_terminal(&svc, ctx)?;
-        let block = svc.context_block(&ctx, ContextRequest { budget })?;
+        let block = svc.context_block(
+            &ctx,
+            ContextRequest {
+                budget,
+                ..Default::default()
+            },
+        )?;
         Ok(Json(ContextBlock { block }))
     })
     .await

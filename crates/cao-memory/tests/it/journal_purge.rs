@@ -82,7 +82,8 @@ fn after_a_purge_the_text_is_in_no_byte_of_the_database_wal_or_wiki() {
     summarize_everything(&f);
     let snap = f
         .svc
-        .take_snapshot(&f.ctx, &JournalTarget::default(), "session-a")
+        .session(&f.ctx, &JournalTarget::default(), "session-a")
+        .take_snapshot()
         .expect("snapshot");
     let db_dir = f.home.root().join("db");
     assert!(
@@ -96,7 +97,10 @@ fn after_a_purge_the_text_is_in_no_byte_of_the_database_wal_or_wiki() {
     );
 
     let key = Key::parse_strict("leaked").expect("key");
-    let r = f.svc.purge(&f.ctx, &key, Some(Scope::Project)).expect("purge");
+    let r = f
+        .svc
+        .purge(&f.ctx, cao_memory::MemoryTarget::key(&key, Some(Scope::Project)))
+        .expect("purge");
     assert_eq!(
         (r.file_deleted, r.row_deleted, r.versions_purged, r.first_entry),
         (true, true, 3, Some(150))
