@@ -6,7 +6,8 @@
 //!   clients both speak. The terminal context of each call comes from that request's headers
 //!   ([`context_from_headers`]): `X-CAO-Terminal-Id`, `X-CAO-Session-Name`, `X-CAO-Agent-Profile`,
 //!   `X-CAO-Provider`, `X-CAO-Cwd` (absolute path; the project identity is derived from it) and
-//!   `X-CAO-Project-Id` (explicit project id, beats the cwd).
+//!   `X-CAO-Project-Id` (explicit project id, beats the cwd). A body rmcp cannot read is answered with a
+//!   JSON-RPC error (`-32700` for one that is not JSON, `-32600` otherwise, `"id": null`), never plain text.
 //! - `/ui`: the operator's web UI ([`ui`]): server-rendered HTML pages over the same service calls as the REST
 //!   API, behind the same edge and scope layers, with CSRF tokens on its forms.
 //! - `GET /health`: `200 {"status": "ok", "version", "implementation": "cao-rs", "memory_enabled", "index"}` with
@@ -62,6 +63,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub mod api;
+mod mcp_errors;
 pub mod ui;
 
 /// Header carrying the caller's terminal id.
@@ -186,6 +188,7 @@ pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<
         .merge(
             Router::new()
                 .route_service("/mcp", mcp)
+                .route_layer(axum::middleware::from_fn(mcp_errors::json_rpc_errors))
                 .route_layer(require_mcp_scope(config.auth.clone())),
         )
         .with_state(svc.clone())
@@ -246,7 +249,13 @@ async fn openapi_json(State(doc): State<Arc<utoipa::openapi::OpenApi>>) -> Json<
     responses(
         (status = 200, description = "The JSON-RPC response", content_type = "application/json"),
         (status = 202, description = "Notification accepted"),
+        (status = 400, description = "A body that is not JSON (JSON-RPC error -32700, id null) or not a JSON-RPC \
+            message (-32600)", content_type = "application/json"),
         (status = 403, description = "Foreign Host header, or a request from another origin"),
+        (status = 406, description = "The Accept header does not name application/json and text/event-stream \
+            (JSON-RPC error -32600, id null)", content_type = "application/json"),
+        (status = 415, description = "The Content-Type is not application/json (JSON-RPC error -32600, id null)",
+            content_type = "application/json"),
     ))]
 #[allow(dead_code)] // documentation only: the route is the rmcp service
 fn mcp_doc() {}
