@@ -17,6 +17,9 @@
 //! - anything else: `404 {"error": "not_found"}`; a known path with the wrong method:
 //!   `405 {"error": "method_not_allowed"}`.
 //!
+//! Every answer says `X-Content-Type-Options: nosniff` and `Cache-Control: no-store` (memory text must not stay in
+//! a cache); every answer under `/ui`, its 404s and 405s included, also carries the UI's CSP and frame headers.
+//!
 //! With `CAO_MEMORY_API_URL` set, the binary builds the router with the remote-owner client
 //! (`cao_client::RemoteBackend`, [`router_with_backend`]): the memory calls go to that owner's
 //! `/internal/memory/*` routes.
@@ -202,6 +205,29 @@ pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<
     routes
         .layer(DefaultBodyLimit::disable())
         .layer(edge_layer(config.allowed_hosts))
+        .layer(axum::middleware::from_fn(response_headers))
+}
+
+/// The headers of every answer, the edge's refusals and the fallbacks included: `X-Content-Type-Options: nosniff`
+/// and, unless the route chose its own, `Cache-Control: no-store` (answers carry memory text, which must not stay
+/// in a browser's or proxy's cache); under `/ui`, the UI's security headers ([`ui::set_security_headers`]: CSP,
+/// frame refusal, referrer policy), so a 404 or 405 there is framed no more than a page.
+async fn response_headers(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let ui = ui::is_ui_path(request.uri().path());
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    if ui {
+        ui::set_security_headers(h);
+    } else {
+        h.insert(
+            http::header::X_CONTENT_TYPE_OPTIONS,
+            http::HeaderValue::from_static("nosniff"),
+        );
+        if !h.contains_key(http::header::CACHE_CONTROL) {
+            h.insert(http::header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
+        }
+    }
+    response
 }
 
 /// The REST API ([`api`]) as one router, and its OpenAPI document (which also describes `/health`, `/mcp` and

@@ -283,13 +283,23 @@ async fn html_rejections(resp: Response) -> Response {
 
 /// The security headers of every UI answer (module docs).
 async fn security_headers(mut resp: Response) -> Response {
-    let h = resp.headers_mut();
+    set_security_headers(resp.headers_mut());
+    resp
+}
+
+/// Whether `path` is under `/ui` (`/ui` itself or `/ui/...`), where every answer, a 404 or 405 of the router's
+/// fallbacks included, carries the UI's security headers.
+pub fn is_ui_path(path: &str) -> bool {
+    path == "/ui" || path.starts_with("/ui/")
+}
+
+/// Insert the UI's security headers (module docs) into `h`, replacing any of the same name.
+pub fn set_security_headers(h: &mut axum::http::HeaderMap) {
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    resp
 }
 
 async fn script() -> Response {
