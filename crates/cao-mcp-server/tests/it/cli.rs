@@ -258,7 +258,6 @@ fn unparsable_lines_get_a_parse_error_with_a_null_id() {
     let listed = next();
     assert_eq!(listed["id"], 2, "{listed}");
     assert!(listed["result"]["tools"].is_array(), "{listed}");
-    drop(send);
     drop(stdin);
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status:?}");
