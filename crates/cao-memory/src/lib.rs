@@ -71,6 +71,7 @@ mod inject_related;
 mod inspect;
 mod journal;
 mod learning;
+mod lesson_writer;
 mod lessons;
 pub mod lint;
 mod lint_claims;
@@ -130,6 +131,7 @@ pub use journal::{
     ZoomRequest, ZoomResult, ZoomedEntry, ZoomedLine,
 };
 pub use learning::{AgentProfileSource, AgentSummary, LessonView};
+pub use lesson_writer::LessonWriter;
 pub use lessons::LessonRequest;
 pub use lint_report::{
     FindingKind, IssueType, LINT_SCHEMA, LintCounts, LintFinding, LintReport, LintRequest, Severity,
