@@ -263,7 +263,9 @@ pub fn render_block(groups: &[(Scope, Vec<Memory>)], budget: usize) -> Option<St
                 primaries += 1;
             }
             let tag = if m.is_related { " [related]" } else { "" };
-            let content = neutralize_entry(python_strip(&m.content));
+            // The one display rule: no control character or bidi override reaches a terminal or a provider file.
+            let stripped = python_strip(&m.content);
+            let content = cao_core::display::escape(&neutralize_entry(stripped)).into_owned();
             let line = format!("- [{scope}] {}{tag}: {content}", m.key);
             let cost = line.chars().count() + 1;
             if used + cost > cap {
