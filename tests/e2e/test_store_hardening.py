@@ -182,3 +182,69 @@ def test_terminal_control_sequences_never_reach_a_terminal_or_a_provider_file(se
     view = cao("memory", "view")
     found = sorted({f"U+{ord(c):04X}" for c in view if c in UNSAFE})
     assert not found and "hostile-controls" in view, f"cao memory view: {found}\n{view!r}"
+
+
+def _archive(path: pathlib.Path, names: list[str], body_bytes: int) -> None:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tf:
+        for i, name in enumerate(names):
+            line = f"Deploy note {i}: the release train leaves on tuesday and the cache is warm. "
+            body = (line * (body_bytes // len(line) + 1))[:body_bytes]
+            text = f"---\ntype: project\ntags: [deploy]\n---\n\n# {name}\n\n{body}\n".encode()
+            info = tarfile.TarInfo(f"{name}.md")
+            info.size = len(text)
+            tf.addfile(info, io.BytesIO(text))
+
+
+def _measured(ws: Workspace, archive: pathlib.Path, *extra: str) -> tuple[dict, float]:
+    """`cao memory import ... --format json` run by a wrapper process whose only child it is, so the wrapper's
+    RUSAGE_CHILDREN peak is the import's own peak resident set size (MiB)."""
+    import sys
+
+    wrapper = (
+        "import resource, subprocess, sys, json\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True)\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+        "sys.stderr.buffer.write(done.stderr)\n"
+        "print(json.dumps({'code': done.returncode, 'peak_kib': peak, 'out': done.stdout.decode()}))\n"
+    )
+    cmd = [str(binary("cao")), "memory", "import", str(archive), "--scope", "global", "--format", "json", *extra]
+    done = subprocess.run(
+        [sys.executable, "-c", wrapper, *cmd],
+        cwd=ws.cwd,
+        env=clean_env(CAO_HOME=str(ws.home)),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["code"] == 0, done.stderr
+    return json.loads(result["out"]), result["peak_kib"] / 1024
+
+
+def test_an_import_streams_its_bundle_within_bounded_memory(ws: Workspace, tmp_path: pathlib.Path) -> None:
+    """`cao memory import` holds a bounded part of a bundle's text at a time (200 MiB of peak RSS at most, whatever
+    the archive within the documented caps): a small archive of 1,500 compressible topics of ~64 KiB (~94 MiB of
+    text), the same topics in reverse path order (read ahead of their turn, so the import needs more passes), and
+    240 members of ~1 MB that are all rejected. The reversed bundle plans exactly as the sorted one."""
+    names = [f"topic-{i:04d}" for i in range(1500)]
+    sorted_archive = tmp_path / "sorted.tar.gz"
+    reversed_archive = tmp_path / "reversed.tar.gz"
+    rejected_archive = tmp_path / "rejected.tar.gz"
+    _archive(sorted_archive, names, 64 * 1024 - 200)
+    _archive(reversed_archive, names[::-1], 64 * 1024 - 200)
+    _archive(rejected_archive, [f"huge-{i:03d}" for i in range(240)], 1_000_000)
+    assert sorted_archive.stat().st_size < 2 * 1024 * 1024, "the archive is small; its text is not"
+
+    reports = {}
+    for name, archive in [("sorted", sorted_archive), ("reversed", reversed_archive), ("rejected", rejected_archive)]:
+        report, peak = _measured(ws, archive, "--dry-run")
+        assert peak < 200, f"{name}: peak RSS {peak:.0f} MiB"
+        reports[name] = report
+    assert reports["sorted"]["imported"] == 1500 and reports["sorted"]["rejected"] == 0, reports["sorted"]
+    strip = lambda r: {k: v for k, v in r.items() if k != "source"}  # noqa: E731
+    assert strip(reports["reversed"]) == strip(reports["sorted"])
+    assert reports["rejected"]["rejected"] == 240 and reports["rejected"]["imported"] == 0, reports["rejected"]

@@ -484,34 +484,50 @@ pub fn plan_import<'a>(
     existing: &impl ExistingTopics,
 ) -> Result<ImportPlan, OkfError> {
     check_import_scope(opts.target_scope)?;
-    // Sort by the normalised path's segments (raw bytes for an invalid path).
-    let mut entries: Vec<(Vec<Vec<u8>>, BundleEntry<'a>)> = entries
+    let entries: Vec<BundleEntry<'a>> = entries.into_iter().collect();
+    let (order, repeated) = plan_order(entries.iter().map(|e| e.path));
+    let files: Vec<FilePlan> = order
         .into_iter()
-        .map(|e| {
-            let norm = validate_bundle_path(e.path).map_or_else(|_| e.path.to_vec(), String::into_bytes);
-            (norm.split(|&c| c == b'/').map(<[u8]>::to_vec).collect(), e)
-        })
+        .map(|i| plan_entry(opts, entries[i], existing, &repeated))
         .collect();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut seen = BTreeSet::new();
-    let mut repeated = BTreeSet::new();
-    for (_, entry) in &entries {
-        if let Ok(rel) = validate_bundle_path(entry.path)
-            && !seen.insert(rel.clone())
-        {
-            repeated.insert(rel);
-        }
-    }
-    let mut files = Vec::with_capacity(entries.len());
-    for (_, entry) in entries {
-        let plan = match validate_bundle_path(entry.path) {
-            Ok(rel) if repeated.contains(&rel) => FilePlan::with(rel, FileOutcome::Rejected(RejectReason::Duplicate)),
-            _ => plan_file(opts, entry, existing),
-        };
-        files.push(plan);
-    }
     let report = ImportReport::from_plans(opts, &files);
     Ok(ImportPlan { files, report })
+}
+
+/// The order [`plan_import`] plans and writes a bundle's paths in (indices into `paths`, sorted by the normalised
+/// path's segments, raw bytes for an invalid path; stable), and the normalised paths that appear more than once
+/// (every copy is rejected). Lets a caller plan a bundle a part at a time ([`plan_entry`]) in the same order, with
+/// the same result, without holding every file's bytes at once.
+pub fn plan_order<'p>(paths: impl IntoIterator<Item = &'p [u8]>) -> (Vec<usize>, BTreeSet<String>) {
+    let mut keyed: Vec<(Vec<Vec<u8>>, usize)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut repeated = BTreeSet::new();
+    for (i, path) in paths.into_iter().enumerate() {
+        let valid = validate_bundle_path(path);
+        if let Ok(rel) = &valid
+            && !seen.insert(rel.clone())
+        {
+            repeated.insert(rel.clone());
+        }
+        let norm = valid.map_or_else(|_| path.to_vec(), String::into_bytes);
+        keyed.push((norm.split(|&c| c == b'/').map(<[u8]>::to_vec).collect(), i));
+    }
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    (keyed.into_iter().map(|(_, i)| i).collect(), repeated)
+}
+
+/// Plan one bundle path as [`plan_import`] does, `repeated` being the second part of [`plan_order`] over the whole
+/// bundle. A session or agent target is not checked here: call [`check_import_scope`] first.
+pub fn plan_entry(
+    opts: &ImportOptions,
+    entry: BundleEntry<'_>,
+    existing: &impl ExistingTopics,
+    repeated: &BTreeSet<String>,
+) -> FilePlan {
+    match validate_bundle_path(entry.path) {
+        Ok(rel) if repeated.contains(&rel) => FilePlan::with(rel, FileOutcome::Rejected(RejectReason::Duplicate)),
+        _ => plan_file(opts, entry, existing),
+    }
 }
 
 /// Plan one bundle path (steps 1-11 of the module docs; the duplicate check of [`plan_import`] excepted).
