@@ -140,3 +140,12 @@ def server(ws: Workspace):
     yield srv
     if srv.proc.poll() is None:
         srv.stop()
+
+
+@pytest.fixture(scope="session")
+def agent_clis():
+    """The pinned Claude Code and Codex CLIs (tests/agents/package.json), installed once per run into
+    <target>/agents (see _agents.install)."""
+    import _agents
+
+    return _agents.install()

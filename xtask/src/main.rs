@@ -4,8 +4,9 @@
 //!   installed; its advisories check skipped when the advisory database cannot be fetched), fmt, clippy, Rust tests,
 //!   doctests, rustdoc without warnings (`cargo doc` with `-D warnings`: broken or private intra-doc links fail),
 //!   then the Python end-to-end tests in `tests/e2e` against freshly built debug binaries (with the Python
-//!   reference installed on demand into a virtualenv in the target directory, for the OKF interoperability tests),
-//!   then
+//!   reference installed on demand into a virtualenv in the target directory, for the OKF interoperability tests,
+//!   and the real agent CLIs pinned in `tests/agents/package.json` installed by the tests' set-up with npm into
+//!   `<target>/agents`), then
 //!   `fuzz-api` with its defaults (skipped when schemathesis cannot be installed). Stops at the first failing step
 //!   and names it.
 //! - `tidy`: the workspace's structural rules from `cargo metadata` (layering of `[workspace.metadata.layers]`,
@@ -348,9 +349,12 @@ fn test(root: &Path) -> Result<ExitCode> {
                 .map(|()| ExitCode::FAILURE);
         }
         let mut cmd = Command::new(python());
+        // The real agent CLIs (tests/agents/package.json) are installed by the tests' set-up into the target
+        // directory, once; later runs reuse them.
         cmd.args(["-m", "pytest", "-q", "tests/e2e"])
             .current_dir(root)
-            .env("CAO_BIN_DIR", &bin_dir);
+            .env("CAO_BIN_DIR", &bin_dir)
+            .env("CAO_AGENTS_DIR", target_dir(root)?.join("agents"));
         match reference_python(root)? {
             Some(py) => {
                 cmd.env("CAO_REFERENCE_PYTHON", py);

@@ -347,7 +347,9 @@ mod tests {
         full.extend_from_slice(argv);
         match Cli::try_parse_from(&full).expect("parses").command {
             Command::Memory(m) => m,
-            Command::Config(_) | Command::Agents(_) | Command::Models(_) => panic!("not a memory command"),
+            Command::Config(_) | Command::Agents(_) | Command::Models(_) | Command::Setup(_) => {
+                panic!("not a memory command")
+            }
         }
     }
 

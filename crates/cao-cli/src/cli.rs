@@ -39,6 +39,13 @@ pub(crate) enum Command {
     /// Local embedding models for hybrid dense recall: install, list.
     #[command(subcommand)]
     Models(crate::models::ModelsCommand),
+    /// Wire an agent CLI (Claude Code, Codex, Kiro) to cao in its own config files.
+    ///
+    /// Writes the MCP server entry cao-memory and the session hooks (Kiro: the steering file) into the agent's
+    /// config for --scope, editing the files in place (other content, order, comments and line endings kept).
+    /// --remove takes it out again, byte for byte; --dry-run shows the diff. Approvals the agent asks its user
+    /// for (a project's .mcp.json, Codex's hook trust) are left to the user.
+    Setup(crate::setup::SetupArgs),
 }
 
 /// `cao memory ...`.

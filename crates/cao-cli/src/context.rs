@@ -162,7 +162,7 @@ fn registered_terminal(home: &CaoHome, id: &str) -> Result<Option<TerminalContex
         return Err(unknown());
     }
     let svc = MemoryService::open(home.clone())?;
-    let row = svc.index().terminal(id).map_err(cao_memory::MemoryError::from)?;
+    let row = svc.terminal(id)?;
     Ok(Some(row.ok_or_else(unknown)?.context()))
 }
 

@@ -81,7 +81,7 @@ impl From<MemoryError> for CliError {
 fn hint_for(e: &MemoryError, message: &str) -> Option<String> {
     let lower = message.to_ascii_lowercase();
     match e {
-        MemoryError::Index(_) if lower.contains("locked") || lower.contains("busy") => Some(
+        MemoryError::Store(_) if lower.contains("locked") || lower.contains("busy") => Some(
             "another process holds a write lock on the database (db/cli-agent-orchestrator.db); retry when it is done"
                 .to_owned(),
         ),

@@ -97,41 +97,8 @@ pub(crate) fn run(args: InjectArgs, out: &mut dyn Write) -> Result<(), CliError>
     ctx.cwd = Some(cwd.clone());
     ctx.provider = Some(provider.as_str().to_owned());
 
-    let home = CaoHome::from_env();
+    let outcome = write_block(provider, &cwd, &ctx, args.budget)?;
     let unchanged_hint = "the previous file is unchanged";
-    let outcome = if !Settings::load(&home).memory_enabled() {
-        // Validate DIR all the same, so a bad --cwd is reported whatever the switch.
-        match write_provider_block(provider, &cwd, None)? {
-            ProviderWrite::Skipped { .. } => ProviderWrite::Skipped {
-                reason: SkipReason::Disabled,
-            },
-            other => other,
-        }
-    } else if let Some(owner) = crate::remote::owner()? {
-        // Validate DIR before asking the owner, as the local path does.
-        match write_provider_block(provider, &cwd, None)? {
-            refused @ ProviderWrite::Refused { .. } => refused,
-            _ => {
-                let block = crate::remote::block(owner, &ctx, args.budget)
-                    .map_err(|e| CliError::failure_with_hint(e, unchanged_hint))?;
-                write_provider_block(provider, &cwd, block.as_deref())
-                    .map_err(|e| CliError::failure_with_hint(e.to_string(), unchanged_hint))?
-            }
-        }
-    } else if !home.memory_dir().is_dir() {
-        write_provider_block(provider, &cwd, None)?
-    } else {
-        let svc = MemoryService::open(home)?;
-        write_provider_file_with(
-            &svc,
-            provider,
-            &ctx,
-            ContextRequest {
-                budget: Some(args.budget),
-            },
-        )
-        .map_err(|e| CliError::failure_with_hint(e.to_string(), unchanged_hint))?
-    };
 
     let text = match args.format {
         TextFormat::Text if outcome.is_success() => format!("{outcome}\n"),
@@ -145,4 +112,45 @@ pub(crate) fn run(args: InjectArgs, out: &mut dyn Write) -> Result<(), CliError>
         ProviderWrite::Refused { .. } => Err(CliError::failure_with_hint(outcome.to_string(), unchanged_hint)),
         _ => Ok(()),
     }
+}
+
+/// Write the block for `ctx` into `provider`'s file in `cwd` (the four cases of `cao memory inject`: memory disabled,
+/// a remote owner, no store yet, the local store); what happened. `cao setup kiro` writes Kiro's steering file with
+/// it.
+///
+/// Errors: a failed fetch or write (the previous file is unchanged); a refusal is an `Ok` outcome.
+pub(crate) fn write_block(
+    provider: Provider,
+    cwd: &std::path::Path,
+    ctx: &TerminalContext,
+    budget: usize,
+) -> Result<ProviderWrite, CliError> {
+    let home = CaoHome::from_env();
+    let unchanged_hint = "the previous file is unchanged";
+    Ok(if !Settings::load(&home).memory_enabled() {
+        // Validate DIR all the same, so a bad --cwd is reported whatever the switch.
+        match write_provider_block(provider, cwd, None)? {
+            ProviderWrite::Skipped { .. } => ProviderWrite::Skipped {
+                reason: SkipReason::Disabled,
+            },
+            other => other,
+        }
+    } else if let Some(owner) = crate::remote::owner()? {
+        // Validate DIR before asking the owner, as the local path does.
+        match write_provider_block(provider, cwd, None)? {
+            refused @ ProviderWrite::Refused { .. } => refused,
+            _ => {
+                let block = crate::remote::block(owner, ctx, budget)
+                    .map_err(|e| CliError::failure_with_hint(e, unchanged_hint))?;
+                write_provider_block(provider, cwd, block.as_deref())
+                    .map_err(|e| CliError::failure_with_hint(e.to_string(), unchanged_hint))?
+            }
+        }
+    } else if !home.memory_dir().is_dir() {
+        write_provider_block(provider, cwd, None)?
+    } else {
+        let svc = MemoryService::open(home)?;
+        write_provider_file_with(&svc, provider, ctx, ContextRequest { budget: Some(budget) })
+            .map_err(|e| CliError::failure_with_hint(e.to_string(), unchanged_hint))?
+    })
 }

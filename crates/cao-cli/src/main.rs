@@ -5,7 +5,8 @@
 //! Commands: `cao memory list [--query Q --explain] | show | delete | clear | repair | relationships | context | hook
 //! | inject | cleanup | export | import | lint | heal | compact | view | inspect | purge | outcomes | promote` (see
 //! `cao memory --help`), `cao config get | set | unset | list` (see `cao config --help`) and `cao agents list | show |
-//! install | skill` (see `cao agents --help`).
+//! install | skill` (see `cao agents --help`), `cao setup <claude-code|codex|kiro>` (wire an agent CLI's config; see
+//! `cao setup --help`).
 //!
 //! Invariants:
 //! - Exit codes: 0 success, 1 failure (one `error:` line on stderr, sometimes a `hint:` line), 2 usage error
@@ -33,6 +34,7 @@ mod output;
 mod progress;
 mod relationships;
 mod remote;
+mod setup;
 
 use clap::Parser;
 use std::io::{IsTerminal, Write};
@@ -57,6 +59,7 @@ fn main() -> ExitCode {
         Command::Config(cmd) => config::run(cmd, &mut stdout, &mut std::io::stderr()),
         Command::Agents(cmd) => agents::run(cmd, &mut stdout),
         Command::Models(cmd) => models::run(cmd, &mut stdout),
+        Command::Setup(args) => setup::run(args, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

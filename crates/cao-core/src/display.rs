@@ -12,8 +12,8 @@
 //!
 //! How a neutralised character looks:
 //! - [`escape`] and [`escape_line`]: as its Rust escape, visible and unambiguous: `\u{1b}` for ESC, `\u{7}` for BEL,
-//!   `\r` for CR, `\u{202e}` for RIGHT-TO-LEFT OVERRIDE (`char::escape_default`). [`escape`] keeps line feed and
-//!   tab (text shown over several lines: `cao memory show`, the `<cao-memory>` block, provider files, hook output,
+//!   `\r` for CR, `\u{202e}` for RIGHT-TO-LEFT OVERRIDE (`char::escape_default`). [`escape`] keeps line feed, tab
+//!   and the CR of a CRLF pair (text shown over several lines: `cao memory show`, the `<cao-memory>` block, provider files, hook output,
 //!   the inspector's copy); [`escape_line`] escapes them too (`\n`, `\t`: one-line cells, plans, findings).
 //! - [`blank`]: as one space, for text that must keep its length in lines and bytes budgets (the journal view's
 //!   lines, the inspector's panes).
@@ -35,14 +35,24 @@ pub fn is_unsafe(c: char) -> bool {
     c.is_control() || BIDI_CONTROLS.contains(&c) || c == '\u{2028}' || c == '\u{2029}'
 }
 
-/// `text` with every unsafe character but line feed and tab replaced by its escape (module docs). For text shown
-/// over several lines.
+/// `text` with every unsafe character but line feed, tab and the carriage return of a CRLF pair replaced by its
+/// escape (module docs; a lone carriage return, which returns the cursor to overwrite a line, is escaped). For text
+/// shown over several lines.
 pub fn escape(text: &str) -> Cow<'_, str> {
-    replace(
-        text,
-        |c| matches!(c, '\n' | '\t'),
-        |c, out| out.extend(c.escape_default()),
-    )
+    let bytes = text.as_bytes();
+    let keep = |i: usize, c: char| matches!(c, '\n' | '\t') || (c == '\r' && bytes.get(i + 1) == Some(&b'\n'));
+    if !text.char_indices().any(|(i, c)| is_unsafe(c) && !keep(i, c)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, c) in text.char_indices() {
+        if is_unsafe(c) && !keep(i, c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `text` with every unsafe character, line feed and tab included, replaced by its escape (module docs). For text
@@ -88,6 +98,11 @@ mod tests {
             "a\\u{1b}]0;T\\u{7}\\u{1b}]52;c;eA==\\u{7}b\\u{1b}[201~\nc\\rd\\u{8}e\\u{9b}f\\u{7f}\tg\\u{202e}h\\u{2066}i\\u{2028}j"
         );
         assert!(!escape(HOSTILE).chars().any(|c| is_unsafe(c) && c != '\n' && c != '\t'));
+        assert_eq!(
+            escape("a\r\nb\rc"),
+            "a\r\nb\\rc",
+            "a CRLF pair stays, a lone CR is escaped"
+        );
     }
 
     #[test]

@@ -16,6 +16,8 @@
 //!   target is untouched. With [`Durability::ProcessCrash`] the two fsyncs are skipped: the replacement is as
 //!   atomic for readers and survives any process crash or kill (the bytes are in the kernel's page cache), but a
 //!   power failure or OS crash before the kernel writes them back may lose it (docs/decisions/0012).
+//! - [`atomic_write_at`] is the same replacement inside an open directory handle, resolving nothing outside it (the
+//!   vault's managed-folder writer, `cao-vault`, opens its folder component by component without following links).
 //! - [`create_private_dir_all`] creates missing directories with mode 0700 (existing ones are left alone);
 //!   [`create_private_file`] and [`lock_exclusive`] create missing files with mode 0600.
 //! - Nothing here follows a symlink at the temp name; the target itself is replaced by `rename`, which replaces a
@@ -303,6 +305,70 @@ fn parent_dir(path: &Path) -> &Path {
         .unwrap_or(Path::new("."))
 }
 
+/// Replace the file `name` inside the open directory `dir` atomically, never resolving a path from anywhere but
+/// `dir` (for writers confined to a tree they opened component by component with `O_NOFOLLOW`, such as a vault's
+/// managed folder): the temp file `.<name>.<pid>-<n>.tmp` is created in `dir` with `O_CREAT|O_EXCL|O_NOFOLLOW`,
+/// written, given `mode`'s bits, fsynced, renamed over `name` within `dir` (`renameat`), and `dir` is fsynced. A
+/// reader sees the old or the new file; on failure the temp file is removed and `name` is untouched. `name` must be
+/// a single path component.
+///
+/// Errors: `InvalidInput` when `name` is empty, `.`/`..` or contains `/`; otherwise the first I/O error.
+pub fn atomic_write_at(dir: &File, name: &OsStr, bytes: &[u8], mode: FileMode) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let raw = name.as_bytes();
+    if raw.is_empty() || raw == b"." || raw == b".." || raw.contains(&b'/') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "atomic write: not a file name",
+        ));
+    }
+    let mut tmp_name = OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(
+        ".{}-{}.tmp",
+        std::process::id(),
+        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let create_mode = match mode {
+        FileMode::Private => PRIVATE_FILE_MODE,
+        FileMode::Exact(_) | FileMode::UmaskDefault => 0o666,
+    };
+    let fd = rustix::fs::openat(
+        dir,
+        tmp_name.as_os_str(),
+        rustix::fs::OFlags::WRONLY
+            | rustix::fs::OFlags::CREATE
+            | rustix::fs::OFlags::EXCL
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::from_raw_mode(create_mode),
+    )?;
+    let mut file = File::from(fd);
+    let result = (|| {
+        match mode {
+            FileMode::Private => file.set_permissions(Permissions::from_mode(PRIVATE_FILE_MODE))?,
+            FileMode::Exact(m) => file.set_permissions(Permissions::from_mode(m & 0o7777))?,
+            FileMode::UmaskDefault => {}
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        rustix::fs::renameat(dir, tmp_name.as_os_str(), dir, name)?;
+        dir.sync_all()
+    })();
+    if result.is_err() {
+        let _ = rustix::fs::unlinkat(dir, tmp_name.as_os_str(), rustix::fs::AtFlags::empty());
+    }
+    result
+}
+
+/// Create the directory `name` inside the open directory `dir` with the umask's default mode (`0777` less the
+/// umask), as a user's own tools would; nothing is resolved outside `dir`.
+///
+/// Errors: as `mkdirat` (`AlreadyExists` when something is there).
+pub fn create_dir_at(dir: &File, name: &OsStr) -> io::Result<()> {
+    rustix::fs::mkdirat(dir, name, rustix::fs::Mode::from_raw_mode(0o777)).map_err(io::Error::from)
+}
+
 /// Fsync a directory so a rename or unlink in it is durable.
 ///
 /// Errors: the directory cannot be opened or synced.
@@ -506,6 +572,35 @@ pub fn lock_shared(lock_path: &Path) -> io::Result<File> {
 #[cfg(test)]
 #[allow(clippy::disallowed_methods, reason = "test setup writes fixture files directly")]
 mod tests {
+
+    #[test]
+    fn atomic_write_at_replaces_within_the_directory_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let handle = File::open(dir.path()).expect("open dir");
+        atomic_write_at(&handle, OsStr::new("a.md"), b"one", FileMode::UmaskDefault).expect("write");
+        atomic_write_at(&handle, OsStr::new("a.md"), b"two", FileMode::Exact(0o640)).expect("replace");
+        assert_eq!(std::fs::read(dir.path().join("a.md")).expect("read"), b"two");
+        let mode = std::fs::metadata(dir.path().join("a.md"))
+            .expect("meta")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o640);
+        for bad in ["", ".", "..", "x/y"] {
+            assert!(
+                atomic_write_at(&handle, OsStr::new(bad), b"x", FileMode::Private).is_err(),
+                "{bad:?}"
+            );
+        }
+        create_dir_at(&handle, OsStr::new("sub")).expect("mkdir");
+        assert!(dir.path().join("sub").is_dir());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temp file left: {names:?}");
+    }
     use super::*;
     use std::fs;
     use std::os::unix::fs::symlink;

@@ -58,8 +58,13 @@ impl Index {
     /// line). Reads every page of the file (about a second per GB); writes nothing.
     ///
     /// Errors: [`crate::IndexError`] for failures other than damage (a busy lock past the timeout, the pool).
+    ///
+    /// The check runs on a connection of its own, opened for it: a pooled connection keeps the full-text indexes'
+    /// structure cached from its last read, and SQLite's check of an FTS5 table compares against that cache, so a
+    /// change another connection (another process) made since would be reported as a checksum mismatch.
     pub fn quick_check(&self) -> Result<Option<String>> {
-        let conn = self.pool.get()?;
+        let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         Ok(quick_check_on(&conn)?)
     }
 }

@@ -74,8 +74,8 @@ pub use edges::{EdgeIdentity, RelatedKeys};
 pub use error::{IndexError, Result};
 pub use follow_up::FollowUp;
 pub use journal::{
-    AppendWhen, Checkpoint, EntryKind, EntryRow, ImportCandidate, JournalMeta, JournalNote, JournalTx, JournalWriter,
-    LeaseRow, LineRow, NewEntry, SnapshotRow, ViewItem, ViewRow,
+    AppendHook, AppendWhen, Checkpoint, EntryKind, EntryRow, ImportCandidate, JournalMeta, JournalNote, JournalTx,
+    JournalWriter, LeaseRow, LineRow, NewEntry, SnapshotRow, ViewItem, ViewRow,
 };
 pub use lexical::{PoolBudget, search_tokens};
 pub use outcomes::{OutcomeFilter, OutcomeRow};
@@ -124,6 +124,8 @@ pub struct Index {
     known_aliases: Arc<aliases::KnownAliases>,
     /// This process's copy of one model's vectors (see `vectors.rs`).
     vectors: Arc<std::sync::Mutex<vectors::VectorCache>>,
+    /// The maintenance run after appends to a journal ([`Index::set_append_hook`]).
+    append_hook: Arc<std::sync::OnceLock<journal::AppendHook>>,
 }
 
 impl fmt::Debug for Index {
@@ -212,6 +214,7 @@ impl Index {
             writes: Arc::new(AtomicU64::new(0)),
             known_aliases: Arc::default(),
             vectors: Arc::default(),
+            append_hook: Arc::default(),
         })
     }
 

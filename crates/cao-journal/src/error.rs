@@ -1,14 +1,14 @@
 //! The one error type of this crate.
 
 use crate::address::{Address, AddressError};
-use cao_index::IndexError;
+use cao_store::{MemoryError, StoreError};
 
 /// Why a journal operation failed. Messages are one line and name the offending value; none carries memory text.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
-    /// The database failed (see [`IndexError`]); nothing was changed by the failed transaction.
+    /// The store failed (see [`StoreError`]); nothing was changed by the failed transaction.
     #[error(transparent)]
-    Index(#[from] IndexError),
+    Store(#[from] StoreError),
     /// A text or pair of numbers that is not a well-formed address.
     #[error(transparent)]
     Address(#[from] AddressError),
@@ -36,3 +36,28 @@ pub enum JournalError {
 
 /// Result alias of this crate.
 pub type Result<T, E = JournalError> = std::result::Result<T, E>;
+
+impl From<JournalError> for MemoryError {
+    /// A journal failure: store errors stay store errors, a bad address or argument is the caller's
+    /// ([`MemoryError::Invalid`]), an inconsistent stored state is [`MemoryError::JournalCorrupt`].
+    fn from(e: JournalError) -> Self {
+        match e {
+            JournalError::Store(e) => MemoryError::Store(e),
+            JournalError::Corrupt(_) => MemoryError::JournalCorrupt(e.to_string()),
+            JournalError::Address(_) | JournalError::OutOfRange { .. } | JournalError::Invalid(_) => {
+                MemoryError::Invalid(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<MemoryError> for JournalError {
+    /// A store failure met inside the journal's rules: store errors stay store errors, everything else keeps its
+    /// message as an invalid argument (the store's own errors never reach the rules otherwise).
+    fn from(e: MemoryError) -> Self {
+        match e {
+            MemoryError::Store(e) => JournalError::Store(e),
+            other => JournalError::Invalid(other.to_string()),
+        }
+    }
+}

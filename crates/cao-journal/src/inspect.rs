@@ -12,7 +12,7 @@ use crate::view::{View, render, with_settled};
 use crate::zoom::EntryStatus;
 use crate::{JournalStatus, render};
 use cao_core::{Key, Scope};
-use cao_index::{EntryRow, Index, JournalTx, JournalWriter, LineRow, SnapshotRow};
+use cao_store::{EntryRow, JournalOps, JournalWriter, LineRow, Reads, SnapshotRow, Writes, read_journal};
 use chrono::{DateTime, Utc};
 
 /// A pair of sibling lines both in the view: they merge into `parent` when the view needs room and `parent` is
@@ -73,10 +73,10 @@ impl Node {
 
 /// The mechanism of `container` at `now` (for the leases), in one transaction on a settled view state.
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`]; [`JournalError::Corrupt`].
-pub fn mechanism(index: &Index, container: &str, now: DateTime<Utc>) -> Result<Mechanism> {
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`]; [`JournalError::Corrupt`].
+pub fn mechanism(w: &dyn Writes, container: &str, now: DateTime<Utc>) -> Result<Mechanism> {
     check_container(container)?;
-    with_settled(index, container, |j, tree| {
+    with_settled(w, container, |j, tree| {
         let view = render(j, container, tree)?;
         let status = JournalStatus {
             entries: tree.entries(),
@@ -91,7 +91,7 @@ pub fn mechanism(index: &Index, container: &str, now: DateTime<Utc>) -> Result<M
             .filter_map(|(id, n)| Address::new(id, n).ok())
             .collect();
         let mut lines = Vec::new();
-        j.view_scan(container, false, |item| {
+        j.view_scan(container, false, &mut |item: cao_store::ViewItem| {
             if let Ok(a) = Address::new(item.row.id, item.row.n) {
                 lines.push(a);
             }
@@ -126,10 +126,10 @@ pub fn mechanism(index: &Index, container: &str, now: DateTime<Utc>) -> Result<M
 /// The lines at `addresses` of `container` at `now`, in the order given, in one read transaction.
 ///
 /// Errors: [`JournalError::OutOfRange`] for an address beyond the journal's entries; [`JournalError::Invalid`] for a
-/// malformed container; [`JournalError::Index`]; [`JournalError::Corrupt`].
-pub fn nodes(index: &Index, container: &str, addresses: &[Address], now: DateTime<Utc>) -> Result<Vec<Node>> {
+/// malformed container; [`JournalError::Store`]; [`JournalError::Corrupt`].
+pub fn nodes(r: &dyn Reads, container: &str, addresses: &[Address], now: DateTime<Utc>) -> Result<Vec<Node>> {
     check_container(container)?;
-    index.journal_read(|j| {
+    read_journal(r, |j| {
         let entries = j.meta(container)?.entries;
         let leased = j.active_lease_lines(container, now.timestamp_millis())?;
         addresses
@@ -148,12 +148,12 @@ pub fn nodes(index: &Index, container: &str, addresses: &[Address], now: DateTim
     })
 }
 
-fn entry_at(j: &JournalTx<'_>, container: &str, id: u64) -> Result<EntryRow> {
+fn entry_at(j: &dyn JournalOps, container: &str, id: u64) -> Result<EntryRow> {
     j.entry(container, id)?
         .ok_or_else(|| JournalError::Corrupt(format!("{container}: entry {id} is missing below N")))
 }
 
-fn node_in(j: &JournalTx<'_>, container: &str, address: Address, leased: &[(u64, u64)]) -> Result<Node> {
+fn node_in(j: &dyn JournalOps, container: &str, address: Address, leased: &[(u64, u64)]) -> Result<Node> {
     let first = entry_at(j, container, address.id())?;
     let last_at = if address.is_entry() {
         first.at
@@ -182,32 +182,32 @@ pub const SESSIONS_MAX: usize = 100;
 
 /// The sessions that took a snapshot of `container`'s view, the most recent first, at most [`SESSIONS_MAX`].
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
-pub fn sessions(index: &Index, container: &str) -> Result<Vec<SnapshotRow>> {
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`].
+pub fn sessions(r: &dyn Reads, container: &str) -> Result<Vec<SnapshotRow>> {
     check_container(container)?;
-    index.journal_read(|j| Ok(j.snapshots_all(container, SESSIONS_MAX)?))
+    read_journal(r, |j| Ok(j.snapshots_all(container, SESSIONS_MAX)?))
 }
 
 /// The entries of `container` from `from` on, oldest first, at most `limit`.
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
-pub fn entries_since(index: &Index, container: &str, from: u64, limit: usize) -> Result<Vec<EntryRow>> {
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`].
+pub fn entries_since(r: &dyn Reads, container: &str, from: u64, limit: usize) -> Result<Vec<EntryRow>> {
     check_container(container)?;
-    index.journal_read(|j| Ok(j.entries_from(container, from, limit)?))
+    read_journal(r, |j| Ok(j.entries_from(container, from, limit)?))
 }
 
 /// The ids of every entry of one memory in `container`, oldest first (the last is its newest entry).
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`].
 pub fn memory_entries(
-    index: &Index,
+    r: &dyn Reads,
     container: &str,
     scope: Scope,
     scope_id: Option<&str>,
     key: &Key,
 ) -> Result<Vec<u64>> {
     check_container(container)?;
-    index.journal_read(|j| Ok(j.memory_entry_ids(container, scope, scope_id, key)?))
+    read_journal(r, |j| Ok(j.memory_entry_ids(container, scope, scope_id, key)?))
 }
 
 /// Whether an entry written by `writer` was written by the session `session_id` (spec 001 "This session": marked

@@ -1,5 +1,5 @@
 //! `cao-journal`: the journal of the memory store, its tree of one-line summaries and the 32 KiB view (spec 001;
-//! layer 2: depends on `cao-core`, `cao-index` for every SQL statement, and `cao-model` for summaries).
+//! layer 3: depends on `cao-core`, `cao-store` for every table operation, and `cao-model` for summaries).
 //!
 //! Each container (`global`, which also holds session and agent memories, `federated`, or a project id) has one
 //! journal: entries numbered from 0 in the order they were appended, each a note (the memory's full text at that
@@ -8,10 +8,13 @@
 //! sequence of lines covering every entry once, oldest first, rendered inside `<memory>` ... `</memory>` in at most
 //! 32 KiB ([`view`]); zoom opens any line ([`zoom`]).
 //!
-//! Features are free functions over [`cao_index::Index`]:
-//! - [`open_journal`] (the first opening: existing memories imported oldest first by file time), [`has_journal`];
-//! - [`append`], [`import_entries`], [`clear`]: entries outside a memory write (memory writes append inside their
-//!   own transaction through `Index::upsert_with_journal` / `delete_with_journal`);
+//! Features are free functions over the store's table operations (`cao_store::Reads` / `cao_store::Writes`, from a
+//! `cao_store::Snapshot` or `cao_store::WriteTx`):
+//! - [`RULES`], which the store runs inside its own transactions: the view settled after every append, the purge's
+//!   reach; the store itself opens a journal the first time (existing memories imported oldest first by content
+//!   time) and clears the journal of a container whose memories are gone;
+//! - [`has_journal`]; [`append`], [`import_entries`]: entries outside a memory write (memory writes append inside
+//!   their own transaction through the store);
 //! - [`view`], [`next_work`], [`status`]: the view and the lines it waits for;
 //! - [`zoom`], [`line()`]: reading the tree;
 //! - [`summarize_step`] (and its parts [`claim_work`], [`complete`], [`fail_passing`]): writing lines, shared between
@@ -47,14 +50,17 @@ mod view;
 mod zoom;
 
 pub use address::{Address, AddressError, MAX_ENTRIES};
-pub use append::{append, clear, has_journal, import_entries, open_journal};
-pub use cao_index::{AppendWhen, EntryKind, EntryRow, JournalNote, JournalWriter, LineRow, NewEntry, SnapshotRow};
+pub use append::{append, has_journal, import_entries};
+pub use cao_store::{
+    AppendWhen, EntryKind, EntryRow, JournalEntry as NewEntry, JournalNote, JournalWriter, LineRow, PurgeReport,
+    SnapshotRow,
+};
 pub use error::{JournalError, Result};
 pub use inspect::{
     Mechanism, Node, SESSIONS_MAX, ViewPair, entries_since, mechanism, memory_entries, nodes, parse_view, sessions,
     written_by_session,
 };
-pub use purge::{PurgeReport, purge, purge_memory};
+pub use purge::purge;
 pub use render::{LINE_MAX_BYTES, VIEW_MAX_BYTES};
 pub use snapshot::{
     REMINDER_HEADING, REMINDER_SCAN_MAX, Reminder, SESSION_ID_MAX_BYTES, Snapshot, WriterFilter, deliver_reminder,
@@ -68,41 +74,59 @@ pub use tree::merge_order;
 pub use view::{NEXT_WORK_MAX, View, ViewLine, next_work, view};
 pub use zoom::{EntryStatus, EntryView, Zoom, ZoomLine, zoom};
 
-use cao_index::Index;
+use cao_store::{JournalOps, JournalRules, MemoryError, Reads, Writes, read_journal};
 use chrono::{DateTime, Utc};
 
-/// Longest container name accepted, in bytes (a path segment).
-const CONTAINER_MAX_BYTES: usize = 255;
-
-/// Check a container name: `global`, `federated` or a project id, which are single path segments of
-/// `[A-Za-z0-9._-]`, 1 to 255 bytes, not `.` or `..` (the wiki layout's rule).
+/// Check a container name (`cao_store::container_problem`: `global`, `federated` or a project id).
 ///
 /// Errors: [`JournalError::Invalid`] naming the rule.
 pub(crate) fn check_container(container: &str) -> Result<()> {
-    let ok = !container.is_empty()
-        && container.len() <= CONTAINER_MAX_BYTES
-        && container != "."
-        && container != ".."
-        && container
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-    if ok {
+    match cao_store::container_problem(container) {
+        None => Ok(()),
+        Some(p) => Err(JournalError::Invalid(p)),
+    }
+}
+
+/// The journal's rules the store runs inside its own transactions (install with `cao_store::Store::open`): after
+/// every append the view state is caught up entry by entry, with the merges the budget calls for, so the view is
+/// settled when the write commits and the journal's readers never write; a purge blanks the memory and drops every
+/// line that may hold it ([`purge`]).
+pub static RULES: Rules = Rules;
+
+/// The type of [`RULES`].
+#[derive(Debug, Clone, Copy)]
+pub struct Rules;
+
+impl JournalRules for Rules {
+    fn settle(&self, j: &dyn JournalOps, container: &str) -> std::result::Result<(), MemoryError> {
+        check_container(container)?;
+        tree::Tree::load(j, container)?.catch_up()?;
         Ok(())
-    } else {
-        Err(JournalError::Invalid(format!(
-            "container {:?} is not global, federated or a project id (1 to {CONTAINER_MAX_BYTES} bytes of \
-             [A-Za-z0-9._-], not . or ..)",
-            container.chars().take(64).collect::<String>()
-        )))
+    }
+
+    fn purge(
+        &self,
+        j: &dyn JournalOps,
+        container: &str,
+        memory: &cao_core::MemoryRef,
+    ) -> std::result::Result<PurgeReport, MemoryError> {
+        check_container(container)?;
+        Ok(purge::purge_tx(
+            j,
+            container,
+            memory.scope,
+            memory.scope_id(),
+            &memory.key,
+        )?)
     }
 }
 
 /// The written line at `address` of `container`, if written. One point query.
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
-pub fn line(index: &Index, container: &str, address: Address) -> Result<Option<LineRow>> {
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`].
+pub fn line(r: &dyn Reads, container: &str, address: Address) -> Result<Option<LineRow>> {
     check_container(container)?;
-    index.journal_read(|j| Ok(j.line(container, address.id(), address.n())?))
+    read_journal(r, |j| Ok(j.line(container, address.id(), address.n())?))
 }
 
 /// Counters of one journal, for a status line or the inspector's header.
@@ -138,10 +162,10 @@ pub struct JournalGauge {
 /// a page that shows many journals costs reads only however busy the writers and summarizers are (unlike
 /// [`status`], which first brings the view state up to N). One meta row and one count of the unwritten lines.
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
-pub fn gauge(index: &Index, container: &str) -> Result<JournalGauge> {
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`].
+pub fn gauge(r: &dyn Reads, container: &str) -> Result<JournalGauge> {
     check_container(container)?;
-    index.journal_read(|j| {
+    read_journal(r, |j| {
         let meta = j.meta(container)?;
         Ok(JournalGauge {
             entries: meta.entries,
@@ -154,10 +178,10 @@ pub fn gauge(index: &Index, container: &str) -> Result<JournalGauge> {
 
 /// The counters of `container`'s journal at `now` (for the leases).
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
-pub fn status(index: &Index, container: &str, now: DateTime<Utc>) -> Result<JournalStatus> {
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`].
+pub fn status(w: &dyn Writes, container: &str, now: DateTime<Utc>) -> Result<JournalStatus> {
     check_container(container)?;
-    view::with_settled(index, container, |j, tree| {
+    view::with_settled(w, container, |j, tree| {
         Ok(JournalStatus {
             entries: tree.entries(),
             view_bytes: render::VIEW_OVERHEAD as u64 + tree.meta.view_bytes,

@@ -18,8 +18,8 @@
 
 use crate::address::Address;
 use cao_core::{Key, Scope};
-use cao_index::{EntryKind, EntryRow};
 use cao_model::extractive::{SUMMARY_LINE_MAX_BYTES, extract_entry};
+use cao_store::{EntryKind, EntryRow};
 
 /// The most bytes of text a line holds (spec 001: each line is at most 512 bytes).
 pub const LINE_MAX_BYTES: usize = SUMMARY_LINE_MAX_BYTES;
@@ -163,7 +163,7 @@ pub fn omission_notice(left_out: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cao_index::JournalWriter;
+    use cao_store::JournalWriter;
     use chrono::DateTime;
 
     fn entry(container: &str, kind: EntryKind, scope: Scope, scope_id: Option<&str>, text: &str) -> EntryRow {

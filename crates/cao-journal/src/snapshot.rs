@@ -7,7 +7,7 @@ use crate::error::{JournalError, Result};
 use crate::render::reminder_row;
 use crate::tree::Tree;
 use crate::view::{View, render};
-use cao_index::{Index, JournalWriter, SnapshotRow};
+use cao_store::{JournalWriter, Reads, SnapshotRow, Writes, read_journal, write_journal};
 use chrono::{DateTime, Utc};
 
 /// Longest session id accepted, in bytes.
@@ -36,11 +36,11 @@ fn check_session(session_id: &str) -> Result<()> {
 /// write transaction so the view and its entry count agree.
 ///
 /// Errors: [`JournalError::Invalid`] for a malformed container or session id (empty, over
-/// [`SESSION_ID_MAX_BYTES`], control characters); [`JournalError::Index`]; [`JournalError::Corrupt`].
-pub fn take_snapshot(index: &Index, container: &str, session_id: &str, now: DateTime<Utc>) -> Result<Snapshot> {
+/// [`SESSION_ID_MAX_BYTES`], control characters); [`JournalError::Store`]; [`JournalError::Corrupt`].
+pub fn take_snapshot(w: &dyn Writes, container: &str, session_id: &str, now: DateTime<Utc>) -> Result<Snapshot> {
     check_container(container)?;
     check_session(session_id)?;
-    index.journal_write(|j| {
+    write_journal(w, |j| {
         let mut tree = Tree::load(j, container)?;
         tree.catch_up()?;
         let view = render(j, container, &tree)?;
@@ -63,10 +63,10 @@ pub fn take_snapshot(index: &Index, container: &str, session_id: &str, now: Date
 /// The stored snapshot of `session_id` in `container`, if one was taken.
 ///
 /// Errors: as [`take_snapshot`].
-pub fn snapshot(index: &Index, container: &str, session_id: &str) -> Result<Option<SnapshotRow>> {
+pub fn snapshot(r: &dyn Reads, container: &str, session_id: &str) -> Result<Option<SnapshotRow>> {
     check_container(container)?;
     check_session(session_id)?;
-    index.journal_read(|j| Ok(j.snapshot_get(container, session_id)?))
+    read_journal(r, |j| Ok(j.snapshot_get(container, session_id)?))
 }
 
 /// Leaves out of a reminder the entries a session wrote itself: an entry matches when every field given here
@@ -111,16 +111,16 @@ pub const REMINDER_SCAN_MAX: usize = 10_000;
 /// The reminder rows for entries of `container` appended at or after entry `since` (a snapshot's
 /// `taken_at_entry`), leaving out those `exclude` matches (the session's own writes), at most `limit` rows.
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`].
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`].
 pub fn reminder_rows(
-    index: &Index,
+    r: &dyn Reads,
     container: &str,
     since: u64,
     exclude: Option<&WriterFilter>,
     limit: usize,
 ) -> Result<Reminder> {
     check_container(container)?;
-    index.journal_read(|j| {
+    read_journal(r, |j| {
         let mut reminder = Reminder::default();
         for entry in j.entries_from(container, since, REMINDER_SCAN_MAX)? {
             if exclude.is_some_and(|f| f.matches(&entry.writer)) {
@@ -143,7 +143,7 @@ pub fn reminder_rows(
 ///
 /// Errors: as [`reminder_rows`], and [`JournalError::Invalid`] for a malformed session id.
 pub fn deliver_reminder(
-    index: &Index,
+    w: &dyn Writes,
     container: &str,
     session_id: &str,
     exclude: Option<&WriterFilter>,
@@ -152,7 +152,7 @@ pub fn deliver_reminder(
     check_container(container)?;
     check_session(session_id)?;
     // Most calls find nothing new: answer from a read transaction without taking the write lock.
-    let nothing_new = index.journal_read(|j| {
+    let nothing_new = read_journal(w, |j| {
         let Some(delivered) = j.snapshot_reminded_to(container, session_id)? else {
             return Ok::<_, JournalError>(Some(None));
         };
@@ -165,7 +165,7 @@ pub fn deliver_reminder(
     if let Some(answer) = nothing_new {
         return Ok(answer);
     }
-    index.journal_write(|j| {
+    write_journal(w, |j| {
         let Some(delivered) = j.snapshot_reminded_to(container, session_id)? else {
             return Ok(None);
         };
@@ -196,7 +196,7 @@ pub fn deliver_reminder(
 ///
 /// Errors: as [`take_snapshot`].
 pub fn record_snapshot(
-    index: &Index,
+    w: &dyn Writes,
     container: &str,
     session_id: &str,
     taken_at_entry: u64,
@@ -205,7 +205,7 @@ pub fn record_snapshot(
 ) -> Result<()> {
     check_container(container)?;
     check_session(session_id)?;
-    index.journal_write(|j| {
+    write_journal(w, |j| {
         j.snapshot_put(
             container,
             &SnapshotRow {

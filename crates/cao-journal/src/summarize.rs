@@ -29,9 +29,9 @@ use crate::tree::Tree;
 use crate::view::work_list;
 use cao_core::Clock;
 use cao_core::settings::ModelProvider;
-use cao_index::{Index, JournalTx};
 use cao_model::extractive::{extract_entry, extract_pair};
 use cao_model::{Limits, Model, ModelError, Prompt};
+use cao_store::{JournalOps, Writes, write_journal};
 use chrono::{DateTime, TimeDelta, Utc};
 use std::time::Duration;
 
@@ -165,7 +165,7 @@ fn after(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
 }
 
 /// What line `a` is made from, or `None` when a child of a pair line is not written.
-pub(crate) fn line_input(j: &JournalTx<'_>, container: &str, a: Address) -> Result<Option<LineInput>> {
+pub(crate) fn line_input(j: &dyn JournalOps, container: &str, a: Address) -> Result<Option<LineInput>> {
     match a.children() {
         None => {
             let entry = j
@@ -183,7 +183,7 @@ pub(crate) fn line_input(j: &JournalTx<'_>, container: &str, a: Address) -> Resu
 
 /// Write line `a` with `text` inside an open transaction and update the view; false when it was already written.
 pub(crate) fn write_line(
-    j: &JournalTx<'_>,
+    j: &dyn JournalOps,
     tree: &mut Tree<'_>,
     container: &str,
     a: Address,
@@ -208,10 +208,10 @@ pub(crate) fn write_line(
 /// to `worker.max_claims` lines that do. `extractive` says that no model is configured (the `none` provider): then
 /// every line is written here, cut by the extractive rule when it does not fit.
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`];
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`];
 /// [`JournalError::Corrupt`]. Nothing is written or claimed on error.
 pub fn claim_work(
-    index: &Index,
+    w: &dyn Writes,
     container: &str,
     worker: &Worker,
     extractive: bool,
@@ -220,7 +220,7 @@ pub fn claim_work(
     check_container(container)?;
     let max_claims = worker.max_claims.clamp(1, MAX_CLAIMS);
     let expires_at = after(now, worker.lease);
-    index.journal_write(|j| {
+    write_journal(w, |j| {
         let mut tree = Tree::load(j, container)?;
         tree.catch_up()?;
         let mut batch = ClaimBatch::default();
@@ -272,8 +272,8 @@ pub fn claim_work(
 /// is unwritten, releasing the lease in the same transaction. Returns whether the line was written. A text longer than
 /// [`LINE_MAX_BYTES`] is cut at a character boundary first.
 ///
-/// Errors: [`JournalError::Index`]; [`JournalError::Corrupt`].
-pub fn complete(index: &Index, claim: &Claim, text: &str, writer: &str, now: DateTime<Utc>) -> Result<bool> {
+/// Errors: [`JournalError::Store`]; [`JournalError::Corrupt`].
+pub fn complete(w: &dyn Writes, claim: &Claim, text: &str, writer: &str, now: DateTime<Utc>) -> Result<bool> {
     let text = if text.len() > LINE_MAX_BYTES {
         extract_entry(text, LINE_MAX_BYTES).text
     } else {
@@ -281,7 +281,7 @@ pub fn complete(index: &Index, claim: &Claim, text: &str, writer: &str, now: Dat
     };
     let container = claim.container.as_str();
     let a = claim.address;
-    index.journal_write(|j| {
+    write_journal(w, |j| {
         let mut tree = Tree::load(j, container)?;
         tree.catch_up()?;
         let held = j
@@ -298,11 +298,13 @@ pub fn complete(index: &Index, claim: &Claim, text: &str, writer: &str, now: Dat
 /// A passing model failure on `claim`: the lease becomes a pause with no holder until `now` + [`RETRY_PAUSE`], so
 /// no process tries the line before then. Returns whether the claimer still held the lease.
 ///
-/// Errors: [`JournalError::Index`].
-pub fn fail_passing(index: &Index, claim: &Claim, now: DateTime<Utc>) -> Result<bool> {
+/// Errors: [`JournalError::Store`].
+pub fn fail_passing(w: &dyn Writes, claim: &Claim, now: DateTime<Utc>) -> Result<bool> {
     let a = claim.address;
     let until = ms(after(now, RETRY_PAUSE));
-    index.journal_write(|j| Ok(j.lease_pause(&claim.container, a.id(), a.n(), &claim.holder, until)?))
+    write_journal(w, |j| {
+        Ok(j.lease_pause(&claim.container, a.id(), a.n(), &claim.holder, until)?)
+    })
 }
 
 /// What one [`summarize_step`] did.
@@ -331,17 +333,17 @@ impl StepReport {
 /// One round of the protocol for `container` (module docs): claim, call `model` for up to two lines at once, complete.
 /// With the `none` provider every line is written in the claim.
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`]; [`JournalError::Corrupt`].
+/// Errors: [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`]; [`JournalError::Corrupt`].
 /// Model failures are not errors (see [`StepReport`]).
 pub fn summarize_step(
-    index: &Index,
+    w: &dyn Writes,
     container: &str,
     model: &dyn Model,
     worker: &Worker,
     clock: &dyn Clock,
 ) -> Result<StepReport> {
     let extractive = model.info().provider == ModelProvider::None;
-    let batch = claim_work(index, container, worker, extractive, clock.now())?;
+    let batch = claim_work(w, container, worker, extractive, clock.now())?;
     let mut report = StepReport {
         written: batch.written,
         ..StepReport::default()
@@ -378,7 +380,7 @@ pub fn summarize_step(
             Ok(done) => done,
             Err(e) if e.is_passing() => {
                 tracing::warn!(container, line = %a, kind = e.kind(), "summary call failed; retrying in 10 s");
-                fail_passing(index, claim, clock.now())?;
+                fail_passing(w, claim, clock.now())?;
                 report.retry_later.push(a);
                 continue;
             }
@@ -392,7 +394,7 @@ pub fn summarize_step(
                 (text, writer.to_owned())
             }
         };
-        if complete(index, claim, &text, &writer, clock.now())? {
+        if complete(w, claim, &text, &writer, clock.now())? {
             report.written.push(a);
         } else {
             report.lost.push(a);

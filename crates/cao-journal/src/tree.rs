@@ -24,7 +24,7 @@
 use crate::address::Address;
 use crate::error::{JournalError, Result};
 use crate::render::{VIEW_MAX_BYTES, VIEW_OVERHEAD, line_bytes, placeholder};
-use cao_index::{JournalMeta, JournalTx};
+use cao_store::{JournalMeta, JournalOps};
 use std::cmp::Ordering;
 
 /// Which of two ready pairs (given by their parent addresses) merges first when the journal has `entries` entries:
@@ -42,7 +42,7 @@ pub fn merge_order(a: Address, b: Address, entries: u64) -> Ordering {
 
 /// The view state of one container inside one transaction (see the module docs).
 pub(crate) struct Tree<'a> {
-    j: &'a JournalTx<'a>,
+    j: &'a dyn JournalOps,
     container: &'a str,
     pub(crate) meta: JournalMeta,
     pub(crate) ready: Vec<Address>,
@@ -50,7 +50,7 @@ pub(crate) struct Tree<'a> {
 
 impl<'a> Tree<'a> {
     /// Read the counters and the ready pairs of `container`.
-    pub(crate) fn load(j: &'a JournalTx<'a>, container: &'a str) -> Result<Tree<'a>> {
+    pub(crate) fn load(j: &'a dyn JournalOps, container: &'a str) -> Result<Tree<'a>> {
         let meta = j.meta(container)?;
         let ready = j
             .ready_all(container)?

@@ -5,7 +5,7 @@ use crate::check_container;
 use crate::error::{JournalError, Result};
 use crate::render::{CLOSE_TAG, OPEN_TAG, VIEW_MAX_BYTES, VIEW_OVERHEAD, omission_notice, placeholder, view_line};
 use crate::tree::{Tree, merge_order};
-use cao_index::{Index, JournalTx, ViewItem};
+use cao_store::{JournalOps, ViewItem, Writes, read_journal, write_journal};
 
 /// One line of a view.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,11 +39,11 @@ pub struct View {
 /// Run `f` on a view state that covers every entry: in a read transaction when it already does, else in a write
 /// transaction that catches it up first.
 pub(crate) fn with_settled<T>(
-    index: &Index,
+    w: &dyn Writes,
     container: &str,
-    f: impl Fn(&JournalTx<'_>, &Tree<'_>) -> Result<T>,
+    f: impl Fn(&dyn JournalOps, &Tree<'_>) -> Result<T>,
 ) -> Result<T> {
-    let fast = index.journal_read(|j| {
+    let fast = read_journal(w, |j| {
         let tree = Tree::load(j, container)?;
         if tree.settled() {
             f(j, &tree).map(Some)
@@ -54,7 +54,7 @@ pub(crate) fn with_settled<T>(
     if let Some(out) = fast {
         return Ok(out);
     }
-    index.journal_write(|j| {
+    write_journal(w, |j| {
         let mut tree = Tree::load(j, container)?;
         tree.catch_up()?;
         f(j, &tree)
@@ -69,43 +69,47 @@ pub(crate) fn with_settled<T>(
 /// Cost: one step per line shown (the state is kept incrementally), plus catching up entries appended by other
 /// transactions since the last journal call.
 ///
-/// Errors: [`JournalError::Invalid`] for a malformed container name; [`JournalError::Index`];
+/// Errors: [`JournalError::Invalid`] for a malformed container name; [`JournalError::Store`];
 /// [`JournalError::Corrupt`].
-pub fn view(index: &Index, container: &str) -> Result<View> {
+pub fn view(w: &dyn Writes, container: &str) -> Result<View> {
     check_container(container)?;
-    with_settled(index, container, |j, tree| render(j, container, tree))
+    with_settled(w, container, |j, tree| render(j, container, tree))
 }
 
 /// Render the settled view state of `tree`.
-pub(crate) fn render(j: &JournalTx<'_>, container: &str, tree: &Tree<'_>) -> Result<View> {
+pub(crate) fn render(j: &dyn JournalOps, container: &str, tree: &Tree<'_>) -> Result<View> {
     let state_bytes = VIEW_OVERHEAD as u64 + tree.meta.view_bytes;
     let fits = state_bytes <= VIEW_MAX_BYTES as u64;
     let mut lines = Vec::new();
     let mut failure = None;
     let mut used = VIEW_OVERHEAD as u64;
     let max = VIEW_MAX_BYTES as u64;
-    j.view_scan(container, !fits, |item| match view_line_of(container, item) {
-        Ok((line, bytes)) => {
-            if !fits {
-                let id = line.address.id();
-                let notice = if id == 0 {
-                    0
-                } else {
-                    omission_notice(id).len() as u64 + 1
-                };
-                if used + bytes + notice > max {
-                    return false;
+    j.view_scan(
+        container,
+        !fits,
+        &mut |item: ViewItem| match view_line_of(container, item) {
+            Ok((line, bytes)) => {
+                if !fits {
+                    let id = line.address.id();
+                    let notice = if id == 0 {
+                        0
+                    } else {
+                        omission_notice(id).len() as u64 + 1
+                    };
+                    if used + bytes + notice > max {
+                        return false;
+                    }
                 }
+                used += bytes;
+                lines.push(line);
+                true
             }
-            used += bytes;
-            lines.push(line);
-            true
-        }
-        Err(e) => {
-            failure = Some(e);
-            false
-        }
-    })?;
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        },
+    )?;
     if let Some(e) = failure {
         return Err(e);
     }
@@ -172,13 +176,13 @@ const PAIRS_PER_SIZE: usize = 2;
 /// Lines already leased by a process are included (the lease decides who writes them).
 ///
 /// Errors: as [`view`].
-pub fn next_work(index: &Index, container: &str, limit: usize) -> Result<Vec<Address>> {
+pub fn next_work(w: &dyn Writes, container: &str, limit: usize) -> Result<Vec<Address>> {
     check_container(container)?;
-    with_settled(index, container, |j, tree| work_list(j, container, tree, limit))
+    with_settled(w, container, |j, tree| work_list(j, container, tree, limit))
 }
 
 /// [`next_work`] on a settled tree.
-pub(crate) fn work_list(j: &JournalTx<'_>, container: &str, tree: &Tree<'_>, limit: usize) -> Result<Vec<Address>> {
+pub(crate) fn work_list(j: &dyn JournalOps, container: &str, tree: &Tree<'_>, limit: usize) -> Result<Vec<Address>> {
     let limit = limit.min(NEXT_WORK_MAX);
     let entries = tree.entries();
     let mut out: Vec<Address> = Vec::new();

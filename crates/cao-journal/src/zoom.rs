@@ -6,7 +6,7 @@ use crate::check_container;
 use crate::error::{JournalError, Result};
 use crate::render::{entry_name, placeholder};
 use cao_core::{Key, Scope};
-use cao_index::{EntryKind, EntryRow, Index, JournalTx, JournalWriter};
+use cao_store::{EntryKind, EntryRow, JournalOps, JournalWriter, Reads, read_journal};
 use chrono::{DateTime, Utc};
 
 /// The status of one version of a memory (spec 001: current, rewritten, deleted, or forgotten).
@@ -105,10 +105,10 @@ pub enum Zoom {
 /// is made from (written or not). Two point queries at most; read only.
 ///
 /// Errors: [`JournalError::OutOfRange`] when `address` reaches beyond the journal's entries (`id + n > N`);
-/// [`JournalError::Invalid`] for a malformed container; [`JournalError::Index`]; [`JournalError::Corrupt`].
-pub fn zoom(index: &Index, container: &str, address: Address) -> Result<Zoom> {
+/// [`JournalError::Invalid`] for a malformed container; [`JournalError::Store`]; [`JournalError::Corrupt`].
+pub fn zoom(r: &dyn Reads, container: &str, address: Address) -> Result<Zoom> {
     check_container(container)?;
-    index.journal_read(|j| {
+    read_journal(r, |j| {
         let entries = j.meta(container)?.entries;
         if address.end() > entries {
             return Err(JournalError::OutOfRange {
@@ -142,12 +142,12 @@ pub fn zoom(index: &Index, container: &str, address: Address) -> Result<Zoom> {
     })
 }
 
-fn load_entry(j: &JournalTx<'_>, container: &str, id: u64) -> Result<EntryRow> {
+fn load_entry(j: &dyn JournalOps, container: &str, id: u64) -> Result<EntryRow> {
     j.entry(container, id)?
         .ok_or_else(|| JournalError::Corrupt(format!("{container}: entry {id} is missing below N")))
 }
 
-fn child(j: &JournalTx<'_>, container: &str, address: Address) -> Result<ZoomLine> {
+fn child(j: &dyn JournalOps, container: &str, address: Address) -> Result<ZoomLine> {
     if let Some(line) = j.line(container, address.id(), address.n())? {
         return Ok(ZoomLine {
             address,

@@ -20,7 +20,7 @@
 //! proposals, rejected and deleted edges do not exclude; in a cycle every member is a target, so all are excluded.
 
 use cao_core::{MemoryRef, Settings, SourceKind};
-use cao_index::Index;
+use cao_store::Store;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -111,10 +111,10 @@ impl EligibilityRegistry {
 
     /// The in-tree sources enabled by `settings`: [`SupersedesSource`] over `index` when
     /// `settings.lifecycle_enabled()`; otherwise none.
-    pub fn builtin(index: &Index, settings: &Settings) -> Self {
+    pub fn builtin(store: &Store, settings: &Settings) -> Self {
         let mut sources: Vec<Arc<dyn EligibilitySource>> = Vec::new();
         if settings.lifecycle_enabled() {
-            sources.push(Arc::new(SupersedesSource::new(index.clone())));
+            sources.push(Arc::new(SupersedesSource::new(store.clone())));
         }
         Self { sources }
     }
@@ -218,7 +218,7 @@ fn brief(why: &str) -> String {
 /// How [`SupersedesSource`] reads the edge store: the identities among its argument that are targets of active
 /// same-scope supersedes edges (an error is a one-line reason; the caller fails open). Defined by `cao-index` next
 /// to the edge table it replaces.
-pub use cao_index::SupersedesLookup;
+pub use cao_store::SupersedesLookup;
 
 /// The built-in `lifecycle.supersedes` source: excludes targets of active same-scope supersedes edges, with reason
 /// [`SUPERSEDED_REASON`]. An edge-store read failure is returned as an error (so the registry fails open).
@@ -233,10 +233,13 @@ impl std::fmt::Debug for SupersedesSource {
 }
 
 impl SupersedesSource {
-    /// The source over `index`'s `memory_relationships` table (one read per batch).
-    pub fn new(index: Index) -> Self {
+    /// The source over `store`'s relationship edges (one read per batch).
+    pub fn new(store: Store) -> Self {
         Self::with_lookup(Box::new(move |ids| {
-            index.active_supersedes_targets(ids).map_err(|e| e.to_string())
+            store
+                .snapshot()
+                .active_supersedes_targets(ids)
+                .map_err(|e| e.to_string())
         }))
     }
 

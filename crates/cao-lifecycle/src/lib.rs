@@ -1,4 +1,4 @@
-//! `cao-lifecycle`: typed relationships between memories (layer 2; depends on `cao-core` and `cao-index` only).
+//! `cao-lifecycle`: typed relationships between memories (layer 3; depends on `cao-core` and `cao-store` only).
 //!
 //! Memories are linked by durable, provenance-tagged edges (`relates_to`, `contradiction`, `supersedes`) held in the
 //! `memory_relationships` table (spec 000 "Typed relationships"). [`RelationshipService`] is the one writer of that
@@ -26,14 +26,14 @@
 //! source (off unless `memory.lifecycle.enabled`).
 
 use cao_core::{Clock, Key, Scope};
-use cao_index::{Index, IndexError, ProducerEdge, RelationshipRecord, RelationshipRow, StatusChange};
+use cao_store::{ProducerEdge, RelationshipRecord, RelationshipRow, StatusChange, Store, StoreError};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::sync::Arc;
 
 pub mod eligibility;
 
-pub use cao_index::{MAX_ATTRIBUTES_BYTES, RelOrigin, RelStatus, RelType, RelationshipFilter};
+pub use cao_store::{MAX_ATTRIBUTES_BYTES, RelOrigin, RelStatus, RelType, RelationshipFilter};
 
 /// Most edges one recompute may carry (the reference's `MAX_EDGES_PER_MUTATION`).
 pub const MAX_EDGES_PER_RECOMPUTE: usize = 64;
@@ -84,9 +84,9 @@ pub enum LifecycleError {
         /// Its current status.
         status: RelStatus,
     },
-    /// The index failed (database busy, unreadable row, an endpoint deleted concurrently).
+    /// The store failed (database busy, unreadable row, an endpoint deleted concurrently).
     #[error(transparent)]
-    Index(#[from] IndexError),
+    Store(StoreError),
 }
 
 impl LifecycleError {
@@ -98,7 +98,7 @@ impl LifecycleError {
             LifecycleError::MissingMemory { .. } => "missing_memory",
             LifecycleError::Refused { .. } => "refused",
             LifecycleError::Secret { .. } => "secret_detected",
-            LifecycleError::Index(_) => "index",
+            LifecycleError::Store(_) => "index",
         }
     }
 }
@@ -274,16 +274,16 @@ pub struct RecomputeReport {
 /// ([`RelationshipService::with_audit`]) every committed change is reported to it, one [`RelationshipChange`] per edge.
 #[derive(Debug, Clone)]
 pub struct RelationshipService {
-    index: Index,
+    store: Store,
     clock: Arc<dyn Clock>,
     audit: Option<Arc<dyn RelationshipAudit>>,
 }
 
 impl RelationshipService {
     /// A service writing to `index`, stamping times from `clock`.
-    pub fn new(index: Index, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(store: Store, clock: Arc<dyn Clock>) -> Self {
         Self {
-            index,
+            store,
             clock,
             audit: None,
         }
@@ -346,7 +346,7 @@ impl RelationshipService {
     ///
     /// Errors: [`LifecycleError::Invalid`] (vocabulary, confidence, attributes, keys, scope id, self-link, status
     /// `superseded`); [`LifecycleError::MissingMemory`] when an end does not exist in the scope;
-    /// [`LifecycleError::Index`].
+    /// [`LifecycleError::Store`].
     pub fn create(&self, req: NewRelationship) -> Result<Relationship> {
         let rel_type = parse_vocab::<RelType>(&req.rel_type)?;
         let origin = match req.origin.as_deref() {
@@ -379,7 +379,8 @@ impl RelationshipService {
             self.require_memory(req.scope, scope_id.as_deref(), key)?;
         }
         let source_updated_at = self
-            .index
+            .store
+            .snapshot()
             .get(req.scope, scope_id.as_deref(), &source_key)?
             .map(|m| m.updated_at);
         let row = RelationshipRow {
@@ -398,19 +399,19 @@ impl RelationshipService {
             created_at: None,
             updated_at: None,
         };
-        let rel: Relationship = self.index.upsert_relationship(&row, self.clock.now())?.into();
+        let rel: Relationship = self.store.write().upsert_relationship(&row, self.clock.now())?.into();
         self.report(RelationshipEvent::Create, &rel, rel.status.as_str());
         Ok(rel)
     }
 
     /// Replace producer `origin`'s edges of `rel_type` leaving `source_key` with `edges`, its full current set
-    /// (see [`cao_index::Index::replace_producer_edges`] for the row rules). Edges that cannot be written are
+    /// (see [`cao_store::Writes::replace_producer_edges`] for the row rules). Edges that cannot be written are
     /// skipped and reported; rejected and deleted rows are preserved and reported.
     ///
     /// Errors: [`LifecycleError::Invalid`] when `origin` is `human` (human edges are written only by
     /// [`RelationshipService::create`]), there are more than [`MAX_EDGES_PER_RECOMPUTE`] edges, or the source key or
     /// scope id is invalid; [`LifecycleError::MissingMemory`] when the source does not exist;
-    /// [`LifecycleError::Index`].
+    /// [`LifecycleError::Store`].
     pub fn recompute(
         &self,
         scope: Scope,
@@ -423,7 +424,7 @@ impl RelationshipService {
         let checked = check_recompute(scope, scope_id, source_key, origin, edges)?;
         self.require_memory(scope, checked.scope_id.as_deref(), &checked.source)?;
         let before = self.producer_snapshot(scope, checked.scope_id.as_deref(), &checked.source, origin, rel_type)?;
-        let out = self.index.replace_producer_edges(
+        let out = self.store.write().replace_producer_edges(
             scope,
             checked.scope_id.as_deref(),
             &checked.source,
@@ -440,7 +441,7 @@ impl RelationshipService {
     /// and written by the same rules and gets its own result: an invalid item or one whose source memory does not
     /// exist fails alone (nothing written for it).
     ///
-    /// Errors: the whole call fails only on [`LifecycleError::Index`] (nothing written).
+    /// Errors: the whole call fails only on [`LifecycleError::Store`] (nothing written).
     pub fn recompute_many(
         &self,
         origin: RelOrigin,
@@ -461,10 +462,10 @@ impl RelationshipService {
         for c in checked.iter().flatten() {
             befores.push(self.producer_snapshot(c.scope, c.scope_id.as_deref(), &c.source, origin, rel_type)?);
         }
-        let batch: Vec<cao_index::ProducerReplace<'_>> = checked
+        let batch: Vec<cao_store::ProducerReplace<'_>> = checked
             .iter()
             .flatten()
-            .map(|c| cao_index::ProducerReplace {
+            .map(|c| cao_store::ProducerReplace {
                 scope: c.scope,
                 scope_id: c.scope_id.as_deref(),
                 source_key: &c.source,
@@ -472,7 +473,8 @@ impl RelationshipService {
             })
             .collect();
         let mut outs = self
-            .index
+            .store
+            .write()
             .replace_producer_edges_many(origin, rel_type, &batch, self.clock.now())?
             .into_iter();
         drop(batch);
@@ -508,7 +510,7 @@ impl RelationshipService {
         rel_type: RelType,
         checked: CheckedRecompute,
         before: &std::collections::BTreeMap<String, Relationship>,
-        out: cao_index::ReplaceOutcome,
+        out: cao_store::ReplaceOutcome,
     ) -> Result<RecomputeReport> {
         let CheckedRecompute {
             scope_id,
@@ -589,9 +591,9 @@ impl RelationshipService {
     /// proposal (or any status but rejected/deleted) -> active.
     ///
     /// Errors: [`LifecycleError::NotFound`]; [`LifecycleError::Refused`] for a rejected or deleted edge (nothing
-    /// written); [`LifecycleError::Index`].
+    /// written); [`LifecycleError::Store`].
     pub fn promote(&self, id: &str) -> Result<Relationship> {
-        match self.index.set_relationship_status(
+        match self.store.write().set_relationship_status(
             id,
             RelStatus::Active,
             &RelStatus::CURATION_TERMINAL,
@@ -612,7 +614,7 @@ impl RelationshipService {
 
     /// Any status -> rejected (durable: producers never overwrite or remove it).
     ///
-    /// Errors: [`LifecycleError::NotFound`]; [`LifecycleError::Index`].
+    /// Errors: [`LifecycleError::NotFound`]; [`LifecycleError::Store`].
     pub fn reject(&self, id: &str) -> Result<Relationship> {
         let rel = self.set_status(id, RelStatus::Rejected)?;
         self.report(RelationshipEvent::Reject, &rel, rel.status.as_str());
@@ -621,41 +623,48 @@ impl RelationshipService {
 
     /// Any status -> deleted (soft delete: the row is kept for audit; producers never overwrite or remove it).
     ///
-    /// Errors: [`LifecycleError::NotFound`]; [`LifecycleError::Index`].
+    /// Errors: [`LifecycleError::NotFound`]; [`LifecycleError::Store`].
     pub fn soft_delete(&self, id: &str) -> Result<Relationship> {
         let rel = self.set_status(id, RelStatus::Deleted)?;
         self.report(RelationshipEvent::Delete, &rel, rel.status.as_str());
         Ok(rel)
     }
 
-    /// The edge with this id, if any. Errors: [`LifecycleError::Index`].
+    /// The edge with this id, if any. Errors: [`LifecycleError::Store`].
     pub fn get(&self, id: &str) -> Result<Option<Relationship>> {
-        Ok(self.index.relationship(id)?.map(Into::into))
+        Ok(self.store.snapshot().relationship(id)?.map(Into::into))
     }
 
     /// Every edge matching `filter` (see [`RelationshipFilter`]), in identity order.
-    /// Errors: [`LifecycleError::Index`].
+    /// Errors: [`LifecycleError::Store`].
     pub fn list(&self, filter: &RelationshipFilter) -> Result<Vec<Relationship>> {
-        Ok(self.index.relationships(filter)?.into_iter().map(Into::into).collect())
+        Ok(self
+            .store
+            .snapshot()
+            .relationships(filter)?
+            .into_iter()
+            .map(Into::into)
+            .collect())
     }
 
     /// One page of [`RelationshipService::list`]: at most `limit` edges after the first `offset`, and how many match
-    /// in all (the page is cut in SQL unless `filter.stale` is set). Errors: [`LifecycleError::Index`].
+    /// in all (the page is cut in SQL unless `filter.stale` is set). Errors: [`LifecycleError::Store`].
     pub fn list_page(
         &self,
         filter: &RelationshipFilter,
         offset: usize,
         limit: usize,
     ) -> Result<(Vec<Relationship>, usize)> {
-        let (page, total) = self.index.relationships_page(filter, offset, limit)?;
+        let (page, total) = self.store.snapshot().relationships_page(filter, offset, limit)?;
         Ok((page.into_iter().map(Into::into).collect(), total))
     }
 
     /// `limit` edges matching `filter` from `offset` of the listing order, without counting them all (a page of a
-    /// long list costs the page). Errors: [`LifecycleError::Index`].
+    /// long list costs the page). Errors: [`LifecycleError::Store`].
     pub fn list_slice(&self, filter: &RelationshipFilter, offset: usize, limit: usize) -> Result<Vec<Relationship>> {
         Ok(self
-            .index
+            .store
+            .snapshot()
             .relationships_slice(filter, offset, limit)?
             .into_iter()
             .map(Into::into)
@@ -663,19 +672,19 @@ impl RelationshipService {
     }
 
     /// How many edges match `filter` (the stale filter ignored), counted no further than `cap`.
-    /// Errors: [`LifecycleError::Index`].
+    /// Errors: [`LifecycleError::Store`].
     pub fn count_capped(&self, filter: &RelationshipFilter, cap: usize) -> Result<usize> {
-        Ok(self.index.relationships_count_capped(filter, cap)?)
+        Ok(self.store.snapshot().relationships_count_capped(filter, cap)?)
     }
 
     /// Delete every edge (any origin, any status) into or out of the memory `(key, scope, scope_id)`; called when it
     /// is forgotten. Returns the number of rows deleted; each is reported to the audit sink as a purge.
-    /// Errors: [`LifecycleError::Index`].
+    /// Errors: [`LifecycleError::Store`].
     pub fn purge_memory(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<usize> {
         let Some(sink) = &self.audit else {
-            return Ok(self.index.purge_relationships(scope, scope_id, key)?);
+            return Ok(self.store.write().purge_relationships(scope, scope_id, key)?);
         };
-        let gone = self.index.purge_relationships_returning(scope, scope_id, key)?;
+        let gone = self.store.write().purge_relationships_returning(scope, scope_id, key)?;
         for e in &gone {
             sink.record(&RelationshipChange {
                 event: RelationshipEvent::Purge,
@@ -692,14 +701,18 @@ impl RelationshipService {
     }
 
     fn set_status(&self, id: &str, to: RelStatus) -> Result<Relationship> {
-        match self.index.set_relationship_status(id, to, &[], self.clock.now())? {
+        match self
+            .store
+            .write()
+            .set_relationship_status(id, to, &[], self.clock.now())?
+        {
             StatusChange::Changed(rec) | StatusChange::Refused(rec) => Ok(rec.into()),
             StatusChange::NotFound => Err(LifecycleError::NotFound { id: id.to_owned() }),
         }
     }
 
     fn require_memory(&self, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<()> {
-        if self.index.get(scope, scope_id, key)?.is_some() {
+        if self.store.snapshot().get(scope, scope_id, key)?.is_some() {
             Ok(())
         } else {
             Err(LifecycleError::MissingMemory {
@@ -720,11 +733,22 @@ fn same_values(a: &Relationship, b: &Relationship) -> bool {
         && a.source_updated_at == b.source_updated_at
 }
 
-fn parse_vocab<T: std::str::FromStr<Err = IndexError>>(s: &str) -> Result<T> {
-    s.parse::<T>().map_err(|e| match e {
-        IndexError::Invalid(m) => LifecycleError::Invalid(m),
-        other => LifecycleError::Index(other),
-    })
+fn parse_vocab<T: std::str::FromStr>(s: &str) -> Result<T>
+where
+    StoreError: From<T::Err>,
+{
+    s.parse::<T>().map_err(|e| LifecycleError::from(StoreError::from(e)))
+}
+
+impl From<StoreError> for LifecycleError {
+    /// A value the store refused is the caller's fault ([`LifecycleError::Invalid`]); any other failure is the
+    /// store's ([`LifecycleError::Store`]).
+    fn from(e: StoreError) -> Self {
+        match e.invalid_argument() {
+            Some(m) => LifecycleError::Invalid(m.to_owned()),
+            None => LifecycleError::Store(e),
+        }
+    }
 }
 
 fn sanitize_key(raw: &str) -> Result<Key> {
@@ -848,7 +872,7 @@ pub struct RecomputeItem {
 /// A recompute's arguments after `check_recompute`.
 /// The edges a [`RelationshipService::recompute`] of `edges` would write, checked by the same rules (edges that
 /// fail a rule are left out, as the recompute skips them), for a caller that writes them itself inside a write it
-/// already holds ([`cao_index::FollowUp::replace_producer_edges`]: the related-memory pass of a store). No I/O.
+/// already holds ([`cao_store::FollowUpOps::replace_producer_edges`]: the related-memory pass of a store). No I/O.
 ///
 /// Errors: [`LifecycleError::Invalid`] as [`RelationshipService::recompute`] (human origin, too many edges, an
 /// invalid source key or scope id).

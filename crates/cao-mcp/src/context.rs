@@ -49,12 +49,12 @@ impl ContextSource for FixedContext {
 /// id, or naming an unregistered one, is returned as it is. The one terminal resolution of every route: `/mcp`,
 /// the internal routes, the stdio server (`CAO_TERMINAL_ID`) and context blocks.
 ///
-/// Errors: [`MemoryError::TerminalContextMismatch`]; [`MemoryError::Index`] when the registration cannot be read.
+/// Errors: [`MemoryError::TerminalContextMismatch`]; [`MemoryError::Store`] when the registration cannot be read.
 pub fn resolve_terminal(svc: &MemoryService, mut ctx: TerminalContext) -> Result<TerminalContext, MemoryError> {
     let Some(id) = ctx.terminal_id.clone() else {
         return Ok(ctx);
     };
-    let Some(row) = svc.index().terminal(&id)? else {
+    let Some(row) = svc.terminal(&id)? else {
         return Ok(ctx);
     };
     let reg = row.context();

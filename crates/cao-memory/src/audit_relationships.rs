@@ -92,14 +92,14 @@ pub(crate) fn relationships(store: &Store, actor: &str) -> RelationshipService {
         log: crate::audit::log_of(store),
         actor: actor.to_owned(),
     };
-    RelationshipService::new(store.index().clone(), Arc::clone(store.clock())).with_audit(Arc::new(sink))
+    RelationshipService::new(store.clone(), Arc::clone(store.clock())).with_audit(Arc::new(sink))
 }
 
 /// A relationship failure inside a memory operation: index failures keep their kind; anything else (not expected
 /// from a purge) is reported as invalid input.
 pub(crate) fn lifecycle_error(e: LifecycleError) -> MemoryError {
     match e {
-        LifecycleError::Index(e) => MemoryError::Index(e),
+        LifecycleError::Store(e) => MemoryError::Store(e),
         other => MemoryError::Invalid(other.to_string()),
     }
 }

@@ -65,7 +65,7 @@ pub(crate) fn backfill(
             )));
         }
     };
-    let index = store.index();
+    let index = store.write();
     let id = model.model_id().to_owned();
     let before = index.vector_counts(&id)?;
     progress.start("embedding memories", before.without as u64);
@@ -80,7 +80,7 @@ pub(crate) fn backfill(
             .embed(&texts)
             .map_err(|e| MemoryError::Invalid(format!("embedding failed: {e}")))?;
         for (row, vector) in rows.iter().zip(&vectors) {
-            let v = cao_index::VectorWrite { model: &id, vector };
+            let v = cao_store::VectorWrite { model: &id, vector };
             if index.put_vector_if_current(&row.id, &row.content, v)? {
                 embedded += 1;
             } else {

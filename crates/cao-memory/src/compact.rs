@@ -38,9 +38,9 @@ use crate::lint_report::{Corpus, Group, one_line};
 use crate::store::Store;
 use crate::types::Progress;
 use cao_core::{Key, MemoryRef, Scope, Settings, TerminalContext};
-use cao_index::MemoryRow;
 use cao_model::{Limits, Model, ModelError, ModelProvider, Prompt};
-use cao_wiki::Entry;
+use cao_store::MemoryRow;
+use cao_store::StoredEntry as Entry;
 use chrono::SubsecRound;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -332,11 +332,7 @@ fn topic_row(group: &Group, row: &MemoryRow, entries: usize, status: CompactStat
 /// since the last compaction) and not asked for by key; [`Plan::Report`]: a topic that cannot be compacted.
 fn plan_topic<'a>(store: &Store, group: &'a Group, row: &'a MemoryRow, by_key: bool) -> Option<Plan<'a>> {
     let fail = |status, reason: String| Some(Plan::Report(topic_row(group, row, 0, status, reason)));
-    let path = match store.layout().topic_path(row.scope, row.scope_id.as_deref(), &row.key) {
-        Ok(p) => p,
-        Err(e) => return fail(CompactStatus::Failed, one_line(&e.to_string(), 300)),
-    };
-    let stored = match cao_wiki::read_topic_file(&path) {
+    let stored = match store.topic(&row.memory_ref()) {
         Ok(Some(s)) => s,
         Ok(None) => {
             return fail(
@@ -346,7 +342,7 @@ fn plan_topic<'a>(store: &Store, group: &'a Group, row: &'a MemoryRow, by_key: b
         }
         Err(e) => return fail(CompactStatus::Failed, one_line(&e.to_string(), 300)),
     };
-    let all = stored.topic.entries();
+    let all = stored.entries();
     let window: Vec<&Entry> = all
         .iter()
         .filter(|e| row.last_compiled_at.is_none_or(|at| e.timestamp >= at.trunc_subsecs(0)))
@@ -394,7 +390,7 @@ fn plan_topic<'a>(store: &Store, group: &'a Group, row: &'a MemoryRow, by_key: b
             format!("the topic holds a credential ({pattern}); it is not sent to a model"),
         )));
     }
-    let id_line = stored.topic.header().comment_line();
+    let id_line = stored.header().comment_line();
     let mut article = format!("# {}\n{id_line}\n", row.key);
     for e in &kept {
         let ts = e.timestamp.format("%Y-%m-%dT%H:%M:%SZ");
@@ -421,7 +417,7 @@ pub(crate) fn compact_memory(
     memory: &MemoryRef,
     actor: &str,
 ) -> Option<CompactedTopic> {
-    let row = match store.index().get(memory.scope, memory.scope_id(), &memory.key) {
+    let row = match store.snapshot().get(memory.scope, memory.scope_id(), &memory.key) {
         Ok(Some(row)) => row,
         Ok(None) => return None,
         Err(e) => {

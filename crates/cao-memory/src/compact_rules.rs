@@ -20,7 +20,7 @@
 //!     `max(existing / 4, newest entry)` characters ([`Refusal::TooShort`]), lengths in Unicode scalar values as
 //!     the reference's `len`;
 //! 11. the article body (what follows the two header lines, blank lines at both ends trimmed) is not empty and
-//!     at most [`cao_wiki::MAX_CONTENT_BYTES`] bytes, the store's own limit ([`Refusal::BodyTooLarge`],
+//!     at most [`cao_store::MAX_CONTENT_BYTES`] bytes, the store's own limit ([`Refusal::BodyTooLarge`],
 //!     [`Refusal::Empty`]).
 //!
 //! A refusal's message never quotes the answer: it names the rule, a line number or a fixed token.
@@ -125,7 +125,7 @@ impl fmt::Display for Refusal {
             Refusal::BodyTooLarge { bytes } => write!(
                 f,
                 "the article is {bytes} bytes (a memory holds at most {})",
-                cao_wiki::MAX_CONTENT_BYTES
+                cao_store::MAX_CONTENT_BYTES
             ),
         }
     }
@@ -211,7 +211,7 @@ pub fn validate(answer: &str, truncated: bool, expected: &Expected<'_>) -> Resul
     if body.trim().is_empty() {
         return Err(Refusal::Empty);
     }
-    if body.len() > cao_wiki::MAX_CONTENT_BYTES {
+    if body.len() > cao_store::MAX_CONTENT_BYTES {
         return Err(Refusal::BodyTooLarge { bytes: body.len() });
     }
     Ok(body)
@@ -400,7 +400,7 @@ mod tests {
 
     #[test]
     fn a_body_over_the_store_limit_is_refused() {
-        let big = article(&"y".repeat(cao_wiki::MAX_CONTENT_BYTES + 1));
+        let big = article(&"y".repeat(cao_store::MAX_CONTENT_BYTES + 1));
         assert!(matches!(
             validate(&big, false, &exp(40_000, 10)),
             Err(Refusal::BodyTooLarge { .. })

@@ -37,8 +37,8 @@ use crate::error::MemoryError;
 use crate::store::Store;
 use crate::visibility;
 use cao_core::{Scope, Settings, TerminalContext};
-use cao_index::{MemoryRow, Visibility};
 use cao_model::{Limits, Model, ModelError, ModelProvider, Prompt};
+use cao_store::{MemoryRow, Visibility};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -357,7 +357,7 @@ pub(crate) fn duplicates(store: &Store, settings: &Settings, row: &MemoryRow) ->
         return Vec::new();
     }
     let vis = Visibility::none().allow(row.scope, row.scope_id.as_deref());
-    let pool = match store.index().bm25_pool_terms(
+    let pool = match store.snapshot().bm25_pool_terms(
         &vis,
         None,
         &terms,
@@ -515,10 +515,10 @@ pub(crate) fn advise(
     if terms.is_empty() {
         return Ok(empty);
     }
-    store.prepare_read()?;
-    let named = store.index().decisions_named(&conversation)?;
+    store.read()?;
+    let named = store.snapshot().decisions_named(&conversation)?;
     let vis = visibility::union(&visibility::groups(store, ctx, settings, None, false)?);
-    let pool = store.index().bm25_pool_terms(
+    let pool = store.snapshot().bm25_pool_terms(
         &vis,
         None,
         &terms,
@@ -572,7 +572,7 @@ pub(crate) fn advise(
         .map(|m| (m.scope, m.scope_id.clone(), m.key.clone()))
         .collect();
     store
-        .index()
+        .write()
         .record_decisions_named(&conversation, &record, &cao_core::time::format_ts(store.now()))?;
     Ok(AdviseResult {
         success: true,

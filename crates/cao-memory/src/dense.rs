@@ -11,8 +11,8 @@
 use crate::error::MemoryError;
 use crate::store::Store;
 use cao_core::{MemoryType, Settings};
-use cao_index::{MemoryRow, Visibility};
 use cao_rank::{Bm25, FUSION_POOL, FusionInput, fuse};
+use cao_store::{MemoryRow, Visibility};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -79,7 +79,7 @@ pub(crate) fn text_pool(
     lexical: &Bm25,
     dense: Option<&DenseQuery>,
 ) -> Result<Vec<TextHit>, MemoryError> {
-    let index = store.index();
+    let index = store.snapshot();
     let lexical_only = || -> Result<Vec<TextHit>, MemoryError> {
         Ok(index
             .bm25_pool(vis, memory_type, query, n, lexical)?

@@ -10,8 +10,8 @@
 use crate::store::Store;
 use crate::types::Memory;
 use cao_core::{Key, MemoryRef, Settings, TerminalContext};
-use cao_index::MemoryRow;
 use cao_lifecycle::eligibility::{CURATOR_PROFILE, Candidate, EligibilityCheck, EligibilityRegistry};
+use cao_store::MemoryRow;
 
 /// The eligibility identity of a returned memory (`None` only if its key is not a valid key, which a memory read
 /// from the index never has; such a memory is left eligible).
@@ -62,7 +62,7 @@ pub(crate) fn is_curator(ctx: &TerminalContext) -> bool {
 
 /// The built-in registry for `settings` (`lifecycle.supersedes` when the lifecycle flag is on).
 pub(crate) fn registry(store: &Store, settings: &Settings) -> EligibilityRegistry {
-    EligibilityRegistry::builtin(store.index(), settings)
+    EligibilityRegistry::builtin(store, settings)
 }
 
 /// The registry a recall by `ctx` must apply: the built-in one for the curator, `None` for explicit recall or when

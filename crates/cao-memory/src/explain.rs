@@ -14,11 +14,11 @@ use crate::supersedes::{self, Snapshot};
 use crate::types::SearchMode;
 use crate::visibility;
 use cao_core::{MemoryRef, MemoryType, Scope, Settings, TerminalContext};
-use cao_index::{MemoryRow, matches_all_terms};
 use cao_lifecycle::eligibility::{SUPERSEDED_REASON, SUPERSEDES_SOURCE};
 use cao_rank::{
     DefaultRow, ExplainInput, ExplainReport, ExplainSubject, Injection, MAX_EXPLAIN_LIMIT, Tier, explain_report,
 };
+use cao_store::{MemoryRow, matches_all_terms};
 
 /// Validate an explain request (no I/O) and return its trimmed query.
 ///
@@ -54,7 +54,7 @@ pub(crate) fn explain(
     }
     // Embedded on the model's thread while this one reads.
     let dense = crate::dense::query(store, settings, query);
-    store.prepare_read()?;
+    store.read()?;
     let lifecycle = settings.lifecycle_enabled();
     let limit = req.limit;
     let groups = visibility::groups(store, ctx, settings, req.scope, req.all)?;
@@ -120,9 +120,9 @@ fn add_dense_components(
         .map(|c| by_id.get(&(c.scope, c.scope_id.as_deref(), c.key.as_str())).copied())
         .collect();
     let present: Vec<&MemoryRow> = found.iter().flatten().copied().collect();
-    let lex = store.index().bm25_scores(query, &present, lexical)?;
+    let lex = store.snapshot().bm25_scores(query, &present, lexical)?;
     let ids: Vec<&str> = present.iter().map(|r| r.id.as_str()).collect();
-    let sims = store.index().dense_scores(model, vector, &ids)?;
+    let sims = store.snapshot().dense_scores(model, vector, &ids)?;
     let mut scored = lex.into_iter().zip(sims);
     let inputs: Vec<cao_rank::FusionInput> = found
         .iter()

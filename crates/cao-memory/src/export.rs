@@ -28,8 +28,8 @@ use crate::store::Store;
 use crate::types::Progress;
 use cao_core::key::sanitize_scope_id;
 use cao_core::{Scope, Settings, TerminalContext};
-use cao_index::{ListFilter, MemoryRow, Visibility};
 use cao_okf::export::{ExportEntry, ExportOptions, ExportReport, ExportTopic, RenderedBundle, check_export_scope};
+use cao_store::{ListFilter, MemoryRow, Visibility};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -186,7 +186,7 @@ fn render(
         (None, true) => Visibility::none().allow_any(req.scope),
         (None, false) => Visibility::none().allow(req.scope, None),
     };
-    let rows = store.index().list(&ListFilter {
+    let rows = store.snapshot().list(&ListFilter {
         visibility: vis,
         scope: Some(req.scope),
         memory_type: None,
@@ -248,13 +248,13 @@ fn topic_of(store: &Store, row: MemoryRow, history: bool) -> ExportTopic {
     if !history {
         return topic;
     }
-    match store.layout().read_topic(row.scope, row.scope_id.as_deref(), &row.key) {
+    match store.topic(&row.memory_ref()) {
         Ok(Some(stored)) => {
-            let entries = stored.topic.entries();
+            let entries = stored.entries();
             if let Some((latest, earlier)) = entries.split_last() {
                 topic.content = latest.content.clone();
-                topic.created_at = stored.topic.created_at();
-                topic.updated_at = stored.topic.updated_at();
+                topic.created_at = stored.created_at();
+                topic.updated_at = stored.updated_at();
                 topic.history = earlier
                     .iter()
                     .map(|e| ExportEntry {

@@ -44,8 +44,8 @@ use crate::store::{Presence, Recoverable, Store};
 use crate::types::Progress;
 use crate::write;
 use cao_core::{Key, MemoryRef, Scope, Settings, TerminalContext};
-use cao_index::MemoryRow;
 use cao_model::{Model, ModelError};
+use cao_store::MemoryRow;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
@@ -305,7 +305,7 @@ pub(crate) fn heal(
             });
         }
     };
-    if let Some(problem) = store.index().quick_check()? {
+    if let Some(problem) = store.snapshot().quick_check()? {
         return Err(MemoryError::Io {
             context: format!(
                 "the index database {} fails its integrity check; heal changed nothing: run `cao memory repair` to \
@@ -317,7 +317,7 @@ pub(crate) fn heal(
     }
     // As every read (and lint): a file the index has not picked up yet is indexed first, never planned as an
     // orphan to delete.
-    store.prepare_read_now()?;
+    store.read_now()?;
     let corpus = Corpus::load(store, settings, ctx, req.scope)?;
     let lint_req = LintRequest {
         scope: req.scope,
@@ -905,10 +905,19 @@ mod apply_tests {
         let clock = Arc::new(FixedClock::new(
             Utc.timestamp_opt(1_700_000_000, 0).single().expect("time"),
         ));
-        let store = Store::open(CaoHome::new(dir), Some(Settings::default()), clock).expect("open");
+        let store = Store::open(
+            CaoHome::new(dir),
+            Some(Settings::default()),
+            clock,
+            Some(&cao_journal::RULES),
+        )
+        .expect("open");
         let path = store
-            .layout()
-            .topic_path(Scope::Project, Some("p"), &Key::parse_strict(key).expect("key"))
+            .locator(&cao_core::MemoryRef::new(
+                Scope::Project,
+                Some("p".into()),
+                Key::parse_strict(key).expect("key"),
+            ))
             .expect("path");
         std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
         (store, path)

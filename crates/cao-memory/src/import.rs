@@ -38,9 +38,9 @@ use crate::types::{Progress, StoreRequest};
 use crate::{visibility, write};
 use cao_core::time::truncate_secs;
 use cao_core::{Key, MemoryRef, Scope, Settings, TerminalContext};
-use cao_index::{ListFilter, Visibility};
 use cao_okf::FilePlan;
 use cao_okf::import::{ConflictPolicy, FileOutcome, ImportOptions, ImportReport, WriteAction, check_import_scope};
+use cao_store::{ListFilter, Visibility};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -110,7 +110,7 @@ pub(crate) fn import(
             false
         },
     )?;
-    let rows = store.index().list(&ListFilter {
+    let rows = store.snapshot().list(&ListFilter {
         visibility: Visibility::none().allow(req.scope, scope_id.as_deref()),
         scope: Some(req.scope),
         memory_type: None,
@@ -385,13 +385,15 @@ fn skip_present_merges(store: &Store, scope: Scope, scope_id: Option<&str>, file
             continue;
         }
         let present = store
-            .layout()
-            .read_topic(scope, scope_id, &w.key)
+            .topic(&cao_core::MemoryRef::new(
+                scope,
+                scope_id.map(str::to_owned),
+                w.key.clone(),
+            ))
             .ok()
             .flatten()
             .is_some_and(|t| {
-                t.topic
-                    .entries()
+                t.entries()
                     .iter()
                     .any(|e| cao_okf::same_entry_text(&e.content, &w.content))
             });

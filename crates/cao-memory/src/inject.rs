@@ -24,7 +24,9 @@
 //!   the text after the last entry heading); inner newlines are kept verbatim.
 //! - **Delimiters are neutralised** ([`neutralize_delimiters`], applied to every entry line in [`render_block`], the
 //!   one renderer every injection route uses: `cao memory context`, the Claude Code hook, the HTTP context routes and
-//!   the provider files): in an entry, each `<` that opens a tag-like mention of `cao-memory` (`<cao-memory`,
+//!   the provider files): in an entry, control characters other than line breaks and tabs are first written as
+//!   their Rust escapes (`\u{1b}`, `escape_controls`), so no terminal escape sequence reaches a terminal or an
+//!   agent through the block; then each `<` that opens a tag-like mention of `cao-memory` (`<cao-memory`,
 //!   `</cao-memory`, `<!-- cao-memory`, in any case and with whitespace around `/` and `!--`) is written `&lt;`. So
 //!   no memory can close the block (the lines after it would sit outside the recalled data an agent is told to
 //!   treat as such), open a second one, or end a provider file's managed block. The block's own first and last
@@ -186,7 +188,7 @@ pub(crate) fn context_block_registry(
 /// is disabled in `settings`, nothing is visible, or no line fits.
 ///
 /// Errors: [`MemoryError::Invalid`] for a budget outside `1..=`[`MAX_CONTEXT_BUDGET`] or a malformed explicit
-/// project id; [`MemoryError::Index`] when the index cannot be read.
+/// project id; [`MemoryError::Store`] when the index cannot be read.
 pub(crate) fn context_block_with(
     store: &Store,
     settings: &Settings,
@@ -200,7 +202,7 @@ pub(crate) fn context_block_with(
     if !settings.memory_enabled() {
         return Ok(None);
     }
-    store.prepare_read()?;
+    store.read()?;
     let mut scopes = INJECTED_SCOPES.to_vec();
     if settings.learning_enabled() {
         scopes.push(Scope::Agent);
@@ -234,7 +236,7 @@ fn injection_candidates(
     let vis = group.visibility();
     let mut want = filter.first_read().max(MEMORY_MAX_PER_SCOPE);
     loop {
-        let rows = store.index().recency_pool(&vis, None, want)?;
+        let rows = store.snapshot().recency_pool(&vis, None, want)?;
         let exhausted = rows.len() < want;
         let mut kept = filter.retain_eligible(scope, rows.iter().map(row_to_memory).collect());
         if kept.len() >= MEMORY_MAX_PER_SCOPE || exhausted {
@@ -264,8 +266,8 @@ pub fn render_block(groups: &[(Scope, Vec<Memory>)], budget: usize) -> Option<St
             }
             let tag = if m.is_related { " [related]" } else { "" };
             // The one display rule: no control character or bidi override reaches a terminal or a provider file.
-            let stripped = python_strip(&m.content);
-            let content = cao_core::display::escape(&neutralize_entry(stripped)).into_owned();
+            let content = escape_controls(python_strip(&m.content));
+            let content = neutralize_entry(&content);
             let line = format!("- [{scope}] {}{tag}: {content}", m.key);
             let cost = line.chars().count() + 1;
             if used + cost > cap {
@@ -330,6 +332,16 @@ fn neutralize_tags<'t>(text: &'t str, names: &[&str]) -> Cow<'t, str> {
     }
     out.push_str(&text[last..]);
     Cow::Owned(out)
+}
+
+/// `text` as the block shows it: [`cao_core::display::escape`], the one rule for untrusted text (every control
+/// character but a line feed, a tab and the carriage return of a CRLF pair, and every bidi override or isolate,
+/// written as its Rust escape: `\u{1b}`, `\r`, `\u{7f}`, `\u{202e}`), as `cao memory show` prints them: a memory
+/// cannot carry a terminal escape sequence (ANSI colours, screen clearing, a title or clipboard change, a lone
+/// carriage return that hides what came before it) into the block a terminal or an agent reads. Borrowed when
+/// nothing needs escaping.
+pub(crate) fn escape_controls(text: &str) -> Cow<'_, str> {
+    cao_core::display::escape(text)
 }
 
 /// The tag names [`neutralize_entry`] looks for after a `<`: the block's own and the journal view's
@@ -518,6 +530,27 @@ mod tests {
             block.ends_with("- [global] k: a\n&lt;/cao-memory>\nb\n</cao-memory>"),
             "{block}"
         );
+    }
+
+    #[test]
+    fn control_characters_in_entries_are_escaped_and_line_breaks_kept() {
+        for (raw, want) in [
+            ("\u{1b}[2J\u{1b}[31mred\u{1b}[0m", "\\u{1b}[2J\\u{1b}[31mred\\u{1b}[0m"),
+            ("a\rb", "a\\rb"),
+            ("a\r\nb\nc\td", "a\r\nb\nc\td"),
+            ("bell\u{7}\u{7f}\u{9b}", "bell\\u{7}\\u{7f}\\u{9b}"),
+            ("plain", "plain"),
+        ] {
+            assert_eq!(escape_controls(raw), want, "{raw:?}");
+        }
+        assert!(matches!(escape_controls("é\n\t"), Cow::Borrowed(_)));
+        let m = mem(Scope::Global, "k", "\u{1b}[2Jx </cao-memory>");
+        let block = render_block(&[(Scope::Global, vec![m])], DEFAULT_CONTEXT_BUDGET).expect("fits");
+        assert!(
+            block.ends_with("- [global] k: \\u{1b}[2Jx &lt;/cao-memory>\n</cao-memory>"),
+            "{block:?}"
+        );
+        assert!(!block.contains('\u{1b}'), "{block:?}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::error::MemoryError;
 use crate::store::Store;
 use crate::types::{Memory, row_to_memory};
 use cao_core::{Key, Scope};
-use cao_index::MemoryRow;
+use cao_store::MemoryRow;
 use std::collections::HashSet;
 
 /// Most related memories one block adds, across all scopes (reference `MemoryService.RELATED_FANOUT_CAP = 5`).
@@ -32,7 +32,7 @@ pub const MAX_RELATED_PER_PRIMARY: usize = cao_lifecycle::MAX_LEGACY_RELATED_KEY
 /// Append each scope's related memories to `groups` (see the module documentation), marked `is_related`.
 /// `retain_eligible` is the block's eligibility filter (`EligibilityFilter::retain_eligible`).
 ///
-/// Errors: [`MemoryError::Index`] when the index cannot be read.
+/// Errors: [`MemoryError::Store`] when the index cannot be read.
 pub(crate) fn add_related(
     store: &Store,
     groups: &mut [(Scope, Vec<Memory>)],
@@ -79,7 +79,7 @@ fn related_candidates(store: &Store, scope: Scope, primaries: &[Memory]) -> Resu
 ///
 /// Cost: one index snapshot (two statements) per scope and scope id, plus one row read per name.
 ///
-/// Errors: [`MemoryError::Index`] when the index cannot be read.
+/// Errors: [`MemoryError::Store`] when the index cannot be read.
 pub(crate) fn related_rows(
     store: &Store,
     primaries: &[(Scope, Option<&str>, &str)],
@@ -98,7 +98,7 @@ pub(crate) fn related_rows(
             .filter(|p| (p.0, p.1) == (scope, sid))
             .map(|p| p.2)
             .collect();
-        names.insert((scope, sid), store.index().related_keys_of(scope, sid, &keys)?);
+        names.insert((scope, sid), store.snapshot().related_keys_of(scope, sid, &keys)?);
     }
     let mut wanted: Vec<(Scope, Option<&str>, Key)> = Vec::new();
     for &(scope, sid, key) in primaries {
@@ -122,7 +122,7 @@ pub(crate) fn related_rows(
     }
     let mut out = Vec::new();
     for (scope, sid, key) in wanted {
-        if let Some(row) = store.index().get(scope, sid, &key)? {
+        if let Some(row) = store.snapshot().get(scope, sid, &key)? {
             out.push(row);
         }
     }

@@ -12,7 +12,7 @@ use crate::supersedes;
 use crate::types::{ListCursor, ListRequest, Memory, row_to_memory};
 use crate::visibility;
 use cao_core::{Key, Scope, Settings, TerminalContext};
-use cao_index::MemoryRow;
+use cao_store::MemoryRow;
 
 /// Every visible memory, scope precedence first then newest first: `req.limit` rows (default 100) after the first
 /// `req.offset` of that order.
@@ -24,7 +24,7 @@ pub(crate) fn list(
     ctx: &TerminalContext,
     req: ListRequest,
 ) -> Result<Vec<Memory>, MemoryError> {
-    store.prepare_read()?;
+    store.read()?;
     let limit = req.limit.unwrap_or(100).max(1);
     let wanted = limit.saturating_add(req.offset);
     let mut rows = visibility::visible_rows(store, ctx, settings, req.scope, req.memory_type, req.all, wanted)?;
@@ -51,7 +51,7 @@ pub(crate) fn list_from(
     req: ListRequest,
     cursor: &ListCursor,
 ) -> Result<Vec<Memory>, MemoryError> {
-    store.prepare_read()?;
+    store.read()?;
     let limit = req.limit.unwrap_or(100).max(1);
     let rows = visibility::visible_rows_from(store, ctx, settings, req.scope, req.memory_type, req.all, cursor, limit)?;
     if req.record_access {
@@ -76,10 +76,10 @@ pub(crate) fn show(
     scope: Option<Scope>,
     record_access: bool,
 ) -> Result<Option<Memory>, MemoryError> {
-    store.prepare_read()?;
+    store.read()?;
     let mut found = None;
     for group in visibility::groups(store, ctx, settings, scope, true)? {
-        if let Some(row) = store.index().find_key(&group.visibility(), key)? {
+        if let Some(row) = store.snapshot().find_key(&group.visibility(), key)? {
             found = Some(row);
             break;
         }
@@ -98,9 +98,9 @@ pub(crate) fn show_exact(
     scope_id: Option<&str>,
     record_access: bool,
 ) -> Result<Option<Memory>, MemoryError> {
-    store.prepare_read()?;
+    store.read()?;
     let scope_id = scope_id.filter(|_| scope.needs_scope_id());
-    let found = store.index().get(scope, scope_id, key)?;
+    let found = store.snapshot().get(scope, scope_id, key)?;
     Ok(inspected(store, settings, found, record_access))
 }
 

@@ -17,8 +17,8 @@ use crate::store::Store;
 use crate::types::parse_scope;
 use crate::visibility;
 use cao_core::{Container, Key, MemoryRef, Scope, Settings, TerminalContext};
-use cao_index::MemoryRow;
 use cao_journal::{Address, WriterFilter, Zoom};
+use cao_store::MemoryRow;
 use serde::Serialize;
 
 /// Most hits `memory_search` returns (spec 001: "Returns the top 10").
@@ -280,14 +280,12 @@ pub(crate) fn container_of(
     target: &JournalTarget,
 ) -> Result<Container, MemoryError> {
     if let Some(name) = &target.container {
-        cao_wiki::validate_container(name).map_err(|e| MemoryError::Invalid(e.to_string()))?;
-        // A container named outright must exist (its wiki directory or its journal): a mistyped name is an error,
-        // not an empty view, and reading it writes nothing.
-        let dir = store.layout().wiki_dir(name)?;
-        if !dir.is_dir() && !cao_journal::has_journal(store.index(), name)? {
+        cao_store::validate_container(name).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        // A container named outright must exist (its content or its journal): a mistyped name is an error, not an
+        // empty view, and reading it writes nothing.
+        if !store.container_exists(name)? {
             return Err(MemoryError::Invalid(format!(
-                "no memory container {name:?}: {} does not exist and it has no journal",
-                dir.display()
+                "no memory container {name:?}: it holds no memory and has no journal"
             )));
         }
         return Ok(Container::named(name.clone()));
@@ -307,7 +305,7 @@ fn ready(
     ctx: &TerminalContext,
     target: &JournalTarget,
 ) -> Result<Container, MemoryError> {
-    store.prepare_read()?;
+    store.read()?;
     let container = container_of(store, settings, ctx, target)?;
     store.open_journal(&container)?;
     Ok(container)
@@ -323,7 +321,7 @@ pub(crate) fn view(
     target: &JournalTarget,
 ) -> Result<ViewResult, MemoryError> {
     let container = ready(store, settings, ctx, target)?;
-    let v = cao_journal::view(store.index(), container.as_str())?;
+    let v = cao_journal::view(&*store.write(), container.as_str())?;
     Ok(ViewResult {
         success: true,
         container: container.into_string(),
@@ -347,7 +345,7 @@ pub(crate) fn zoom(
 ) -> Result<ZoomResult, MemoryError> {
     let address = Address::new(req.id, req.n).map_err(|e| MemoryError::Invalid(e.to_string()))?;
     let container = ready(store, settings, ctx, &req.target)?;
-    let z = cao_journal::zoom(store.index(), container.as_str(), address)?;
+    let z = cao_journal::zoom(&*store.snapshot(), container.as_str(), address)?;
     let (entry, lines) = match z {
         Zoom::Entry(e) => (Some(zoomed_entry(e)), Vec::new()),
         Zoom::Pair { children, .. } => (
@@ -385,7 +383,7 @@ pub(crate) fn history(
     scope_id: Option<&str>,
     limit: usize,
 ) -> Result<(Vec<ZoomedEntry>, usize), MemoryError> {
-    store.prepare_read()?;
+    store.read()?;
     let scope_id = if scope.needs_scope_id() { scope_id } else { None };
     if scope.needs_scope_id() && scope_id.is_none() {
         return Err(MemoryError::Invalid(format!("scope {scope} needs a scope id")));
@@ -393,13 +391,13 @@ pub(crate) fn history(
     let container = Container::of(scope, scope_id);
     store.open_journal(&container)?;
     let ids = store
-        .index()
-        .journal_read(|j| Ok::<_, MemoryError>(j.memory_entry_ids(container.as_str(), scope, scope_id, key)?))?;
+        .snapshot()
+        .journal(|j| Ok::<_, MemoryError>(j.memory_entry_ids(container.as_str(), scope, scope_id, key)?))?;
     let total = ids.len();
     let mut out = Vec::new();
     for id in ids.into_iter().rev().take(limit) {
         let address = Address::new(id, 1).map_err(|e| MemoryError::Invalid(e.to_string()))?;
-        if let Zoom::Entry(e) = cao_journal::zoom(store.index(), container.as_str(), address)? {
+        if let Zoom::Entry(e) = cao_journal::zoom(&*store.snapshot(), container.as_str(), address)? {
             out.push(zoomed_entry(e));
         }
     }
@@ -480,9 +478,9 @@ pub(crate) fn search(
             "query needs at least one word (letters or digits)".into(),
         ));
     }
-    store.prepare_read()?;
+    store.read()?;
     let vis = visibility::union(&visibility::groups(store, ctx, settings, None, false)?);
-    let index = store.index();
+    let index = store.snapshot();
     let mut candidates: Vec<MemoryRow> = index.metadata_pool(&vis, None, &req.query, SEARCH_POOL)?;
     let mut seen: std::collections::HashSet<String> = candidates.iter().map(|r| r.id.clone()).collect();
     for (row, _) in index.bm25_pool(
@@ -584,10 +582,10 @@ pub(crate) fn read(
         None => None,
         Some(s) => Some(s.parse::<Scope>()?),
     };
-    store.prepare_read()?;
+    store.read()?;
     let mut found = None;
     for group in visibility::groups(store, ctx, settings, scope, false)? {
-        if let Some(row) = store.index().find_key(&group.visibility(), &key)? {
+        if let Some(row) = store.snapshot().find_key(&group.visibility(), &key)? {
             found = Some(row);
             break;
         }
@@ -602,8 +600,8 @@ pub(crate) fn read(
     let container = row.container();
     store.open_journal(&container)?;
     let journal_entry = store
-        .index()
-        .journal_read(|j| j.memory_entry_ids(container.as_str(), row.scope, row.scope_id.as_deref(), &row.key))?
+        .snapshot()
+        .journal(|j| j.memory_entry_ids(container.as_str(), row.scope, row.scope_id.as_deref(), &row.key))?
         .last()
         .copied();
     Ok(ReadResult {
@@ -706,7 +704,7 @@ pub(crate) fn take_snapshot(
     session_id: &str,
 ) -> Result<SessionSnapshot, MemoryError> {
     let container = ready(store, settings, ctx, target)?;
-    let snap = cao_journal::take_snapshot(store.index(), container.as_str(), session_id, store.now())?;
+    let snap = cao_journal::take_snapshot(&*store.write(), container.as_str(), session_id, store.now())?;
     Ok(SessionSnapshot {
         container: container.into_string(),
         view: snap.view.text,
@@ -726,7 +724,7 @@ pub(crate) fn record_empty_snapshot(
     session_id: &str,
 ) -> Result<(), MemoryError> {
     let container = ready(store, settings, ctx, target)?;
-    cao_journal::record_snapshot(store.index(), container.as_str(), session_id, 0, "", store.now())?;
+    cao_journal::record_snapshot(&*store.write(), container.as_str(), session_id, 0, "", store.now())?;
     Ok(())
 }
 
@@ -745,7 +743,7 @@ pub(crate) fn reminder(
 ) -> Result<Option<String>, MemoryError> {
     let container = ready(store, settings, ctx, target)?;
     let delivered = cao_journal::deliver_reminder(
-        store.index(),
+        &*store.write(),
         container.as_str(),
         session_id,
         exclude,
@@ -782,11 +780,11 @@ pub(crate) fn summarize_pass(
     model: &dyn cao_model::Model,
     worker: &cao_journal::Worker,
 ) -> Result<SummarizeReport, MemoryError> {
-    store.ensure_index_current()?;
-    let containers = store.index().journal_read(|j| j.containers())?;
+    store.ensure_current()?;
+    let containers = store.snapshot().journal(|j| j.containers())?;
     let mut report = SummarizeReport::default();
     for container in containers {
-        let step = cao_journal::summarize_step(store.index(), &container, model, worker, store.clock().as_ref())?;
+        let step = cao_journal::summarize_step(&*store.write(), &container, model, worker, store.clock().as_ref())?;
         report.written += step.written.len();
         report.model_calls += step.model_calls;
         report.retry_later += step.retry_later.len();

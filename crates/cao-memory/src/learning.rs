@@ -16,9 +16,9 @@ use crate::store::Store;
 use crate::types::{Memory, row_to_memory};
 use cao_core::key::sanitize_scope_id;
 use cao_core::{Scope, Settings};
-use cao_index::Visibility;
 use cao_learn::gate::Ineligible;
 use cao_learn::profile::{self, ProfileSource};
+use cao_store::Visibility;
 use std::collections::BTreeMap;
 
 /// Where an agent's profile comes from.
@@ -84,7 +84,7 @@ pub(crate) fn agents(store: &Store, settings: &Settings) -> Result<Vec<AgentSumm
         };
         out.insert(listed.name.clone(), blank(&listed.name, source));
     }
-    for (agent, n, ok) in store.index().outcome_counts()? {
+    for (agent, n, ok) in store.snapshot().outcome_counts()? {
         let Some(agent) = agent.filter(|a| !a.trim().is_empty()) else {
             continue;
         };
@@ -94,7 +94,7 @@ pub(crate) fn agents(store: &Store, settings: &Settings) -> Result<Vec<AgentSumm
         entry.outcomes += n;
         entry.successes += ok;
     }
-    for (scope, scope_id, n) in store.index().scope_counts()? {
+    for (scope, scope_id, n) in store.snapshot().scope_counts()? {
         let (Scope::Agent, Some(agent)) = (scope, scope_id) else {
             continue;
         };
@@ -122,10 +122,10 @@ pub(crate) fn lessons(
         return Err(MemoryError::LearningDisabled);
     }
     profile::validate_name(agent)?;
-    store.prepare_read()?;
+    store.read()?;
     let scope_id = sanitize_scope_id(agent);
     let offset = offset.min(promote::MAX_CANDIDATES);
-    let mut rows = store.index().usage_pool(
+    let mut rows = store.snapshot().usage_pool(
         &Visibility::none().allow(Scope::Agent, Some(&scope_id)),
         None,
         offset + limit + 1,

@@ -52,7 +52,7 @@ pub(crate) fn current_writer(
     key: &Key,
 ) -> Result<Option<LessonWriter>, MemoryError> {
     let container = Container::of(scope, scope_id);
-    let entry = store.index().journal_read(|j| -> Result<_, MemoryError> {
+    let entry = store.snapshot().journal(|j| -> Result<_, MemoryError> {
         let ids = j.memory_entry_ids(container.as_str(), scope, scope_id, key)?;
         match ids.last() {
             Some(id) => Ok(j.entry(container.as_str(), *id)?),
@@ -64,7 +64,10 @@ pub(crate) fn current_writer(
     };
     let writer = entry.writer;
     let agent_profile = match writer.terminal_id.as_deref() {
-        Some(t) => store.index().terminal(t)?.and_then(|row| row.context().agent_profile),
+        Some(t) => store
+            .snapshot()
+            .terminal(t)?
+            .and_then(|row| row.context().agent_profile),
         None => None,
     };
     Ok(Some(LessonWriter {

@@ -70,7 +70,7 @@ pub(crate) fn store_lesson(
                 .into(),
         ));
     };
-    let Some(row) = store.index().terminal(terminal_id)? else {
+    let Some(row) = store.snapshot().terminal(terminal_id)? else {
         return Err(MemoryError::CallerUnresolved(format!(
             "terminal {:?} is not registered (POST /terminals); store_lesson resolves the caller only from its \
              terminal record",

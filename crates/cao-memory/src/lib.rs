@@ -48,7 +48,6 @@
     allow(clippy::disallowed_methods, reason = "unit-test setup writes fixture files directly")
 )]
 
-pub mod audit;
 mod audit_relationships;
 pub mod auto_compact;
 mod backfill;
@@ -59,13 +58,11 @@ pub mod compact_rules;
 pub mod decisions;
 mod dense;
 mod eligibility;
-mod error;
 mod explain;
 mod explain_table;
 mod export;
 pub mod heal;
 mod import;
-mod index_recovery;
 mod inject;
 mod inject_related;
 mod inspect;
@@ -82,7 +79,6 @@ mod lint_table;
 mod module_graph;
 mod outcomes;
 mod overview;
-pub mod plan_digest;
 mod promote;
 pub mod provider_files;
 mod recall;
@@ -90,13 +86,10 @@ mod related;
 mod relevance;
 pub mod retention;
 mod service;
-mod store;
 mod supersedes;
 mod types;
-mod visibility;
 mod write;
 
-pub use audit::{AuditEvent, AuditLog};
 pub use auto_compact::AutoCompactStep;
 pub use backfill::{EMBED_SCHEMA, EmbedReport};
 pub use bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
@@ -107,10 +100,14 @@ pub use cao_rank::{
     DEFAULT_EXPLAIN_LIMIT, EXPLAIN_SCHEMA, ExplainCandidate, ExplainReport, Injection, MAX_EXPLAIN_LIMIT, PoolCounts,
     RecencyConstants,
 };
+pub use cao_store::MemoryError;
+pub use cao_store::audit::{AuditEvent, AuditLog};
+pub use cao_store::index_recovery::{DamagedIndex, LostTable, recover_damaged_index};
+pub use cao_store::{audit, plan_digest, visibility};
+pub use cao_store::{sweep_at_startup, sweep_temp_files};
 pub use compact::{
     COMPACT_SCHEMA, CompactCounts, CompactReport, CompactRequest, CompactStatus, CompactedTopic, render_compact_text,
 };
-pub use error::MemoryError;
 pub use explain::ExplainRequest;
 pub use explain_table::render_explain_table;
 pub use export::{EXPORT_SCHEMA, ExportDestination, ExportOutcome, ExportRequest};
@@ -118,7 +115,6 @@ pub use heal::{
     ActionStatus, HEAL_SCHEMA, HealAction, HealActionKind, HealCounts, HealReport, HealRequest, WithoutAction,
 };
 pub use import::{IMPORT_SCHEMA, ImportOutcome, ImportRequest};
-pub use index_recovery::{DamagedIndex, LostTable, recover_damaged_index};
 pub use inject::{
     AllEligible, CONTEXT_HEADING, ContextRequest, DEFAULT_CONTEXT_BUDGET, EligibilityFilter, INJECTED_SCOPES,
     MAX_CONTEXT_BUDGET, MEMORY_MAX_PER_SCOPE, MEMORY_SCOPE_BUDGET_CHARS, RegistryFilter, neutralize_delimiters,
@@ -147,5 +143,14 @@ pub use provider_files::{
 };
 pub use retention::{CleanupReport, ExpiredMemory};
 pub use service::MemoryService;
-pub use store::{sweep_at_startup, sweep_temp_files};
+
+/// The store and its shared types, under the paths the feature modules name.
+mod store {
+    pub(crate) use cao_store::*;
+}
+
+/// The memory system's error.
+mod error {
+    pub(crate) use cao_store::MemoryError;
+}
 pub use types::*;

@@ -49,8 +49,8 @@ pub use crate::lint_report::{
 use crate::store::Store;
 use crate::types::Progress;
 use cao_core::{Key, Scope, Settings, TerminalContext};
-use cao_index::MemoryRow;
 use cao_model::{Model, ModelError};
+use cao_store::MemoryRow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -108,12 +108,12 @@ pub(crate) fn lint(
     model: Result<&dyn Model, &ModelError>,
     progress: &dyn Progress,
 ) -> Result<LintReport, MemoryError> {
-    if let Some(problem) = store.index().quick_check()? {
+    if let Some(problem) = store.snapshot().quick_check()? {
         return Ok(damaged_index_report(store, req, &problem));
     }
     // As every read: files changed, added or removed outside the tool are brought into the index first, so a
     // file the index has not picked up yet is indexed, not judged an orphan.
-    store.prepare_read_now()?;
+    store.read_now()?;
     let corpus = Corpus::load(store, settings, ctx, req.scope)?;
     lint_corpus(store, &corpus, ctx, req, model, progress)
 }
@@ -221,16 +221,17 @@ fn capped(mut findings: Vec<LintFinding>, cap: usize, what: &str, group: Option<
 }
 
 /// `orphan_page` findings of every group, at most [`ORPHAN_CAP_PER_SCOPE`] per scope.
+///
+/// A backend whose content is not in files has no orphan pages: none are reported.
 fn orphans(store: &Store, corpus: &Corpus, progress: &dyn Progress) -> Result<Vec<LintFinding>, MemoryError> {
-    let scan = store.layout().scan()?;
-    let dirty: HashSet<String> = store
-        .index()
-        .dirty_containers()?
-        .into_iter()
-        .map(|m| m.container)
-        .collect();
+    let Some(content) = store.files() else {
+        return Ok(Vec::new());
+    };
+    let scan = content.scan()?;
+    let dirty: HashSet<String> = content.overviews_pending()?.into_iter().collect();
+    let unparsable = |path: &Path| content.unparsable(path).map(|reason| one_line(&reason, 100));
     let mut files: HashMap<Group, BTreeSet<String>> = HashMap::new();
-    let mut scanned: HashMap<(Group, &str), &cao_wiki::ScannedTopic> = HashMap::new();
+    let mut scanned: HashMap<(Group, &str), &cao_store::ScannedFile> = HashMap::new();
     for t in &scan.topics {
         let g = Group {
             scope: t.scope,
@@ -250,7 +251,7 @@ fn orphans(store: &Store, corpus: &Corpus, progress: &dyn Progress) -> Result<Ve
         let out = per_scope.entry(g.scope).or_default();
         for key in on_disk.difference(&keys) {
             let path = scanned.get(&(g.clone(), key.as_str())).map(|t| t.path.as_path());
-            let description = match path.and_then(unparsable) {
+            let description = match path.and_then(&unparsable) {
                 Some(reason) => format!(
                     "topic file wiki/{} cannot be parsed: {reason}; it has no index row",
                     g.rel_path(key)
@@ -313,7 +314,7 @@ fn orphans(store: &Store, corpus: &Corpus, progress: &dyn Progress) -> Result<Ve
         }
         let links = listed
             .entry(container.as_str().to_owned())
-            .or_insert_with(|| read_index_links(store, container.as_str()));
+            .or_insert_with(|| read_index_links(content, container.as_str()));
         let Some(links) = links else { continue };
         for key in keys.intersection(on_disk) {
             if !links.contains(&g.rel_path(key)) {
@@ -358,20 +359,10 @@ fn orphans(store: &Store, corpus: &Corpus, progress: &dyn Progress) -> Result<Ve
     Ok(out)
 }
 
-/// Why the topic file at `path` cannot be parsed (one line, at most 100 characters), `None` when it parses or is
-/// gone.
-fn unparsable(path: &Path) -> Option<String> {
-    match cao_wiki::read_topic_file(path) {
-        Ok(_) => None,
-        Err(cao_wiki::WikiError::Corrupt { reason }) => Some(one_line(&reason, 100)),
-        Err(e) => Some(one_line(&e.to_string(), 100)),
-    }
-}
-
 /// The link targets of a container's `index.md` (`- [key](target) ...` lines); `Some(empty)` when the file is
 /// missing, `None` when it cannot be read (then it is not compared).
-fn read_index_links(store: &Store, container: &str) -> Option<BTreeSet<String>> {
-    let path = store.layout().index_path(container).ok()?;
+fn read_index_links(content: &dyn cao_store::ContentFiles, container: &str) -> Option<BTreeSet<String>> {
+    let path = content.overview_path(container).ok()?;
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(BTreeSet::new()),

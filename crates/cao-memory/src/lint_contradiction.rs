@@ -19,8 +19,8 @@
 
 use crate::lint_report::{Corpus, FindingKind, Group, IssueType, LintFinding, Severity};
 use crate::types::Progress;
-use cao_index::MemoryRow;
 use cao_model::{Limits, Model, ModelError, Prompt};
+use cao_store::MemoryRow;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;

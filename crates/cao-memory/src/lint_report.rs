@@ -6,7 +6,7 @@ use crate::error::MemoryError;
 use crate::store::Store;
 use crate::visibility;
 use cao_core::{Container, Scope, Settings, TerminalContext};
-use cao_index::{ListFilter, MemoryRow, Visibility};
+use cao_store::{ListFilter, MemoryRow, Visibility};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -291,7 +291,7 @@ impl Corpus {
                     scope: g.scope,
                     scope_id: id,
                 };
-                let mut rows = store.index().list(&ListFilter {
+                let mut rows = store.snapshot().list(&ListFilter {
                     visibility: Visibility::none().allow(group.scope, group.scope_id.as_deref()),
                     scope: Some(group.scope),
                     memory_type: None,

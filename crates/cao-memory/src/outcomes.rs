@@ -17,8 +17,8 @@ use crate::error::MemoryError;
 use crate::store::Store;
 use cao_core::time::format_ts;
 use cao_core::{Settings, TerminalContext};
-use cao_index::{OutcomeFilter, OutcomeRow};
 use cao_learn::outcome::{self, OutcomeDraft};
+use cao_store::{OutcomeFilter, OutcomeRow};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -137,7 +137,7 @@ pub(crate) fn record(store: &Store, settings: &Settings, draft: &OutcomeDraft) -
         friction_notes: valid.friction_notes,
         created_at: Some(store.now()),
     };
-    store.index().insert_outcome(&row, store.now())?;
+    store.write().insert_outcome(&row, store.now())?;
     Ok(Outcome::from(row))
 }
 
@@ -189,7 +189,7 @@ pub(crate) fn list(store: &Store, settings: &Settings, query: &OutcomeQuery) -> 
     let session = outcome::trimmed(query.session_name.as_deref());
     let agent = outcome::trimmed(query.agent_profile.as_deref());
     let workflow = outcome::trimmed(query.workflow_name.as_deref());
-    let rows = store.index().outcomes(&OutcomeFilter {
+    let rows = store.snapshot().outcomes(&OutcomeFilter {
         session_name: session.as_deref(),
         agent_profile: agent.as_deref(),
         workflow_name: workflow.as_deref(),

@@ -59,7 +59,7 @@ pub const SPARK_DAYS: usize = 30;
 ///
 /// Errors: [`MemoryError::Io`] when the database was removed or replaced; index and journal errors.
 pub(crate) fn containers(store: &Store) -> Result<Vec<ContainerSummary>, MemoryError> {
-    store.prepare_read()?;
+    store.read()?;
     let counted = counted(store)?;
     let mut by_container: BTreeMap<String, BTreeMap<Scope, u64>> = BTreeMap::new();
     by_container.entry(GLOBAL_CONTAINER.to_owned()).or_default();
@@ -71,19 +71,19 @@ pub(crate) fn containers(store: &Store) -> Result<Vec<ContainerSummary>, MemoryE
         }
         *by_container.entry(container).or_default().entry(*scope).or_default() += n;
     }
-    let journals: Vec<String> = store.index().journal_read(|j| Ok::<_, MemoryError>(j.containers()?))?;
+    let journals: Vec<String> = store.snapshot().journal(|j| Ok::<_, MemoryError>(j.containers()?))?;
     for name in journals {
         by_container.entry(name).or_default();
     }
     let mut per_day = counted.per_day.clone();
     let mut out = Vec::with_capacity(by_container.len());
     for (container, counts) in by_container {
-        let journal = if cao_journal::has_journal(store.index(), &container)? {
-            let gauge = cao_journal::gauge(store.index(), &container)?;
+        let journal = if cao_journal::has_journal(&*store.snapshot(), &container)? {
+            let gauge = cao_journal::gauge(&*store.snapshot(), &container)?;
             let last = match gauge.entries.checked_sub(1) {
                 Some(id) => store
-                    .index()
-                    .journal_read(|j| Ok::<_, MemoryError>(j.entry(&container, id)?))?
+                    .snapshot()
+                    .journal(|j| Ok::<_, MemoryError>(j.entry(&container, id)?))?
                     .map(|e| e.at),
                 None => None,
             };
@@ -142,9 +142,9 @@ static COUNTED: Mutex<CountedCache> = Mutex::new(None);
 /// change made through the tool moves them: it appends a journal entry or changes the number of indexed rows).
 /// Between changes a page of the overview costs a few point reads instead of reading every row.
 fn counted(store: &Store) -> Result<Arc<Counted>, MemoryError> {
-    let marks = store.index().change_marks()?;
+    let marks = store.snapshot().change_marks()?;
     let today = store.now().date_naive();
-    let path = store.index().path().to_path_buf();
+    let path = store.home().db_path();
     {
         let cache = COUNTED.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((p, day, m, c)) = cache.as_ref()
@@ -155,14 +155,14 @@ fn counted(store: &Store) -> Result<Arc<Counted>, MemoryError> {
             return Ok(Arc::clone(c));
         }
     }
-    let scope_counts = store.index().scope_counts()?;
+    let scope_counts = store.snapshot().scope_counts()?;
     let first_day = today - chrono::Days::new(SPARK_DAYS as u64 - 1);
     let since = first_day.format("%Y-%m-%d").to_string();
     let mut per_day: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for (scope, scope_id, _) in &scope_counts {
         let container = Container::of(*scope, scope_id.as_deref()).into_string();
         let days = per_day.entry(container).or_insert_with(|| vec![0; SPARK_DAYS]);
-        for (day, n) in store.index().created_per_day(*scope, scope_id.as_deref(), &since)? {
+        for (day, n) in store.snapshot().created_per_day(*scope, scope_id.as_deref(), &since)? {
             let Ok(day) = chrono::NaiveDate::parse_from_str(&day, "%Y-%m-%d") else {
                 continue;
             };

@@ -29,9 +29,9 @@ use crate::error::MemoryError;
 use crate::store::Store;
 use cao_core::key::sanitize_scope_id;
 use cao_core::{Scope, Settings};
-use cao_index::{MemoryRow, Visibility};
 use cao_learn::gate::{self, Candidate, Ineligible};
 use cao_learn::{builtin, learned, profile, profile_file};
+use cao_store::{MemoryRow, Visibility};
 use chrono::SecondsFormat;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -207,7 +207,7 @@ pub(crate) fn promote(
     let path = resolve_profile(&req.agent, req.profile_path.as_deref(), &dirs)?;
 
     let scope_id = sanitize_scope_id(&req.agent);
-    let rows = store.index().recency_pool(
+    let rows = store.snapshot().recency_pool(
         &Visibility::none().allow(Scope::Agent, Some(&scope_id)),
         None,
         MAX_CANDIDATES,

@@ -23,12 +23,12 @@ use crate::supersedes::{self, Snapshot};
 use crate::types::*;
 use crate::visibility::{ScopeGroup, union};
 use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
-use cao_index::MemoryRow;
 use cao_lifecycle::eligibility::{EligibilityCheck, MAX_RELATED_BATCH, PRIMARY_CHUNK, Purpose};
 use cao_rank::{
     Bm25, Candidate, apply_order, demote_by, demote_superseded, pool_size, scope_precedence_pass, sort_score,
     sort_score_in, sort_usage,
 };
+use cao_store::MemoryRow;
 use std::cell::RefCell;
 
 use std::collections::HashSet;
@@ -165,7 +165,7 @@ pub(crate) fn recall(
     {
         plan.dense = crate::dense::query(store, settings, q);
     }
-    store.prepare_read()?;
+    store.read()?;
     plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
     plan.lexical = lexical_scorer(settings);
     let groups = crate::visibility::groups(store, ctx, settings, plan.scope, req.scan_all)?;
@@ -360,7 +360,7 @@ fn in_order(
     plan: &Plan,
     lc: &Lifecycle<'_>,
 ) -> Result<Vec<MemoryRow>, MemoryError> {
-    let index = store.index();
+    let index = store.snapshot();
     let mut out: Vec<MemoryRow> = Vec::with_capacity(plan.limit);
     for group in groups {
         let remaining = plan.limit - out.len();
@@ -446,7 +446,7 @@ fn reranked(
     query: &str,
     lc: &Lifecycle<'_>,
 ) -> Result<(Vec<MemoryRow>, Option<Snapshot>), MemoryError> {
-    let index = store.index();
+    let index = store.snapshot();
     let vis = union(groups);
     let n = pool_size(plan.limit);
     let meta = match plan.mode {

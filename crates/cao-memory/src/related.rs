@@ -2,7 +2,7 @@
 //! "Typed relationships").
 //!
 //! For the memory just written, at most [`MAX_RELATED`] other memories of the same scope and scope id are chosen by
-//! lexical similarity over the index: the BM25 pool ([`cao_index::Index::bm25_pool_terms`]) of the entry's query
+//! lexical similarity over the index: the BM25 pool ([`cao_store::Reads::bm25_pool_terms`]) of the entry's query
 //! terms, scored on the other memories' own content only ([`RELATED_SCORE`]: a memory is not related to this one
 //! merely because it was stored next to it), the memory itself left out. The result is written twice:
 //! - the legacy `related_keys` csv of the row (keys in rank order, `,`-joined; `""` = computed, none found), which
@@ -27,8 +27,8 @@
 
 use crate::store::Store;
 use cao_core::{Key, MemoryRef};
-use cao_index::{MemoryRow, Visibility};
 use cao_lifecycle::{ProducerEdgeInput, RelOrigin, RelStatus, RelType};
+use cao_store::{MemoryRow, Visibility};
 use std::collections::HashMap;
 
 /// Most related memories kept per memory (the reference's compiler picks at most three).
@@ -45,9 +45,9 @@ pub(crate) const MAX_QUERY_TERMS: usize = 16;
 
 /// The candidate budget of the pass: at most 200 rows read through the entry's rarer terms (the reference's
 /// compiler considers at most 200 candidates), no widening and no every-term step, so rows sharing only frequent
-/// terms with it are the newest ones ([`cao_index::PoolBudget`] step 4) and the cost of a store does not grow with
+/// terms with it are the newest ones ([`cao_store::PoolBudget`] step 4) and the cost of a store does not grow with
 /// the corpus.
-pub(crate) const RELATED_BUDGET: cao_index::PoolBudget = cao_index::PoolBudget {
+pub(crate) const RELATED_BUDGET: cao_store::PoolBudget = cao_store::PoolBudget {
     rare_candidates: 200,
     widened_candidates: 200,
     every_term_rows: 0,
@@ -97,10 +97,10 @@ pub(crate) fn query_terms(key: &str, tags: &str, content: &str) -> Vec<String> {
 /// score, then key). Reads only.
 ///
 /// Errors: index errors.
-pub(crate) fn find(store: &Store, row: &MemoryRow) -> Result<Vec<Key>, cao_index::IndexError> {
+pub(crate) fn find(store: &Store, row: &MemoryRow) -> Result<Vec<Key>, cao_store::StoreError> {
     find_with(row, |vis, terms| {
         store
-            .index()
+            .snapshot()
             .bm25_pool_budgeted(vis, None, terms, MAX_RELATED + 1, &RELATED_SCORE, RELATED_BUDGET)
     })
 }
@@ -108,8 +108,8 @@ pub(crate) fn find(store: &Store, row: &MemoryRow) -> Result<Vec<Key>, cao_index
 /// [`find`] with the BM25 pool read by `pool` (the index, or a write transaction that has just written `row`).
 fn find_with(
     row: &MemoryRow,
-    pool: impl FnOnce(&Visibility, &[String]) -> Result<Vec<(MemoryRow, f64)>, cao_index::IndexError>,
-) -> Result<Vec<Key>, cao_index::IndexError> {
+    pool: impl FnOnce(&Visibility, &[String]) -> Result<Vec<(MemoryRow, f64)>, cao_store::StoreError>,
+) -> Result<Vec<Key>, cao_store::StoreError> {
     let terms = query_terms(row.key.as_str(), &row.tags, &row.content);
     if terms.is_empty() {
         return Ok(Vec::new());
@@ -158,7 +158,7 @@ pub(crate) fn refresh(store: &Store, row: &MemoryRow) -> Option<Refreshed> {
 /// Errors: index and relationship errors (the caller's savepoint undoes this pass's writes; log with
 /// [`log_failure`]).
 pub(crate) fn refresh_in(
-    f: &cao_index::FollowUp<'_>,
+    f: &dyn cao_store::FollowUpOps,
     store: &Store,
     row: &MemoryRow,
 ) -> Result<Refreshed, crate::error::MemoryError> {
@@ -229,7 +229,7 @@ fn try_refresh(store: &Store, row: &MemoryRow) -> Result<Refreshed, crate::error
     let edges = edges_of(&keys);
     // Not audited: compiler edges are derived from the store (which has its own audit line) and are recomputed
     // from the index on every store of the memory; a line per derived edge would bury the operators' changes.
-    let rels = cao_lifecycle::RelationshipService::new(store.index().clone(), std::sync::Arc::clone(store.clock()));
+    let rels = cao_lifecycle::RelationshipService::new(store.clone(), std::sync::Arc::clone(store.clock()));
     if edges_current(&rels, row, &keys)? {
         return Ok(Refreshed { keys });
     }
@@ -281,7 +281,7 @@ pub(crate) fn refresh_many(store: &Store, rows: &[&MemoryRow]) {
             edges: edges_of(&keys),
         })
         .collect();
-    let rels = cao_lifecycle::RelationshipService::new(store.index().clone(), std::sync::Arc::clone(store.clock()));
+    let rels = cao_lifecycle::RelationshipService::new(store.clone(), std::sync::Arc::clone(store.clock()));
     match rels.recompute_many(RelOrigin::Compiler, RelType::RelatesTo, items) {
         Ok(reports) => {
             for r in reports {
@@ -300,7 +300,7 @@ const PARALLEL_FIND_MIN: usize = 64;
 /// [`find`] for each of `rows`, results in the same order. Read-only, so a large batch is split over the
 /// machine's cores (at most four threads, each with its own pooled index connection); every row's result is the
 /// one [`find`] gives alone, since the rows are all committed before the pass starts.
-fn find_many(store: &Store, rows: &[&MemoryRow]) -> Vec<Result<Vec<Key>, cao_index::IndexError>> {
+fn find_many(store: &Store, rows: &[&MemoryRow]) -> Vec<Result<Vec<Key>, cao_store::StoreError>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     if threads < 2 || rows.len() < PARALLEL_FIND_MIN {
         return rows.iter().map(|row| find(store, row)).collect();

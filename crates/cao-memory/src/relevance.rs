@@ -21,8 +21,8 @@ use crate::types::SearchMode;
 use crate::visibility::ScopeGroup;
 use cao_core::MemoryType;
 use cao_core::lexical::LexicalScorer;
-use cao_index::{MemoryRow, matches_all_terms};
 use cao_rank::{RelevanceCandidate, RelevanceOrder, Tier, pool_size, sort_relevance};
+use cao_store::{MemoryRow, matches_all_terms};
 use std::collections::{HashMap, HashSet};
 
 /// One relevance pool row with what ranking needs besides the row.
@@ -54,7 +54,7 @@ pub(crate) fn pool(
     lexical: &dyn LexicalScorer,
     keep: &dyn Fn(Vec<MemoryRow>) -> Vec<MemoryRow>,
 ) -> Result<Vec<PoolRow>, MemoryError> {
-    let index = store.index();
+    let index = store.snapshot();
     let n = pool_size(limit);
     let mut seen: HashSet<String> = HashSet::new();
     let mut pool: Vec<PoolRow> = Vec::new();

@@ -26,7 +26,7 @@ use crate::error::MemoryError;
 use crate::store::Store;
 use cao_core::memory_ref::label;
 use cao_core::{MemoryType, Scope};
-use cao_index::{ListFilter, MemoryRow, Visibility};
+use cao_store::{ListFilter, MemoryRow, Visibility};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -141,7 +141,7 @@ pub(crate) fn cleanup(store: &Store, dry_run: bool) -> Result<CleanupReport, Mem
     };
     let mut expired: Vec<MemoryRow> = Vec::new();
     for scope in Scope::ALL.into_iter().filter(|s| retention_days(*s).is_some()) {
-        let rows = store.index().list(&ListFilter {
+        let rows = store.snapshot().list(&ListFilter {
             visibility: Visibility::none().allow_any(scope),
             scope: Some(scope),
             memory_type: None,
@@ -187,7 +187,7 @@ pub(crate) fn cleanup(store: &Store, dry_run: bool) -> Result<CleanupReport, Mem
 /// removed.
 fn remove_expired(store: &Store, row: &MemoryRow, now: DateTime<Utc>) -> Result<bool, MemoryError> {
     let scope_id = row.scope_id.as_deref();
-    match store.index().get(row.scope, scope_id, &row.key)? {
+    match store.snapshot().get(row.scope, scope_id, &row.key)? {
         Some(current) if is_expired(current.scope, current.memory_type, current.updated_at, now) => {}
         _ => return Ok(false),
     }

@@ -30,19 +30,17 @@ use crate::{
     learning, lessons, lint, outcomes, overview, promote, recall, retention, write,
 };
 use cao_core::{CaoHome, Clock, Key, MemoryRef, Scope, Settings, SystemClock, TerminalContext};
-use cao_index::Index;
 use cao_learn::OutcomeDraft;
 use cao_lifecycle::RelationshipService;
 use cao_lifecycle::eligibility::{EligibilityRegistry, SupersedesLookup};
 use cao_rank::ExplainReport;
-use cao_wiki::WikiLayout;
 use std::sync::Arc;
 
 /// The memory engine. Cheap to clone (shared state behind an `Arc`); safe to use from many threads, and many
 /// processes may use the same home at once.
 #[derive(Debug, Clone)]
 pub struct MemoryService {
-    store: Arc<Store>,
+    store: Store,
     /// Topics waiting for automatic compaction (shared by every clone; enabled only by long-running processes).
     auto: Arc<crate::auto_compact::Queue>,
     /// Settings the caller already loaded for the current call ([`MemoryService::with_settings`]); `None` = the
@@ -53,7 +51,7 @@ pub struct MemoryService {
 impl MemoryService {
     /// Open the store under `home` with the system clock; settings are re-read from `settings.json` per call.
     ///
-    /// Creates `memory/` and the database as needed. Errors: [`MemoryError::Index`] when the database cannot be
+    /// Creates `memory/` and the database as needed. Errors: [`MemoryError::Store`] when the database cannot be
     /// opened or migrated; [`MemoryError::Io`] when the memory dir cannot be created.
     pub fn open(home: CaoHome) -> Result<Self, MemoryError> {
         Self::build(home, None, Arc::new(SystemClock))
@@ -66,7 +64,7 @@ impl MemoryService {
 
     fn build(home: CaoHome, settings: Option<Settings>, clock: Arc<dyn Clock>) -> Result<Self, MemoryError> {
         Ok(Self {
-            store: Arc::new(Store::open(home, settings, clock)?),
+            store: Store::open(home, settings, clock, Some(&cao_journal::RULES))?,
             auto: Arc::new(crate::auto_compact::Queue::default()),
             loaded: None,
         })
@@ -85,19 +83,32 @@ impl MemoryService {
         self.store.home()
     }
 
-    /// The SQLite index (for diagnostics and tests).
-    pub fn index(&self) -> &Index {
-        self.store.index()
+    /// The store this service works on: the interface feature crates and tools (the memory inspector, benchmarks)
+    /// call feature functions over. Cheap to clone.
+    pub fn storage(&self) -> &Store {
+        &self.store
+    }
+
+    /// The registration of terminal `id` (`POST /terminals`), if any.
+    ///
+    /// Errors: [`MemoryError::Store`] when it cannot be read.
+    pub fn terminal(&self, id: &str) -> Result<Option<cao_store::TerminalRow>, MemoryError> {
+        Ok(self.store.snapshot().terminal(id)?)
+    }
+
+    /// Register (or update) a terminal; the stored registration and whether it is new.
+    ///
+    /// Errors: [`MemoryError::Store`] when it cannot be written.
+    pub fn register_terminal(
+        &self,
+        row: &cao_store::TerminalRow,
+    ) -> Result<(cao_store::TerminalRow, bool), MemoryError> {
+        Ok(self.store.write().upsert_terminal(row, self.store.now())?)
     }
 
     /// The time now by this service's clock (the system clock, or the one given to [`MemoryService::open_with`]).
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.store.now()
-    }
-
-    /// The wiki layout.
-    pub fn layout(&self) -> &WikiLayout {
-        self.store.layout()
     }
 
     /// Current settings: those passed to [`MemoryService::with_settings`], else the fixed ones, else
@@ -116,7 +127,7 @@ impl MemoryService {
     /// next call only when each call loads its settings afresh.
     pub fn with_settings(&self, settings: Settings) -> MemoryService {
         MemoryService {
-            store: Arc::clone(&self.store),
+            store: self.store.clone(),
             auto: Arc::clone(&self.auto),
             loaded: Some(Arc::new(settings)),
         }
@@ -318,7 +329,7 @@ impl MemoryService {
     /// (with `memory.lifecycle.enabled`, targets of active same-scope supersedes edges are left out). The budget
     /// applies to the block; the view has its own 32 KiB limit.
     ///
-    /// Errors: [`MemoryError::Index`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed
+    /// Errors: [`MemoryError::Store`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed
     /// explicit project id.
     pub fn context_block(&self, ctx: &TerminalContext, req: ContextRequest) -> Result<Option<String>, MemoryError> {
         self.session_context(ctx, req, None)
@@ -460,7 +471,7 @@ impl MemoryService {
     /// loaded or the encoder fails; index errors.
     pub fn embed_backfill(&self, progress: &dyn Progress) -> Result<EmbedReport, MemoryError> {
         let settings = self.ensure_enabled()?;
-        self.store.prepare_read()?;
+        self.store.read()?;
         backfill::backfill(&self.store, &settings, progress)
     }
 
@@ -826,7 +837,7 @@ impl MemoryService {
     ///
     /// Errors: [`MemoryError::Io`] when the database was removed or replaced; scan, lock and index errors.
     pub fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
-        self.store.ensure_index_current()?;
+        self.store.ensure_current()?;
         self.store.pick_up_changes()
     }
 
@@ -893,7 +904,8 @@ mod tests {
                 },
             )
             .expect("recall");
-            svc.index()
+            svc.storage()
+                .snapshot()
                 .get(Scope::Project, Some("p"), &key)
                 .expect("get")
                 .expect("row")

@@ -10,8 +10,8 @@
 use crate::store::Store;
 use crate::types::{LifecycleStatus, Memory};
 use cao_core::{MemoryRef, Scope};
-use cao_index::MemoryRow;
 use cao_lifecycle::eligibility::SUPERSEDES_SOURCE;
+use cao_store::MemoryRow;
 use std::collections::{HashMap, HashSet};
 
 /// Supersedes state of one call: the active targets among the identities asked about, and the scope groups
@@ -67,7 +67,7 @@ pub(crate) fn snapshot<'a>(store: &Store, ids: impl Iterator<Item = &'a MemoryRe
         let read = match store.supersedes_lookup() {
             Some(lookup) => lookup(batch),
             None => store
-                .index()
+                .snapshot()
                 .active_supersedes_targets(batch)
                 .map_err(|e| e.to_string()),
         };

@@ -15,7 +15,7 @@ use crate::visibility;
 use cao_core::key::normalize_tags;
 use cao_core::scope::scope_write_allowed;
 use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
-use cao_index::JournalWriter;
+use cao_store::JournalWriter;
 use chrono::{DateTime, Utc};
 
 /// Store (upsert) a memory; see `MemoryService::store` for the rules. Memory must be enabled (the caller checks).
@@ -54,7 +54,7 @@ pub(crate) struct Prepared {
 }
 
 /// Every rule of `memory_store` that needs no I/O, in order: scope and type names, content (non-empty, at most
-/// [`cao_wiki::MAX_CONTENT_BYTES`], no NUL), tags (normalised, at most [`MAX_TAGS_BYTES`], writable in the header),
+/// [`cao_store::MAX_CONTENT_BYTES`], no NUL), tags (normalised, at most [`MAX_TAGS_BYTES`], writable in the header),
 /// the key (service sanitising rule, or derived from content), the caller's write authorisation, and for federated
 /// the secret gate over content, tags and the given key. An import runs each planned topic through this same
 /// function.
@@ -74,7 +74,7 @@ pub(crate) fn prepare(req: &StoreRequest) -> Result<Prepared, MemoryError> {
             tags.len()
         )));
     }
-    cao_wiki::validate_tags(&tags).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+    cao_store::validate_tags(&tags).map_err(|e| MemoryError::Invalid(e.to_string()))?;
     let key = match req.key.as_deref() {
         Some(k) => Key::sanitize(k)?,
         None => Key::from_content(&req.content).ok_or_else(|| {
@@ -137,7 +137,7 @@ fn commit_queued(
     let mut entry = new_entry(ctx, p, scope_id, at);
     entry.model_dir = settings.embedding_model_dir();
     // The related-memory pass runs in the write's own index transaction (one commit per store).
-    let (written, related) = store.write_then(entry, |f, row| crate::related::refresh_in(f, store, row))?;
+    let (written, related) = store.put_then(entry, |f, row| crate::related::refresh_in(f, store, row))?;
     crate::related::log_failure(&written.row, related);
     if let Some(q) = queue
         && q.enabled()
@@ -171,9 +171,9 @@ pub(crate) fn commit_batch(
         .iter()
         .map(|(p, at)| new_entry(ctx, p, scope_id.map(str::to_owned), *at))
         .collect();
-    let results = store.write_batch(entries);
+    let results = store.put_batch(entries);
     // Every row of the batch is committed before the related pass, so imported topics can relate to each other.
-    let rows: Vec<&cao_index::MemoryRow> = results.iter().flatten().map(|w| &w.row).collect();
+    let rows: Vec<&cao_store::MemoryRow> = results.iter().flatten().map(|w| &w.row).collect();
     crate::related::refresh_many(store, &rows);
     results
         .into_iter()
@@ -393,11 +393,11 @@ fn validate_content(content: &str) -> Result<(), MemoryError> {
     if content.trim().is_empty() {
         return Err(MemoryError::Invalid("content must not be empty".into()));
     }
-    if content.len() > cao_wiki::MAX_CONTENT_BYTES {
+    if content.len() > cao_store::MAX_CONTENT_BYTES {
         return Err(MemoryError::Invalid(format!(
             "content is {} bytes; the maximum is {} (store a summary, or split it into several memories)",
             content.len(),
-            cao_wiki::MAX_CONTENT_BYTES
+            cao_store::MAX_CONTENT_BYTES
         )));
     }
     if content.contains('\0') {

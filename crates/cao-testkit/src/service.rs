@@ -151,6 +151,33 @@ impl ServiceFixtureBuilder {
     }
 }
 
+/// What tests reach below the store interface of a service's home: a second handle on its SQLite index (to seed
+/// or inspect rows as another process would) and its wiki layout (to find and edit topic files by hand). The
+/// service itself never gives these out; each call opens its own handle.
+pub trait RawStorage {
+    /// A new handle on the SQLite index of the home (its own connection pool and caches). Panics when it cannot be
+    /// opened.
+    fn raw_index(&self) -> cao_index::Index;
+    /// The wiki layout of the home.
+    fn wiki_layout(&self) -> cao_wiki::WikiLayout;
+}
+
+impl RawStorage for MemoryService {
+    fn raw_index(&self) -> cao_index::Index {
+        raw_index(self.home())
+    }
+
+    fn wiki_layout(&self) -> cao_wiki::WikiLayout {
+        cao_wiki::WikiLayout::new(self.home().memory_dir())
+    }
+}
+
+/// A new handle on the SQLite index under `home` (see [`RawStorage`]). Panics when it cannot be opened.
+pub fn raw_index(home: &CaoHome) -> cao_index::Index {
+    cao_index::Index::open(&home.db_path())
+        .unwrap_or_else(|e| panic!("cannot open the index of {}: {e}", home.root().display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

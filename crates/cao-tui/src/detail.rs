@@ -3,8 +3,8 @@
 //! the drawing of the tree around it (boxes, or with `ui.tree_drawing = off` the outline's tree lines).
 
 use crate::state::State;
-use cao_index::EntryKind;
 use cao_journal::{Address, EntryStatus, LINE_MAX_BYTES, Node};
+use cao_store::EntryKind;
 
 /// Most boxes the tree drawing holds (spec 001: "at most 7 boxes").
 pub const TREE_MAX_BOXES: usize = 7;

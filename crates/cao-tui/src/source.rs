@@ -5,9 +5,9 @@
 
 use crate::error::TuiError;
 use cao_core::{MemoryRef, Scope, TerminalContext};
-use cao_index::{EntryKind, EntryRow, SnapshotRow};
 use cao_journal::{Address, Mechanism, Node};
 use cao_memory::{JournalTarget, MemoryService, SearchRequest};
+use cao_store::{EntryKind, EntryRow, SnapshotRow};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 
@@ -94,10 +94,10 @@ impl Source for LocalSource {
         let container = self.container()?;
         let settings = self.svc.settings();
         let now = self.svc.now();
-        let index = self.svc.index();
+        let store = self.svc.storage();
         Ok(Loaded {
-            mechanism: cao_journal::mechanism(index, &container, now)?,
-            sessions: cao_journal::sessions(index, &container)?,
+            mechanism: cao_journal::mechanism(&*store.write(), &container, now)?,
+            sessions: cao_journal::sessions(&*store.snapshot(), &container)?,
             summarize: settings.summarize_enabled(),
             tree_drawing: settings.tree_drawing(),
             container,
@@ -108,7 +108,7 @@ impl Source for LocalSource {
     fn nodes(&mut self, addresses: &[Address]) -> Result<Vec<Node>, TuiError> {
         let container = self.container()?;
         Ok(cao_journal::nodes(
-            self.svc.index(),
+            &*self.svc.storage().snapshot(),
             &container,
             addresses,
             self.svc.now(),
@@ -128,10 +128,15 @@ impl Source for LocalSource {
             .into_iter()
             .map(|h| {
                 let key = cao_core::Key::parse_strict(&h.key).map_err(|e| TuiError::Invalid(e.to_string()))?;
-                let newest_entry =
-                    cao_journal::memory_entries(self.svc.index(), &container, h.scope, h.scope_id.as_deref(), &key)?
-                        .last()
-                        .copied();
+                let newest_entry = cao_journal::memory_entries(
+                    &*self.svc.storage().snapshot(),
+                    &container,
+                    h.scope,
+                    h.scope_id.as_deref(),
+                    &key,
+                )?
+                .last()
+                .copied();
                 Ok(Hit {
                     key: h.key,
                     scope: h.scope,
@@ -146,7 +151,7 @@ impl Source for LocalSource {
     fn entries_since(&mut self, from: u64) -> Result<Vec<EntryRow>, TuiError> {
         let container = self.container()?;
         Ok(cao_journal::entries_since(
-            self.svc.index(),
+            &*self.svc.storage().snapshot(),
             &container,
             from,
             SESSION_ENTRIES_MAX,
@@ -180,9 +185,6 @@ impl Source for LocalSource {
         if entry.kind == EntryKind::Delete && entry.next.is_none() {
             return None;
         }
-        self.svc
-            .layout()
-            .topic_path(entry.scope, entry.scope_id.as_deref(), &entry.key)
-            .ok()
+        self.svc.storage().locator(&Self::memory_ref(entry)).ok()
     }
 }

@@ -4,8 +4,8 @@
 
 use crate::error::TuiError;
 use crate::source::{Hit, Loaded, Source};
-use cao_index::{EntryKind, EntryRow, SnapshotRow};
 use cao_journal::{Address, Node};
+use cao_store::{EntryKind, EntryRow, SnapshotRow};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 

@@ -300,15 +300,21 @@ fn main() -> Result<()> {
         }
         row(size, "explain (limit 10)", &st);
         for limit in [10usize, 50] {
-            let vis = cao_index::Visibility::all();
+            let vis = cao_store::Visibility::all();
             let mut bm = Stats::default();
             let mut meta = Stats::default();
             for q in questions.iter().cycle().take(args.queries) {
                 let t = Instant::now();
-                std::hint::black_box(svc.index().bm25_pool(&vis, None, q, limit, &cao_rank::Bm25::DEFAULT)?);
+                std::hint::black_box(svc.storage().snapshot().bm25_pool(
+                    &vis,
+                    None,
+                    q,
+                    limit,
+                    &cao_rank::Bm25::DEFAULT,
+                )?);
                 bm.push(t.elapsed());
                 let t = Instant::now();
-                std::hint::black_box(svc.index().metadata_pool(&vis, None, q, limit)?);
+                std::hint::black_box(svc.storage().snapshot().metadata_pool(&vis, None, q, limit)?);
                 meta.push(t.elapsed());
             }
             row(size, &format!("index bm25 pool, limit {limit}"), &bm);
@@ -550,7 +556,7 @@ fn first_open_import(size: usize, turns: &[String]) -> Result<()> {
     let mut st = Stats::default();
     for _ in 0..3 {
         let svc = MemoryService::open_with(home.clone(), Settings::default(), Arc::new(SystemClock))?;
-        cao_journal::clear(svc.index(), "global")?;
+        svc.storage().write().journal_secure(|j| j.clear("global").map(drop))?;
         drop(svc);
         let svc = MemoryService::open_with(home.clone(), Settings::default(), Arc::new(SystemClock))?;
         let t = Instant::now();
@@ -1110,7 +1116,7 @@ fn context_rows(size: usize, svc: &MemoryService, home: &CaoHome, ctx: &Terminal
         Ok(st)
     };
     row(size, "context block, no edges", &measure(svc)?);
-    let rel = cao_lifecycle::RelationshipService::new(svc.index().clone(), Arc::new(SystemClock));
+    let rel = cao_lifecycle::RelationshipService::new(svc.storage().clone(), Arc::new(SystemClock));
     let mut edges = 0;
     for i in (5..size).step_by(10).take(1_000) {
         rel.create(cao_lifecycle::NewRelationship {
@@ -1292,15 +1298,17 @@ impl Dense {
         }
         row(size, "query embedding alone (one question)", &st);
         let model = self.embedder.model_id();
-        let vis = cao_index::Visibility::all();
+        let vis = cao_store::Visibility::all();
         let mut st = Stats::default();
         for (_, v) in &self.queries {
             let t = Instant::now();
-            std::hint::black_box(
-                self.svc
-                    .index()
-                    .dense_top(&vis, None, model, v, cao_rank::FUSION_POOL)?,
-            );
+            std::hint::black_box(self.svc.storage().snapshot().dense_top(
+                &vis,
+                None,
+                model,
+                v,
+                cao_rank::FUSION_POOL,
+            )?);
             st.push(t.elapsed());
         }
         row(
@@ -1337,7 +1345,7 @@ impl Dense {
         let model = self.embedder.model_id();
         let dim = self.queries.first().map_or(0, |(_, v)| v.len());
         anyhow::ensure!(dim > 0, "no query vector to take the model's dimension from");
-        let index = self.svc.index();
+        let index = self.svc.storage().write();
         let mut after: Option<String> = None;
         let (mut skipped, mut written) = (0usize, 0usize);
         let mut state = 0x9E37_79B9_7F4A_7C15_u64 ^ size as u64;
@@ -1362,7 +1370,7 @@ impl Dense {
                 }
                 let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::MIN_POSITIVE);
                 vector.iter_mut().for_each(|x| *x /= norm);
-                let v = cao_index::VectorWrite { model, vector: &vector };
+                let v = cao_store::VectorWrite { model, vector: &vector };
                 if index.put_vector_if_current(&row.id, &row.content, v)? {
                     written += 1;
                 }

@@ -5,6 +5,7 @@
 
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
 use cao_memory::{MemoryService, StoreRequest};
+use cao_testkit::service::RawStorage;
 use cao_testkit::{DEFAULT_TIMEOUT, RunOutput, TempHome};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use std::sync::Arc;
@@ -185,9 +186,9 @@ pub(crate) fn listed(out: &RunOutput) -> Vec<(String, String)> {
 /// Undo what the related-memory pass derived on every store (each row's `related_keys` back to NULL, its `compiler`
 /// `relates_to` edges removed), without audit lines: for fixtures whose planted relations are under test.
 pub(crate) fn forget_compiled_relations(svc: &MemoryService, clock: Arc<dyn cao_core::Clock>) {
-    let rel = cao_lifecycle::RelationshipService::new(svc.index().clone(), clock);
-    for row in svc.index().all_rows().expect("rows") {
-        svc.index()
+    let rel = cao_lifecycle::RelationshipService::new(svc.storage().clone(), clock);
+    for row in svc.raw_index().all_rows().expect("rows") {
+        svc.raw_index()
             .set_related_keys(row.scope, row.scope_id.as_deref(), &row.key, None)
             .expect("related_keys");
         rel.recompute(

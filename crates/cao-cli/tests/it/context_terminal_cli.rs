@@ -15,7 +15,7 @@ fn register(home: &TempHome, id: &str) {
         std::sync::Arc::new(cao_core::FixedClock::new(common::t0())),
     )
     .expect("open");
-    let conn = rusqlite::Connection::open(svc.index().path()).expect("open db");
+    let conn = rusqlite::Connection::open(svc.home().db_path()).expect("open db");
     conn.execute(
         "INSERT INTO cao_terminals (id, provider, session_name, agent_profile, cwd, created_at, updated_at)
          VALUES (?1, 'claude_code', 'sess-1', 'reviewer', ?2, '2026-03-04 05:06:07', '2026-03-04 05:06:07')",

@@ -454,7 +454,7 @@ fn explain_records_no_access_and_expands_no_related_memories() {
     let clock = Arc::new(FixedClock::new(t0()));
     let svc =
         MemoryService::open_with(CaoHome::new(home.home()), Settings::default(), clock.clone()).expect("service opens");
-    RelationshipService::new(svc.index().clone(), clock)
+    RelationshipService::new(svc.storage().clone(), clock)
         .create(NewRelationship {
             scope: Scope::Project,
             scope_id: Some(common::PROJECT.to_owned()),

@@ -5,6 +5,7 @@
 use crate::common::{PROJECT, cao, cao_env, json, seeded_home};
 use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
 use cao_memory::{MemoryService, StoreRequest};
+use cao_testkit::service::RawStorage;
 use cao_testkit::{DEFAULT_TIMEOUT, RunOutput, TempHome};
 use serde_json::Value;
 use std::sync::{Arc, LazyLock};
@@ -429,7 +430,7 @@ fn the_hook_pair_takes_a_snapshot_and_reminds_of_entries_written_by_another_sess
     );
     // The snapshot held still: it is stored as taken.
     let snap = svc
-        .index()
+        .raw_index()
         .journal_read(|j| j.snapshot_get(PROJECT, "claude-1"))
         .expect("read")
         .expect("stored");
@@ -470,7 +471,7 @@ fn the_hook_pair_takes_a_snapshot_and_reminds_of_entries_written_by_another_sess
         "{start}"
     );
     assert!(
-        svc.index()
+        svc.raw_index()
             .journal_read(|j| j.snapshot_get(PROJECT, "claude-3"))
             .expect("read")
             .is_none()

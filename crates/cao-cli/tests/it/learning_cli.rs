@@ -7,6 +7,7 @@ use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
 use cao_index::TerminalRow;
 use cao_memory::{LessonRequest, MemoryService, OutcomeDraft, RecallRequest};
 use cao_testkit::TempHome;
+use cao_testkit::service::RawStorage;
 use chrono::{Duration, TimeZone, Utc};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -59,7 +60,9 @@ fn home_with_lessons() -> (TempHome, PathBuf) {
         created_at: None,
         updated_at: None,
     };
-    svc.index().upsert_terminal(&row, clock.now_utc()).expect("register");
+    svc.raw_index()
+        .upsert_terminal(&row, clock.now_utc())
+        .expect("register");
     let retro = TerminalContext {
         terminal_id: Some("t-retro".into()),
         ..Default::default()

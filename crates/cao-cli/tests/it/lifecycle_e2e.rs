@@ -108,7 +108,7 @@ fn supersedes_lifecycle_from_the_cli_and_the_mcp_tools() {
     mcp.store("unrelated", "the team meets on mondays");
 
     let svc = MemoryService::open(CaoHome::new(home.home())).expect("service");
-    let rel = RelationshipService::new(svc.index().clone(), Arc::new(SystemClock));
+    let rel = RelationshipService::new(svc.storage().clone(), Arc::new(SystemClock));
     // Each stdio store returned after its related pass: the two deploy notes relate, the unrelated one does not.
     let compiled: Vec<(String, String)> = rel
         .list(&cao_lifecycle::RelationshipFilter::default())

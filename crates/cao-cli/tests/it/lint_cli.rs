@@ -10,6 +10,7 @@ use crate::common::{PROJECT, cao_env, filters, forget_compiled_relations, full_c
 use cao_core::{CaoHome, FixedClock, Settings};
 use cao_memory::{MemoryService, StoreRequest};
 use cao_testkit::fake_model::{FakeModel, Reply};
+use cao_testkit::service::RawStorage;
 use cao_testkit::{RunOutput, TempHome};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -102,7 +103,7 @@ fn planted_home() -> TempHome {
     // Only the planted relations are under test; the related pass would also relate the similar LoCoMo turns.
     forget_compiled_relations(&svc, clock.clone());
     let stray = svc
-        .layout()
+        .wiki_layout()
         .topic_path(
             cao_core::Scope::Project,
             Some(PROJECT),

@@ -30,3 +30,4 @@ mod maintenance_cli;
 mod memory_cli;
 mod reference_home;
 mod relationships_cli;
+mod setup_cli;

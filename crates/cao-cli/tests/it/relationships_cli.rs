@@ -52,7 +52,7 @@ fn home_with_edges() -> (TempHome, Edges) {
         MemoryService::open_with(CaoHome::new(home.home()), Settings::default(), clock.clone()).expect("service opens");
     // Only the edges made below are under test, not those the related pass derived while seeding.
     crate::common::forget_compiled_relations(&svc, clock.clone());
-    let rel = RelationshipService::new(svc.index().clone(), clock.clone());
+    let rel = RelationshipService::new(svc.storage().clone(), clock.clone());
     let proposal = rel
         .create(human(Scope::Global, None, "prefer-pytest", "terse-answers", "proposal"))
         .expect("proposal edge")

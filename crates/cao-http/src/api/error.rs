@@ -103,18 +103,12 @@ impl From<LifecycleError> for ApiError {
             LifecycleError::MissingMemory { .. } => ErrorCode::MissingMemory,
             LifecycleError::Refused { .. } => ErrorCode::Refused,
             LifecycleError::Secret { .. } => ErrorCode::SecretDetected,
-            LifecycleError::Index(_) => {
+            LifecycleError::Store(_) => {
                 tracing::warn!(error = %e, "relationship API call failed");
                 ErrorCode::IndexError
             }
         };
         Self::from_code(code, e.to_string())
-    }
-}
-
-impl From<cao_index::IndexError> for ApiError {
-    fn from(e: cao_index::IndexError) -> Self {
-        MemoryError::from(e).into()
     }
 }
 

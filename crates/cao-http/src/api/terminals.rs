@@ -16,8 +16,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use cao_core::time::format_ts;
 use cao_core::{Settings, TerminalContext};
-use cao_index::TerminalRow;
 use cao_memory::{Provider, ProviderWrite, SkipReason};
+use cao_store::TerminalRow;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use utoipa::{IntoParams, ToSchema};
@@ -205,7 +205,7 @@ pub async fn register_terminal(
         updated_at: None,
     };
     let (status, stored, settings) = with_service(&state, move |svc| {
-        let (stored, inserted) = svc.index().upsert_terminal(&row, chrono::Utc::now())?;
+        let (stored, inserted) = svc.register_terminal(&row)?;
         let status = if inserted { StatusCode::CREATED } else { StatusCode::OK };
         Ok((status, stored, svc.settings()))
     })
@@ -279,7 +279,6 @@ pub async fn memory_context(
     let budget = check_budget(q.budget)?;
     let (ctx, settings) = with_service(&state, move |svc| {
         let row = svc
-            .index()
             .terminal(&id)?
             .ok_or_else(|| ApiError::not_found(format!("unknown terminal {id:?}: register it with POST /terminals")))?;
         Ok((row.context(), svc.settings()))

@@ -42,6 +42,7 @@ use cao_core::Container;
 use cao_core::{Key, Scope};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use std::sync::Arc;
 
 /// A journal's counters, as stored in `cao_journal_meta` (all zero for a container never journaled).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -204,7 +205,40 @@ impl<'a> JournalTx<'a> {
     }
 }
 
+/// Maintenance of derived journal state, run inside every transaction of this crate that appends entries to a
+/// container's journal (a memory write, a delete, a batch, a change picked up from the files), after the appends
+/// and before the commit, with the container's name ([`Index::set_append_hook`]). It runs in a savepoint: when it
+/// fails (it reports why itself), only its own changes are rolled back and the write commits without them.
+pub type AppendHook = Arc<dyn Fn(&JournalTx<'_>, &str) -> std::result::Result<(), ()> + Send + Sync>;
+
+/// Savepoint name of the append hook.
+const APPEND_HOOK_SAVEPOINT: &str = "cao_append_hook";
+
 impl Index {
+    /// Install the maintenance run after appends (see [`AppendHook`]) for this handle and its clones. Set at most
+    /// once; `false` (and nothing changes) when one is already installed. Without one, appends are left for the
+    /// journal's readers to catch up.
+    pub fn set_append_hook(&self, hook: AppendHook) -> bool {
+        self.append_hook.set(hook).is_ok()
+    }
+
+    /// Run the installed append hook for `container` on `tx` inside a savepoint (see [`AppendHook`]).
+    ///
+    /// Errors: [`IndexError::Sqlite`] when the savepoint statements themselves fail (the transaction then fails).
+    fn after_append(&self, tx: &rusqlite::Transaction<'_>, container: &str) -> Result<()> {
+        let Some(hook) = self.append_hook.get() else {
+            return Ok(());
+        };
+        tx.execute_batch(&format!("SAVEPOINT {APPEND_HOOK_SAVEPOINT}"))?;
+        match hook(&JournalTx::new(tx), container) {
+            Ok(()) => tx.execute_batch(&format!("RELEASE {APPEND_HOOK_SAVEPOINT}"))?,
+            Err(()) => tx.execute_batch(&format!(
+                "ROLLBACK TO {APPEND_HOOK_SAVEPOINT}; RELEASE {APPEND_HOOK_SAVEPOINT}"
+            ))?,
+        }
+        Ok(())
+    }
+
     /// Run `f` on the journal tables in one `BEGIN IMMEDIATE` transaction and commit it when `f` returns `Ok`
     /// (roll back otherwise).
     ///
@@ -293,6 +327,7 @@ impl Index {
         self.write(|tx| {
             let outcome = upsert_in(tx, row)?;
             let id = JournalTx::new(tx).append(&entry)?;
+            self.after_append(tx, &entry.container())?;
             Ok((outcome, id))
         })
     }
@@ -323,7 +358,9 @@ impl Index {
             if !delete_in(tx, scope, scope_id, key)? {
                 return Ok(None);
             }
-            Ok(Some(JournalTx::new(tx).append(&entry)?))
+            let id = JournalTx::new(tx).append(&entry)?;
+            self.after_append(tx, &entry.container())?;
+            Ok(Some(id))
         })
     }
 
@@ -355,7 +392,13 @@ impl Index {
     ) -> Result<(UpsertOutcome, Option<u64>)> {
         crate::write::check_related_keys(row)?;
         let entry = note_entry(row, note);
-        self.write(|tx| upsert_journaled_in(tx, row, &entry, when, vector.as_ref()))
+        self.write(|tx| {
+            let (outcome, id) = upsert_journaled_in(tx, row, &entry, when, vector.as_ref())?;
+            if id.is_some() {
+                self.after_append(tx, &entry.container())?;
+            }
+            Ok((outcome, id))
+        })
     }
 
     /// [`Index::upsert_journaled_with_vector`], then `then` in the same transaction: a follow-up of the write (the
@@ -377,6 +420,9 @@ impl Index {
         let entry = note_entry(row, note);
         self.write(|tx| {
             let (outcome, id) = upsert_journaled_in(tx, row, &entry, when, vector.as_ref())?;
+            if id.is_some() {
+                self.after_append(tx, &entry.container())?;
+            }
             let followed = crate::follow_up::run(tx, then)?;
             Ok((outcome, id, followed))
         })
@@ -395,19 +441,30 @@ impl Index {
             // A batch of new identities (an import into a fresh scope) is inserted as a whole: the same rows,
             // search entries and statistics, each row indexed once.
             let fresh: Vec<&MemoryRow> = rows.iter().map(|(row, _)| row).collect();
-            if let Some(outcomes) = insert_new_many(tx, &fresh)? {
-                return outcomes
+            let out: Vec<(UpsertOutcome, u64)> = if let Some(outcomes) = insert_new_many(tx, &fresh)? {
+                outcomes
                     .into_iter()
                     .zip(rows)
                     .map(|(outcome, (row, note))| Ok((outcome, j.append(&note_entry(row, note))?)))
-                    .collect();
+                    .collect::<Result<_>>()?
+            } else {
+                rows.iter()
+                    .map(|(row, note)| {
+                        let outcome = upsert_in(tx, row)?;
+                        Ok((outcome, j.append(&note_entry(row, note))?))
+                    })
+                    .collect::<Result<_>>()?
+            };
+            let mut containers: Vec<String> = rows
+                .iter()
+                .map(|(row, note)| note_entry(row, note).container())
+                .collect();
+            containers.sort();
+            containers.dedup();
+            for c in &containers {
+                self.after_append(tx, c)?;
             }
-            rows.iter()
-                .map(|(row, note)| {
-                    let outcome = upsert_in(tx, row)?;
-                    Ok((outcome, j.append(&note_entry(row, note))?))
-                })
-                .collect()
+            Ok(out)
         })
     }
 
@@ -442,6 +499,9 @@ impl Index {
                 AppendWhen::IfOpen if !j.has_journal(&entry_container(scope, scope_id)?)? => None,
                 _ => Some(j.append(&entry)?),
             };
+            if id.is_some() {
+                self.after_append(tx, &entry.container())?;
+            }
             Ok((true, id))
         })
     }

@@ -903,3 +903,37 @@ fn a_delete_drops_its_key_from_the_related_keys_of_its_container() {
             .expect("delete again")
     );
 }
+
+/// A change made through another connection (another process) is not a checksum mismatch to this one: the integrity
+/// check does not compare the full-text index against a structure a pooled connection cached before the change.
+#[test]
+fn the_integrity_check_sees_changes_made_through_another_connection() {
+    let db = TestDb::new();
+    let a = &db.index;
+    a.upsert(&row("kept", Scope::Project, Some("p"), "A memory indexed as usual", 0))
+        .expect("upsert");
+    a.upsert(&row(
+        "ahead",
+        Scope::Project,
+        Some("p"),
+        "A memory written ahead of its row",
+        1,
+    ))
+    .expect("upsert");
+    assert_eq!(a.quick_check().expect("check"), None, "sound before");
+    let b = Index::open(&db.path()).expect("second handle");
+    assert!(
+        b.delete(
+            Scope::Project,
+            Some("p"),
+            &cao_core::Key::parse_strict("ahead").expect("key")
+        )
+        .expect("delete")
+    );
+    assert_eq!(b.quick_check().expect("check"), None, "the deleting handle");
+    assert_eq!(
+        a.quick_check().expect("check"),
+        None,
+        "the handle that read before the delete"
+    );
+}

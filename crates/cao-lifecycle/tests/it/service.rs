@@ -51,7 +51,14 @@ fn fixture() -> Fixture {
             .expect("project memory");
     }
     let clock = Arc::new(FixedClock::new(t0() + Duration::minutes(1)));
-    let svc = RelationshipService::new(index.clone(), clock.clone());
+    let store = cao_store::Store::open(
+        cao_core::CaoHome::new(dir.path()),
+        Some(cao_core::Settings::default()),
+        clock.clone(),
+        None,
+    )
+    .expect("open store");
+    let svc = RelationshipService::new(store, clock.clone());
     Fixture {
         _dir: dir,
         index,

@@ -7,6 +7,7 @@
 use cao_core::{CaoHome, Key, Scope, Settings};
 use cao_memory::MemoryService;
 use cao_testkit::fake_model::{FakeModel, Reply};
+use cao_testkit::service::RawStorage;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
@@ -143,7 +144,7 @@ fn row(home: &Path, key: &str) -> cao_index::MemoryRow {
         std::sync::Arc::new(cao_core::SystemClock),
     )
     .expect("open");
-    svc.index()
+    svc.raw_index()
         .get(Scope::Project, Some(PROJECT), &Key::parse_strict(key).expect("key"))
         .expect("read")
         .unwrap_or_else(|| panic!("no row for {key}"))

@@ -7,6 +7,7 @@
 use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
 use cao_memory::{JournalTarget, MemoryService, StoreRequest};
 use cao_testkit::TempHome;
+use cao_testkit::service::RawStorage;
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -131,7 +132,11 @@ fn three_processes_write_every_line_once_and_finish_a_killed_holders_lines() {
         project_id: Some(PROJECT.into()),
         ..Default::default()
     };
-    let unwritten = || svc.index().journal_read(|j| j.unwritten_count(PROJECT)).expect("count");
+    let unwritten = || {
+        svc.raw_index()
+            .journal_read(|j| j.unwritten_count(PROJECT))
+            .expect("count")
+    };
     // The other lines go quickly; the holder's two wait for its leases (model timeout 3 s + 30 s) to expire.
     wait_for("every line but the holder's", Duration::from_secs(30), || {
         unwritten() <= 2
@@ -164,7 +169,7 @@ fn three_processes_write_every_line_once_and_finish_a_killed_holders_lines() {
     assert_eq!(view.matches("summary of ").count(), ENTRIES, "{view}");
     for e in 0..ENTRIES as u64 {
         let line = svc
-            .index()
+            .raw_index()
             .journal_read(|j| j.line(PROJECT, e, 1))
             .expect("line")
             .expect("written");

@@ -5,6 +5,7 @@ use cao_index::TerminalRow;
 use cao_mcp::{FixedContext, FlushSignal, MemoryTools, ServiceHandle, Tool};
 use cao_memory::MemoryService;
 use cao_testkit::conformance_dir;
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{fixed_clock, utc};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -112,7 +113,7 @@ async fn a_terminal_id_alone_resolves_the_session_and_listing_never_widens() {
         updated_at: None,
     };
     s.svc
-        .index()
+        .raw_index()
         .upsert_terminal(&row, utc(2026, 3, 1, 0, 0, 0))
         .expect("register");
     let term = TerminalContext {

@@ -8,6 +8,7 @@ use cao_core::{Key, Scope, Settings};
 use cao_memory::{CompactReport, CompactRequest, CompactStatus, MemoryError, MemoryService, NoProgress, StoreRequest};
 use cao_model::{OpenAiConfig, OpenAiModel, RetryPolicy};
 use cao_testkit::fake_model::{FakeModel, Reply};
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
 use serde_json::Value;
 use std::sync::Arc;
@@ -99,7 +100,7 @@ fn decide(user: &str) -> Reply {
 fn topic_bytes(fx: &ServiceFixture, key: &str) -> Vec<u8> {
     let path = fx
         .svc
-        .layout()
+        .wiki_layout()
         .topic_path(Scope::Project, Some(PROJECT), &Key::parse_strict(key).expect("key"))
         .expect("path");
     std::fs::read(path).expect("topic file")
@@ -107,7 +108,7 @@ fn topic_bytes(fx: &ServiceFixture, key: &str) -> Vec<u8> {
 
 fn row(fx: &ServiceFixture, key: &str) -> cao_index::MemoryRow {
     fx.svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some(PROJECT), &Key::parse_strict(key).expect("key"))
         .expect("get")
         .expect("row")
@@ -179,7 +180,7 @@ fn a_good_answer_becomes_the_current_content_with_both_versions_kept() {
 
     let journal: Vec<String> = fx
         .svc
-        .index()
+        .raw_index()
         .journal_read(|j| j.entries_from(&t.container, 0, 1000))
         .expect("journal")
         .into_iter()

@@ -8,6 +8,7 @@
 
 use cao_core::{CaoHome, Key, Scope, TerminalContext};
 use cao_memory::{MemoryService, StoreRequest};
+use cao_testkit::service::RawStorage;
 use std::process::Command;
 
 const PROCS: usize = 8;
@@ -125,7 +126,7 @@ fn eight_processes_lose_nothing() {
                 .unwrap_or_else(|| panic!("{k} missing from index"));
             assert_eq!(m.content, format!("process {p} entry {j}: the quick brown fox {p}x{j}"));
             let path = svc
-                .layout()
+                .wiki_layout()
                 .topic_path(scope, if scope == Scope::Project { project } else { None }, &key)
                 .expect("path");
             let text = std::fs::read_to_string(&path).expect("topic file exists");
@@ -141,9 +142,12 @@ fn eight_processes_lose_nothing() {
             .expect("show")
             .expect("shared key indexed");
         assert_eq!(m.entry_count, expected_entries, "no entry of shared-{s} was lost");
-        let path = svc.layout().topic_path(Scope::Project, project, &key).expect("path");
+        let path = svc
+            .wiki_layout()
+            .topic_path(Scope::Project, project, &key)
+            .expect("path");
         let text = std::fs::read_to_string(&path).expect("read");
-        let topic = cao_wiki::Topic::parse(&text).expect("shared topic parses");
+        let topic = cao_store::StoredTopic::parse(&text).expect("shared topic parses");
         assert_eq!(topic.entry_count() as i64, expected_entries);
     }
     let report = svc.repair().expect("repair");

@@ -5,6 +5,7 @@
 use cao_memory::decisions::{AdviseRequest, EXCERPT_MAX_BYTES};
 use cao_memory::{SearchRequest, SearchResult, StoreRequest};
 use cao_testkit::fake_model::{FakeModel, Reply};
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -395,7 +396,10 @@ fn recall_advice_adds_nothing_when_the_engine_fails_times_out_or_refuses() {
         assert!(ep.requests() >= 1, "{name}");
         assert!(r.memories.is_empty() && r.reminder.is_none(), "{name}: {r:?}");
         // Nothing was recorded as named: a working engine names them later in the same conversation.
-        assert!(fx.svc.index().decisions_named("c").expect("named").is_empty(), "{name}");
+        assert!(
+            fx.svc.raw_index().decisions_named("c").expect("named").is_empty(),
+            "{name}"
+        );
     }
 }
 
@@ -512,7 +516,7 @@ fn duplicate_advice_adds_nothing_when_the_engine_fails_times_out_or_refuses() {
         );
         assert!(
             fx.svc
-                .index()
+                .raw_index()
                 .all_rows()
                 .expect("rows")
                 .iter()

@@ -6,6 +6,7 @@
 use cao_core::{Scope, Settings};
 use cao_lifecycle::{NewRelationship, RelationshipService};
 use cao_memory::{ExplainReport, ExplainRequest, MemoryError, MemoryService, RecallRequest};
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::Duration;
 use proptest::prelude::*;
@@ -96,7 +97,7 @@ impl Fx {
             Scope::Session => Some("sess-1".to_owned()),
             _ => None,
         };
-        RelationshipService::new(self.svc.index().clone(), self.clock.clone())
+        RelationshipService::new(self.svc.storage().clone(), self.clock.clone())
             .create(NewRelationship {
                 scope,
                 scope_id,
@@ -116,7 +117,7 @@ impl Fx {
     fn access_state(&self) -> Vec<(String, i64, Option<String>)> {
         let mut v: Vec<_> = self
             .svc
-            .index()
+            .raw_index()
             .all_rows()
             .expect("rows")
             .into_iter()
@@ -373,14 +374,17 @@ fn failed_eligibility_source_golden() {
     f.store("session", "deploy-today", "deploy scripts ran today", 0);
     f.supersedes(Scope::Session, "deploy-today", "deploy-yesterday");
     // The session group's read fails; project and global groups stay healthy.
-    let index = f.svc.index().clone();
+    let index = f.svc.storage().clone();
     assert!(
         f.svc
             .set_supersedes_lookup(Arc::new(move |ids: &[&cao_core::MemoryRef]| {
                 if ids.iter().any(|m| m.scope == Scope::Session) {
                     return Err("database is locked".to_owned());
                 }
-                index.active_supersedes_targets(ids).map_err(|e| e.to_string())
+                index
+                    .snapshot()
+                    .active_supersedes_targets(ids)
+                    .map_err(|e| e.to_string())
             }))
     );
     let r = f.explain("deploy scripts", 10);
@@ -508,12 +512,15 @@ fn one_supersedes_snapshot_per_call() {
     let f = fx_with(true);
     supersedes_corpus(&f);
     let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let (index, counter) = (f.svc.index().clone(), reads.clone());
+    let (index, counter) = (f.svc.storage().clone(), reads.clone());
     assert!(
         f.svc
             .set_supersedes_lookup(Arc::new(move |ids: &[&cao_core::MemoryRef]| {
                 counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                index.active_supersedes_targets(ids).map_err(|e| e.to_string())
+                index
+                    .snapshot()
+                    .active_supersedes_targets(ids)
+                    .map_err(|e| e.to_string())
             }))
     );
     let taken = |_: &Fx| reads.swap(0, std::sync::atomic::Ordering::SeqCst);
@@ -550,12 +557,12 @@ fn one_supersedes_snapshot_per_call() {
     let key = cao_core::Key::sanitize("deploy-v2").expect("key");
     let mut v2 = f
         .svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some("proj-a"), &key)
         .expect("get")
         .expect("row");
     v2.related_keys = Some("missing-key,deploy-v1".into());
-    f.svc.index().upsert(&v2).expect("upsert");
+    f.svc.raw_index().upsert(&v2).expect("upsert");
     taken(&f);
     for sort in ["relevance", "recency", "score"] {
         let out = f
@@ -647,7 +654,7 @@ mod model {
         let now = cao_core::Clock::now(f.clock.as_ref());
         let rows = f
             .svc
-            .index()
+            .raw_index()
             .list(&cao_index::ListFilter {
                 visibility: Visibility::all(),
                 ..Default::default()
@@ -656,7 +663,7 @@ mod model {
         let refs: Vec<&cao_index::MemoryRow> = rows.iter().collect();
         let raws = f
             .svc
-            .index()
+            .raw_index()
             .bm25_scores(query, &refs, &cao_rank::Bm25::DEFAULT)
             .expect("scores");
         let max = raws.iter().flatten().copied().fold(0.0f64, f64::max);

@@ -4,6 +4,7 @@
 
 use cao_core::{CaoHome, Key, Scope, Settings, SystemClock, TerminalContext};
 use cao_memory::{ContextRequest, ListRequest, MemoryService, RecallRequest, StoreRequest};
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -138,7 +139,7 @@ fn a_hand_added_file_is_indexed_and_a_removed_one_dropped() {
     );
     assert!(
         other
-            .index()
+            .raw_index()
             .get(Scope::Global, None, &gone_key)
             .expect("get")
             .is_none(),
@@ -248,10 +249,10 @@ fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_chan
             &format!("note number {i}"),
         );
     }
-    for row in f.svc.index().all_rows().expect("rows") {
+    for row in f.svc.raw_index().all_rows().expect("rows") {
         let mut row = row;
         row.file_stamp = None;
-        f.svc.index().upsert(&row).expect("forget the stamp");
+        f.svc.raw_index().upsert(&row).expect("forget the stamp");
     }
     let other = another_process(&f.home);
     let first = other.pick_up_changes().expect("walk");
@@ -259,7 +260,7 @@ fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_chan
     assert!(first.is_clean(), "every row agrees with its file: {first:?}");
     assert!(
         f.svc
-            .index()
+            .raw_index()
             .all_rows()
             .expect("rows")
             .iter()
@@ -311,7 +312,7 @@ fn a_row_created_and_orphaned_between_two_walks_is_dropped() {
     }
     let key = Key::parse_strict("short-lived").expect("key");
     assert!(
-        f.svc.index().get(Scope::Global, None, &key).expect("get").is_none(),
+        f.svc.raw_index().get(Scope::Global, None, &key).expect("get").is_none(),
         "the orphaned row is gone"
     );
     assert!(f.svc.repair().expect("repair").is_clean());
@@ -324,7 +325,7 @@ const SETTLED: Duration = Duration::from_millis(2_200);
 /// The scope directories the index records as agreeing with their rows, as `scope[/scope id]`.
 fn recorded_dirs(svc: &MemoryService) -> Vec<String> {
     let mut dirs: Vec<String> = svc
-        .index()
+        .raw_index()
         .wiki_dir_stamps()
         .expect("dir stamps")
         .into_iter()
@@ -386,7 +387,7 @@ fn a_directory_with_its_recorded_stamp_is_not_listed() {
     hand("by-hand");
     let stamp = cao_core::fs::FileStamp::read(&dir).expect("dir stamp");
     f.svc
-        .index()
+        .raw_index()
         .set_wiki_dir_stamp(Scope::Global, None, Some(stamp))
         .expect("forge the record");
     let walk = another_process(&f.home).pick_up_changes().expect("walk");

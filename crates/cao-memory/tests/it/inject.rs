@@ -3,6 +3,7 @@
 
 use cao_core::{Scope, Settings, TerminalContext};
 use cao_memory::{ContextRequest, EligibilityFilter, ListRequest, MEMORY_MAX_PER_SCOPE, Memory, MemoryService};
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::Duration;
 
@@ -102,7 +103,7 @@ fn injection_does_not_count_accesses() {
     };
     let counts = |svc: &MemoryService| -> Vec<(String, i64)> {
         let mut v: Vec<(String, i64)> = svc
-            .index()
+            .raw_index()
             .all_rows()
             .expect("rows")
             .into_iter()

@@ -7,6 +7,7 @@
 use cao_core::{Key, Scope};
 use cao_memory::{JournalTarget, SummarizeWorker, ZoomRequest};
 use cao_model::NoModel;
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use std::path::Path;
 use std::time::Duration;
@@ -109,7 +110,7 @@ fn after_a_purge_the_text_is_in_no_byte_of_the_database_wal_or_wiki() {
     );
     let stored = f
         .svc
-        .index()
+        .raw_index()
         .journal_read(|j| j.snapshot_get(PROJECT, "session-a"))
         .expect("read")
         .expect("snapshot row");
@@ -146,7 +147,7 @@ fn after_a_purge_the_text_is_in_no_byte_of_the_database_wal_or_wiki() {
     );
     assert_eq!(files_holding(f.home.root(), SECRET.as_bytes()), Vec::<String>::new());
     // Everything else is intact.
-    assert_eq!(f.svc.index().count().expect("count"), 301);
+    assert_eq!(f.svc.raw_index().count().expect("count"), 301);
     let repair = f.svc.repair().expect("repair");
     assert!(repair.is_clean(), "{repair:?}");
 }
@@ -177,7 +178,7 @@ fn a_purge_leaves_neither_the_vector_nor_the_edge_attributes_on_disk() {
     let key = Key::parse_strict("leaked").expect("key");
     let row = f
         .svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some(PROJECT), &key)
         .expect("read")
         .expect("row");

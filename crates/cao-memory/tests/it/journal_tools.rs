@@ -3,7 +3,7 @@
 
 use cao_core::{Scope, Settings, TerminalContext};
 use cao_memory::{ContextRequest, JournalTarget, MemoryError, ReadRequest, SearchRequest, ZoomRequest};
-use cao_testkit::service::{ServiceFixture, utc};
+use cao_testkit::service::{RawStorage, ServiceFixture, utc};
 use serde_json::json;
 
 const PROJECT: &str = "proj-t";
@@ -352,11 +352,28 @@ fn the_containers_overview_counts_each_scope_and_reads_each_journal() {
     f.store("global", "g", "a global note");
     f.clock.advance(chrono::Duration::minutes(5));
     f.store("session", "s", "a session note");
-    // The overview reads each journal's counters as stored: entries appended since the view state was last
-    // caught up are reported as `behind`, and the view is not rebuilt by looking at it.
+    // Every write settles the view in its own transaction: nothing is behind.
+    let settled = f.svc.containers().expect("containers");
+    let global = settled[0].journal.as_ref().expect("the global journal");
+    assert_eq!((global.entries, global.behind), (2, 0), "{global:?}");
+    // An entry appended by a writer that does not settle the view (an older version of the tool) is reported as
+    // `behind`, and the view is not rebuilt by looking at it.
+    let raw = f.svc.raw_index();
+    raw.journal_write(|j| {
+        j.append(&cao_store::JournalEntry {
+            kind: cao_store::EntryKind::Note,
+            scope: Scope::Global,
+            scope_id: None,
+            key: cao_core::Key::parse_strict("older-writer").expect("key"),
+            text: "appended without settling".into(),
+            writer: cao_store::JournalWriter::default(),
+            at: utc(2026, 4, 1, 9, 5, 0),
+        })
+    })
+    .expect("append");
     let stored = f.svc.containers().expect("containers");
     let pending = stored[0].journal.as_ref().expect("the global journal");
-    assert_eq!((pending.entries, pending.behind), (2, 2), "{pending:?}");
+    assert_eq!((pending.entries, pending.behind), (3, 1), "{pending:?}");
     assert_eq!(
         f.svc.containers().expect("containers"),
         stored,
@@ -383,7 +400,7 @@ fn the_containers_overview_counts_each_scope_and_reads_each_journal() {
     assert_eq!(global.counts, vec![(Scope::Global, 1), (Scope::Session, 1)]);
     assert_eq!(global.memories, 2);
     let journal = global.journal.as_ref().expect("the global journal");
-    assert_eq!(journal.entries, 2);
+    assert_eq!(journal.entries, 3);
     assert_eq!(
         journal.last_write,
         Some(utc(2026, 4, 1, 9, 5, 0)),

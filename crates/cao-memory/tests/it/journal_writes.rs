@@ -6,6 +6,7 @@
 use cao_core::{Key, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::{EntryKind, EntryRow, Index};
 use cao_memory::{ConflictPolicy, ForgetRequest, ImportRequest, MemoryService, NoProgress, StoreRequest};
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use std::path::Path;
 use std::sync::Arc;
@@ -99,7 +100,7 @@ fn store_forget_delete_and_clear_append_their_entries_with_the_writer_and_name_t
     f.store("project", "left", "left over");
     assert_eq!(f.svc.clear(&f.ctx, Scope::Project).expect("clear"), 1);
 
-    let ix = f.svc.index();
+    let ix = &f.svc.raw_index();
     assert_eq!(
         summary(ix, PROJECT),
         vec![
@@ -137,10 +138,10 @@ fn retention_and_import_append_their_entries() {
     let report = f.svc.cleanup(false).expect("cleanup");
     assert_eq!(report.removed.len(), 1, "{report:?}");
     assert_eq!(
-        summary(f.svc.index(), PROJECT),
+        summary(&f.svc.raw_index(), PROJECT),
         vec![note("old-note", "expires after ninety days"), delete("old-note")]
     );
-    let retention_writer = &entries(f.svc.index(), PROJECT)[1].writer;
+    let retention_writer = &entries(&f.svc.raw_index(), PROJECT)[1].writer;
     assert_eq!(
         (
             retention_writer.terminal_id.as_deref(),
@@ -168,7 +169,7 @@ fn retention_and_import_append_their_entries() {
         )
         .expect("import");
     assert_eq!(out.report.imported, 2);
-    let got = summary(f.svc.index(), PROJECT);
+    let got = summary(&f.svc.raw_index(), PROJECT);
     assert_eq!(got.len(), 4);
     let mut imported: Vec<_> = got[2..].to_vec();
     imported.sort_by(|a, b| a.1.cmp(&b.1));
@@ -235,14 +236,14 @@ fn the_first_opening_imports_existing_topics_oldest_first_by_mtime_and_leaves_th
     let before = files_with_times(&dir);
     // A read picks the files up into the index; the container has no journal yet, so nothing is appended.
     f.svc.pick_up_changes().expect("pick up");
-    assert_eq!(f.svc.index().count().expect("count"), 3);
-    assert!(entries(f.svc.index(), PROJECT).is_empty());
+    assert_eq!(f.svc.raw_index().count().expect("count"), 3);
+    assert!(entries(&f.svc.raw_index(), PROJECT).is_empty());
 
     // The first write opens the journal: the three existing topics first, oldest first, then the write.
     let out = f.store("project", "newest", "Newest.");
     assert_eq!(out.journal_entry, Some(3));
     assert_eq!(
-        summary(f.svc.index(), PROJECT),
+        summary(&f.svc.raw_index(), PROJECT),
         vec![
             note("zeta", "Zeta, written first."),
             note("mid", "Mid, written second."),
@@ -268,7 +269,7 @@ fn the_first_opening_imports_existing_topics_oldest_first_by_mtime_and_leaves_th
             },
         )
         .expect("store");
-    assert_eq!(entries(f.svc.index(), PROJECT).len(), 5);
+    assert_eq!(entries(&f.svc.raw_index(), PROJECT).len(), 5);
 }
 
 #[test]
@@ -279,9 +280,9 @@ fn a_memory_written_before_the_first_opening_is_imported_then_its_new_version_ap
     f.svc.pick_up_changes().expect("pick up");
     let out = f.store("project", "deploy", "New deploy text.");
     assert_eq!(out.journal_entry, Some(1));
-    let all = entries(f.svc.index(), PROJECT);
+    let all = entries(&f.svc.raw_index(), PROJECT);
     assert_eq!(
-        summary(f.svc.index(), PROJECT),
+        summary(&f.svc.raw_index(), PROJECT),
         vec![note("deploy", "Old deploy text."), note("deploy", "New deploy text.")]
     );
     assert_eq!(all[0].next, Some((1, EntryKind::Note)));
@@ -304,9 +305,9 @@ fn edits_outside_the_tool_append_notes_and_removed_files_append_deletes() {
         .join("other.md");
     std::fs::remove_file(&other_path).expect("remove");
     f.svc.pick_up_changes().expect("pick up");
-    let all = entries(f.svc.index(), PROJECT);
+    let all = entries(&f.svc.raw_index(), PROJECT);
     assert_eq!(
-        summary(f.svc.index(), PROJECT),
+        summary(&f.svc.raw_index(), PROJECT),
         vec![
             note("deploy", "deploy with kafka"),
             note("other", "other note"),
@@ -323,7 +324,7 @@ fn edits_outside_the_tool_append_notes_and_removed_files_append_deletes() {
     f.svc.pick_up_changes().expect("pick up");
     let repair = f.svc.repair().expect("repair");
     assert!(repair.is_clean(), "{repair:?}");
-    assert_eq!(entries(f.svc.index(), PROJECT).len(), 4);
+    assert_eq!(entries(&f.svc.raw_index(), PROJECT).len(), 4);
 }
 
 #[test]
@@ -331,17 +332,17 @@ fn removing_the_memory_directory_clears_the_journal_at_the_next_call() {
     let f = setup();
     f.store("project", "deploy", "deploy with kafka");
     f.store("global", "keep", "a global memory");
-    assert_eq!(entries(f.svc.index(), PROJECT).len(), 1);
+    assert_eq!(entries(&f.svc.raw_index(), PROJECT).len(), 1);
     std::fs::remove_dir_all(f.home.memory_dir().join(PROJECT)).expect("rm -r");
     let report = f.svc.pick_up_changes().expect("pick up");
     assert_eq!(report.journals_cleared, vec![PROJECT.to_owned()]);
-    assert!(entries(f.svc.index(), PROJECT).is_empty());
+    assert!(entries(&f.svc.raw_index(), PROJECT).is_empty());
     assert!(
-        !f.svc.index().journal_read(|j| j.has_journal(PROJECT)).expect("has"),
+        !f.svc.raw_index().journal_read(|j| j.has_journal(PROJECT)).expect("has"),
         "the journal itself is gone"
     );
     assert_eq!(
-        entries(f.svc.index(), "global").len(),
+        entries(&f.svc.raw_index(), "global").len(),
         1,
         "other containers keep theirs"
     );
@@ -359,8 +360,11 @@ fn an_index_rebuilt_from_the_files_imports_them_once_at_the_first_opening() {
     // The database is deleted: the next process rebuilds the index from the files, then opens a new journal.
     std::fs::remove_dir_all(f.home.root().join("db")).expect("rm db");
     let svc = MemoryService::open_with(f.home.clone(), Settings::default(), Arc::new(SystemClock)).expect("open");
-    assert_eq!(svc.index().count().expect("count"), 2);
-    assert!(entries(svc.index(), PROJECT).is_empty(), "repair appends to no journal");
+    assert_eq!(svc.raw_index().count().expect("count"), 2);
+    assert!(
+        entries(&svc.raw_index(), PROJECT).is_empty(),
+        "repair appends to no journal"
+    );
     svc.store(
         &f.ctx,
         StoreRequest {
@@ -370,7 +374,7 @@ fn an_index_rebuilt_from_the_files_imports_them_once_at_the_first_opening() {
         },
     )
     .expect("store");
-    let got = summary(svc.index(), PROJECT);
+    let got = summary(&svc.raw_index(), PROJECT);
     assert_eq!(got.len(), 3, "{got:?}");
     assert_eq!(got[2], note("c", "third"));
     let mut imported = got[..2].to_vec();

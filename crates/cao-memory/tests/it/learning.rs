@@ -10,6 +10,7 @@ use cao_memory::{
     StoreRequest,
 };
 use cao_testkit::conformance_dir;
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -40,7 +41,10 @@ fn register(fx: &ServiceFixture, id: &str, profile: Option<&str>) -> TerminalCon
         created_at: None,
         updated_at: None,
     };
-    fx.svc.index().upsert_terminal(&row, fx.clock.now()).expect("register");
+    fx.svc
+        .raw_index()
+        .upsert_terminal(&row, fx.clock.now())
+        .expect("register");
     TerminalContext {
         terminal_id: Some(id.into()),
         ..Default::default()
@@ -209,7 +213,7 @@ fn agents_report_and_list_their_own_session_only() {
 fn cao_mcp_like_resolve(fx: &ServiceFixture, ctx: TerminalContext) -> TerminalContext {
     let row = fx
         .svc
-        .index()
+        .raw_index()
         .terminal(ctx.terminal_id.as_deref().expect("id"))
         .expect("read")
         .expect("registered");
@@ -274,7 +278,7 @@ fn store_lesson_resolves_the_caller_from_its_terminal_record_only() {
     );
     let row = fx
         .svc
-        .index()
+        .raw_index()
         .get(
             Scope::Agent,
             Some("worker"),

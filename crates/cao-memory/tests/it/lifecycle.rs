@@ -42,7 +42,7 @@ fn fx() -> Fx {
         .open();
     let off = fx.svc.clone();
     let on = fx.reopen(lifecycle(true));
-    let rel = RelationshipService::new(fx.svc.index().clone(), fx.clock.clone());
+    let rel = RelationshipService::new(fx.svc.storage().clone(), fx.clock.clone());
     Fx { fx, off, on, rel }
 }
 
@@ -79,7 +79,7 @@ impl Fx {
         injected_keys(
             svc,
             &self.ctx,
-            &EligibilityRegistry::builtin(svc.index(), &svc.settings()),
+            &EligibilityRegistry::builtin(svc.storage(), &svc.settings()),
         )
     }
 
@@ -232,10 +232,10 @@ fn an_edge_store_failure_fails_open() {
     let broken = SupersedesSource::with_lookup(Box::new(|_| Err("database disk image is malformed".to_owned())));
     let reg = EligibilityRegistry::new(vec![Arc::new(broken)]);
     assert_eq!(injected_keys(&f.on, &f.ctx, &reg), keys(&["global/a", "global/b"]));
-    let reg = EligibilityRegistry::builtin(f.on.index(), &f.on.settings());
+    let reg = EligibilityRegistry::builtin(f.on.storage(), &f.on.settings());
     assert_eq!(reg.source_names(), [SUPERSEDES_SOURCE.to_owned()]);
     assert_eq!(injected_keys(&f.on, &f.ctx, &reg), keys(&["global/b"]));
-    assert!(EligibilityRegistry::builtin(f.off.index(), &f.off.settings()).is_empty());
+    assert!(EligibilityRegistry::builtin(f.off.storage(), &f.off.settings()).is_empty());
 }
 
 #[test]

@@ -12,6 +12,7 @@ use cao_memory::{
 };
 use cao_model::{OpenAiConfig, OpenAiModel, RetryPolicy};
 use cao_testkit::fake_model::{FakeModel, Reply};
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -126,17 +127,17 @@ fn planted() -> (ServiceFixture, PathBuf) {
     // Orphans: a file without a row that cannot be parsed (a note without its `# <key>` title: a parseable one
     // would be indexed by the next read), then index.md without one live line and with a ghost.
     fx.svc
-        .index()
+        .raw_index()
         .delete(Scope::Project, Some(PROJECT), &key("stray"))
         .expect("delete row");
     let stray = fx
         .svc
-        .layout()
+        .wiki_layout()
         .topic_path(Scope::Project, Some(PROJECT), &key("stray"))
         .expect("path");
     std::fs::write(stray, "A topic file whose row is gone, and without a title.\n").expect("write stray");
     fx.svc.flush_index_md().expect("flush");
-    let index_md = fx.svc.layout().index_path(PROJECT).expect("index path");
+    let index_md = fx.svc.wiki_layout().index_path(PROJECT).expect("index path");
     let text = std::fs::read_to_string(&index_md).expect("read index.md");
     let edited: String = text
         .lines()
@@ -207,11 +208,11 @@ fn each_detector_finds_its_planted_problem_and_nothing_else() {
 #[test]
 fn lint_writes_nothing_and_counts_no_access() {
     let (fx, root) = planted();
-    let before = fx.svc.index().write_transactions();
-    let rows_before = fx.svc.index().all_rows().expect("rows");
+    let before = fx.svc.storage().write_transactions();
+    let rows_before = fx.svc.raw_index().all_rows().expect("rows");
     lint(&fx, &root);
-    assert_eq!(fx.svc.index().write_transactions(), before, "no write transaction");
-    assert_eq!(fx.svc.index().all_rows().expect("rows"), rows_before);
+    assert_eq!(fx.svc.storage().write_transactions(), before, "no write transaction");
+    assert_eq!(fx.svc.raw_index().all_rows().expect("rows"), rows_before);
 }
 
 fn heal(fx: &ServiceFixture, root: &std::path::Path, apply: bool, aggressive: bool) -> cao_memory::HealReport {
@@ -251,7 +252,7 @@ fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
     let (fx, root) = planted();
     let stray_path = fx
         .svc
-        .layout()
+        .wiki_layout()
         .topic_path(Scope::Project, Some(PROJECT), &key("stray"))
         .expect("path");
     let stray_text = std::fs::read_to_string(&stray_path).expect("stray file");
@@ -314,7 +315,7 @@ fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
     assert!(!stray_path.exists());
     let notes = fx
         .svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some(PROJECT), &key("build-notes"))
         .expect("get")
         .expect("row");
@@ -328,14 +329,14 @@ fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
     );
     let pointer = fx
         .svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some(PROJECT), &key("pointer"))
         .expect("get")
         .expect("row");
     assert_eq!(pointer.related_keys.as_deref(), Some(""));
     let poisoned = fx
         .svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some(PROJECT), &key("poisoned"))
         .expect("get")
         .expect("row");
@@ -369,7 +370,7 @@ fn poisoned_counts_need_aggressive() {
     );
     let poisoned = fx
         .svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some(PROJECT), &key("poisoned"))
         .expect("get")
         .expect("row");
@@ -402,7 +403,7 @@ fn a_second_heal_fails_at_once_naming_the_lock() {
     assert!(err.to_string().contains(&lock.display().to_string()), "{err}");
     assert!(
         fx.svc
-            .layout()
+            .wiki_layout()
             .topic_path(Scope::Project, Some(PROJECT), &key("stray"))
             .expect("p")
             .exists()
@@ -423,12 +424,12 @@ fn a_topic_file_the_index_has_not_picked_up_is_indexed_not_deleted() {
         .recall(&fx.ctx, cao_memory::RecallRequest::default())
         .expect("recall");
     fx.svc
-        .index()
+        .raw_index()
         .delete(Scope::Project, Some(PROJECT), &key("ahead"))
         .expect("delete row");
     let path = fx
         .svc
-        .layout()
+        .wiki_layout()
         .topic_path(Scope::Project, Some(PROJECT), &key("ahead"))
         .expect("path");
     let r = lint(&fx, &root);
@@ -437,7 +438,7 @@ fn a_topic_file_the_index_has_not_picked_up_is_indexed_not_deleted() {
         "{r:#?}"
     );
     fx.svc
-        .index()
+        .raw_index()
         .delete(Scope::Project, Some(PROJECT), &key("ahead"))
         .expect("delete row again");
     let done = heal(&fx, &root, true, false);
@@ -448,7 +449,7 @@ fn a_topic_file_the_index_has_not_picked_up_is_indexed_not_deleted() {
     assert!(path.exists(), "the topic file is kept");
     let row = fx
         .svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some(PROJECT), &key("ahead"))
         .expect("get")
         .expect("indexed by heal's pickup");
@@ -470,7 +471,7 @@ fn unparsable_topic_files_are_reported_with_their_cause() {
     );
     let path_of = |k: &str| {
         fx.svc
-            .layout()
+            .wiki_layout()
             .topic_path(Scope::Project, Some(PROJECT), &key(k))
             .expect("path")
     };
@@ -526,7 +527,7 @@ fn unparsable_topic_files_are_reported_with_their_cause() {
     );
     let row = fx
         .svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some(PROJECT), &key("broken"))
         .expect("get")
         .expect("row kept");
@@ -560,13 +561,13 @@ fn heal_never_crosses_containers() {
     }
     let b_path = fx
         .svc
-        .layout()
+        .wiki_layout()
         .topic_path(Scope::Project, Some("proj-b"), &key("shared"))
         .expect("path");
     let b_bytes = std::fs::read(&b_path).expect("read b");
     let b_row = fx
         .svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some("proj-b"), &key("shared"))
         .expect("get");
     let done = heal(&fx, &root, true, false);
@@ -584,7 +585,7 @@ fn heal_never_crosses_containers() {
     );
     assert_eq!(
         fx.svc
-            .index()
+            .raw_index()
             .get(Scope::Project, Some("proj-b"), &key("shared"))
             .expect("get"),
         b_row,
@@ -592,7 +593,7 @@ fn heal_never_crosses_containers() {
     );
     let a = fx
         .svc
-        .index()
+        .raw_index()
         .get(Scope::Project, Some(PROJECT), &key("shared"))
         .expect("get")
         .expect("row");
@@ -756,14 +757,14 @@ fn contradictions_are_judged_strictly_and_bad_answers_are_counted() {
     assert_eq!(deleted, [("port-old", Some("port-new"))]);
     assert!(
         fx.svc
-            .index()
+            .raw_index()
             .get(Scope::Project, Some(PROJECT), &key("port-old"))
             .expect("get")
             .is_none()
     );
     assert!(
         fx.svc
-            .index()
+            .raw_index()
             .get(Scope::Project, Some(PROJECT), &key("port-new"))
             .expect("get")
             .is_some()
@@ -817,7 +818,7 @@ fn a_heal_applies_only_the_reviewed_plan() {
 
     let wiki = fx
         .svc
-        .layout()
+        .wiki_layout()
         .topic_path(Scope::Project, Some(PROJECT), &key("stray"))
         .expect("path");
     let unreviewed = wiki.with_file_name("unreviewed.md");

@@ -39,9 +39,10 @@ mod retention;
 /// edges removed), without audit lines: for tests about hand-made relations, whose fixtures would otherwise also
 /// relate lexically similar memories.
 pub(crate) fn forget_compiled_relations(svc: &cao_memory::MemoryService, clock: std::sync::Arc<dyn cao_core::Clock>) {
-    let rel = cao_lifecycle::RelationshipService::new(svc.index().clone(), clock);
-    for row in svc.index().all_rows().expect("rows") {
-        svc.index()
+    let rel = cao_lifecycle::RelationshipService::new(svc.storage().clone(), clock);
+    use cao_testkit::service::RawStorage;
+    for row in svc.raw_index().all_rows().expect("rows") {
+        svc.raw_index()
             .set_related_keys(row.scope, row.scope_id.as_deref(), &row.key, None)
             .expect("related_keys");
         rel.recompute(

@@ -9,6 +9,7 @@ use cao_memory::{
     ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, MemoryError, NoProgress, StoreRequest,
 };
 use cao_testkit::conformance_cases;
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use regex::Regex;
 use serde_json::Value;
@@ -342,7 +343,7 @@ fn a_dry_run_reports_what_the_real_run_does_and_writes_nothing() {
         ],
     );
     let before = memory_snapshot(&fx);
-    let rows_before = fx.svc.index().count().expect("count");
+    let rows_before = fx.svc.raw_index().count().expect("count");
     let dry = fx
         .svc
         .import(
@@ -357,7 +358,7 @@ fn a_dry_run_reports_what_the_real_run_does_and_writes_nothing() {
         before,
         "a dry run writes no file, lock or audit line"
     );
-    assert_eq!(fx.svc.index().count().expect("count"), rows_before);
+    assert_eq!(fx.svc.raw_index().count().expect("count"), rows_before);
     assert_eq!(dry.report.target_scope_id.as_deref(), Some("proj-x"));
     assert_eq!(
         (

@@ -65,7 +65,7 @@ proptest! {
             clock.advance(chrono::Duration::seconds(5));
             // file -> parse
             let text = std::fs::read_to_string(&r.file_path).expect("read topic");
-            let topic = cao_wiki::Topic::parse(&text).expect("parse");
+            let topic = cao_store::StoredTopic::parse(&text).expect("parse");
             prop_assert_eq!(topic.current_content(), body.as_str());
             // index -> show
             let m = svc.show(&c, &key, Some(Scope::Global)).expect("show").expect("present");

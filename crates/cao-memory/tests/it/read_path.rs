@@ -5,6 +5,7 @@
 
 use cao_core::identity::{IDENTITY_TTL, git_spawns_on_this_thread};
 use cao_memory::RecallRequest;
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
 use std::process::{Command, Stdio};
 
@@ -26,7 +27,7 @@ fn recall(fx: &ServiceFixture, record_access: bool) -> Vec<String> {
 
 /// (write transactions, git spawns) so far.
 fn counters(fx: &ServiceFixture) -> (u64, u64) {
-    (fx.svc.index().write_transactions(), git_spawns_on_this_thread())
+    (fx.svc.storage().write_transactions(), git_spawns_on_this_thread())
 }
 
 /// Make the fixture's cwd a git repository whose `origin` is `url`.
@@ -48,7 +49,7 @@ fn assert_warm_recall_is_read_only(fx: &ServiceFixture, expect_project: &str) {
     let stored = fx.store("project", "build-commands", "cargo build");
     assert_eq!(stored.scope_id.as_deref(), Some(expect_project));
     fx.store("global", "prefer-pytest", "pytest over unittest");
-    let aliases = fx.svc.index().aliases(expect_project).expect("aliases");
+    let aliases = fx.svc.raw_index().aliases(expect_project).expect("aliases");
     assert_eq!(aliases.len(), 1, "the cwd hash is recorded as the project's alias");
 
     // Access counts are due: this recall writes them (one transaction), and spawns nothing.

@@ -2,6 +2,7 @@
 
 use cao_core::{Key, Scope, TerminalContext};
 use cao_memory::RecallRequest;
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 
 /// The service fixture with this file's steps (each store ten seconds after the previous one).
@@ -180,7 +181,7 @@ fn access_is_counted_once_per_minute_per_returned_row() {
     let key = Key::parse_strict("a").expect("key");
     let count = |w: &World| {
         w.svc
-            .index()
+            .raw_index()
             .get(Scope::Global, None, &key)
             .expect("get")
             .expect("row")
@@ -214,7 +215,7 @@ fn access_is_counted_once_per_minute_per_returned_row() {
     let b = Key::parse_strict("b").expect("key");
     assert_eq!(
         w.svc
-            .index()
+            .raw_index()
             .get(Scope::Global, None, &b)
             .expect("get")
             .expect("row")

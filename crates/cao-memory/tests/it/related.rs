@@ -5,6 +5,7 @@
 use cao_core::{Key, Scope};
 use cao_lifecycle::{NewRelationship, RelOrigin, RelStatus, RelType, RelationshipFilter};
 use cao_memory::{ContextRequest, RecallRequest};
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::Duration;
 
@@ -23,7 +24,7 @@ fn store(fx: &ServiceFixture, scope: &str, key: &str, content: &str) {
 fn related_keys(fx: &ServiceFixture, scope: Scope, scope_id: Option<&str>, key: &str) -> Option<String> {
     let key = Key::parse_strict(key).expect("key");
     fx.svc
-        .index()
+        .raw_index()
         .get(scope, scope_id, &key)
         .expect("get")
         .expect("row")
@@ -130,7 +131,7 @@ fn a_store_and_its_related_pass_commit_as_one_write_transaction() {
     let fx = fixture();
     store_kafka_topics(&fx);
     let pid = Some("proj-a");
-    let before = fx.svc.index().write_transactions();
+    let before = fx.svc.storage().write_transactions();
     store(
         &fx,
         "project",
@@ -138,7 +139,7 @@ fn a_store_and_its_related_pass_commit_as_one_write_transaction() {
         "Kafka consumers of the billing topics commit offsets after each account event.",
     );
     assert_eq!(
-        fx.svc.index().write_transactions(),
+        fx.svc.storage().write_transactions(),
         before + 1,
         "the row, its journal entry, related_keys and the compiler edges are one commit"
     );
@@ -163,7 +164,7 @@ fn a_store_and_its_related_pass_commit_as_one_write_transaction() {
         "kafka-consumers",
         "Kafka consumers of the billing topics commit offsets after each account event.",
     );
-    assert_eq!(fx.svc.index().write_transactions(), before + 2);
+    assert_eq!(fx.svc.storage().write_transactions(), before + 2);
     assert_eq!(edges(&fx, Scope::Project, pid, "kafka-consumers"), found);
 }
 
@@ -361,7 +362,7 @@ fn a_removed_memory_leaves_no_dangling_related_key_behind() {
         .filter(|k| {
             let row = fx
                 .svc
-                .index()
+                .raw_index()
                 .get(Scope::Project, pid, &Key::parse_strict(k).expect("key"))
                 .expect("get");
             row.and_then(|r| r.related_keys)

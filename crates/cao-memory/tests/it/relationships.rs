@@ -10,7 +10,7 @@ fn setup() -> (tempfile::TempDir, MemoryService, RelationshipService, TerminalCo
     let ServiceFixture {
         dir, svc, clock, ctx, ..
     } = ServiceFixture::builder().project("p").open();
-    let rel = RelationshipService::new(svc.index().clone(), clock);
+    let rel = RelationshipService::new(svc.storage().clone(), clock);
     (dir, svc, rel, ctx)
 }
 

@@ -2,6 +2,7 @@
 
 use cao_core::{Key, Scope, Settings, TerminalContext};
 use cao_memory::{AuditLog, ForgetRequest, StoreRequest};
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use std::path::{Path, PathBuf};
@@ -58,7 +59,7 @@ impl Fixture {
     fn keys(&self) -> Vec<(String, String)> {
         let mut v: Vec<_> = self
             .svc
-            .index()
+            .raw_index()
             .all_rows()
             .expect("rows")
             .into_iter()
@@ -136,12 +137,12 @@ fn cleanup_follows_the_retention_table_and_exempts_user_and_feedback() {
         assert!(!left.contains(gone), "{gone:?} still indexed");
     }
     // Files are gone and index.md no longer lists them.
-    let proj_wiki = f.svc.layout().wiki_dir("proj-a").expect("wiki dir");
+    let proj_wiki = f.svc.wiki_layout().wiki_dir("proj-a").expect("wiki dir");
     assert!(!proj_wiki.join("project/project-project.md").exists());
     assert!(proj_wiki.join("project/project-user.md").exists());
     assert!(
         !f.svc
-            .layout()
+            .wiki_layout()
             .wiki_dir("global")
             .expect("wiki dir")
             .join("session/sess-1/session-reference.md")

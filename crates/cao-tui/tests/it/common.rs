@@ -12,6 +12,7 @@ use cao_core::{Settings, TerminalContext};
 use cao_journal::Address;
 use cao_memory::JournalTarget;
 use cao_model::{Completion, Limits, Model, ModelError, ModelInfo, ModelProvider, Prompt};
+use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use cao_tui::{LocalSource, Source, State};
 use ratatui::Terminal;
@@ -133,7 +134,7 @@ pub(crate) fn home(settings: Settings) -> ServiceFixture {
     let now = fx.clock_now();
     let taken = fx
         .svc
-        .index()
+        .raw_index()
         .journal_write::<bool, cao_index::IndexError>(|j| {
             j.lease_claim(
                 PROJECT,

@@ -68,7 +68,7 @@ impl std::fmt::Display for DamagedIndex {
 /// next open rebuilds the index from the wiki files. `now` names the moved file (`<name>.corrupt-YYYYMMDDTHHMMSSZ`).
 /// Returns `None` (and changes nothing) when the file is missing or sound.
 ///
-/// Errors: [`MemoryError::Index`] when the file cannot be checked for reasons other than damage (permissions, a lock
+/// Errors: [`MemoryError::Store`] when the file cannot be checked for reasons other than damage (permissions, a lock
 /// held past the busy timeout), or cannot be moved.
 pub fn recover_damaged_index(home: &CaoHome, now: DateTime<Utc>) -> Result<Option<DamagedIndex>, MemoryError> {
     let db = home.db_path();

@@ -11,16 +11,16 @@ pub const PLAN_DIGEST_LEN: usize = 64;
 
 /// Lowercase hex SHA-256 of `value`'s compact JSON. The plan types are plain data (strings, numbers, unit enums),
 /// whose serialisation does not fail; were it to, the digest would be that of no bytes.
-pub(crate) fn sha256_hex(value: &impl Serialize) -> String {
+pub fn sha256_hex(value: &impl Serialize) -> String {
     cao_embed::sha256_hex(&serde_json::to_vec(value).unwrap_or_default())
 }
 
 /// Whether `reviewed` names the plan whose digest is `current` (surrounding whitespace and hex case ignored).
-pub(crate) fn matches(reviewed: &str, current: &str) -> bool {
+pub fn matches(reviewed: &str, current: &str) -> bool {
     reviewed.trim().eq_ignore_ascii_case(current)
 }
 
 /// `reviewed` as an error message shows it: trimmed, without control characters, at most 80 characters.
-pub(crate) fn shown(reviewed: &str) -> String {
+pub fn shown(reviewed: &str) -> String {
     reviewed.trim().chars().filter(|c| !c.is_control()).take(80).collect()
 }

@@ -1,4 +1,5 @@
-//! The service's error type.
+//! The error types of the memory system: [`MemoryError`], what every store operation and feature returns, and
+//! [`StoreError`], a failure of the store's backend.
 
 use cao_protocol::{ErrorCode, ToolError};
 use std::path::PathBuf;
@@ -147,9 +148,9 @@ pub enum MemoryError {
     /// The wiki layer failed.
     #[error(transparent)]
     Wiki(#[from] cao_wiki::WikiError),
-    /// The SQLite index failed.
+    /// The store's backend failed (for the embedded store: the SQLite index).
     #[error(transparent)]
-    Index(#[from] cao_index::IndexError),
+    Store(#[from] StoreError),
     /// The journal's stored state contradicts itself (another program changed its tables).
     #[error("{0}")]
     JournalCorrupt(String),
@@ -186,7 +187,7 @@ impl MemoryError {
             },
             MemoryError::HealBusy { .. } | MemoryError::PlanChanged { .. } => ErrorCode::Refused,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
-            MemoryError::Index(_) | MemoryError::JournalCorrupt(_) => ErrorCode::IndexError,
+            MemoryError::Store(_) | MemoryError::JournalCorrupt(_) => ErrorCode::IndexError,
         }
     }
 
@@ -219,17 +220,45 @@ impl From<cao_core::CoreError> for MemoryError {
     }
 }
 
-impl From<cao_journal::JournalError> for MemoryError {
-    /// A journal failure: database errors stay index errors, a bad address or argument is the caller's
-    /// ([`MemoryError::Invalid`]), an inconsistent stored state is [`MemoryError::JournalCorrupt`].
-    fn from(e: cao_journal::JournalError) -> Self {
-        use cao_journal::JournalError;
-        match e {
-            JournalError::Index(e) => MemoryError::Index(e),
-            JournalError::Corrupt(_) => MemoryError::JournalCorrupt(e.to_string()),
-            JournalError::Address(_) | JournalError::OutOfRange { .. } | JournalError::Invalid(_) => {
-                MemoryError::Invalid(e.to_string())
-            }
+impl From<cao_index::IndexError> for MemoryError {
+    /// A failure of the embedded store's SQLite index.
+    fn from(e: cao_index::IndexError) -> Self {
+        MemoryError::Store(StoreError::Index(e))
+    }
+}
+
+/// A failure of the store's backend: what the read snapshot, the write transaction and the journal operations of
+/// [`crate::Reads`], [`crate::Writes`] and [`crate::JournalOps`] return. Messages are one line and name the
+/// offending value; none carries memory text.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The embedded store's SQLite index failed, or refused a value (see [`StoreError::invalid_argument`]).
+    #[error(transparent)]
+    Index(#[from] cao_index::IndexError),
+    /// A closure run inside a transaction failed and the transaction was rolled back; whoever ran the closure
+    /// gives back its own error instead of this one.
+    #[error("the transaction was rolled back because the work inside it failed")]
+    RolledBack,
+}
+
+/// The error a closure run inside a store transaction returns to have the transaction rolled back.
+pub(crate) fn rollback() -> StoreError {
+    StoreError::RolledBack
+}
+
+impl StoreError {
+    /// The message when the backend refused a caller-supplied value (an oversized attribute, an empty id, ...),
+    /// which is the caller's fault rather than the store's; `None` for every other failure.
+    pub fn invalid_argument(&self) -> Option<&str> {
+        match self {
+            StoreError::Index(cao_index::IndexError::Invalid(m)) => Some(m),
+            StoreError::Index(_) | StoreError::RolledBack => None,
         }
+    }
+
+    /// Whether another process held the database lock for longer than the store waits (a retry may succeed).
+    pub fn is_busy(&self) -> bool {
+        let text = self.to_string().to_ascii_lowercase();
+        text.contains("locked") || text.contains("busy")
     }
 }

@@ -11,19 +11,21 @@
 
 use crate::error::MemoryError;
 use crate::store::Store;
-use cao_core::{MemoryType, Scope, Settings, TerminalContext};
+use cao_core::{Key, MemoryType, Scope, Settings, TerminalContext};
 use cao_index::{MemoryRow, Visibility};
 
 /// One scope's readable slice: every scope id (`None`) or the listed ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ScopeGroup {
-    pub(crate) scope: Scope,
-    pub(crate) ids: Option<Vec<String>>,
+pub struct ScopeGroup {
+    /// The scope.
+    pub scope: Scope,
+    /// The scope ids the caller sees in it; `None` = every one (global and federated have none; `scan_all`).
+    pub ids: Option<Vec<String>>,
 }
 
 impl ScopeGroup {
     /// `vis` widened by this group.
-    pub(crate) fn add_to(&self, vis: Visibility) -> Visibility {
+    pub fn add_to(&self, vis: Visibility) -> Visibility {
         match (&self.ids, self.scope.needs_scope_id()) {
             (None, true) => vis.allow_any(self.scope),
             (None, false) => vis.allow(self.scope, None),
@@ -32,20 +34,20 @@ impl ScopeGroup {
     }
 
     /// The visibility of this group alone.
-    pub(crate) fn visibility(&self) -> Visibility {
+    pub fn visibility(&self) -> Visibility {
         self.add_to(Visibility::none())
     }
 }
 
 /// The visibility of all `groups` together.
-pub(crate) fn union(groups: &[ScopeGroup]) -> Visibility {
+pub fn union(groups: &[ScopeGroup]) -> Visibility {
     groups.iter().fold(Visibility::none(), |v, g| g.add_to(v))
 }
 
 /// The scope groups `ctx` may read, in precedence order (only `scope` when given); see the module documentation.
 ///
 /// Errors: [`MemoryError::Invalid`] for a malformed explicit project id; index errors reading aliases.
-pub(crate) fn groups(
+pub fn groups(
     store: &Store,
     ctx: &TerminalContext,
     settings: &Settings,
@@ -59,7 +61,7 @@ pub(crate) fn groups(
 /// which must not write. Aliases recorded earlier are still included.
 ///
 /// Errors: as [`groups`].
-pub(crate) fn groups_read_only(
+pub fn groups_read_only(
     store: &Store,
     ctx: &TerminalContext,
     settings: &Settings,
@@ -105,7 +107,7 @@ fn resolve_groups(
                     }
                     ids.push(a.clone());
                 }
-                for a in store.index().aliases(&ident.project_id)? {
+                for a in store.snapshot().aliases(&ident.project_id)? {
                     if !ids.contains(&a.alias) {
                         ids.push(a.alias);
                     }
@@ -121,7 +123,7 @@ fn resolve_groups(
 /// Every visible row (recency order within each scope group, groups in precedence order), up to `limit`.
 ///
 /// Errors: as [`groups`]; index errors.
-pub(crate) fn visible_rows(
+pub fn visible_rows(
     store: &Store,
     ctx: &TerminalContext,
     settings: &Settings,
@@ -136,7 +138,7 @@ pub(crate) fn visible_rows(
         if remaining == 0 {
             break;
         }
-        out.extend(store.index().recency_pool(&g.visibility(), memory_type, remaining)?);
+        out.extend(store.snapshot().recency_pool(&g.visibility(), memory_type, remaining)?);
     }
     Ok(out)
 }
@@ -148,14 +150,14 @@ pub(crate) fn visible_rows(
 /// Errors: [`MemoryError::Invalid`] when the cursor's memory is in no listed scope group, or no longer exists (the
 /// listing changed under the page: start again from the first page); as [`groups`]; index errors.
 #[allow(clippy::too_many_arguments, reason = "the listing's filters plus the page position")]
-pub(crate) fn visible_rows_from(
+pub fn visible_rows_from(
     store: &Store,
     ctx: &TerminalContext,
     settings: &Settings,
     scope: Option<Scope>,
     memory_type: Option<MemoryType>,
     scan_all: bool,
-    cursor: &crate::types::ListCursor,
+    cursor: &ListCursor,
     limit: usize,
 ) -> Result<Vec<MemoryRow>, MemoryError> {
     let groups = groups(store, ctx, settings, scope, scan_all)?;
@@ -184,7 +186,7 @@ pub(crate) fn visible_rows_from(
         before: cursor.before,
     };
     let mut out = store
-        .index()
+        .snapshot()
         .recency_page(&groups[at].visibility(), memory_type, &position, limit)?
         .ok_or_else(gone)?;
     if cursor.before {
@@ -195,7 +197,7 @@ pub(crate) fn visible_rows_from(
             }
             out.extend(
                 store
-                    .index()
+                    .snapshot()
                     .recency_pool_last(&g.visibility(), memory_type, remaining)?,
             );
         }
@@ -206,7 +208,7 @@ pub(crate) fn visible_rows_from(
             if remaining == 0 {
                 break;
             }
-            out.extend(store.index().recency_pool(&g.visibility(), memory_type, remaining)?);
+            out.extend(store.snapshot().recency_pool(&g.visibility(), memory_type, remaining)?);
         }
     }
     Ok(out)
@@ -215,7 +217,7 @@ pub(crate) fn visible_rows_from(
 /// The scope id a write or a forget by `ctx` targets in `scope`, recording the project alias when one applies.
 ///
 /// Errors: [`MemoryError::Invalid`] when the id cannot be resolved (no session name, agent profile or project).
-pub(crate) fn target_scope_id(
+pub fn target_scope_id(
     store: &Store,
     ctx: &TerminalContext,
     scope: Scope,
@@ -229,4 +231,19 @@ pub(crate) fn target_scope_id(
         return Ok(Some(ident.project_id));
     }
     Ok(ctx.scope_id_for(scope, settings)?)
+}
+
+/// Where a page of the operator listing starts (keyset paging): the memory `(scope, scope_id, key)` shown last
+/// (or first) on the page before, and the side of it the page lies on. A page read from a cursor costs what the
+/// first page costs, however deep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListCursor {
+    /// The memory's scope.
+    pub scope: Scope,
+    /// Its scope id (`None` for global and federated).
+    pub scope_id: Option<String>,
+    /// Its key.
+    pub key: Key,
+    /// `false`: the memories listed after it (the next page); `true`: those listed before it (the previous page).
+    pub before: bool,
 }

@@ -1,31 +1,31 @@
-//! The store: one memory home opened for reading and writing, and the only code in this crate that changes a wiki
+//! The embedded backend: one memory home's wiki files and SQLite index, and the only code that changes a wiki
 //! file or an index row.
 //!
-//! [`Store`] holds what every feature reads (home, wiki layout, SQLite index, clock, fixed settings, the identity
-//! of the database file it opened, the supersedes lookup) and owns the write protocol:
+//! [`Embedded`] holds the home, the wiki layout, the SQLite index, the clock, the identity of the database file it
+//! opened and the journal's rules, and owns the write protocol:
 //!
-//! - **write** ([`Store::write`]): per-topic file lock -> read the prior row -> atomic replace of the topic file
+//! - **write** ([`Embedded::write`]): per-topic file lock -> read the prior row -> atomic replace of the topic file
 //!   (`cao-wiki`: temp file + rename, fsynced with `memory.fsync_writes`, docs/decisions/0012) -> one index transaction (row, both FTS tables, term statistics,
 //!   `index.md` dirty mark) -> unlock. A failure after the file replace is [`MemoryError::PartialWrite`].
-//! - **remove** ([`Store::remove`]): under the same lock, the topic file, then the row and the dirty mark.
-//! - **access counting** ([`Store::record_access`]) and **project aliases** ([`Store::record_alias`]): best-effort
+//! - **remove** ([`Embedded::remove`]): under the same lock, the topic file, then the row and the dirty mark.
+//! - **access counting** ([`Embedded::record_access`]) and **project aliases** ([`Embedded::record_alias`]): best-effort
 //!   index writes that never fail a read.
-//! - **index.md flush** ([`Store::flush_index_md`]) and **repair** ([`Store::repair`]), which rebuilds the index
+//! - **index.md flush** ([`Embedded::flush_index_md`]) and **repair** ([`Embedded::repair`]), which rebuilds the index
 //!   from the files and runs when a process opens an empty index next to existing files.
-//! - **index current** ([`Store::ensure_index_current`]): no read or write goes through a database file that was
+//! - **index current** ([`Embedded::ensure_index_current`]): no read or write goes through a database file that was
 //!   removed or replaced after this process opened it. Such a call fails with an error naming `cao memory repair`
 //!   (and a restart) instead of reopening: the rows of the unlinked file are not in the new one, another process may
-//!   be rebuilding it, and [`Store::health`] reports the state so a supervisor can restart the process, which
+//!   be rebuilding it, and [`Embedded::health`] reports the state so a supervisor can restart the process, which
 //!   rebuilds an empty index from the files on open.
-//! - **pickup of external changes** ([`Store::prepare_read`], called before every read answers): topic files edited,
+//! - **pickup of external changes** ([`Embedded::prepare_read`], called before every read answers): topic files edited,
 //!   added or removed outside the tool (by hand, by another program, by a writer killed between its file write and
-//!   its index transaction) are brought into the index ([`Store::pick_up_changes`]). Every row records the
+//!   its index transaction) are brought into the index ([`Embedded::pick_up_changes`]). Every row records the
 //!   [`FileStamp`] (size, ctime, inode) of its file as written; the index records, per scope directory, the stamp the
 //!   directory had when every file in it agreed with its row. A walk `stat`s each scope directory and lists only
 //!   those whose stamp changed (a creation, removal or rename in a directory changes its stamp), comparing names and
 //!   inode numbers from the directory entries with the rows; and it `stat`s the files of [`ROTATION_BATCH`] rows in
 //!   rotation over the index, which finds edits made in place. Only files that disagree with their rows are read,
-//!   under their topic lock, and each change goes through one hook, [`Store::apply_external_change`], in one index
+//!   under their topic lock, and each change goes through one hook, [`Embedded::apply_external_change`], in one index
 //!   transaction. A process walks at most once per [`PICKUP_INTERVAL`] (and at most every 20 times the last walk's
 //!   duration, so the walk uses at most 5 % of a busy process), the first read of a process always walks, and
 //!   while one thread walks the others answer from the index as it is. The walk also removes the temp files of
@@ -35,29 +35,36 @@
 //! transaction has committed, so file and row change together and two writers of one key serialise; writers of
 //! different keys do not wait for each other. Every row written records the stamp of its file as written. A
 //! directory's stamp is recorded only when every file in it agreed with its row, no temp file was in it and it had
-//! not changed for [`DIR_SETTLE`]. After any sequence of completed calls, [`Store::repair`] finds nothing to change.
+//! not changed for [`DIR_SETTLE`]. After any sequence of completed calls, [`Embedded::repair`] finds nothing to change.
 //! After a file is created, removed or replaced outside the tool, a read that starts [`PICKUP_INTERVAL`] later
 //! answers from an index that agrees with the files; an edit made in place is seen as soon when the index holds at
 //! most [`ROTATION_BATCH`] rows, and within `rows / ROTATION_BATCH` walks otherwise.
 //!
-//! Layering: this module depends on no feature module of the crate (only on [`crate::error`] and
-//! [`crate::types`]), so it can move to a crate of its own below the features that use it. Relationship purges,
-//! audit lines and every read-side rule (visibility, ranking, eligibility) belong to the features.
+//! Relationship purges, audit lines and every read-side rule (visibility, ranking, eligibility) belong to the
+//! features; the journal's rules are run through [`JournalRules`].
 
+mod tables;
+
+use crate::backend::{
+    Backend, ContentFiles, FileScan, NewEntry, PendingVector, Presence, Purged, Recoverable, Removed, StoredTopic,
+    Written, journal_writer,
+};
 use crate::error::MemoryError;
+use crate::journal::JournalRules;
+use crate::tables::{FollowUpOps, Reads, Writes};
 use crate::types::{RepairReport, StoreHealth};
 use cao_core::fs::FileStamp;
 use cao_core::memory_ref::label;
-use cao_core::{CaoHome, Clock, MemoryRef, MemoryType, Scope, Settings, SourceKind};
-use cao_index::{AppendWhen, Index, JournalNote, JournalWriter, MemoryRow, RowStamp, SupersedesLookup};
+use cao_core::{CaoHome, Clock, MemoryRef, Scope, Settings, SourceKind};
+use cao_index::{AppendWhen, Index, JournalNote, JournalWriter, MemoryRow, RowStamp};
 use cao_wiki::{ScopeDir, Topic, TopicLock, WikiLayout};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-/// The shortest time between two walks of one process for external changes ([`Store::prepare_read`]).
+/// The shortest time between two walks of one process for external changes ([`Embedded::prepare_read`]).
 pub(crate) const PICKUP_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A walk waits at least this many times the previous walk's duration before the next one.
@@ -73,59 +80,27 @@ pub(crate) const DIR_SETTLE: Duration = Duration::from_secs(2);
 /// `rows / ROTATION_BATCH` walks.
 pub(crate) const ROTATION_BATCH: usize = 4096;
 
-/// One memory home, open. Shared by every clone of a service (behind an `Arc`); safe to use from many threads, and
-/// many processes may open the same home at once.
-pub(crate) struct Store {
+/// One memory home, open. Safe to use from many threads, and many processes may open the same home at once.
+pub(crate) struct Embedded {
     home: CaoHome,
     layout: WikiLayout,
     index: Index,
     clock: Arc<dyn Clock>,
-    /// Fixed settings (tests, embedding); `None` = re-read `settings.json` whenever asked.
-    settings: Option<Settings>,
     /// (device, inode) of the database file when it was opened.
     db_identity: Option<(u64, u64)>,
-    /// How supersedes state is read for ordering, labels and explain; unset = the index's edge table.
-    supersedes_lookup: OnceLock<Arc<SupersedesLookup>>,
+    /// The journal's rules, run in every transaction that appends entries (also installed as the index's append
+    /// hook).
+    rules: Option<&'static dyn JournalRules>,
     /// The state of the pickup of external changes.
     pickup: Mutex<Pickup>,
-    /// Containers whose journal this process knows to exist ([`Store::open_journal`] ran or found it).
+    /// Containers whose journal this process knows to exist ([`Embedded::open_journal`] ran or found it).
     journals: Mutex<HashSet<String>>,
-    /// The embedding model of the last model directory asked for, loaded once ([`Store::embedder`]); `None` inside
-    /// when it failed to load.
-    embedder: Mutex<Option<(PathBuf, Option<Arc<cao_embed::Embedder>>)>>,
     /// Whether topic file writes are fsynced (`memory.fsync_writes` of the settings the last call read, or the
     /// fixed settings; docs/decisions/0012). Kept here so a write needs no settings read of its own.
     fsync_writes: std::sync::atomic::AtomicBool,
 }
 
-/// Whether this process has said that dense recall is off (said once).
-static DENSE_OFF_LOGGED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// An embedding stored with a write: the model id and the vector of the row's content.
-pub(crate) type Embedding = (String, Vec<f32>);
-
-/// A write's content being embedded ([`Store::start_embedding`]).
-#[derive(Debug)]
-pub(crate) struct PendingVector {
-    model: String,
-    pending: cao_embed::PendingEmbedding,
-}
-
-impl PendingVector {
-    /// The embedding, waiting for it; `None` when embedding failed (a warning; the memory is stored without a vector
-    /// and `cao memory embed` fills it in later).
-    fn finish(self) -> Option<Embedding> {
-        match self.pending.into_vector() {
-            Ok(v) => Some((self.model, v)),
-            Err(e) => {
-                tracing::warn!("the memory is stored without a vector: {e}");
-                None
-            }
-        }
-    }
-}
-
-/// The state of this process's pickup of external changes ([`Store::pick_up_changes`]).
+/// The state of this process's pickup of external changes ([`Embedded::pick_up_changes`]).
 #[derive(Debug, Default)]
 struct Pickup {
     /// Where the rotation over the rows goes on (`None` until the first walk picks a start).
@@ -151,7 +126,7 @@ struct Walk {
     temp_files: Vec<PathBuf>,
 }
 
-/// A change made to the wiki outside the tool, as [`Store::apply_external_change`] records it.
+/// A change made to the wiki outside the tool, as [`Embedded::apply_external_change`] records it.
 #[derive(Debug)]
 pub(crate) enum ExternalChange {
     /// A topic file was added or changed: its row as rebuilt from the file (new, or replacing the stored one).
@@ -178,146 +153,55 @@ enum FileOutcome {
     Vanished,
 }
 
-impl std::fmt::Debug for Store {
+impl std::fmt::Debug for Embedded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
+        f.debug_struct("Embedded")
             .field("home", &self.home)
             .field("index", &self.index)
-            .field("fixed_settings", &self.settings.is_some())
-            .field(
-                "supersedes_lookup",
-                &if self.supersedes_lookup.get().is_some() {
-                    "custom"
-                } else {
-                    "index"
-                },
-            )
+            .field("journal_rules", &self.rules.is_some())
             .finish_non_exhaustive()
     }
 }
 
-/// One entry to write through [`Store::write`]: the memory's identity, its header fields, the entry text and who
-/// wrote it. Every field has been validated by the caller.
-#[derive(Debug)]
-pub(crate) struct NewEntry<'a> {
-    /// The memory (its scope id resolved: `None` for global and federated).
-    pub(crate) memory: MemoryRef,
-    /// Type label (replaces the header's).
-    pub(crate) memory_type: MemoryType,
-    /// Normalised tags (replace the header's).
-    pub(crate) tags: String,
-    /// The entry text.
-    pub(crate) content: &'a str,
-    /// Provider of the writing terminal, when known.
-    pub(crate) provider: Option<String>,
-    /// Id of the writing terminal, when known.
-    pub(crate) terminal_id: Option<String>,
-    /// The writing session (its name, or an agent CLI's session id), when known: the journal entry's writer.
-    pub(crate) session: Option<String>,
-    /// The entry's heading time (an import's frontmatter time, whole seconds); `None` = the clock's now. It is also
-    /// the row's `updated_at`.
-    pub(crate) at: Option<DateTime<Utc>>,
-    /// The embedding model directory of the call's settings (`memory.embeddings.model_dir`): [`Store::write`]
-    /// stores the vector of the content with the row. `None` = no vector (the memory's old vector, if any, no longer
-    /// applies to changed content; `cao memory embed` fills it in).
-    pub(crate) model_dir: Option<PathBuf>,
-}
-
-/// What [`Store::write`] did: the row as committed, whether the topic file was created, and the journal entry the
-/// write appended.
-#[derive(Debug)]
-pub(crate) struct Written {
-    /// The committed row.
-    pub(crate) row: MemoryRow,
-    /// True when the topic file did not exist before.
-    pub(crate) created: bool,
-    /// The id of the note entry appended to the container's journal.
-    pub(crate) journal_entry: Option<u64>,
-}
-
-/// What [`Store::remove`] did.
-#[derive(Debug)]
-pub(crate) struct Removed {
-    /// Whether a topic file existed (and is now gone).
-    pub(crate) existed: bool,
-    /// Where the topic file is (or was).
-    pub(crate) path: PathBuf,
-    /// The id of the delete entry appended to the container's journal (none when there was no row to delete).
-    pub(crate) journal_entry: Option<u64>,
-}
-
-/// What [`Store::purge`] did.
-#[derive(Debug)]
-pub(crate) struct Purged {
-    /// Whether a topic file existed (and is now gone).
-    pub(crate) file_existed: bool,
-    /// Whether an index row existed (and is now gone).
-    pub(crate) row_existed: bool,
-    /// Where the topic file is (or was).
-    pub(crate) path: PathBuf,
-    /// The journal side of the purge.
-    pub(crate) journal: cao_journal::PurgeReport,
-}
-
-/// Who a journal entry says wrote it: the terminal and session given, and this process.
-pub(crate) fn journal_writer(terminal_id: Option<String>, session: Option<String>) -> JournalWriter {
-    JournalWriter {
-        terminal_id,
-        session,
-        pid: Some(std::process::id()),
-    }
-}
-
-/// Which half of a memory [`Store::remove_recoverable`] expects to find.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Presence {
-    /// The topic file and the index row (a live memory).
-    Both,
-    /// A topic file without an index row.
-    FileOnly,
-    /// An index row without a topic file.
-    RowOnly,
-}
-
-/// What [`Store::remove_recoverable`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Recoverable {
-    /// Removed; the text it held (the file's, or the row's content).
-    Removed {
-        /// The removed text.
-        text: String,
-    },
-    /// Not removed, and why (one line).
-    Refused(String),
-}
-
-impl Store {
-    /// Open the home: create `memory/` (0700) and the database as needed, and rebuild an empty index from existing
-    /// wiki files. `settings` = fixed settings, `None` = `settings.json` read whenever asked.
+impl Embedded {
+    /// Open the home: create `memory/` (0700) and the database as needed, install the journal's `rules` as the
+    /// index's append hook, and rebuild an empty index from existing wiki files. `durable` = fsync topic writes
+    /// (until the first call's settings say otherwise).
     ///
-    /// Errors: [`MemoryError::Index`] when the database cannot be opened or migrated; [`MemoryError::Io`] when the
+    /// Errors: [`MemoryError::Store`] when the database cannot be opened or migrated; [`MemoryError::Io`] when the
     /// memory dir cannot be created; repair errors when an empty index must be rebuilt.
-    pub(crate) fn open(home: CaoHome, settings: Option<Settings>, clock: Arc<dyn Clock>) -> Result<Store, MemoryError> {
+    pub(crate) fn open(
+        home: CaoHome,
+        clock: Arc<dyn Clock>,
+        rules: Option<&'static dyn JournalRules>,
+        durable: bool,
+    ) -> Result<Embedded, MemoryError> {
         let memory_dir = home.memory_dir();
         create_private_dir(&memory_dir)?;
         let db_path = home.db_path();
         let index = Index::open(&db_path)?;
+        if let Some(rules) = rules {
+            index.set_append_hook(Arc::new(move |j, container| {
+                rules.settle(j, container).map_err(|e| {
+                    tracing::warn!(
+                        container,
+                        error = %e,
+                        "the journal's view could not be settled after a write; its readers settle it"
+                    );
+                })
+            }));
+        }
         let db_identity = file_identity(&db_path);
-        let fsync_writes = settings
-            .as_ref()
-            .is_some_and(|s| s.write_durability() == cao_core::fs::Durability::PowerLoss);
-        let store = Store {
+        let store = Embedded {
             layout: WikiLayout::new(memory_dir),
             home,
             index,
             clock,
-            settings,
             db_identity,
-            supersedes_lookup: OnceLock::new(),
+            rules,
             pickup: Mutex::new(Pickup::default()),
             journals: Mutex::new(HashSet::new()),
-            embedder: Mutex::new(None),
-            fsync_writes: std::sync::atomic::AtomicBool::new(fsync_writes),
+            fsync_writes: std::sync::atomic::AtomicBool::new(durable),
         };
         store.recover_empty_index()?;
         Ok(store)
@@ -339,101 +223,20 @@ impl Store {
             db = %self.home.db_path().display(),
             "the index is empty but wiki files exist; rebuilding it from the files (cao memory repair)"
         );
-        self.repair()?;
+        self.repair_now()?;
         Ok(())
     }
 
-    /// The home this store works on.
-    pub(crate) fn home(&self) -> &CaoHome {
-        &self.home
-    }
-
-    /// The SQLite index. Features read through it; writes go through the methods of this type.
-    pub(crate) fn index(&self) -> &Index {
-        &self.index
-    }
-
-    /// The wiki layout.
-    pub(crate) fn layout(&self) -> &WikiLayout {
-        &self.layout
-    }
-
-    /// The clock every timestamp comes from.
-    pub(crate) fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
-    }
-
     /// The clock's current time (UTC).
-    pub(crate) fn now(&self) -> DateTime<Utc> {
+    fn now(&self) -> DateTime<Utc> {
         self.clock.now()
-    }
-
-    /// The fixed settings, else `settings.json` read now (cheap; missing file = defaults).
-    pub(crate) fn settings(&self) -> Settings {
-        match &self.settings {
-            Some(s) => s.clone(),
-            None => Settings::load(&self.home),
-        }
-    }
-
-    /// The embedding model `settings` name (`memory.embeddings.model_dir`), loaded on first use and kept for the
-    /// process; `None` when none is configured (said once per process on stderr: dense recall is off) or it cannot
-    /// be loaded (a warning naming the error, once per directory). Never downloads anything.
-    pub(crate) fn embedder(&self, settings: &Settings) -> Option<Arc<cao_embed::Embedder>> {
-        self.embedder_at(settings.embedding_model_dir())
-    }
-
-    /// [`Store::embedder`] of the model directory `dir` (`None` = none configured).
-    fn embedder_at(&self, dir: Option<PathBuf>) -> Option<Arc<cao_embed::Embedder>> {
-        let Some(dir) = dir else {
-            if !DENSE_OFF_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                tracing::info!("dense recall is off: no embedding model configured (memory.embeddings.model_dir)");
-            }
-            return None;
-        };
-        let mut cached = self.embedder.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((path, model)) = cached.as_ref()
-            && *path == dir
-        {
-            return model.clone();
-        }
-        let model = match cao_embed::Embedder::load(&dir) {
-            Ok(m) => Some(Arc::new(m)),
-            Err(e) => {
-                tracing::warn!("dense recall is off: the embedding model cannot be loaded: {e}");
-                None
-            }
-        };
-        *cached = Some((dir, model.clone()));
-        model
-    }
-
-    /// Start embedding `content` with the model in `model_dir`, for a write: it runs on the model's thread while the
-    /// write prepares and writes its file ([`PendingVector::finish`] takes it before the index transaction); `None`
-    /// without a model.
-    fn start_embedding(&self, model_dir: Option<PathBuf>, content: &str) -> Option<PendingVector> {
-        let model = self.embedder_at(model_dir)?;
-        Some(PendingVector {
-            model: model.model_id().to_owned(),
-            pending: model.spawn_one(content),
-        })
-    }
-
-    /// Replace how supersedes state is read. Set at most once; `false` (and nothing changes) when already set.
-    pub(crate) fn set_supersedes_lookup(&self, lookup: Arc<SupersedesLookup>) -> bool {
-        self.supersedes_lookup.set(lookup).is_ok()
-    }
-
-    /// The supersedes lookup set with [`Store::set_supersedes_lookup`]; `None` = read the index's edge table.
-    pub(crate) fn supersedes_lookup(&self) -> Option<&SupersedesLookup> {
-        self.supersedes_lookup.get().map(|l| &**l)
     }
 
     /// Refuse to read or write through a database file that was removed or replaced after this process opened it:
     /// its rows would be invisible to every other process, and what it answers is no longer the store. One `stat`.
     ///
     /// Errors: [`MemoryError::Io`] (`NotFound`) naming the database file and the remedy.
-    pub(crate) fn ensure_index_current(&self) -> Result<(), MemoryError> {
+    fn ensure_index_current(&self) -> Result<(), MemoryError> {
         let path = self.home.db_path();
         if file_identity(&path) == self.db_identity {
             return Ok(());
@@ -449,9 +252,9 @@ impl Store {
     }
 
     /// The state of the store for a health check: degraded when the database file was removed or replaced
-    /// ([`Store::ensure_index_current`]), the index cannot be read, or the memory directory is gone. Cheap: two
+    /// ([`Embedded::ensure_index_current`]), the index cannot be read, or the memory directory is gone. Cheap: two
     /// `stat`s and one indexed query.
-    pub(crate) fn health(&self) -> StoreHealth {
+    fn health_now(&self) -> StoreHealth {
         if let Err(e) = self.ensure_index_current() {
             return StoreHealth::degraded(e.to_string());
         }
@@ -471,26 +274,14 @@ impl Store {
     }
 
     /// The step before every read answers (recall, list, show, explain, context block): the index must be current
-    /// ([`Store::ensure_index_current`]), and when a walk is due (the first read of the process, then at most once
-    /// per [`PICKUP_INTERVAL`]) changes made to the wiki outside the tool are picked up first
-    /// ([`Store::pick_up_changes`]). Only one thread walks at a time; the others answer from the index as it is. A
-    /// failed walk is logged and the read still answers.
+    /// ([`Embedded::ensure_index_current`]), and when a walk is due (the first read of the process, then at most
+    /// once per [`PICKUP_INTERVAL`]; always with `force`, the step of lint and heal, which judge files against rows
+    /// and must not mistake a file the index has not picked up yet for an orphan) changes made to the wiki outside
+    /// the tool are picked up first ([`Embedded::pick_up_changes`]). Only one thread walks at a time; the others
+    /// answer from the index as it is. A failed walk is logged and the read still answers; with `force`, files
+    /// that cannot be parsed are logged at debug level only (the caller reports them).
     ///
     /// Errors: [`MemoryError::Io`] when the database was removed or replaced.
-    pub(crate) fn prepare_read(&self) -> Result<(), MemoryError> {
-        self.prepare_read_walking(false)
-    }
-
-    /// [`Store::prepare_read`] that walks now, due or not (even while another thread of this process walks): the
-    /// step of the maintenance commands (lint, heal), which judge files against rows and must not mistake a file
-    /// the index has not picked up yet (added by hand, or written ahead of its row by an interrupted import) for
-    /// an orphan. Files that cannot be parsed are logged at debug level only: the caller reports them.
-    ///
-    /// Errors: as [`Store::prepare_read`].
-    pub(crate) fn prepare_read_now(&self) -> Result<(), MemoryError> {
-        self.prepare_read_walking(true)
-    }
-
     fn prepare_read_walking(&self, force: bool) -> Result<(), MemoryError> {
         self.ensure_index_current()?;
         let started = Instant::now();
@@ -506,7 +297,7 @@ impl Store {
             }
             p.walking = true;
         }
-        let result = self.pick_up_changes();
+        let result = self.pick_up_changes_now();
         {
             let mut p = self.pickup_state();
             p.walking = false;
@@ -555,7 +346,7 @@ impl Store {
     /// to be compared with their rows under their topic lock).
     ///
     /// Errors: the memory dir cannot be read; locks, index reads and writes.
-    pub(crate) fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
+    fn pick_up_changes_now(&self) -> Result<RepairReport, MemoryError> {
         let dirs = self.layout.scope_dirs()?;
         let mut walk = Walk {
             temp_files: dirs.temp_files,
@@ -609,7 +400,7 @@ impl Store {
         Ok(walk.report)
     }
 
-    /// List one scope directory and compare it with its rows (step 1 of [`Store::pick_up_changes`]). Returns whether
+    /// List one scope directory and compare it with its rows (step 1 of [`Embedded::pick_up_changes`]). Returns whether
     /// every file agreed with its row at the end and no temp file was seen (the directory's stamp may be recorded).
     ///
     /// Errors: the directory cannot be listed (other than gone), locks, index reads and writes.
@@ -655,7 +446,7 @@ impl Store {
         Ok(clean)
     }
 
-    /// Step 3 of [`Store::pick_up_changes`]: `stat` the files of the next [`ROTATION_BATCH`] rows and bring in those
+    /// Step 3 of [`Embedded::pick_up_changes`]: `stat` the files of the next [`ROTATION_BATCH`] rows and bring in those
     /// whose stamp is not the recorded one, or remove the rows whose file is gone.
     ///
     /// Errors: locks, index reads and writes.
@@ -817,11 +608,11 @@ impl Store {
 
     /// The one place a change made to the wiki outside the tool reaches the index, in one transaction: the rebuilt
     /// row is upserted (its container marked dirty), or the row of a vanished file deleted (its container marked
-    /// dirty). Called under the memory's topic lock by [`Store::pick_up_changes`] and [`Store::repair`]. The journal
+    /// dirty). Called under the memory's topic lock by [`Embedded::pick_up_changes`] and [`Embedded::repair`]. The journal
     /// records each picked-up change (a note or a delete entry) here, in the same transaction.
     ///
     /// Errors: index errors (nothing written).
-    pub(crate) fn apply_external_change(&self, change: ExternalChange) -> Result<(), MemoryError> {
+    fn apply_external_change(&self, change: ExternalChange) -> Result<(), MemoryError> {
         // An edit outside the tool has no terminal or session; the process that found it is recorded.
         let writer = journal_writer(None, None);
         let now = self.now();
@@ -853,20 +644,18 @@ impl Store {
     /// and its journal entry in one index transaction, followed in that same transaction by `then` (the write's
     /// follow-up, given the transaction and the row as written: the related-memory pass), which runs in a savepoint
     /// so its failure undoes only its own writes and is returned as the second value, never failing the write. The
-    /// topic lock is held throughout. Checks [`Store::ensure_index_current`] first.
+    /// topic lock is held throughout. Checks [`Embedded::ensure_index_current`] first.
     ///
     /// Errors: [`MemoryError::Corrupt`] (the existing file is unparsable; nothing written),
     /// [`MemoryError::PartialWrite`] (file written, index not), I/O, wiki and index errors.
-    pub(crate) fn write_then<T>(
+    fn write_then(
         &self,
         entry: NewEntry<'_>,
-        then: impl FnOnce(&cao_index::FollowUp<'_>, &MemoryRow) -> Result<T, MemoryError>,
-    ) -> Result<(Written, Result<T, MemoryError>), MemoryError> {
-        // The content (the row's content) is embedded on the model's thread while this one locks, reads and writes
-        // the topic file.
-        let embedding = self.start_embedding(entry.model_dir.clone(), entry.content);
+        embedding: Option<PendingVector>,
+        then: &mut dyn FnMut(&dyn FollowUpOps, &MemoryRow) -> Result<(), MemoryError>,
+    ) -> Result<(Written, Result<(), MemoryError>), MemoryError> {
         self.ensure_index_current()?;
-        self.open_journal(&entry.memory.container())?;
+        self.open_container_journal(&entry.memory.container())?;
         // The lock is held until the index transaction has committed, so file and row change together.
         let locked = self
             .layout
@@ -881,39 +670,21 @@ impl Store {
     }
 
     /// Rewrite an existing memory's content under its topic lock: `edit` gets the current row and returns the new
-    /// content (a new entry is appended, type and tags kept, as a store would) or `None` to leave it unchanged.
-    /// Returns what was written, `None` when there is no row or `edit` declined. The read and the write happen
-    /// under one lock, so no store between them is lost. Checks [`Store::ensure_index_current`] first.
+    /// content (a new entry is appended, type and tags kept, as a store would) or `None` to leave it unchanged;
+    /// with `compiled`, the written row's `last_compiled_at` is set to the heading time (whole seconds) of the new
+    /// entry, in the same index transaction. Returns what was written, `None` when there is no row or `edit`
+    /// declined. The read and the write happen under one lock, so no store between them is lost. Checks
+    /// [`Embedded::ensure_index_current`] first.
     ///
-    /// Errors: `edit`'s error (nothing written), and those of [`Store::write`].
-    pub(crate) fn rewrite(
-        &self,
-        memory: &MemoryRef,
-        edit: impl FnOnce(&MemoryRow) -> Result<Option<String>, MemoryError>,
-    ) -> Result<Option<Written>, MemoryError> {
-        self.rewrite_marked(memory, false, edit)
-    }
-
-    /// [`Store::rewrite`] for a compaction: the written row's `last_compiled_at` is set to the heading time (whole
-    /// seconds) of the entry holding the consolidated article, in the same index transaction.
-    ///
-    /// Errors: as [`Store::rewrite`].
-    pub(crate) fn rewrite_compiled(
-        &self,
-        memory: &MemoryRef,
-        edit: impl FnOnce(&MemoryRow) -> Result<Option<String>, MemoryError>,
-    ) -> Result<Option<Written>, MemoryError> {
-        self.rewrite_marked(memory, true, edit)
-    }
-
+    /// Errors: `edit`'s error (nothing written), and those of [`Embedded::write_then`].
     fn rewrite_marked(
         &self,
         memory: &MemoryRef,
         compiled: bool,
-        edit: impl FnOnce(&MemoryRow) -> Result<Option<String>, MemoryError>,
+        edit: &mut dyn FnMut(&MemoryRow) -> Result<Option<String>, MemoryError>,
     ) -> Result<Option<Written>, MemoryError> {
         self.ensure_index_current()?;
-        self.open_journal(&memory.container())?;
+        self.open_container_journal(&memory.container())?;
         let locked = self.layout.lock_topic(memory.scope, memory.scope_id(), &memory.key)?;
         let Some(prior) = self.index.get(memory.scope, memory.scope_id(), &memory.key)? else {
             return Ok(None);
@@ -942,25 +713,25 @@ impl Store {
             at: row.updated_at,
             ..note
         };
-        let (written, _) = self.commit(locked, write, row, &note, None, |_, _| Ok::<(), MemoryError>(()))?;
+        let (written, _) = self.commit(locked, write, row, &note, None, &mut |_, _| Ok(()))?;
         Ok(Some(written))
     }
 
     /// The file and index half of one write, under `locked`: replace the topic file, then commit `row`, its
     /// journal entry (`note`), its `embedding` (when a model is configured; waited for after the file is written)
-    /// and the follow-up `then` (in a savepoint, see [`Store::write_then`]) in one index transaction, then release
+    /// and the follow-up `then` (in a savepoint, see [`Embedded::write_then`]) in one index transaction, then release
     /// the lock.
     ///
     /// Errors: wiki errors (nothing written); [`MemoryError::PartialWrite`] when the index transaction fails.
-    fn commit<T, E>(
+    fn commit(
         &self,
         locked: cao_wiki::LockedTopic,
         write: cao_wiki::TopicWrite,
         mut row: MemoryRow,
         note: &JournalNote,
         embedding: Option<PendingVector>,
-        then: impl FnOnce(&cao_index::FollowUp<'_>, &MemoryRow) -> Result<T, E>,
-    ) -> Result<(Written, Result<T, E>), MemoryError> {
+        then: &mut dyn FnMut(&dyn FollowUpOps, &MemoryRow) -> Result<(), MemoryError>,
+    ) -> Result<(Written, Result<(), MemoryError>), MemoryError> {
         locked.write_prepared_with(&write, self.durability())?;
         stamp_written(&write, &mut row);
         let embedding = embedding.and_then(PendingVector::finish);
@@ -983,14 +754,7 @@ impl Store {
         Ok((written, followed))
     }
 
-    /// Take the durability of topic writes from `settings` (`memory.fsync_writes`), the settings the current call
-    /// read: every facade call passes its settings here before it writes, so no write reads `settings.json` again.
-    pub(crate) fn note_settings(&self, settings: &Settings) {
-        let fsync = settings.write_durability() == cao_core::fs::Durability::PowerLoss;
-        self.fsync_writes.store(fsync, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// How topic files are written now ([`Store::note_settings`]).
+    /// How topic files are written now ([`Backend::set_durable_writes`]).
     fn durability(&self) -> cao_core::fs::Durability {
         if self.fsync_writes.load(std::sync::atomic::Ordering::Relaxed) {
             cao_core::fs::Durability::PowerLoss
@@ -1000,12 +764,12 @@ impl Store {
     }
 
     /// Make sure `container` has a journal: the first time (for this process) a container is written, its journal
-    /// is opened with [`cao_journal::open_journal`], which imports the container's existing memories oldest first
+    /// is opened with [`crate::journal::open_journal`], which imports the container's existing memories oldest first
     /// by topic file mtime when no process did so before (spec 001 "Notes and the journal"). Every write of the
     /// tool and every journal read calls this first; afterwards it costs one set lookup.
     ///
     /// Errors: [`MemoryError::Invalid`] for a container that is not a valid name; index errors.
-    pub(crate) fn open_journal(&self, container: &cao_core::Container) -> Result<(), MemoryError> {
+    fn open_container_journal(&self, container: &cao_core::Container) -> Result<(), MemoryError> {
         let name = container.as_str();
         if self.journal_set().contains(name) {
             return Ok(());
@@ -1016,7 +780,7 @@ impl Store {
             Some(since.as_nanos() as i128)
         };
         let writer = journal_writer(None, None);
-        if let Some(imported) = cao_journal::open_journal(&self.index, name, &file_time, &writer)? {
+        if let Some(imported) = crate::journal::open_journal(&self.index, self.rules, name, &file_time, &writer)? {
             tracing::info!(
                 container = name,
                 imported = imported.end - imported.start,
@@ -1034,11 +798,11 @@ impl Store {
 
     /// Clear the journal of every container whose wiki directory is gone (spec 001: "Removing a project's
     /// memories/ directory clears its journal at the next turn"), with `secure_delete` and a WAL truncation
-    /// ([`cao_journal::clear`]). Journals without entries are left (a container opened before its first file).
+    /// ([`crate::journal::clear`]). Journals without entries are left (a container opened before its first file).
     /// Returns the containers cleared.
     ///
     /// Errors: index errors.
-    pub(crate) fn clear_removed_journals(&self) -> Result<Vec<String>, MemoryError> {
+    fn clear_removed_journals(&self) -> Result<Vec<String>, MemoryError> {
         let mut cleared = Vec::new();
         let journals = self.index.journal_read(|j| {
             let mut out = Vec::new();
@@ -1056,7 +820,7 @@ impl Store {
             if dir.is_dir() {
                 continue;
             }
-            let (entries, _) = cao_journal::clear(&self.index, &container)?;
+            let (entries, _) = crate::journal::clear(&self.index, &container)?;
             tracing::info!(
                 container,
                 entries,
@@ -1068,7 +832,7 @@ impl Store {
         Ok(cleared)
     }
 
-    /// [`Store::write`] of many entries with one batch file write and one index transaction for the whole batch (an
+    /// [`Embedded::write`] of many entries with one batch file write and one index transaction for the whole batch (an
     /// import): every topic lock is taken (in `(scope, scope id, key)` order, so two batch writers never wait for
     /// each other in a cycle), each new file text is computed and verified, the files are written by
     /// [`cao_wiki::write_prepared`], the rows by [`Index::upsert_many`] in the order of `entries`, then the locks are
@@ -1078,8 +842,8 @@ impl Store {
     /// after the files were written is [`MemoryError::PartialWrite`]). A memory must appear at most once in a
     /// batch (a repeat fails alone).
     ///
-    /// Errors (per entry): as [`Store::write`].
-    pub(crate) fn write_batch(&self, entries: Vec<NewEntry<'_>>) -> Vec<Result<Written, MemoryError>> {
+    /// Errors (per entry): as [`Embedded::write`].
+    fn write_batch(&self, entries: Vec<NewEntry<'_>>) -> Vec<Result<Written, MemoryError>> {
         let mut results: Vec<Option<Result<Written, MemoryError>>> = entries.iter().map(|_| None).collect();
         if let Err(e) = self.ensure_index_current() {
             let reason = e.to_string();
@@ -1097,7 +861,7 @@ impl Store {
         containers.sort_by(|a, b| a.as_str().cmp(b.as_str()));
         containers.dedup();
         for c in &containers {
-            if let Err(e) = self.open_journal(c) {
+            if let Err(e) = self.open_container_journal(c) {
                 let reason = e.to_string();
                 return entries
                     .iter()
@@ -1251,14 +1015,14 @@ impl Store {
 
     /// Remove one memory's topic file (under its lock), its index row and mark its container dirty. A missing file
     /// is not an error (any stale row is still dropped). Relationship edges are the caller's to purge. Checks
-    /// [`Store::ensure_index_current`] first.
+    /// [`Embedded::ensure_index_current`] first.
     ///
     /// Errors: invalid scope id ([`MemoryError::Wiki`]), I/O and index errors.
-    pub(crate) fn remove(&self, memory: &MemoryRef, writer: &JournalWriter) -> Result<Removed, MemoryError> {
+    fn remove_memory(&self, memory: &MemoryRef, writer: &JournalWriter) -> Result<Removed, MemoryError> {
         self.ensure_index_current()?;
         let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
         let path = self.layout.topic_path(scope, scope_id, key)?;
-        self.open_journal(&memory.container())?;
+        self.open_container_journal(&memory.container())?;
         let now = self.now();
         let delete = || {
             self.index
@@ -1283,20 +1047,26 @@ impl Store {
     }
 
     /// Purge one memory (spec 001 "Forget"; `cao memory purge`): under its topic lock the topic file is removed,
-    /// then in one `secure_delete` transaction its index row and search entries are deleted, both full-text
-    /// indexes merged, the text of every version blanked in the journal and every summary line that may hold it
-    /// dropped ([`cao_journal::purge_memory`]), then the database is rebuilt and the WAL truncated, so the text is
-    /// in no file of the home afterwards. No journal entry is appended: the memory's entries read `(purged)`.
-    /// Relationship edges are the caller's to purge.
+    /// then in one `secure_delete` transaction its index row and search entries are deleted, both full-text indexes
+    /// merged, and the journal's rules blank the text of every version and drop every summary line that may hold
+    /// it ([`JournalRules::purge`]), then the database is rebuilt and the WAL truncated, so the text is in no file
+    /// of the home afterwards. No journal entry is appended: the memory's entries read `(purged)`. Relationship
+    /// edges are the caller's to purge.
     ///
-    /// Errors: invalid scope id, I/O, index and journal errors. When the rebuild fails after the purge committed,
-    /// running the purge again completes it.
-    pub(crate) fn purge(&self, memory: &MemoryRef) -> Result<Purged, MemoryError> {
+    /// Errors: invalid scope id, I/O, index and journal errors; without journal rules the purge is refused before
+    /// anything changes. When the rebuild fails after the purge committed, running the purge again completes it.
+    fn purge_memory(&self, memory: &MemoryRef) -> Result<Purged, MemoryError> {
         self.ensure_index_current()?;
+        let Some(rules) = self.rules else {
+            return Err(MemoryError::Invalid(
+                "purge needs the journal's rules; this store was opened without them".into(),
+            ));
+        };
         let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
         let path = self.layout.topic_path(scope, scope_id, key)?;
         let container = memory.container();
-        self.open_journal(&container)?;
+        crate::journal::check_container(container.as_str())?;
+        self.open_container_journal(&container)?;
         let locked = if path.parent().is_some_and(Path::exists) {
             Some(self.layout.lock_topic(scope, scope_id, key)?)
         } else {
@@ -1306,11 +1076,33 @@ impl Store {
             Some(l) => l.remove()?,
             None => false,
         };
-        let (journal, row_existed) = cao_journal::purge_memory(&self.index, container.as_str(), scope, scope_id, key)?;
+        let mut had_row = false;
+        let mut report = None;
+        let mut failure = None;
+        let secure = (&self.index as &dyn Writes).journal_write_secure_dyn(&mut |j| {
+            had_row = j.delete_memory_row(scope, scope_id, key)?;
+            j.optimize_search_index()?;
+            match rules.purge(j, container.as_str(), memory) {
+                Ok(r) => {
+                    report = Some(r);
+                    Ok(())
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    Err(crate::error::rollback())
+                }
+            }
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        secure?;
+        let mut journal = report.ok_or_else(|| MemoryError::Invalid("the purge did not run".into()))?;
+        journal.checkpoint = self.index.vacuum()?;
         drop(locked);
         Ok(Purged {
             file_existed,
-            row_existed,
+            row_existed: had_row,
             path,
             journal,
         })
@@ -1328,17 +1120,12 @@ impl Store {
     ///
     /// A file of more than `max_text` bytes is refused (not removed), so the text can always be kept. The
     /// container is marked dirty. Relationship edges are the caller's to purge. Checks
-    /// [`Store::ensure_index_current`] first.
+    /// [`Embedded::ensure_index_current`] first.
     ///
     /// Errors: invalid scope id, lock, read, remove and index errors.
-    pub(crate) fn remove_recoverable(
-        &self,
-        memory: &MemoryRef,
-        want: Presence,
-        max_text: usize,
-    ) -> Result<Recoverable, MemoryError> {
+    fn remove_half(&self, memory: &MemoryRef, want: Presence, max_text: usize) -> Result<Recoverable, MemoryError> {
         self.ensure_index_current()?;
-        self.open_journal(&memory.container())?;
+        self.open_container_journal(&memory.container())?;
         let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
         let locked = self.layout.lock_topic(scope, scope_id, key)?;
         let row = self.index.get(scope, scope_id, key)?;
@@ -1402,10 +1189,10 @@ impl Store {
     /// Returns `(before, after)` when it changed, `None` when there is no row or `edit` declined.
     ///
     /// Errors: lock and index errors (a value of 1024 bytes or more is refused by the index).
-    pub(crate) fn edit_related_keys(
+    fn edit_related(
         &self,
         memory: &MemoryRef,
-        edit: impl FnOnce(Option<&str>) -> Option<String>,
+        edit: &mut dyn FnMut(Option<&str>) -> Option<String>,
     ) -> Result<Option<(Option<String>, String)>, MemoryError> {
         self.ensure_index_current()?;
         let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
@@ -1425,10 +1212,7 @@ impl Store {
     /// meanwhile keeps what its own pass writes; so no topic lock is needed). Returns how many rows changed.
     ///
     /// Errors: index errors (a value of 1024 bytes or more is refused, nothing written).
-    pub(crate) fn set_related_keys_many(
-        &self,
-        items: &[(MemoryRef, DateTime<Utc>, String)],
-    ) -> Result<usize, MemoryError> {
+    fn set_related_many(&self, items: &[(MemoryRef, DateTime<Utc>, String)]) -> Result<usize, MemoryError> {
         self.ensure_index_current()?;
         Ok(self.index.set_related_keys_many(items)?)
     }
@@ -1436,7 +1220,7 @@ impl Store {
     /// Set one memory's access count to 0; returns the count it had (`None`: no such row).
     ///
     /// Errors: index errors.
-    pub(crate) fn reset_access_count(&self, memory: &MemoryRef) -> Result<Option<i64>, MemoryError> {
+    fn reset_access(&self, memory: &MemoryRef) -> Result<Option<i64>, MemoryError> {
         self.ensure_index_current()?;
         Ok(self
             .index
@@ -1446,7 +1230,7 @@ impl Store {
     /// Rewrite one container's `index.md` from the index now (marks it dirty, then flushes every dirty container).
     ///
     /// Errors: index and wiki errors.
-    pub(crate) fn refresh_index_md(&self, container: &str) -> Result<usize, MemoryError> {
+    fn refresh_index_md(&self, container: &str) -> Result<usize, MemoryError> {
         self.ensure_index_current()?;
         self.index.mark_dirty(container)?;
         self.flush_index_md()
@@ -1454,8 +1238,8 @@ impl Store {
 
     /// Record `alias` (a cwd hash) of `project_id`. Best effort: a failure is logged, never returned. Cheap on the
     /// read path: [`Index::add_alias`] opens a write transaction only for a new or re-pointed alias.
-    pub(crate) fn record_alias(&self, project_id: &str, alias: &str) {
-        if let Err(e) = self.index.add_alias(project_id, alias, "cwd_hash", self.now()) {
+    fn add_alias(&self, project_id: &str, alias: &str, now: DateTime<Utc>) {
+        if let Err(e) = self.index.add_alias(project_id, alias, "cwd_hash", now) {
             tracing::warn!(error = %e, "could not record project alias");
         }
     }
@@ -1466,8 +1250,7 @@ impl Store {
     /// started, so repeated recalls of the same memories do not serialise on the database's write lock. Rows that
     /// look due are still re-checked by the index inside its transaction (another process may have counted them).
     /// Failures are logged, never returned: counting is best effort and must not fail a read.
-    pub(crate) fn record_access(&self, rows: &[MemoryRow]) {
-        let now = self.now();
+    fn count_access(&self, rows: &[MemoryRow], now: DateTime<Utc>) {
         let ids: Vec<&str> = rows
             .iter()
             .filter(|r| access_may_be_due(r.last_accessed_at, now))
@@ -1486,7 +1269,7 @@ impl Store {
     /// no write re-marked the container meanwhile.
     ///
     /// Errors: index reads, wiki writes.
-    pub(crate) fn flush_index_md(&self) -> Result<usize, MemoryError> {
+    fn flush_index_md(&self) -> Result<usize, MemoryError> {
         let index = &self.index;
         let now = self.now();
         let mut written = 0;
@@ -1520,7 +1303,7 @@ impl Store {
     /// touched `index.md` is rewritten.
     ///
     /// Errors: scan, lock, index and wiki errors.
-    pub(crate) fn repair(&self) -> Result<RepairReport, MemoryError> {
+    fn repair_now(&self) -> Result<RepairReport, MemoryError> {
         let layout = &self.layout;
         let index = &self.index;
         let scan = layout.scan()?;
@@ -1574,6 +1357,172 @@ impl Store {
         report.journals_cleared = self.clear_removed_journals()?;
         self.flush_index_md()?;
         Ok(report)
+    }
+}
+
+impl Backend for Embedded {
+    fn reads(&self) -> &dyn Reads {
+        &self.index
+    }
+
+    fn writes(&self) -> &dyn Writes {
+        &self.index
+    }
+
+    fn ensure_current(&self) -> Result<(), MemoryError> {
+        self.ensure_index_current()
+    }
+
+    fn health(&self) -> StoreHealth {
+        self.health_now()
+    }
+
+    fn prepare_read(&self, force: bool) -> Result<(), MemoryError> {
+        self.prepare_read_walking(force)
+    }
+
+    fn pick_up_changes(&self) -> Result<RepairReport, MemoryError> {
+        self.pick_up_changes_now()
+    }
+
+    fn put(
+        &self,
+        entry: NewEntry<'_>,
+        embedding: Option<PendingVector>,
+        then: &mut dyn FnMut(&dyn FollowUpOps, &MemoryRow) -> Result<(), MemoryError>,
+    ) -> Result<(Written, Result<(), MemoryError>), MemoryError> {
+        self.write_then(entry, embedding, then)
+    }
+
+    fn put_batch(&self, entries: Vec<NewEntry<'_>>) -> Vec<Result<Written, MemoryError>> {
+        self.write_batch(entries)
+    }
+
+    fn rewrite(
+        &self,
+        memory: &MemoryRef,
+        compiled: bool,
+        edit: &mut dyn FnMut(&MemoryRow) -> Result<Option<String>, MemoryError>,
+    ) -> Result<Option<Written>, MemoryError> {
+        self.rewrite_marked(memory, compiled, edit)
+    }
+
+    fn remove(&self, memory: &MemoryRef, writer: &JournalWriter) -> Result<Removed, MemoryError> {
+        self.remove_memory(memory, writer)
+    }
+
+    fn purge(&self, memory: &MemoryRef) -> Result<Purged, MemoryError> {
+        self.purge_memory(memory)
+    }
+
+    fn remove_recoverable(
+        &self,
+        memory: &MemoryRef,
+        want: Presence,
+        max_text: usize,
+    ) -> Result<Recoverable, MemoryError> {
+        self.remove_half(memory, want, max_text)
+    }
+
+    fn edit_related_keys(
+        &self,
+        memory: &MemoryRef,
+        edit: &mut dyn FnMut(Option<&str>) -> Option<String>,
+    ) -> Result<Option<(Option<String>, String)>, MemoryError> {
+        self.edit_related(memory, edit)
+    }
+
+    fn set_related_keys_many(&self, items: &[(MemoryRef, DateTime<Utc>, String)]) -> Result<usize, MemoryError> {
+        self.set_related_many(items)
+    }
+
+    fn reset_access_count(&self, memory: &MemoryRef) -> Result<Option<i64>, MemoryError> {
+        self.reset_access(memory)
+    }
+
+    fn record_alias(&self, project_id: &str, alias: &str, now: DateTime<Utc>) {
+        self.add_alias(project_id, alias, now);
+    }
+
+    fn record_access(&self, rows: &[MemoryRow], now: DateTime<Utc>) {
+        self.count_access(rows, now);
+    }
+
+    fn refresh_overview(&self, container: &str) -> Result<usize, MemoryError> {
+        self.refresh_index_md(container)
+    }
+
+    fn flush_overviews(&self) -> Result<usize, MemoryError> {
+        self.flush_index_md()
+    }
+
+    fn repair(&self) -> Result<RepairReport, MemoryError> {
+        self.repair_now()
+    }
+
+    fn set_durable_writes(&self, power_loss: bool) {
+        self.fsync_writes
+            .store(power_loss, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn topic(&self, memory: &MemoryRef) -> Result<Option<StoredTopic>, MemoryError> {
+        let path = self.layout.topic_path(memory.scope, memory.scope_id(), &memory.key)?;
+        match cao_wiki::read_topic_file(&path) {
+            Ok(stored) => Ok(stored.map(|s| s.topic)),
+            Err(cao_wiki::WikiError::Corrupt { reason }) => Err(MemoryError::Corrupt { path, reason }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn locator(&self, memory: &MemoryRef) -> Result<PathBuf, MemoryError> {
+        Ok(self.layout.topic_path(memory.scope, memory.scope_id(), &memory.key)?)
+    }
+
+    fn open_journal(&self, container: &cao_core::Container) -> Result<(), MemoryError> {
+        self.open_container_journal(container)
+    }
+
+    fn container_exists(&self, container: &str) -> Result<bool, MemoryError> {
+        cao_wiki::validate_container(container).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        if self.layout.wiki_dir(container)?.is_dir() {
+            return Ok(true);
+        }
+        Ok(self.index.journal_read(|j| j.has_journal(container))?)
+    }
+
+    fn write_transactions(&self) -> u64 {
+        self.index.write_transactions()
+    }
+
+    fn files(&self) -> Option<&dyn ContentFiles> {
+        Some(self)
+    }
+}
+
+impl ContentFiles for Embedded {
+    fn scan(&self) -> Result<FileScan, MemoryError> {
+        Ok(self.layout.scan()?)
+    }
+
+    fn unparsable(&self, path: &Path) -> Option<String> {
+        match cao_wiki::read_topic_file(path) {
+            Ok(_) => None,
+            Err(cao_wiki::WikiError::Corrupt { reason }) => Some(reason),
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    fn overview_path(&self, container: &str) -> Result<PathBuf, MemoryError> {
+        Ok(self.layout.index_path(container)?)
+    }
+
+    fn overviews_pending(&self) -> Result<Vec<String>, MemoryError> {
+        Ok(self
+            .index
+            .dirty_containers()?
+            .into_iter()
+            .map(|m| m.container)
+            .collect())
     }
 }
 

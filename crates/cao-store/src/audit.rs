@@ -146,7 +146,7 @@ pub fn actor_of(ctx: &TerminalContext) -> &str {
 }
 
 /// `s` cut to [`MAX_FIELD_CHARS`] characters (the last one `…` when cut).
-pub(crate) fn bounded(s: &str) -> String {
+pub fn bounded(s: &str) -> String {
     if s.chars().count() <= MAX_FIELD_CHARS {
         return s.to_owned();
     }
@@ -264,7 +264,7 @@ impl AuditLog {
 
     /// Append one rendered line (ending with `\n`) to the file of `ts`'s UTC day, with the checks of
     /// [`AuditLog::append`].
-    pub(crate) fn append_line(&self, ts: DateTime<Utc>, line: &str) -> io::Result<()> {
+    pub fn append_line(&self, ts: DateTime<Utc>, line: &str) -> io::Result<()> {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         if !self.dir_exists()? {
             cao_core::fs::create_private_dir_all(&self.dir)?;
@@ -515,26 +515,26 @@ impl CompactAuditRecord<'_> {
 }
 
 /// Append one compact line to `store`'s audit log (best effort: a failure is logged as a warning).
-pub(crate) fn record_compact(store: &Store, record: &CompactAuditRecord<'_>) {
+pub fn record_compact(store: &Store, record: &CompactAuditRecord<'_>) {
     if let Err(e) = log_of(store).append_line(record.ts, &record.line()) {
         tracing::warn!(error = %e, event = "compact", "could not write the audit log line; the compaction itself succeeded");
     }
 }
 
 /// Append one heal line to `store`'s audit log (best effort: a failure is logged as a warning).
-pub(crate) fn record_heal(store: &Store, record: &HealAuditRecord<'_>) {
+pub fn record_heal(store: &Store, record: &HealAuditRecord<'_>) {
     if let Err(e) = log_of(store).append_line(record.ts, &record.line()) {
         tracing::warn!(error = %e, event = "heal", "could not write the audit log line; the operation itself succeeded");
     }
 }
 
 /// The audit log of `store`'s home (`<home>/memory/logs/`). No I/O.
-pub(crate) fn log_of(store: &Store) -> AuditLog {
+pub fn log_of(store: &Store) -> AuditLog {
     AuditLog::new(&store.home().memory_dir())
 }
 
 /// Record one event at `store`'s clock time (best effort; see [`AuditLog::record`]).
-pub(crate) fn record(
+pub fn record(
     store: &Store,
     event: AuditEvent,
     actor: &str,
