@@ -3,7 +3,7 @@
 //! spec/reference-facts.md "OKF bundles"). What a bundle's files mean is `cao-okf`'s; this module only gets their
 //! names, kinds and bytes.
 //!
-//! Reading ([`read_bundle`]) never follows a link, never extracts anything and never writes: a directory is walked
+//! Reading ([`read_bundle_selecting`]) never follows a link, never extracts anything and never writes: a directory is walked
 //! without following symlinks (a symlink is reported as [`cao_okf::EntryKind::Link`], a directory, device, fifo or
 //! socket as `NotRegular`); an archive is decompressed as a stream and its entries are read into memory. Only the
 //! bytes of files that can be topics (a valid root path `<key>.md`, as [`cao_okf::path::classify_bundle_path`]
@@ -119,29 +119,55 @@ fn refuse(source: &Path, why: impl std::fmt::Display) -> MemoryError {
     MemoryError::Bundle(format!("{}: {why}", source.display()))
 }
 
-/// Read the bundle at `source`: a directory is walked, anything else is read as a gzip-compressed tar archive.
+/// Read the whole bundle at `source` within `limits`, every topic file's bytes included (tests; an import reads a
+/// bundle a part at a time with [`read_bundle_selecting`]).
+#[cfg(test)]
+pub fn read_bundle_within(source: &Path, limits: Limits) -> Result<ReadBundle, MemoryError> {
+    read_bundle_selecting(source, limits, &mut |_: usize, _: &[u8], _: u64| true)
+}
+
+/// What a read does with the topic files of a bundle. A streaming import reads a bundle more than once, fetching
+/// the bytes of a bounded part of its topic files each time and handing each on as soon as it is read.
+pub trait Fetch {
+    /// Whether to read the bytes of a topic file: called with the entry's position in the bundle (its index in
+    /// [`ReadBundle::entries`]), its path and its declared size, for every regular file whose path can be a topic
+    /// (a valid root `<key>.md`); `false` leaves it as `ReadKind::File` with no bytes.
+    fn select(&mut self, position: usize, path: &[u8], size: u64) -> bool;
+
+    /// Called with every entry read, at its position, before it is added to the result; what it returns is added
+    /// (the default keeps the entry as read; a streaming reader takes the bytes and leaves an empty `File`).
+    fn take(&mut self, _position: usize, entry: ReadEntry) -> ReadEntry {
+        entry
+    }
+}
+
+impl<F: FnMut(usize, &[u8], u64) -> bool> Fetch for F {
+    fn select(&mut self, position: usize, path: &[u8], size: u64) -> bool {
+        self(position, path, size)
+    }
+}
+
+/// Read the bundle at `source` (a directory is walked, anything else is read as a gzip-compressed tar archive),
+/// fetching only the bytes of the topic files `select` picks (the others come back as `File` without bytes, a
+/// topic file over the per-file cap as `TooLarge` when picked). The limits apply to the whole bundle whatever is
+/// picked.
 ///
 /// Errors: [`MemoryError::Bundle`] when the source does not exist or cannot be read, is not a gzip tar archive,
 /// or is over a limit of the module documentation.
-pub fn read_bundle(source: &Path) -> Result<ReadBundle, MemoryError> {
-    read_bundle_within(source, Limits::DEFAULT)
-}
-
-/// [`read_bundle`] within `limits`.
-pub fn read_bundle_within(source: &Path, limits: Limits) -> Result<ReadBundle, MemoryError> {
+pub fn read_bundle_selecting(source: &Path, limits: Limits, select: &mut dyn Fetch) -> Result<ReadBundle, MemoryError> {
     let meta = std::fs::metadata(source).map_err(|e| refuse(source, format!("cannot read the bundle: {e}")))?;
     if meta.is_dir() {
-        read_dir_bundle(source, limits)
+        read_dir_bundle(source, limits, select)
     } else if meta.is_file() {
         let file = File::open(source).map_err(|e| refuse(source, format!("cannot open the archive: {e}")))?;
-        read_tar_gz(source, BufReader::new(file), limits)
+        read_tar_gz_selecting(source, BufReader::new(file), limits, select)
     } else {
         Err(refuse(source, "not a directory or a .tar.gz file"))
     }
 }
 
 /// Walk a bundle directory without following symlinks (the root itself may be one).
-fn read_dir_bundle(root: &Path, limits: Limits) -> Result<ReadBundle, MemoryError> {
+fn read_dir_bundle(root: &Path, limits: Limits, select: &mut dyn Fetch) -> Result<ReadBundle, MemoryError> {
     let mut entries = Vec::new();
     let mut walked = 0usize;
     let mut total: u64 = 0;
@@ -176,7 +202,7 @@ fn read_dir_bundle(root: &Path, limits: Limits) -> Result<ReadBundle, MemoryErro
             if total > limits.total_bytes {
                 return Err(refuse(root, over_total(limits)));
             }
-            if !wanted(&path) {
+            if !(wanted(&path) && select.select(entries.len(), &path, size)) {
                 ReadKind::File(Vec::new())
             } else if size > limits.file_bytes {
                 ReadKind::TooLarge(size)
@@ -187,7 +213,7 @@ fn read_dir_bundle(root: &Path, limits: Limits) -> Result<ReadBundle, MemoryErro
         } else {
             ReadKind::NotRegular
         };
-        entries.push(ReadEntry { path, kind });
+        entries.push(select.take(entries.len(), ReadEntry { path, kind }));
     }
     Ok(ReadBundle {
         entries,
@@ -242,7 +268,20 @@ fn read_regular_file(path: &Path, cap: u64) -> io::Result<ReadKind> {
 /// Read a gzip-compressed tar archive from `reader` (see the module documentation). `source` names it in errors.
 ///
 /// Errors: [`MemoryError::Bundle`].
+#[cfg(test)]
 pub fn read_tar_gz(source: &Path, reader: impl Read, limits: Limits) -> Result<ReadBundle, MemoryError> {
+    read_tar_gz_selecting(source, reader, limits, &mut |_: usize, _: &[u8], _: u64| true)
+}
+
+/// [`read_tar_gz`], fetching only the topic files `select` picks ([`read_bundle_selecting`]).
+///
+/// Errors: [`MemoryError::Bundle`].
+fn read_tar_gz_selecting(
+    source: &Path,
+    reader: impl Read,
+    limits: Limits,
+    select: &mut dyn Fetch,
+) -> Result<ReadBundle, MemoryError> {
     let corrupt = |e: io::Error| {
         let msg = e.to_string();
         if msg.contains("gzip") || msg.contains("deflate") || msg.contains("corrupt") {
@@ -312,7 +351,7 @@ pub fn read_tar_gz(source: &Path, reader: impl Read, limits: Limits) -> Result<R
         }
         let path = long_name.take().unwrap_or_else(|| header.path_bytes().into_owned());
         let kind = if ty.is_file() || ty.is_contiguous() {
-            if !wanted(&path) {
+            if !(wanted(&path) && select.select(entries.len(), &path, stored)) {
                 ReadKind::File(Vec::new())
             } else if stored > limits.file_bytes {
                 ReadKind::TooLarge(stored)
@@ -348,7 +387,7 @@ pub fn read_tar_gz(source: &Path, reader: impl Read, limits: Limits) -> Result<R
         } else {
             ReadKind::NotRegular
         };
-        entries.push(ReadEntry { path, kind });
+        entries.push(select.take(entries.len(), ReadEntry { path, kind }));
     }
     if long_name.is_some() {
         return Err(refuse(source, "the archive ends with a long name and no entry"));

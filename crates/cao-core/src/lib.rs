@@ -28,6 +28,7 @@
 pub mod clock;
 pub mod container;
 pub mod context;
+pub mod display;
 pub mod error;
 pub mod fs;
 pub mod home;

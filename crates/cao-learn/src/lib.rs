@@ -34,6 +34,7 @@ pub mod error;
 pub mod gate;
 pub mod learned;
 pub mod learning;
+pub mod lesson_writer;
 pub mod lessons;
 pub mod outcome;
 pub mod outcomes;

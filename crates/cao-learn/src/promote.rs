@@ -77,6 +77,10 @@ pub struct PlannedChange {
     /// The backing memory's access count (add, update).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub access_count: Option<i64>,
+    /// Who wrote the backing memory's current version: its terminal, that terminal's registered agent profile and
+    /// the session (add, update; [`crate::lesson_writer::LessonWriter`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written_by: Option<crate::lesson_writer::LessonWriter>,
 }
 
 /// A delta that was not applied.
@@ -239,6 +243,12 @@ pub fn promote(store: &Store, settings: &Settings, req: &PromoteRequest) -> Resu
     let before = |key: &str| edited.before.iter().find(|(k, _)| k == key).map(|(_, t)| t.clone());
     let count = |key: &str| eligible.iter().find(|(k, _, _)| k == key).map(|(_, _, n)| *n);
     let text = |key: &str| add.iter().find(|(k, _)| k == key).map(|(_, t)| t.clone());
+    let writer = |key: &str| -> Result<Option<crate::lesson_writer::LessonWriter>, MemoryError> {
+        match cao_core::Key::parse_strict(key) {
+            Ok(k) => crate::lesson_writer::current_writer(store, Scope::Agent, Some(&scope_id), &k),
+            Err(_) => Ok(None),
+        }
+    };
     let r = &edited.report;
     let mut changes = Vec::new();
     for key in &r.removed {
@@ -248,6 +258,7 @@ pub fn promote(store: &Store, settings: &Settings, req: &PromoteRequest) -> Resu
             text: None,
             previous: before(key),
             access_count: None,
+            written_by: None,
         });
     }
     for key in &r.updated {
@@ -257,6 +268,7 @@ pub fn promote(store: &Store, settings: &Settings, req: &PromoteRequest) -> Resu
             text: text(key),
             previous: before(key),
             access_count: count(key),
+            written_by: writer(key)?,
         });
     }
     for key in &r.added {
@@ -266,6 +278,7 @@ pub fn promote(store: &Store, settings: &Settings, req: &PromoteRequest) -> Resu
             text: text(key),
             previous: None,
             access_count: count(key),
+            written_by: writer(key)?,
         });
     }
     let skipped = r

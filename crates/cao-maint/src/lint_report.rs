@@ -317,20 +317,12 @@ impl Corpus {
     }
 }
 
-/// `s` on one line (control characters escaped as `\n`, `\u{1b}`, ...), cut to `max` characters (ending in `…`).
+/// `s` on one line (unsafe characters escaped as `\n`, `\u{1b}`, `\u{202e}`, ...: [`cao_core::display::escape_line`]),
+/// cut to `max` characters (ending in `…`).
 pub fn one_line(s: &str, max: usize) -> String {
-    let escaped: String = s
-        .chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect();
+    let escaped = cao_core::display::escape_line(s);
     if escaped.chars().count() <= max {
-        return escaped;
+        return escaped.into_owned();
     }
     let mut out: String = escaped.chars().take(max.saturating_sub(1)).collect();
     out.push('…');

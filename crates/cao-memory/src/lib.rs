@@ -35,6 +35,7 @@ pub use cao_bundle::import::{IMPORT_SCHEMA, ImportOutcome, ImportRequest};
 pub use cao_journal::{Worker as SummarizeWorker, WriterFilter};
 pub use cao_learn::OutcomeDraft;
 pub use cao_learn::learning::{AgentProfileSource, AgentSummary, LessonView};
+pub use cao_learn::lesson_writer::LessonWriter;
 pub use cao_learn::lessons::LessonRequest;
 pub use cao_learn::outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
 pub use cao_learn::promote::{

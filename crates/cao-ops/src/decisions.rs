@@ -483,7 +483,10 @@ pub fn render_advice(memories: &[AdvisedMemory]) -> String {
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
-        out.push_str(&format!("\n- {name}: {}", crate::inject::neutralize_entry(&line)));
+        out.push_str(&format!(
+            "\n- {name}: {}",
+            cao_core::display::escape_line(&crate::inject::neutralize_entry(&line))
+        ));
     }
     out
 }

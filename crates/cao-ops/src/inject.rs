@@ -272,6 +272,7 @@ pub fn render_block(groups: &[(Scope, Vec<Memory>)], budget: usize) -> Option<St
                 primaries += 1;
             }
             let tag = if m.is_related { " [related]" } else { "" };
+            // The one display rule: no control character or bidi override reaches a terminal or a provider file.
             let content = escape_controls(python_strip(&m.content));
             let content = neutralize_entry(&content);
             let line = format!("- [{scope}] {}{tag}: {content}", m.key);
@@ -340,25 +341,14 @@ fn neutralize_tags<'t>(text: &'t str, names: &[&str]) -> Cow<'t, str> {
     Cow::Owned(out)
 }
 
-/// `text` with every control character but a line feed, a tab and the carriage return of a CRLF pair written as its
-/// Rust escape (`\u{1b}`, `\r`, `\u{7f}`), as `cao memory show` prints them: a memory cannot carry a terminal
-/// escape sequence (ANSI colours, screen clearing, a lone carriage return that hides what came before it) into the
-/// block a terminal or an agent reads. Borrowed when nothing needs escaping.
+/// `text` as the block shows it: [`cao_core::display::escape`], the one rule for untrusted text (every control
+/// character but a line feed, a tab and the carriage return of a CRLF pair, and every bidi override or isolate,
+/// written as its Rust escape: `\u{1b}`, `\r`, `\u{7f}`, `\u{202e}`), as `cao memory show` prints them: a memory
+/// cannot carry a terminal escape sequence (ANSI colours, screen clearing, a title or clipboard change, a lone
+/// carriage return that hides what came before it) into the block a terminal or an agent reads. Borrowed when
+/// nothing needs escaping.
 pub fn escape_controls(text: &str) -> Cow<'_, str> {
-    let bytes = text.as_bytes();
-    let keep = |i: usize, c: char| c == '\n' || c == '\t' || (c == '\r' && bytes.get(i + 1) == Some(&b'\n'));
-    if !text.char_indices().any(|(i, c)| c.is_control() && !keep(i, c)) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for (i, c) in text.char_indices() {
-        if c.is_control() && !keep(i, c) {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
+    cao_core::display::escape(text)
 }
 
 /// The tag names [`neutralize_entry`] looks for after a `<`: the block's own and the journal view's

@@ -640,10 +640,13 @@ pub fn purge(
 /// Errors: I/O, index and journal errors.
 pub fn purge_memory(store: &Store, ctx: &TerminalContext, memory: &MemoryRef) -> Result<PurgeResult, MemoryError> {
     let (scope, key) = (memory.scope, &memory.key);
-    let purged = store.purge(memory)?;
+    // The edges go first: the store's purge ends with the database rebuilt (`VACUUM`) and the WAL truncated, which
+    // must come after every delete of the memory's text, an edge's attributes included (deleted after the rebuild,
+    // they stayed in the WAL and then in the file's free pages).
     crate::audit_relationships::relationships(store, actor_of(ctx))
         .purge_memory(memory.scope, memory.scope_id(), &memory.key)
         .map_err(crate::audit_relationships::lifecycle_error)?;
+    let purged = store.purge(memory)?;
     let audit_lines_scrubbed = audit::log_of(store)
         .scrub(scope, memory.scope_id(), key.as_str())
         .map_err(|source| MemoryError::Io {

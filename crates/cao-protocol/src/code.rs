@@ -72,11 +72,15 @@ pub enum ErrorCode {
     ProfileRefused,
     /// An agent profile file cannot be read as one (too large, not UTF-8, invalid frontmatter).
     InvalidProfile,
+    /// The call names a registered terminal (`POST /terminals`) but a session, agent profile or cwd other than
+    /// that terminal's registration: a registered terminal's identity cannot be overridden by a header, an
+    /// environment variable or a context field.
+    TerminalContextMismatch,
 }
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 27] = [
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidKey,
         ErrorCode::MemoryDisabled,
@@ -103,6 +107,7 @@ impl ErrorCode {
         ErrorCode::CapabilityRequired,
         ErrorCode::ProfileRefused,
         ErrorCode::InvalidProfile,
+        ErrorCode::TerminalContextMismatch,
     ];
 
     /// The facts about this code (the one table of them).
@@ -143,6 +148,7 @@ impl ErrorCode {
             ErrorCode::CapabilityRequired => row("capability_required", StatusCode::FORBIDDEN, true),
             ErrorCode::ProfileRefused => row("profile_refused", StatusCode::CONFLICT, true),
             ErrorCode::InvalidProfile => row("invalid_profile", UNPROCESSABLE, true),
+            ErrorCode::TerminalContextMismatch => row("terminal_context_mismatch", StatusCode::FORBIDDEN, true),
         }
     }
 
@@ -212,6 +218,7 @@ mod tests {
             ("learning_disabled", 404),
             ("caller_unresolved", 403),
             ("capability_required", 403),
+            ("terminal_context_mismatch", 403),
         ] {
             assert_eq!(status(code), Some(want), "{code}");
         }

@@ -105,6 +105,20 @@ pub enum MemoryError {
         /// The target profile.
         target: String,
     },
+    /// The call names a registered terminal but another session, agent profile or cwd than its registration.
+    #[error(
+        "terminal {terminal:?} is registered with {field} {registered:?}, but the call names {field} {given:?}: a registered terminal's session, agent profile and cwd cannot be overridden (send only X-CAO-Terminal-Id / CAO_TERMINAL_ID, or re-register the terminal)"
+    )]
+    TerminalContextMismatch {
+        /// The terminal id.
+        terminal: String,
+        /// `session`, `agent profile` or `cwd`.
+        field: &'static str,
+        /// The registered value.
+        registered: String,
+        /// The value the call named.
+        given: String,
+    },
     /// An agent profile cannot be found.
     #[error("{0}")]
     ProfileNotFound(String),
@@ -162,6 +176,7 @@ impl MemoryError {
             MemoryError::PromotionDisabled => ErrorCode::PromotionDisabled,
             MemoryError::CallerUnresolved(_) => ErrorCode::CallerUnresolved,
             MemoryError::CapabilityRequired { .. } => ErrorCode::CapabilityRequired,
+            MemoryError::TerminalContextMismatch { .. } => ErrorCode::TerminalContextMismatch,
             MemoryError::ProfileNotFound(_) => ErrorCode::NotFound,
             MemoryError::ProfileRefused(_) => ErrorCode::ProfileRefused,
             MemoryError::InvalidProfile(_) => ErrorCode::InvalidProfile,
