@@ -32,6 +32,7 @@ mod error;
 pub mod index_recovery;
 mod journal;
 pub mod plan_digest;
+mod postgres;
 mod store;
 mod tables;
 mod types;
