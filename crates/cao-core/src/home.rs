@@ -18,6 +18,16 @@ pub struct CaoHome {
     database: Option<DatabaseUrl>,
 }
 
+/// The database given on a binary's command line (`--database-url`), which wins over `CAO_DATABASE_URL` for every
+/// home this process resolves ([`CaoHome::from_env`]).
+static COMMAND_LINE_DATABASE: std::sync::OnceLock<DatabaseUrl> = std::sync::OnceLock::new();
+
+/// Make `url` the database of every home this process resolves from now on (a binary's `--database-url`, parsed
+/// before anything opens a store). Set at most once; `false` when already set (nothing changes).
+pub fn use_database(url: DatabaseUrl) -> bool {
+    COMMAND_LINE_DATABASE.set(url).is_ok()
+}
+
 /// A PostgreSQL connection URL (`postgres://` or `postgresql://`, libpq's URL rules: `sslmode`, `host=/path` for a
 /// unix socket, ...). It may hold a password: [`std::fmt::Display`] and [`std::fmt::Debug`] print it with the
 /// password replaced by `***` (the only forms that reach logs, errors and reports); [`DatabaseUrl::expose`] gives
@@ -111,7 +121,8 @@ impl CaoHome {
         self.database.as_ref()
     }
 
-    /// Resolve from the process environment (see module docs), the database from `CAO_DATABASE_URL` (empty = none;
+    /// Resolve from the process environment (see module docs), the database from the command line ([`use_database`])
+    /// or `CAO_DATABASE_URL` (empty = none;
     /// a value that is not a PostgreSQL URL is ignored with a warning naming it without its password). No I/O; the
     /// directory may not exist yet.
     pub fn from_env() -> Self {
@@ -125,12 +136,14 @@ impl CaoHome {
             Some(v) => expand_tilde(&v),
             None => home_dir().join(".aws").join("cli-agent-orchestrator"),
         };
-        let database = from("CAO_DATABASE_URL").and_then(|v| match DatabaseUrl::parse(&v) {
-            Ok(url) => Some(url),
-            Err(e) => {
-                tracing::warn!("CAO_DATABASE_URL is ignored: {e}");
-                None
-            }
+        let database = COMMAND_LINE_DATABASE.get().cloned().or_else(|| {
+            from("CAO_DATABASE_URL").and_then(|v| match DatabaseUrl::parse(&v) {
+                Ok(url) => Some(url),
+                Err(e) => {
+                    tracing::warn!("CAO_DATABASE_URL is ignored: {e}");
+                    None
+                }
+            })
         });
         Self { root, database }
     }
