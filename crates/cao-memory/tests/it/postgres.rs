@@ -330,3 +330,22 @@ fn hostile_values_are_stored_as_values() {
         got.memories[0].file_path
     );
 }
+
+#[test]
+fn an_unreachable_database_is_store_unavailable_and_its_password_is_not_shown() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = cao_core::DatabaseUrl::parse(&format!(
+        "postgresql://cao:hunter2@/cao?host={}&sslmode=disable",
+        dir.path().join("no-server-here").display()
+    ))
+    .expect("url");
+    let home = cao_core::CaoHome::new(dir.path().join("home")).with_database(Some(url));
+    let err = MemoryService::open(home).expect_err("nothing listens there");
+    assert_eq!(err.kind(), "store_unavailable", "{err}");
+    assert_eq!(err.code().http_status().as_u16(), 503);
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    assert!(
+        err.to_string().contains("cao:***@"),
+        "names the database without its password: {err}"
+    );
+}
