@@ -6,6 +6,11 @@
 //! the `postgres` user when xtask runs as root (PostgreSQL refuses to run as root). [`Cluster`]'s drop stops it
 //! (`-m immediate`) and deletes the directory.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "xtask does not depend on cao-core; the cluster directory is handed to the postgres user, not a store file"
+)]
+
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -171,6 +171,23 @@ impl CaoHome {
     }
 }
 
+fn home_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// `v` with a leading `~` or `~/` replaced by `$HOME` (other values unchanged).
+pub(crate) fn expand_tilde(v: &str) -> PathBuf {
+    if v == "~" {
+        home_dir()
+    } else if let Some(rest) = v.strip_prefix("~/") {
+        home_dir().join(rest)
+    } else {
+        PathBuf::from(v)
+    }
+}
+
 #[cfg(test)]
 mod url_tests {
     use super::*;
@@ -194,22 +211,5 @@ mod url_tests {
         assert_eq!(redact_url("postgres://u@h/d"), "postgres://u@h/d");
         let e = DatabaseUrl::parse("mysql://root:hunter2@h/d").expect_err("not postgres");
         assert!(!e.contains("hunter2") && e.contains("***"), "{e}");
-    }
-}
-
-fn home_dir() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
-}
-
-/// `v` with a leading `~` or `~/` replaced by `$HOME` (other values unchanged).
-pub(crate) fn expand_tilde(v: &str) -> PathBuf {
-    if v == "~" {
-        home_dir()
-    } else if let Some(rest) = v.strip_prefix("~/") {
-        home_dir().join(rest)
-    } else {
-        PathBuf::from(v)
     }
 }

@@ -306,10 +306,10 @@ fn pgpass_find(text: &str, want: [&str; 4]) -> Option<String> {
         while let Some(c) = chars.next() {
             match c {
                 '\\' => {
-                    if let Some(n) = chars.next() {
-                        if let Some(f) = fields.last_mut() {
-                            f.push(n);
-                        }
+                    if let Some(n) = chars.next()
+                        && let Some(f) = fields.last_mut()
+                    {
+                        f.push(n);
                     }
                 }
                 ':' if fields.len() < 5 => fields.push(String::new()),

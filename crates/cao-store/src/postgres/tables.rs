@@ -220,13 +220,13 @@ fn edge_by_id(s: &mut Sql<'_>, id: &str) -> Result<Option<RelationshipRecord>> {
 /// `updated_at` of the native memory `(key, scope, stored scope id)`: `Some(None)` when it has no readable time,
 /// `None` when it does not exist.
 fn memory_updated_at(s: &mut Sql<'_>, scope: Scope, stored: &str, key: &Key) -> Result<Option<Option<DateTime<Utc>>>> {
-    Ok(s.opt(
+    s.opt(
         "SELECT updated_at FROM memory_metadata
          WHERE \"key\" = $1 AND scope = $2 AND scope_id = $3 AND source_kind = 'native' LIMIT 1",
         &[&key.as_str(), &scope.as_str(), &stored],
     )?
     .map(|r| col::<Option<String>>(&r, 0).map(|t| t.as_deref().and_then(parse_db_ts)))
-    .transpose()?)
+    .transpose()
 }
 
 fn check_values(confidence: Option<f64>, attributes_json: Option<&str>) -> Result<()> {
