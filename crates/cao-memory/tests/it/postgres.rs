@@ -22,7 +22,7 @@ fn text(seed: usize, n: usize) -> String {
             x = x
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1_442_695_040_888_963_407);
-            let r = (x >> 33) as usize;
+            let r = x >> 33;
             // Skewed: low indices far more often.
             WORDS[(r % 16).min(r % 7 + r % 3)]
         })
