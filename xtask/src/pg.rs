@@ -1,7 +1,7 @@
 //! A throwaway PostgreSQL cluster for the test run: the suites of the shared-database backend get its
 //! administrative URL in `CAO_TEST_DATABASE_URL` and create a database of their own on it (`cao_testkit::postgres`).
 //!
-//! The cluster lives in `<target>/pg-test-<pid>/` (data directory, unix socket, log): `initdb --no-sync` with trust
+//! The cluster lives in `<tmp>/pg-test-<pid>/` (data directory, unix socket, log): `initdb --no-sync` with trust
 //! authentication, `pg_ctl -w start` listening on the socket only (`listen_addresses=''`, `jit=off`, no fsync), run as
 //! the `postgres` user when xtask runs as root (PostgreSQL refuses to run as root). [`Cluster`]'s drop stops it
 //! (`-m immediate`) and deletes the directory.
