@@ -48,7 +48,7 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use container::Container;
 pub use context::TerminalContext;
 pub use error::CoreError;
-pub use home::CaoHome;
+pub use home::{CaoHome, DatabaseUrl};
 pub use key::Key;
 pub use memory_ref::{MemoryRef, SourceKind};
 pub use recall::{SearchMode, SortBy};

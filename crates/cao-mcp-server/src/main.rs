@@ -67,11 +67,19 @@ struct Args {
     /// memory_updated reminders. Also CAO_MEMORY_NO_VIEW=1.
     #[arg(long)]
     no_view: bool,
+    /// Keep the memories in this PostgreSQL database instead of the home's files (`postgres://user@host/db`,
+    /// libpq's URL rules: `sslmode`, `host=/dir` for a unix socket; the password from the URL, PGPASSWORD or
+    /// ~/.pgpass). Any number of servers may share one database.
+    #[arg(long, env = "CAO_DATABASE_URL", value_name = "URL", hide_env_values = true, value_parser = cao_core::DatabaseUrl::parse)]
+    database_url: Option<cao_core::DatabaseUrl>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     cao_mcp::process::init_stderr_logging("warn");
+    if let Some(url) = args.database_url.clone() {
+        cao_core::home::use_database(url);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -47,6 +47,9 @@ pub enum ErrorCode {
     WikiError,
     /// The SQLite index failed.
     IndexError,
+    /// The shared database (`--database-url`) cannot be reached or refused the connection: nothing was written;
+    /// retry once it is back (the server reconnects by itself).
+    StoreUnavailable,
     /// A relationship names a memory that does not exist.
     MissingMemory,
     /// A relationship change was refused in the edge's current state.
@@ -80,7 +83,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 28] = [
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidKey,
         ErrorCode::MemoryDisabled,
@@ -95,6 +98,7 @@ impl ErrorCode {
         ErrorCode::IoError,
         ErrorCode::WikiError,
         ErrorCode::IndexError,
+        ErrorCode::StoreUnavailable,
         ErrorCode::MissingMemory,
         ErrorCode::Refused,
         ErrorCode::BadRequest,
@@ -136,6 +140,7 @@ impl ErrorCode {
             ErrorCode::IoError => row("io_error", INTERNAL, false),
             ErrorCode::WikiError => row("wiki_error", INTERNAL, false),
             ErrorCode::IndexError => row("index_error", INTERNAL, false),
+            ErrorCode::StoreUnavailable => row("store_unavailable", StatusCode::SERVICE_UNAVAILABLE, false),
             ErrorCode::MissingMemory => row("missing_memory", UNPROCESSABLE, true),
             ErrorCode::Refused => row("refused", StatusCode::CONFLICT, true),
             ErrorCode::BadRequest => row("bad_request", StatusCode::BAD_REQUEST, true),
@@ -213,6 +218,7 @@ mod tests {
             ("refused", 409),
             ("bad_request", 400),
             ("index_error", 500),
+            ("store_unavailable", 503),
             ("internal_error", 500),
             ("remote_unavailable", 502),
             ("learning_disabled", 404),

@@ -182,6 +182,7 @@ impl MemoryError {
             MemoryError::InvalidProfile(_) => ErrorCode::InvalidProfile,
             MemoryError::HealBusy { .. } | MemoryError::PlanChanged { .. } => ErrorCode::Refused,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
+            MemoryError::Store(StoreError::Unavailable(_)) => ErrorCode::StoreUnavailable,
             MemoryError::Store(_) | MemoryError::JournalCorrupt(_) => ErrorCode::IndexError,
         }
     }
@@ -234,6 +235,17 @@ pub enum StoreError {
     /// gives back its own error instead of this one.
     #[error("the transaction was rolled back because the work inside it failed")]
     RolledBack,
+    /// The shared database cannot be reached (down, restarting, refusing connections, the connection lost): the
+    /// transaction did not commit, so nothing was written. The message names the database without its password.
+    #[error("the memory store is unavailable: {0}")]
+    Unavailable(String),
+    /// The shared database answered with an error (the SQL state and the server's message; never a caller value's
+    /// text beyond what the server quotes, never the connection's password).
+    #[error("memory store query failed: {0}")]
+    Database(String),
+    /// The shared database refused a caller-supplied value, or its content breaks a rule (named in the message).
+    #[error("invalid memory store argument: {0}")]
+    Invalid(String),
 }
 
 /// The error a closure run inside a store transaction returns to have the transaction rolled back.
@@ -246,8 +258,10 @@ impl StoreError {
     /// which is the caller's fault rather than the store's; `None` for every other failure.
     pub fn invalid_argument(&self) -> Option<&str> {
         match self {
-            StoreError::Index(cao_index::IndexError::Invalid(m)) => Some(m),
-            StoreError::Index(_) | StoreError::RolledBack => None,
+            StoreError::Index(cao_index::IndexError::Invalid(m)) | StoreError::Invalid(m) => Some(m),
+            StoreError::Index(_) | StoreError::RolledBack | StoreError::Unavailable(_) | StoreError::Database(_) => {
+                None
+            }
         }
     }
 

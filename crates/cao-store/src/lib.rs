@@ -35,6 +35,7 @@ mod journal;
 #[cfg(test)]
 mod module_rules;
 pub mod plan_digest;
+mod postgres;
 mod store;
 mod tables;
 mod types;
