@@ -1,13 +1,17 @@
-//! The interface is defined without its implementation: read from this crate's sources, no module outside
+//! The interface is defined without its implementations: read from this crate's sources, no module outside
 //! `embedded/` names a handle of the SQLite index or the wiki files (the index itself, its transactions, the wiki
-//! layout and its locks, SQLite or the pool), and the crate root gives none of them out. The record types the
-//! SQLite layer defines (rows, filters, journal rows) are the interface's vocabulary and may be named anywhere.
+//! layout and its locks, SQLite), no module outside a backend (`embedded/`, `postgres/`) names a connection pool or
+//! a database client, and the crate root gives none of them out. The record types the SQLite layer defines (rows,
+//! filters, journal rows) are the interface's vocabulary and may be named anywhere.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Names that are the embedded backend's implementation, never the interface's.
-const IMPLEMENTATION: [&str; 12] = [
+/// Names only a backend (`embedded/`, `postgres/`) may use: connection pools and database clients.
+const BACKEND_ONLY: [&str; 3] = ["r2d2", "postgres::Client", "postgres::Config"];
+
+/// Names that are the embedded backend's implementation, never the interface's nor another backend's.
+const IMPLEMENTATION: [&str; 11] = [
     "cao_index::Index",
     "cao_index::JournalTx",
     "cao_index::FollowUp",
@@ -18,7 +22,6 @@ const IMPLEMENTATION: [&str; 12] = [
     "cao_wiki::read_topic_file",
     "cao_wiki::TopicWrite",
     "rusqlite",
-    "r2d2",
     "cao_index::integrity",
 ];
 
@@ -69,10 +72,20 @@ fn only_the_embedded_backend_names_the_index_and_the_wiki_handles() {
         if file.starts_with("embedded/") || file == "module_rules.rs" {
             continue;
         }
+        if !file.starts_with("postgres/") {
+            for name in BACKEND_ONLY {
+                assert!(!names(code, name), "{file} names {name}, which belongs to a backend");
+            }
+        }
         // `index_recovery.rs` checks and moves a damaged database file aside before any backend opens it: it may name
         // the index's integrity check, nothing else of it.
         for name in IMPLEMENTATION {
             if file == "index_recovery.rs" && name == "cao_index::integrity" {
+                continue;
+            }
+            // Another backend may use the wiki layout's path rule, to give its memories the locators the embedded
+            // backend's files have.
+            if file.starts_with("postgres/") && name == "cao_wiki::WikiLayout" {
                 continue;
             }
             assert!(
