@@ -32,8 +32,10 @@
 //!   `cao_search_stats` holds the number of such rows and the sum of each field's term counts (context = `meta` + `near`), and
 //!   `cao_search_terms` the number of them containing each term in any column (FTS5's own statistics, `cao_memory_fts_vocab`, count `body` and `meta` only). The rowid's partition is the row's `(scope, scope_id)` and memory type. Rows written only by the reference are not indexed (and have `content = ""`) until they are
 //!   re-stored or repaired ([`Index::unindexed_count`]).
-//! - Only rows with `source_kind = 'native'` are read or written; an upsert keeps `id`, `created_at`,
-//!   `access_count` and `last_accessed_at` of an existing identity.
+//! - Only rows with `source_kind = 'native'` are read or written, except the vault rows (`source_kind = 'vault'`),
+//!   which only the vault module writes ([`Index::vault_apply`]) and which a read returns only through a vault term
+//!   of its [`Visibility`] ([`Visibility::allow_vault`]); an upsert keeps `id`, `created_at`, `access_count` and
+//!   `last_accessed_at` of an existing identity. The vault tables are described in `vault.rs`.
 //! - Datetimes are written in the reference's text format (`YYYY-MM-DD HH:MM:SS.ffffff`, naive UTC;
 //!   `last_accessed_at` with whole seconds as SQLite's `datetime('now')`) and read in any of its shapes.
 //! - Opening is safe with any number of concurrent openers: migrations run under `BEGIN IMMEDIATE` and only add.
@@ -64,6 +66,7 @@ mod schema;
 mod search;
 mod stamps;
 mod terminals;
+mod vault;
 mod vectors;
 mod visibility;
 mod write;
@@ -91,6 +94,10 @@ pub use schema::{SCHEMA_VERSION, known_migrations};
 pub use search::{ListFilter, RecencyCursor, matches_all_terms};
 pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;
+pub use vault::{
+    VaultAliasRow, VaultApplied, VaultApply, VaultEdge, VaultExclusionRow, VaultFindingRow, VaultForgotten,
+    VaultMetadata, VaultNoteRow, VaultReceiptRow, VaultStamp,
+};
 pub use vectors::{MAX_VECTOR_DIM, VectorCounts, VectorWrite, decode_vector, encode_vector};
 pub use visibility::Visibility;
 pub use write::UpsertOutcome;

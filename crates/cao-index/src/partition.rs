@@ -5,6 +5,10 @@
 //! is the id of the row's `(scope, scope_id)` in `cao_search_partitions`, `type_index` the position of its memory
 //! type in [`MemoryType::ALL`] and `seq` (1 ..= 2^32 - 1) is allocated as the slot's largest + 1. The rows of one
 //! `(scope, scope_id)` therefore occupy one contiguous range, and one memory type of it a contiguous sub-range.
+//!
+//! Vault rows (`source_kind = 'vault'`) have partitions of their own ([`find_vault`], [`ensure_vault`]): their
+//! `scope_id_key` is the native one prefixed with `v`, so a vault-bound scope's rows and the native rows of the same
+//! scope and scope id never share a range.
 
 use crate::{IndexError, Result};
 use cao_core::{MemoryType, Scope};
@@ -36,11 +40,29 @@ pub(crate) fn find(conn: &Connection, scope: Scope, scope_id: Option<&str>) -> r
         .optional()
 }
 
-/// Every partition id of `scope`, ascending.
+/// The partition id of the vault rows of `(scope, scope_id)`, if one was ever allocated.
+pub(crate) fn find_vault(conn: &Connection, scope: Scope, scope_id: Option<&str>) -> rusqlite::Result<Option<i64>> {
+    conn.prepare_cached("SELECT id FROM cao_search_partitions WHERE scope = ?1 AND scope_id_key = ?2")?
+        .query_row(
+            rusqlite::params![scope.as_str(), format!("v{}", scope_id_key(scope_id))],
+            |r| r.get(0),
+        )
+        .optional()
+}
+
+/// Whether any vault partition was ever allocated (then "everything visible" is not "every search row").
+pub(crate) fn any_vault(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM cao_search_partitions WHERE substr(scope_id_key, 1, 1) = 'v')")?
+        .query_row([], |r| r.get(0))
+}
+
+/// Every native partition id of `scope`, ascending.
 pub(crate) fn of_scope(conn: &Connection, scope: Scope) -> rusqlite::Result<Vec<i64>> {
-    conn.prepare_cached("SELECT id FROM cao_search_partitions WHERE scope = ?1 ORDER BY id")?
-        .query_map([scope.as_str()], |r| r.get(0))?
-        .collect()
+    conn.prepare_cached(
+        "SELECT id FROM cao_search_partitions WHERE scope = ?1 AND substr(scope_id_key, 1, 1) <> 'v' ORDER BY id",
+    )?
+    .query_map([scope.as_str()], |r| r.get(0))?
+    .collect()
 }
 
 /// The partition id of `(scope, scope_id)`, allocated when missing. Inside a write transaction.
@@ -48,8 +70,20 @@ pub(crate) fn ensure(conn: &Connection, scope: Scope, scope_id: Option<&str>) ->
     if let Some(id) = find(conn, scope, scope_id)? {
         return Ok(id);
     }
+    insert(conn, scope, &scope_id_key(scope_id))
+}
+
+/// The partition id of the vault rows of `(scope, scope_id)`, allocated when missing. Inside a write transaction.
+pub(crate) fn ensure_vault(conn: &Connection, scope: Scope, scope_id: Option<&str>) -> Result<i64> {
+    if let Some(id) = find_vault(conn, scope, scope_id)? {
+        return Ok(id);
+    }
+    insert(conn, scope, &format!("v{}", scope_id_key(scope_id)))
+}
+
+fn insert(conn: &Connection, scope: Scope, key: &str) -> Result<i64> {
     conn.prepare_cached("INSERT INTO cao_search_partitions (scope, scope_id_key) VALUES (?1, ?2)")?
-        .execute(rusqlite::params![scope.as_str(), scope_id_key(scope_id)])?;
+        .execute(rusqlite::params![scope.as_str(), key])?;
     let id = conn.last_insert_rowid();
     if id > PARTITION_MAX {
         return Err(IndexError::Capacity(format!(

@@ -295,6 +295,9 @@ pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
         "CREATE TABLE IF NOT EXISTS cao_schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
     )?;
     reconcile_shared_tables(conn)?;
+    // The vault tables (spec/vault-facts.md section 11) are created when missing at every open, like the shared
+    // tables: the reference may have created them already.
+    crate::vault::ensure_tables(conn)?;
     let applied: Vec<i64> = {
         let mut stmt = conn.prepare("SELECT version FROM cao_schema_migrations")?;
         let rows = stmt.query_map([], |r| r.get(0))?;

@@ -92,18 +92,28 @@ pub(crate) fn fetch_by_search_rowid(tx: &Transaction<'_>, search_rowid: i64) -> 
     }
 }
 
-/// Re-check a row found through the search tables against the filters its search rowid encodes.
+/// Re-check a row found through the search tables against the filters its search rowid encodes (its source kind
+/// included: a vault row is visible only through a vault term).
 pub(crate) fn visible(row: &MemoryRow, vis: &Visibility, memory_type: Option<MemoryType>) -> bool {
-    row.source_kind == SourceKind::Native
-        && vis.allows(row.scope, row.scope_id.as_deref())
+    vis.allows_kind(row.scope, row.scope_id.as_deref(), row.source_kind)
         && memory_type.is_none_or(|t| t == row.memory_type)
 }
 
+/// The text the metadata pool's terms are matched in: `lowercase(key + " " + tags + " " + content)` of a native row,
+/// `lowercase(content)` of a vault row (the reference matches a vault note's recall body only, spec/vault-facts.md
+/// section 5 "Query matching").
+pub(crate) fn metadata_haystack(row: &MemoryRow) -> String {
+    match row.source_kind {
+        SourceKind::Native => trigram_body(row.key.as_str(), &row.tags, &row.content),
+        SourceKind::Vault => row.content.to_lowercase(),
+    }
+}
+
 /// Whether every whitespace-separated term of `query`, lowercased, is a substring of
-/// `lowercase(key + " " + tags + " " + content)` of `row`: the predicate of [`Index::metadata_pool`] (the
-/// reference's `_matches_all_terms`). A query without terms matches every row.
+/// `lowercase(key + " " + tags + " " + content)` of `row` (of a vault row: `lowercase(content)`): the predicate of
+/// [`Index::metadata_pool`] (the reference's `_matches_all_terms`). A query without terms matches every row.
 pub fn matches_all_terms(query: &str, row: &MemoryRow) -> bool {
-    let hay = trigram_body(row.key.as_str(), &row.tags, &row.content);
+    let hay = metadata_haystack(row);
     metadata_terms(query).iter().all(|t| hay.contains(t.as_str()))
 }
 
@@ -126,10 +136,15 @@ pub(crate) fn scan_plan(
     vis: &Visibility,
     memory_type: Option<MemoryType>,
 ) -> rusqlite::Result<Scan> {
-    if vis.is_all() && memory_type.is_none() {
+    if vis.is_all() && memory_type.is_none() && !vis.has_vault() && !partition::any_vault(tx)? {
         return Ok(Scan::Everything);
     }
     let mut ranges = Vec::new();
+    for (scope, id) in vis.vault_slices() {
+        if let Some(p) = partition::find_vault(tx, scope, id)? {
+            ranges.push(partition::range(p, memory_type));
+        }
+    }
     for (scope, id) in vis.slices() {
         match id {
             Some(scope_id) => {
@@ -209,7 +224,7 @@ fn ordered_from(
         let lim = limit_sql(limit);
         parts.push(format!(
             "SELECT r FROM (SELECT m.rowid AS r FROM memory_metadata m
-             WHERE {cond} AND m.source_kind = 'native'{ty}{keyset} ORDER BY {order} LIMIT {lim})"
+             WHERE {cond}{ty}{keyset} ORDER BY {order} LIMIT {lim})"
         ));
     }
     let lim = limit_sql(limit);
@@ -450,7 +465,7 @@ impl Index {
         self.read(|tx| {
             let long: Vec<&String> = terms.iter().filter(|t| t.chars().count() >= 3).collect();
             let matches = |row: &MemoryRow| {
-                let hay = trigram_body(row.key.as_str(), &row.tags, &row.content);
+                let hay = metadata_haystack(row);
                 terms.iter().all(|t| hay.contains(t.as_str()))
             };
             let mut out = Vec::new();
@@ -461,7 +476,7 @@ impl Index {
                 let ty = type_clause(memory_type, &mut params);
                 let sql = format!(
                     "SELECT {ROW_COLUMNS} FROM memory_metadata m
-                     WHERE m.source_kind = 'native' AND m.search_rowid IS NOT NULL AND {vis_sql}{ty}
+                     WHERE m.search_rowid IS NOT NULL AND {vis_sql}{ty}
                      ORDER BY {RECENCY_ORDER}"
                 );
                 let mut stmt = tx.prepare_cached(&sql)?;

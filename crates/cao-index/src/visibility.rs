@@ -1,6 +1,10 @@
 //! Which (scope, scope_id) pairs a caller may read, rendered as one SQL condition with bound parameters.
+//!
+//! A pair names the native rows of that scope and scope id, or (for a scope bound to an Obsidian vault,
+//! [`Visibility::allow_vault`]) its vault rows (`source_kind = 'vault'`) instead: a vault-bound scope's native rows are
+//! not read at all (spec/vault-facts.md section 5 "Sources per recall").
 
-use cao_core::Scope;
+use cao_core::{Scope, SourceKind};
 use rusqlite::types::Value;
 
 /// One readable slice of the index.
@@ -10,6 +14,8 @@ enum Term {
     AnyId(Scope),
     /// Rows of the scope with exactly this scope id (`None` = `scope_id IS NULL`).
     Id(Scope, Option<String>),
+    /// Vault rows (`source_kind = 'vault'`) of the scope with exactly this scope id (`None` = `scope_id IS NULL`).
+    Vault(Scope, Option<String>),
 }
 
 /// The set of `(scope, scope_id)` pairs a caller may read. Empty means nothing is visible.
@@ -43,6 +49,16 @@ impl Visibility {
         self
     }
 
+    /// Also allow the vault rows of `scope` whose scope id equals `scope_id` (a scope bound to a vault mapping).
+    /// Native terms are not changed: a caller that binds a scope to a vault leaves its native pair out.
+    pub fn allow_vault(mut self, scope: Scope, scope_id: Option<&str>) -> Visibility {
+        let term = Term::Vault(scope, scope_id.map(str::to_owned));
+        if !self.terms.contains(&term) {
+            self.terms.push(term);
+        }
+        self
+    }
+
     /// Also allow every row of `scope`, whatever its scope id. Replaces narrower pairs of the same scope.
     pub fn allow_any(mut self, scope: Scope) -> Visibility {
         self.terms.retain(|t| !matches!(t, Term::Id(s, _) if *s == scope));
@@ -57,7 +73,7 @@ impl Visibility {
         let terms = self
             .terms
             .iter()
-            .filter(|t| matches!(t, Term::AnyId(s) | Term::Id(s, _) if *s == scope))
+            .filter(|t| matches!(t, Term::AnyId(s) | Term::Id(s, _) | Term::Vault(s, _) if *s == scope))
             .cloned()
             .collect();
         Visibility { terms }
@@ -68,11 +84,19 @@ impl Visibility {
         self.terms.is_empty()
     }
 
-    /// Whether a row of `scope` with `scope_id` is visible.
+    /// Whether a native row of `scope` with `scope_id` is visible.
     pub fn allows(&self, scope: Scope, scope_id: Option<&str>) -> bool {
-        self.terms.iter().any(|t| match t {
-            Term::AnyId(s) => *s == scope,
-            Term::Id(s, id) => *s == scope && id.as_deref() == scope_id,
+        self.allows_kind(scope, scope_id, SourceKind::Native)
+    }
+
+    /// Whether a row of `scope` with `scope_id` from source `kind` is visible.
+    pub fn allows_kind(&self, scope: Scope, scope_id: Option<&str>, kind: SourceKind) -> bool {
+        self.terms.iter().any(|t| match (t, kind) {
+            (Term::AnyId(s), SourceKind::Native) => *s == scope,
+            (Term::Id(s, id), SourceKind::Native) | (Term::Vault(s, id), SourceKind::Vault) => {
+                *s == scope && id.as_deref() == scope_id
+            }
+            _ => false,
         })
     }
 
@@ -81,13 +105,27 @@ impl Visibility {
         Scope::ALL.into_iter().all(|s| self.terms.contains(&Term::AnyId(s)))
     }
 
-    /// The terms as `(scope, None)` for "any scope id" and `(scope, Some(scope_id))` for one exact scope id (what
-    /// another backend renders into its own query language).
+    /// The native terms as `(scope, None)` for "any scope id" and `(scope, Some(scope_id))` for one exact scope id
+    /// (what another backend renders into its own query language). Vault terms are [`Visibility::vault_slices`].
     pub fn slices(&self) -> impl Iterator<Item = (Scope, Option<Option<&str>>)> {
-        self.terms.iter().map(|t| match t {
-            Term::AnyId(s) => (*s, None),
-            Term::Id(s, id) => (*s, Some(id.as_deref())),
+        self.terms.iter().filter_map(|t| match t {
+            Term::AnyId(s) => Some((*s, None)),
+            Term::Id(s, id) => Some((*s, Some(id.as_deref()))),
+            Term::Vault(..) => None,
         })
+    }
+
+    /// The vault terms: `(scope, scope_id)` whose vault rows are visible.
+    pub fn vault_slices(&self) -> impl Iterator<Item = (Scope, Option<&str>)> {
+        self.terms.iter().filter_map(|t| match t {
+            Term::Vault(s, id) => Some((*s, id.as_deref())),
+            _ => None,
+        })
+    }
+
+    /// Whether any vault term is present.
+    pub fn has_vault(&self) -> bool {
+        self.terms.iter().any(|t| matches!(t, Term::Vault(..)))
     }
 
     /// The OR clause over table alias `m` (`0` when empty); pushes its parameters onto `params`.
@@ -117,16 +155,25 @@ fn term_sql(t: &Term, params: &mut Vec<Value>) -> String {
     match t {
         Term::AnyId(s) => {
             params.push(Value::Text(s.as_str().to_owned()));
-            "m.scope = ?".to_owned()
+            "(m.scope = ? AND m.source_kind = 'native')".to_owned()
         }
         Term::Id(s, None) => {
             params.push(Value::Text(s.as_str().to_owned()));
-            "(m.scope = ? AND m.scope_id IS NULL)".to_owned()
+            "(m.scope = ? AND m.scope_id IS NULL AND m.source_kind = 'native')".to_owned()
         }
         Term::Id(s, Some(id)) => {
             params.push(Value::Text(s.as_str().to_owned()));
             params.push(Value::Text(id.clone()));
-            "(m.scope = ? AND m.scope_id = ?)".to_owned()
+            "(m.scope = ? AND m.scope_id = ? AND m.source_kind = 'native')".to_owned()
+        }
+        Term::Vault(s, None) => {
+            params.push(Value::Text(s.as_str().to_owned()));
+            "(m.scope = ? AND m.scope_id IS NULL AND m.source_kind = 'vault')".to_owned()
+        }
+        Term::Vault(s, Some(id)) => {
+            params.push(Value::Text(s.as_str().to_owned()));
+            params.push(Value::Text(id.clone()));
+            "(m.scope = ? AND m.scope_id = ? AND m.source_kind = 'vault')".to_owned()
         }
     }
 }
@@ -143,7 +190,7 @@ mod tests {
             .allow(Scope::Session, Some("b"));
         assert!(v.allows(Scope::Session, Some("zzz")));
         let mut p = Vec::new();
-        assert_eq!(v.sql(&mut p), "(m.scope = ?)");
+        assert_eq!(v.sql(&mut p), "((m.scope = ? AND m.source_kind = 'native'))");
         assert_eq!(p.len(), 1);
     }
 
@@ -161,5 +208,18 @@ mod tests {
         assert!(Visibility::none().only_scope(Scope::Global).is_empty());
         let mut p = Vec::new();
         assert_eq!(Visibility::none().sql(&mut p), "0");
+    }
+
+    #[test]
+    fn vault_terms_name_vault_rows_only() {
+        let v = Visibility::none()
+            .allow(Scope::Global, None)
+            .allow_vault(Scope::Project, Some("p"));
+        assert!(v.allows_kind(Scope::Project, Some("p"), SourceKind::Vault));
+        assert!(!v.allows(Scope::Project, Some("p")));
+        assert!(!v.allows_kind(Scope::Global, None, SourceKind::Vault));
+        assert_eq!(v.slices().count(), 1);
+        assert_eq!(v.vault_slices().collect::<Vec<_>>(), [(Scope::Project, Some("p"))]);
+        assert!(v.only_scope(Scope::Project).has_vault());
     }
 }

@@ -77,18 +77,25 @@ pub(crate) struct SearchText<'a> {
     pub stored: DateTime<Utc>,
     /// Contents of the memories around this one in the same scope and scope id (see [`near_field`]).
     pub neighbours: Vec<&'a str>,
+    /// A vault row: its substring document is its content alone (see `search::metadata_haystack`).
+    pub vault: bool,
 }
 
 /// Add a row's documents to both FTS tables under `search_rowid` and count them in the term statistics (the
 /// context field's length is `meta` + `near`).
-fn index_search(tx: &Connection, search_rowid: i64, text: &SearchText<'_>) -> rusqlite::Result<()> {
+pub(crate) fn index_search(tx: &Connection, search_rowid: i64, text: &SearchText<'_>) -> rusqlite::Result<()> {
     let body = content_field(text.content);
     let meta = meta_field(text.key, text.tags, text.stored);
     let near = near_field(&text.neighbours);
     tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body, meta, near) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![search_rowid, body, meta, near])?;
+    let substring_doc = if text.vault {
+        text.content.to_lowercase()
+    } else {
+        trigram_body(text.key, text.tags, text.content)
+    };
     tx.prepare_cached("INSERT INTO cao_memory_trigram (rowid, body) VALUES (?1, ?2)")?
-        .execute(params![search_rowid, trigram_body(text.key, text.tags, text.content)])?;
+        .execute(params![search_rowid, substring_doc])?;
     tx.prepare_cached(
         "UPDATE cao_search_stats SET docs = docs + 1, tokens = tokens + ?1, context_tokens = context_tokens + ?2
          WHERE id = 1",
@@ -118,7 +125,7 @@ pub fn body_tokens(body: &str) -> i64 {
 }
 
 /// Remove a row's documents from both FTS tables and uncount them.
-fn unindex_search(tx: &Connection, search_rowid: i64) -> rusqlite::Result<()> {
+pub(crate) fn unindex_search(tx: &Connection, search_rowid: i64) -> rusqlite::Result<()> {
     let columns: Option<(String, String, String)> = tx
         .prepare_cached("SELECT body, meta, near FROM cao_memory_fts WHERE rowid = ?1")?
         .query_row([search_rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -241,6 +248,7 @@ fn index_row(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Result<(
         content: &content,
         stored: updated_at,
         neighbours: around.iter().map(String::as_str).collect(),
+        vault: false,
     };
     index_search(tx, search_rowid, &text)
 }
@@ -775,8 +783,8 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
     };
     let rows: Vec<StoredText> = tx
         .prepare(&format!(
-            "SELECT id, \"key\", tags, content, scope, scope_id, memory_type, updated_at, created_at
-             FROM memory_metadata WHERE source_kind = 'native'{filter} ORDER BY rowid"
+            "SELECT id, \"key\", tags, content, scope, scope_id, memory_type, updated_at, created_at, source_kind
+             FROM memory_metadata WHERE source_kind IN ('native', 'vault'){filter} ORDER BY rowid"
         ))?
         .query_map([], |r| {
             let text =
@@ -791,6 +799,7 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
                 memory_type: text(6)?,
                 updated_at: crate::row::ts_column(r, 7)?,
                 created_at: r.get(8)?,
+                vault: text(9)? == "vault",
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
@@ -805,7 +814,10 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
     // Neighbours: the rows within NEIGHBOUR_WINDOW before and after each one in its (scope, scope_id) by
     // (created_at, rowid), as stored (`rows` is in rowid order and the sort is stable); rows without a created_at
     // have none and are none (the SQL comparison of `neighbours` with NULL).
-    let mut order: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].created_at.is_some()).collect();
+    // Vault rows have no neighbours and are none.
+    let mut order: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].created_at.is_some() && !rows[i].vault)
+        .collect();
     order.sort_by(|&a, &b| {
         let (x, y) = (&rows[a], &rows[b]);
         (&x.scope, &x.scope_id, &x.created_at).cmp(&(&y.scope, &y.scope_id, &y.created_at))
@@ -827,7 +839,11 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
         let (Ok(scope), Ok(memory_type)) = (r.scope.parse::<Scope>(), r.memory_type.parse::<MemoryType>()) else {
             continue;
         };
-        let part = partition::ensure(tx, scope, r.scope_id.as_deref())?;
+        let part = if r.vault {
+            partition::ensure_vault(tx, scope, r.scope_id.as_deref())?
+        } else {
+            partition::ensure(tx, scope, r.scope_id.as_deref())?
+        };
         let s = partition::allocate(tx, partition::slot(part, memory_type))?;
         tx.prepare_cached("UPDATE memory_metadata SET search_rowid = ?1 WHERE id = ?2")?
             .execute(params![s, r.id])?;
@@ -837,6 +853,7 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
             content: &r.content,
             stored: r.updated_at,
             neighbours: std::mem::take(&mut around[i]),
+            vault: r.vault,
         };
         index_search(tx, s, &text)?;
         indexed += 1;
@@ -855,6 +872,8 @@ struct StoredText {
     memory_type: String,
     updated_at: DateTime<Utc>,
     created_at: Option<String>,
+    /// A vault row (`source_kind = 'vault'`).
+    vault: bool,
 }
 
 /// Delete row `id` and its search entries; with `refresh`, re-index the rows whose neighbour it was.
