@@ -130,6 +130,10 @@ pub(crate) enum MemoryCommand {
     /// each line opening into the lines it was made from, what merges next, and delete or purge on the newest
     /// entry of a memory. Needs a terminal.
     Inspect(InspectArgs),
+    /// The Obsidian vault as a knowledge source (memory.vault in settings.json): status, scan, reconcile,
+    /// rebuild.
+    #[command(subcommand)]
+    Vault(crate::vault::VaultCommand),
     /// Purge one memory: remove its file and index row and erase its text from every version in the journal and
     /// from every summary line, so it is found nowhere on disk (the way to remove a secret).
     ///

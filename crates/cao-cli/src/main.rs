@@ -35,6 +35,7 @@ mod progress;
 mod relationships;
 mod remote;
 mod setup;
+mod vault;
 
 use clap::Parser;
 use std::io::{IsTerminal, Write};

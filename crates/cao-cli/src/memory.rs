@@ -38,6 +38,7 @@ pub(crate) fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Pr
         MemoryCommand::Inspect(a) => return crate::inspect::run(a),
         MemoryCommand::Compact(a) => return crate::lint::run_compact(a, out),
         MemoryCommand::Embed(a) => return crate::models::run_embed(a, out),
+        MemoryCommand::Vault(c) => return crate::vault::run(c, out),
         other => other,
     };
     // Validation and confirmation first: neither needs the store.
@@ -187,9 +188,10 @@ impl Plan {
             | MemoryCommand::Heal(_)
             | MemoryCommand::Inspect(_)
             | MemoryCommand::Embed(_)
+            | MemoryCommand::Vault(_)
             | MemoryCommand::Compact(_) => {
                 return Err(CliError::failure(
-                    "context, hook, inject, lint, heal, compact, embed and inspect commands do not run through the store plan",
+                    "context, hook, inject, lint, heal, compact, embed, vault and inspect commands do not run through the store plan",
                 ));
             }
             MemoryCommand::Cleanup(a) => Plan::Cleanup(a),

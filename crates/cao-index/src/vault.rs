@@ -219,6 +219,17 @@ pub struct VaultAliasRow {
     pub content_sha256: Option<String>,
 }
 
+/// The durable vault state of one vault: its `vault_note`, `vault_exclusion` and `vault_note_alias` rows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VaultState {
+    /// Notes, by path.
+    pub notes: Vec<VaultNoteRow>,
+    /// Exclusions, by scope, scope id and key.
+    pub exclusions: Vec<VaultExclusionRow>,
+    /// Aliases, by former path.
+    pub aliases: Vec<VaultAliasRow>,
+}
+
 /// One `vault_finding` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VaultFindingRow {
@@ -726,10 +737,7 @@ fn vault_apply_in(tx: &Transaction<'_>, vault_id: &str, plan: &VaultApply, now: 
 impl Index {
     /// Every `vault_note`, `vault_exclusion` and `vault_note_alias` row of `vault_id` (notes by path), in one
     /// snapshot. Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
-    pub fn vault_state(
-        &self,
-        vault_id: &str,
-    ) -> Result<(Vec<VaultNoteRow>, Vec<VaultExclusionRow>, Vec<VaultAliasRow>)> {
+    pub fn vault_state(&self, vault_id: &str) -> Result<VaultState> {
         self.read(|tx| {
             let notes = tx
                 .prepare_cached(&format!(
@@ -787,7 +795,11 @@ impl Index {
                     Err(e) => Some(Err(e)),
                 })
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok((notes, exclusions, aliases))
+            Ok(VaultState {
+                notes,
+                exclusions,
+                aliases,
+            })
         })
     }
 
@@ -1186,8 +1198,8 @@ mod tests {
         let edges = ix.relationships(&crate::RelationshipFilter::default()).expect("edges");
         assert_eq!(edges.len(), 1);
         assert_eq!(edges[0].row.id, "e-1");
-        let (notes, _, _) = ix.vault_state("v").expect("state");
-        assert_eq!(notes, vec![note("alpha"), note("beta")]);
+        let state = ix.vault_state("v").expect("state");
+        assert_eq!(state.notes, vec![note("alpha"), note("beta")]);
         assert_eq!(ix.vault_findings("v").expect("findings").len(), 1);
         assert_eq!(ix.vault_row_count().expect("count"), 2);
     }
@@ -1253,9 +1265,9 @@ mod tests {
                 edges_removed: 1
             }
         );
-        let (notes, exclusions, _) = ix.vault_state("v").expect("state");
-        assert_eq!(exclusions, vec![exclusion]);
-        assert_eq!(notes[0].status, "excluded");
+        let state = ix.vault_state("v").expect("state");
+        assert_eq!(state.exclusions, vec![exclusion]);
+        assert_eq!(state.notes[0].status, "excluded");
         let rows = ix.recency_pool(&vault_vis(), None, 10).expect("pool");
         assert_eq!(rows.len(), 1);
     }

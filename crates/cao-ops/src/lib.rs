@@ -14,7 +14,8 @@
 //!   reminders, the injected view, one summarizing pass);
 //! - [`auto_compact`]: the queue of topics automatic compaction waits for (the worker is `cao-maint`'s);
 //! - shared read rules: [`supersedes`], [`eligibility`], and [`audit_relationships`] (the audited relationship
-//!   service); the request and result shapes in [`types`].
+//!   service); the request and result shapes in [`types`];
+//! - [`vault`]: the Obsidian vault over the store (configuration, scan, reconcile and rebuild, status).
 //!
 //! Invariants:
 //! - Every argument is validated before any I/O: a refused call writes nothing.
@@ -47,4 +48,5 @@ pub mod related;
 pub mod relevance;
 pub mod supersedes;
 pub mod types;
+pub mod vault;
 pub mod write;

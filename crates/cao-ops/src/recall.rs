@@ -168,7 +168,8 @@ pub fn recall(
     store.read()?;
     plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
     plan.lexical = lexical_scorer(settings);
-    let groups = cao_store::visibility::groups(store, ctx, settings, plan.scope, req.scan_all)?;
+    let mut groups = cao_store::visibility::groups(store, ctx, settings, plan.scope, req.scan_all)?;
+    crate::vault::bind_groups(store, settings, &mut groups);
     let registry = eligibility::curator_registry(store, settings, ctx);
     let lc = Lifecycle {
         enabled: settings.lifecycle_enabled(),
@@ -190,6 +191,12 @@ pub fn recall(
     } else {
         Vec::new()
     };
+    // The vault path of each vault row, in output order (primaries, then related extras).
+    let vault_paths: Vec<Option<String>> = rows
+        .iter()
+        .chain(related.iter())
+        .map(|r| (r.source_kind == cao_core::SourceKind::Vault).then(|| r.file_path.clone()))
+        .collect();
     let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
     let mut extras: Vec<Memory> = related
         .iter()
@@ -219,9 +226,16 @@ pub fn recall(
         }
     }
     memories.append(&mut extras);
+    let mut recalled: Vec<RecalledMemory> = memories.iter().map(RecalledMemory::from).collect();
+    for (m, path) in recalled.iter_mut().zip(vault_paths) {
+        if let Some(path) = path {
+            m.source_kind = Some("vault".to_owned());
+            m.source_path = Some(path);
+        }
+    }
     Ok(RecallResult {
         success: true,
-        memories: memories.iter().map(RecalledMemory::from).collect(),
+        memories: recalled,
     })
 }
 

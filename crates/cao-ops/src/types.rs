@@ -247,6 +247,12 @@ pub struct RecalledMemory {
     /// Transient `"superseded"` label, present only when set (lifecycle enabled).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifecycle_status: Option<LifecycleStatus>,
+    /// `"vault"` for a note of an Obsidian vault (absent for native memories; spec/vault-facts.md section 5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_kind: Option<String>,
+    /// The vault-relative path of a vault note (absent for native memories).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_path: Option<String>,
 }
 
 impl From<&Memory> for RecalledMemory {
@@ -260,6 +266,8 @@ impl From<&Memory> for RecalledMemory {
             file_path: m.file_path.clone(),
             updated_at: cao_core::time::format_ts(m.updated_at),
             lifecycle_status: m.lifecycle_status,
+            source_kind: None,
+            source_path: None,
         }
     }
 }

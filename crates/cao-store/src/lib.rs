@@ -49,7 +49,7 @@ pub use embedded::{sweep_at_startup, sweep_temp_files};
 pub use error::{MemoryError, StoreError};
 pub use journal::{JournalRules, PurgeReport, check_container, container_problem};
 pub use store::{Snapshot, Store, WriteTx, read_journal, write_journal, write_journal_secure};
-pub use tables::{FollowUpOps, JournalOps, Reads, Writes};
+pub use tables::{FollowUpOps, JournalOps, Reads, Writes, vault_unsupported};
 pub use types::{HealthStatus, NoProgress, Progress, RepairReport, StoreHealth};
 
 /// The store's record types: the shapes the table operations read and write.
@@ -59,8 +59,9 @@ pub use cao_index::{
     MemoryRow, NEIGHBOUR_WINDOW, NewEntry as JournalEntry, OutcomeFilter, OutcomeRow, PoolBudget, ProducerEdge,
     ProducerReplace, ProjectAlias, RecencyCursor, RelOrigin, RelStatus, RelType, RelatedKeys, RelationshipFilter,
     RelationshipRecord, RelationshipRow, ReplaceOutcome, SnapshotRow, StatusChange, SupersedesLookup, TerminalRow,
-    VectorCounts, VectorWrite, ViewItem, ViewRow, Visibility, format_db_ts, matches_all_terms, parse_db_ts,
-    search_tokens, token_estimate,
+    VaultAliasRow, VaultApplied, VaultApply, VaultEdge, VaultExclusionRow, VaultFindingRow, VaultForgotten,
+    VaultMetadata, VaultNoteRow, VaultReceiptRow, VaultStamp, VaultState, VectorCounts, VectorWrite, ViewItem, ViewRow,
+    Visibility, format_db_ts, matches_all_terms, parse_db_ts, search_tokens, token_estimate,
 };
 
 /// The topic file format's limits and rules that callers validate against before writing (`cao-wiki`).

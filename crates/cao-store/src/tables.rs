@@ -22,13 +22,25 @@ use cao_index::{
     Checkpoint, EdgeIdentity, EntryRow, ImportCandidate, JournalMeta, LeaseRow, LineRow, ListFilter, MemoryRow,
     NewEntry, OutcomeFilter, OutcomeRow, PoolBudget, ProducerEdge, ProducerReplace, ProjectAlias, RecencyCursor,
     RelOrigin, RelStatus, RelType, RelatedKeys, RelationshipFilter, RelationshipRecord, RelationshipRow,
-    ReplaceOutcome, SnapshotRow, StatusChange, TerminalRow, VectorCounts, VectorWrite, ViewItem, ViewRow, Visibility,
+    ReplaceOutcome, SnapshotRow, StatusChange, TerminalRow, VaultApplied, VaultApply, VaultExclusionRow,
+    VaultFindingRow, VaultForgotten, VaultNoteRow, VaultReceiptRow, VaultState, VectorCounts, VectorWrite, ViewItem,
+    ViewRow, Visibility,
 };
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 
 /// Result of a table operation.
 pub(crate) type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// The refusal of a backend that does not hold an Obsidian vault's state (the PostgreSQL backend, for now): the
+/// vault works with the embedded store only (README "Using an Obsidian vault").
+pub fn vault_unsupported() -> StoreError {
+    StoreError::Invalid(
+        "the Obsidian vault (memory.vault) is supported only by the embedded store; this store is a shared \
+         PostgreSQL database (unset CAO_DATABASE_URL and --database-url, or disable memory.vault)"
+            .to_owned(),
+    )
+}
 
 /// What a read snapshot answers. Only native memories are read (rows of other sources are the caller's to ask
 /// for by name). Orders named here are the ones `cao-rank` defines (the backend only reads rows in that order).
@@ -164,6 +176,46 @@ pub trait Reads: Send + Sync {
     fn journal_read_dyn(&self, f: &mut dyn FnMut(&dyn JournalOps) -> Result<()>) -> Result<()>;
     /// Whether the backend's storage is intact; `Some(problem)` names the first damage found.
     fn quick_check(&self) -> Result<Option<String>>;
+
+    /// Whether this backend holds an Obsidian vault's derived state (the `vault_*` operations below work). A
+    /// backend that does not keeps the defaults, which refuse every vault operation with [`vault_unsupported`].
+    fn supports_vault(&self) -> bool {
+        false
+    }
+    /// Every `vault_note`, `vault_exclusion` and `vault_note_alias` row of `vault_id` (spec/vault-facts.md section
+    /// 11), from one snapshot.
+    fn vault_state(&self, vault_id: &str) -> Result<VaultState> {
+        let _ = vault_id;
+        Err(vault_unsupported())
+    }
+    /// The `vault_finding` rows of `vault_id` (the last applied run's), by path then code.
+    fn vault_findings(&self, vault_id: &str) -> Result<Vec<VaultFindingRow>> {
+        let _ = vault_id;
+        Err(vault_unsupported())
+    }
+    /// The non-zero durable recall counters of `vault_id`, `(name, value)` by name.
+    fn vault_counters(&self, vault_id: &str) -> Result<Vec<(String, i64)>> {
+        let _ = vault_id;
+        Err(vault_unsupported())
+    }
+    /// The migration receipts of `vault_id`.
+    fn vault_receipts(&self, vault_id: &str) -> Result<Vec<VaultReceiptRow>> {
+        let _ = vault_id;
+        Err(vault_unsupported())
+    }
+    /// The `vault_note` rows of `vault_id` with these `(scope, scope_id, key)` identities; unknown ones left out.
+    fn vault_notes_by_identity(
+        &self,
+        vault_id: &str,
+        identities: &[(Scope, Option<&str>, &str)],
+    ) -> Result<Vec<VaultNoteRow>> {
+        let _ = (vault_id, identities);
+        Err(vault_unsupported())
+    }
+    /// How many vault metadata rows (`source_kind = 'vault'`) the store holds, over every vault.
+    fn vault_row_count(&self) -> Result<usize> {
+        Err(vault_unsupported())
+    }
 }
 
 /// What a write transaction changes besides memory content (memory content goes through the store's content
@@ -232,6 +284,54 @@ pub trait Writes: Reads {
     /// Rebuild the storage from the live rows only (nothing deleted before stays in any file), then truncate the
     /// write-ahead log.
     fn vacuum(&self) -> Result<Checkpoint>;
+
+    /// Apply a reconcile's complete vault state in one transaction: the note, exclusion, alias and finding rows of
+    /// `vault_id` replaced with the plan's, vault metadata rows (and their search entries) written where they
+    /// changed and deleted where the plan has none, edges of origin `vault` brought to the plan's set keeping the id
+    /// of every edge that stays (curation-terminal ones untouched). All or nothing.
+    fn vault_apply(&self, vault_id: &str, plan: &VaultApply, now: DateTime<Utc>) -> Result<VaultApplied> {
+        let _ = (vault_id, plan, now);
+        Err(vault_unsupported())
+    }
+    /// Forget a vault note in one transaction: upsert `exclusion`, mark the note `excluded`, delete its metadata
+    /// row and its edges of origin `vault`. The note's file is not touched.
+    fn vault_forget(
+        &self,
+        vault_id: &str,
+        note_uid: &str,
+        exclusion: &VaultExclusionRow,
+        now: DateTime<Utc>,
+    ) -> Result<VaultForgotten> {
+        let _ = (vault_id, note_uid, exclusion, now);
+        Err(vault_unsupported())
+    }
+    /// Add each `(name, by)` to the durable recall counters of `vault_id`.
+    fn vault_bump_counters(&self, vault_id: &str, counts: &[(&str, i64)], now: DateTime<Utc>) -> Result<()> {
+        let _ = (vault_id, counts, now);
+        Err(vault_unsupported())
+    }
+    /// Record a migration receipt and mark the edges `supersede` (ids) superseded, in one transaction.
+    fn vault_put_receipt(
+        &self,
+        vault_id: &str,
+        receipt: &VaultReceiptRow,
+        supersede: &[String],
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        let _ = (vault_id, receipt, supersede, now);
+        Err(vault_unsupported())
+    }
+    /// Roll a receipt back in one transaction (each `(edge id, prior status)` restored, the receipt marked
+    /// `rolled_back`); whether the receipt existed.
+    fn vault_roll_back_receipt(
+        &self,
+        receipt_id: &str,
+        restore: &[(String, RelStatus)],
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let _ = (receipt_id, restore, now);
+        Err(vault_unsupported())
+    }
 }
 
 /// The journal's statements on one open transaction (spec 001 "Notes and the journal"; the rules over them are

@@ -21,11 +21,22 @@ pub struct ScopeGroup {
     pub scope: Scope,
     /// The scope ids the caller sees in it; `None` = every one (global and federated have none; `scan_all`).
     pub ids: Option<Vec<String>>,
+    /// The scope is bound to an Obsidian vault mapping (`cao_ops::vault::bind_groups`): the group reads the vault
+    /// rows of `ids` (global: of no scope id) instead of native rows (spec/vault-facts.md section 5 "Sources per
+    /// recall").
+    pub vault: bool,
 }
 
 impl ScopeGroup {
     /// `vis` widened by this group.
     pub fn add_to(&self, vis: Visibility) -> Visibility {
+        if self.vault {
+            return match &self.ids {
+                None if !self.scope.needs_scope_id() => vis.allow_vault(self.scope, None),
+                None => vis,
+                Some(ids) => ids.iter().fold(vis, |v, id| v.allow_vault(self.scope, Some(id))),
+            };
+        }
         match (&self.ids, self.scope.needs_scope_id()) {
             (None, true) => vis.allow_any(self.scope),
             (None, false) => vis.allow(self.scope, None),
@@ -115,7 +126,11 @@ fn resolve_groups(
                 Some(ids)
             }
         };
-        groups.push(ScopeGroup { scope: s, ids });
+        groups.push(ScopeGroup {
+            scope: s,
+            ids,
+            vault: false,
+        });
     }
     Ok(groups)
 }

@@ -416,6 +416,68 @@ pub fn read_listing(vault: &VaultConfig, listing: Listing, options: ScanOptions<
     }
 }
 
+/// Read one listed note again, confined like a scan's read (spec/vault-facts.md section 5 "Reading a row"): the
+/// root and every directory of `relpath` opened without following links (a component whose spelling on disk is
+/// another Unicode normalisation of the NFC `relpath`, e.g. NFD, is found by listing its directory), the note
+/// opened with `O_NOFOLLOW`, at most `max` bytes read (a longer note is cut at `max`), unchanged while read.
+/// Returns the bytes and the stamp read.
+///
+/// Errors: a finding (`path_escapes_root` when a component is a link, `unstable_skipped` when the note is missing,
+/// not a regular file or changed while read); never the note's content.
+pub fn read_note(vault: &VaultConfig, relpath: &str, max: u64) -> Result<(Vec<u8>, NoteStamp), Finding> {
+    let unstable = || Finding::new(FindingCode::UnstableSkipped, "note changed while scanned");
+    let escaped = || Finding::new(FindingCode::PathEscapesRoot, "path component changed into a link");
+    let mut dir = rustix::fs::open(&vault.root, dir_flags(), Mode::empty()).map_err(|_| unstable())?;
+    let parts: Vec<&str> = relpath.split('/').collect();
+    let Some((file, dirs)) = parts.split_last() else {
+        return Err(unstable());
+    };
+    if parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+        return Err(escaped());
+    }
+    for part in dirs {
+        let name = on_disk_name(&dir, part).ok_or_else(unstable)?;
+        dir = match rustix::fs::openat(&dir, OsStr::from_bytes(&name), dir_flags(), Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::LOOP | Errno::NOTDIR) => return Err(escaped()),
+            Err(_) => return Err(unstable()),
+        };
+    }
+    let name = on_disk_name(&dir, file).ok_or_else(unstable)?;
+    let fd = match rustix::fs::openat(&dir, OsStr::from_bytes(&name), file_flags(), Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::LOOP) => return Err(Finding::new(FindingCode::PathEscapesRoot, "note changed into a link")),
+        Err(_) => return Err(unstable()),
+    };
+    let before = rustix::fs::fstat(&fd).map_err(|_| unstable())?;
+    if FileType::from_raw_mode(before.st_mode) != FileType::RegularFile {
+        return Err(unstable());
+    }
+    let stamp = NoteStamp::of(&before);
+    let mut file = std::fs::File::from(fd);
+    let mut bytes = Vec::with_capacity(usize::try_from(stamp.size.min(max)).unwrap_or(0));
+    (&mut file).take(max).read_to_end(&mut bytes).map_err(|_| unstable())?;
+    let after = rustix::fs::fstat(&file).map_err(|_| unstable())?;
+    if NoteStamp::of(&after) != stamp {
+        return Err(unstable());
+    }
+    Ok((bytes, stamp))
+}
+
+/// The name in `dir` whose NFC form is `nfc_name` (the name itself when it exists as spelled).
+fn on_disk_name(dir: &OwnedFd, nfc_name: &str) -> Option<Vec<u8>> {
+    if rustix::fs::statat(dir, nfc_name, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+        return Some(nfc_name.as_bytes().to_vec());
+    }
+    let dup = rustix::io::dup(dir).ok()?;
+    let listing = Dir::new(dup).ok()?;
+    listing.flatten().find_map(|entry| {
+        let name = entry.file_name().to_bytes();
+        let s = std::str::from_utf8(name).ok()?;
+        (nfc(s) == nfc_name).then(|| name.to_vec())
+    })
+}
+
 /// Open a mapping folder component by component from the root, then walk it.
 fn walk_mapping(walk: &mut Walk<'_>, root: &OwnedFd, index: usize, mapping: &Mapping) {
     let mut current: Option<OwnedFd> = None;

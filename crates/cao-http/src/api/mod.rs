@@ -23,6 +23,7 @@ pub mod memory;
 pub mod outcomes;
 pub mod relationships;
 pub mod terminals;
+pub mod vault;
 
 pub use error::{ApiError, ApiResult, ErrorBody};
 
@@ -61,13 +62,14 @@ over 4 MiB."
 )]
 pub struct ApiDoc;
 
-/// Read routes: `GET /memory`, `GET /memory/export`, `GET /memory/{key}`, `GET /memory/relationships`,
+/// Read routes: `GET /memory`, `GET /memory/export`, `GET /memory/vault/status`, `GET /memory/{key}`, `GET /memory/relationships`,
 /// `GET /terminals/{id}/memory-context`, `GET /outcomes`, `POST /internal/memory/{recall,view,zoom,search,read,context}`,
 /// `POST /internal/outcomes/list`.
 pub fn read_routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(memory::list_memories))
         .routes(routes!(export::export_memories))
+        .routes(routes!(vault::vault_status))
         .routes(routes!(memory::get_memory))
         .routes(routes!(relationships::list_relationships))
         .routes(routes!(terminals::memory_context))

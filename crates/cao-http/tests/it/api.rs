@@ -686,6 +686,7 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         ("/openapi.json", &["get"]),
         ("/memory", &["get", "delete"]),
         ("/memory/export", &["get"]),
+        ("/memory/vault/status", &["get"]),
         ("/memory/{key}", &["get", "delete"]),
         ("/memory/{key}/history", &["delete"]),
         ("/memory/relationships", &["get", "post"]),
@@ -965,4 +966,38 @@ async fn export_serves_a_reproducible_archive_and_never_a_private_scope() {
         StatusCode::BAD_REQUEST,
         "bad_request",
     );
+}
+
+#[tokio::test]
+async fn vault_status_reports_the_configured_vault_or_configured_false() {
+    // No vault configured: configured false, never an error.
+    let f = fixture();
+    let (status, body) = get(&f.app, "/memory/vault/status").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, json!({"configured": false, "vaults": []}));
+
+    // A configured, reconciled vault.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("vault");
+    std::fs::create_dir_all(root.join("Notes")).expect("notes folder");
+    std::fs::create_dir_all(root.join("_cao")).expect("managed folder");
+    std::fs::write(root.join("Notes/a.md"), "a [[b]]\n").expect("note");
+    std::fs::write(root.join("Notes/b.md"), "b\n").expect("note");
+    let settings = json!({"memory": {"vault": {"enabled": true, "vaults": [{
+    "id": "demo", "root": root, "managed_folder": "_cao",
+    "mappings": [
+        {"folder": "_cao", "scope": "global", "writable": true},
+        {"folder": "Notes", "scope": "project", "scope_id": "demo-proj"}
+    ]}]}}});
+    let f = fixture_with(Some(settings));
+    let svc = cao_memory::MemoryService::open(CaoHome::new(&f.home)).expect("service");
+    svc.vault_reconcile(true, false).expect("reconcile");
+    let (status, body) = get(&f.app, "/memory/vault/status").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["configured"], true);
+    assert_eq!(body["vaults"][0]["vault_id"], "demo");
+    assert_eq!(body["vaults"][0]["status_counts"], json!({"indexed": 2}));
+    assert_eq!(body["vaults"][0]["boundary_write_refusals"], 0);
+    let (_, other) = get(&f.app, "/memory/vault/status?vault_id=other").await;
+    assert_eq!(other, json!({"configured": true, "vaults": []}));
 }

@@ -10,8 +10,9 @@ use cao_index::{
     Checkpoint, EdgeIdentity, EntryRow, FollowUp, ImportCandidate, Index, IndexError, JournalMeta, JournalTx, LeaseRow,
     LineRow, ListFilter, MemoryRow, NewEntry, OutcomeFilter, OutcomeRow, PoolBudget, ProducerEdge, ProducerReplace,
     ProjectAlias, RecencyCursor, RelOrigin, RelStatus, RelType, RelatedKeys, RelationshipFilter, RelationshipRecord,
-    RelationshipRow, ReplaceOutcome, SnapshotRow, StatusChange, TerminalRow, VectorCounts, VectorWrite, ViewItem,
-    ViewRow, Visibility,
+    RelationshipRow, ReplaceOutcome, SnapshotRow, StatusChange, TerminalRow, VaultApplied, VaultApply,
+    VaultExclusionRow, VaultFindingRow, VaultForgotten, VaultNoteRow, VaultReceiptRow, VaultState, VectorCounts,
+    VectorWrite, ViewItem, ViewRow, Visibility,
 };
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
@@ -230,6 +231,38 @@ impl Reads for Index {
     fn quick_check(&self) -> Result<Option<String>> {
         Ok(Index::quick_check(self)?)
     }
+
+    fn supports_vault(&self) -> bool {
+        true
+    }
+
+    fn vault_state(&self, vault_id: &str) -> Result<VaultState> {
+        Ok(Index::vault_state(self, vault_id)?)
+    }
+
+    fn vault_findings(&self, vault_id: &str) -> Result<Vec<VaultFindingRow>> {
+        Ok(Index::vault_findings(self, vault_id)?)
+    }
+
+    fn vault_counters(&self, vault_id: &str) -> Result<Vec<(String, i64)>> {
+        Ok(Index::vault_counters(self, vault_id)?)
+    }
+
+    fn vault_receipts(&self, vault_id: &str) -> Result<Vec<VaultReceiptRow>> {
+        Ok(Index::vault_receipts(self, vault_id)?)
+    }
+
+    fn vault_notes_by_identity(
+        &self,
+        vault_id: &str,
+        identities: &[(Scope, Option<&str>, &str)],
+    ) -> Result<Vec<VaultNoteRow>> {
+        Ok(Index::vault_notes_by_identity(self, vault_id, identities)?)
+    }
+
+    fn vault_row_count(&self) -> Result<usize> {
+        Ok(Index::vault_row_count(self)?)
+    }
 }
 
 impl Writes for Index {
@@ -308,6 +341,43 @@ impl Writes for Index {
 
     fn vacuum(&self) -> Result<Checkpoint> {
         Ok(Index::vacuum(self)?)
+    }
+
+    fn vault_apply(&self, vault_id: &str, plan: &VaultApply, now: DateTime<Utc>) -> Result<VaultApplied> {
+        Ok(Index::vault_apply(self, vault_id, plan, now)?)
+    }
+
+    fn vault_forget(
+        &self,
+        vault_id: &str,
+        note_uid: &str,
+        exclusion: &VaultExclusionRow,
+        now: DateTime<Utc>,
+    ) -> Result<VaultForgotten> {
+        Ok(Index::vault_forget(self, vault_id, note_uid, exclusion, now)?)
+    }
+
+    fn vault_bump_counters(&self, vault_id: &str, counts: &[(&str, i64)], now: DateTime<Utc>) -> Result<()> {
+        Ok(Index::vault_bump_counters(self, vault_id, counts, now)?)
+    }
+
+    fn vault_put_receipt(
+        &self,
+        vault_id: &str,
+        receipt: &VaultReceiptRow,
+        supersede: &[String],
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        Ok(Index::vault_put_receipt(self, vault_id, receipt, supersede, now)?)
+    }
+
+    fn vault_roll_back_receipt(
+        &self,
+        receipt_id: &str,
+        restore: &[(String, RelStatus)],
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        Ok(Index::vault_roll_back_receipt(self, receipt_id, restore, now)?)
     }
 
     fn journal_write_dyn(&self, f: &mut dyn FnMut(&dyn JournalOps) -> Result<()>) -> Result<()> {

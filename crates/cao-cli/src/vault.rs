@@ -1,0 +1,224 @@
+//! `cao memory vault status|scan|reconcile|rebuild` (spec/vault-facts.md section 8; conformance `vault_cli.json`):
+//! the operator surface of the Obsidian vault. Scan, status and a reconcile without `--apply` write nothing;
+//! `reconcile --apply` and `rebuild --apply` write the projection in one transaction. Text output is the
+//! reference's; `--format json` prints `cao.memory.vault-status/1`, `cao.memory.vault-scan/1` or
+//! `cao.memory.vault-reconcile/1` (docs/schemas).
+
+use crate::error::CliError;
+use crate::output::{self, emit};
+use cao_core::CaoHome;
+use cao_memory::MemoryService;
+use cao_memory::vault::{Reconciled, VaultStatus};
+use clap::{Args, Subcommand, ValueEnum};
+use std::io::Write;
+
+/// Schema of `cao memory vault status --format json`.
+pub(crate) const STATUS_SCHEMA: &str = "cao.memory.vault-status/1";
+/// Schema of `cao memory vault scan --format json`.
+pub(crate) const SCAN_SCHEMA: &str = "cao.memory.vault-scan/1";
+/// Schema of `cao memory vault reconcile|rebuild --format json`.
+pub(crate) const RECONCILE_SCHEMA: &str = "cao.memory.vault-reconcile/1";
+
+/// The process-local counters a fresh CLI process cannot know (the reference prints them as unavailable).
+const PROCESS_LOCAL: [&str; 5] = [
+    "process_local_unmapped_project_writes",
+    "process_local_unmapped_project_identities",
+    "process_local_non_writable_write_refusals",
+    "process_local_secret_gate_write_refusals",
+    "process_local_boundary_write_refusals",
+];
+
+/// `cao memory vault ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum VaultCommand {
+    /// Show the vault's durable status: note statuses, finding codes, recall counters, migration receipts, inert
+    /// mappings and warnings.
+    Status(FormatArgs),
+    /// Scan the vault read-only and list each note's status (always a dry run).
+    Scan(ScanArgs),
+    /// Project the vault into memory: a dry run by default; --apply writes it.
+    Reconcile(ReconcileArgs),
+    /// Drop the vault's derived state and derive it again (exclusions and migration receipts survive); needs
+    /// --apply.
+    Rebuild(ReconcileArgs),
+}
+
+/// Output format of the vault commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum VaultFormat {
+    /// `key: value` lines (the reference's).
+    Table,
+    /// One JSON object.
+    Json,
+}
+
+/// `--format`.
+#[derive(Debug, Args)]
+pub(crate) struct FormatArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: VaultFormat,
+}
+
+/// Arguments of `cao memory vault scan`.
+#[derive(Debug, Args)]
+pub(crate) struct ScanArgs {
+    /// Accepted for the reference's command line; the scan never writes.
+    #[arg(long)]
+    dry_run: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: VaultFormat,
+}
+
+/// Arguments of `cao memory vault reconcile|rebuild`.
+#[derive(Debug, Args)]
+pub(crate) struct ReconcileArgs {
+    /// Write the result (without it: a dry run that reports what would be written).
+    #[arg(long)]
+    apply: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: VaultFormat,
+}
+
+/// Run one vault subcommand.
+///
+/// Errors: `--apply` missing on rebuild (exit 1, before anything is read); the vault is disabled, not configured or
+/// its configuration unavailable; the store refuses (exit 1).
+pub(crate) fn run(cmd: VaultCommand, out: &mut dyn Write) -> Result<(), CliError> {
+    if let VaultCommand::Rebuild(a) = &cmd
+        && !a.apply
+    {
+        return Err(CliError::failure(
+            "--apply is required because vault rebuild deletes and re-derives derived state",
+        ));
+    }
+    let svc = MemoryService::open(CaoHome::from_env())?;
+    match cmd {
+        VaultCommand::Status(a) => {
+            let s = svc.vault_status()?;
+            match a.format {
+                VaultFormat::Table => emit(out, &status_text(&s)),
+                VaultFormat::Json => emit(out, &json(STATUS_SCHEMA, &s)?),
+            }
+        }
+        VaultCommand::Scan(a) => {
+            let _ = a.dry_run;
+            let report = svc.vault_scan()?;
+            match a.format {
+                VaultFormat::Table => {
+                    let mut text = format!(
+                        "Scanned {} note(s); {} bytes (limit {}).\n",
+                        report.notes.len(),
+                        report.total_bytes_scanned,
+                        report.max_total_bytes
+                    );
+                    for n in &report.notes {
+                        text.push_str(&format!("{}: {}\n", n.status.as_str(), output::one_line(&n.relpath)));
+                    }
+                    emit(out, &text)
+                }
+                VaultFormat::Json => {
+                    let notes: Vec<serde_json::Value> = report
+                        .notes
+                        .iter()
+                        .map(|n| {
+                            serde_json::json!({
+                                "path": n.relpath,
+                                "status": n.status.as_str(),
+                                "scope": n.scope.as_str(),
+                                "scope_id": n.scope_id,
+                                "findings": n.findings.iter().map(|f| serde_json::json!({
+                                    "code": f.code.as_str(),
+                                    "severity": f.severity.as_str(),
+                                    "detail": f.detail,
+                                })).collect::<Vec<_>>(),
+                            })
+                        })
+                        .collect();
+                    let v = serde_json::json!({
+                        "notes": notes,
+                        "total_bytes_scanned": report.total_bytes_scanned,
+                        "max_total_bytes": report.max_total_bytes,
+                    });
+                    emit(out, &json(SCAN_SCHEMA, &v)?)
+                }
+            }
+        }
+        VaultCommand::Reconcile(a) => reconcile(&svc, a, false, out),
+        VaultCommand::Rebuild(a) => reconcile(&svc, a, true, out),
+    }
+}
+
+fn reconcile(svc: &MemoryService, a: ReconcileArgs, rebuild: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let r = svc.vault_reconcile(a.apply, rebuild)?;
+    match a.format {
+        VaultFormat::Table => emit(out, &reconcile_text(&r)),
+        VaultFormat::Json => emit(out, &json(RECONCILE_SCHEMA, &r)?),
+    }
+}
+
+/// `value` as a JSON object with `schema` first.
+fn json(schema: &str, value: &impl serde::Serialize) -> Result<String, CliError> {
+    let v = serde_json::to_value(value).map_err(|e| CliError::failure(e.to_string()))?;
+    let mut obj = serde_json::Map::new();
+    obj.insert("schema".to_owned(), serde_json::Value::String(schema.to_owned()));
+    if let serde_json::Value::Object(m) = v {
+        obj.extend(m);
+    }
+    output::json(&serde_json::Value::Object(obj)).map_err(CliError::failure)
+}
+
+/// Python's spelling of a boolean (the reference prints `rebuilt: False`).
+fn py_bool(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
+}
+
+/// The reconcile report as the reference prints it.
+pub(crate) fn reconcile_text(r: &Reconciled) -> String {
+    let p = &r.report;
+    format!(
+        "vault_id: {}\nrun_id: {}\nindexed: {}\nquarantined: {}\nskipped: {}\nfindings: {}\ndeleted: {}\nrebuilt: {}\n",
+        p.vault_id,
+        p.run_id,
+        p.indexed,
+        p.quarantined,
+        p.skipped,
+        p.findings,
+        p.deleted,
+        py_bool(p.rebuilt)
+    )
+}
+
+fn counts<V: std::fmt::Display>(m: &std::collections::BTreeMap<String, V>) -> String {
+    if m.is_empty() {
+        return "-".to_owned();
+    }
+    m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The status as the reference prints it.
+pub(crate) fn status_text(s: &VaultStatus) -> String {
+    let mut t = format!(
+        "vault_id: {}\nstatus_counts: {}\nfinding_counts: {}\nrecall_counters: {}\nmigration_receipts: active={}, inconsistent={}\n",
+        s.vault_id,
+        counts(&s.status_counts),
+        counts(&s.finding_counts),
+        counts(&s.recall_counters),
+        s.receipts_active,
+        s.receipts_inconsistent
+    );
+    for m in &s.inert_mappings {
+        t.push_str(&format!("mapping: {}\n", output::one_line(m)));
+    }
+    for w in &s.warnings {
+        t.push_str(&format!("warning: {}\n", output::one_line(w)));
+    }
+    for name in PROCESS_LOCAL {
+        t.push_str(&format!(
+            "{name}: unavailable in a fresh CLI process (not durable status)\n"
+        ));
+    }
+    t
+}

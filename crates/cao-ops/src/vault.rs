@@ -1,0 +1,605 @@
+//! The Obsidian vault over the store (spec/vault-facts.md sections 3, 8 and 11): the validated configuration of
+//! this home, scan, reconcile (dry run or applied in one store transaction under the vault projection lock),
+//! rebuild, and the durable status. The pure rules (what a note is, identity, links, the reconcile plan) are
+//! `cao-vault`'s; this module reads the vault state from the store, plans, reads the bodies of new or changed notes
+//! through the confined reader, and hands the complete state to [`cao_store::Writes::vault_apply`].
+//!
+//! Errors (the reference's wording, spec/vault-facts.md section 8): [`DISABLED`], [`NO_VAULT`], and
+//! `vault configuration unavailable: <reason>` when `memory.vault` does not validate (fail closed). A store whose
+//! backend holds no vault state (the PostgreSQL backend) refuses with [`cao_store::vault_unsupported`].
+
+use cao_core::Key;
+use cao_store::{
+    MemoryError, MemoryRow, RelStatus, RelType, Snapshot, Store, VaultAliasRow, VaultApply, VaultEdge,
+    VaultExclusionRow, VaultFindingRow, VaultMetadata, VaultNoteRow, VaultStamp, VaultState, vault_unsupported,
+};
+use cao_vault::config::{
+    ConfigContext, ProjectDirectory, ProjectLookup, VaultConfig, VaultSettings, apply_kill_switch, binding_warnings,
+    config_warnings, from_settings,
+};
+use cao_vault::identity::KeySource;
+use cao_vault::recall::{recall_body, recall_read_limit};
+use cao_vault::reconcile::{
+    Exclusion, IndexedNote, IndexedVault, NoteAlias, ReconcileOptions, ReconcilePlan, ReconcileReport, plan_reconcile,
+};
+use cao_vault::scan::{NoteStatus, ScanOptions, ScanReport, read_note, scan_vault};
+use chrono::{DateTime, NaiveDateTime, Utc};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// The refusal when `memory.vault.enabled` is false (or `CAO_MEMORY_VAULT_ENABLED` switched it off).
+pub const DISABLED: &str = "memory vault is disabled by configuration";
+/// The refusal when the vault is enabled but no vault is configured.
+pub const NO_VAULT: &str = "memory vault has no configured vault";
+/// The environment variable that can only switch a configured vault off.
+pub const KILL_SWITCH_ENV: &str = "CAO_MEMORY_VAULT_ENABLED";
+
+/// The project alias table of the store, as the vault configuration asks it: an id with recorded aliases is a
+/// known project id; any other id is unknown (an alias is not resolved to its project here).
+struct StoreProjects<'a> {
+    snapshot: Snapshot<'a>,
+}
+
+impl ProjectDirectory for StoreProjects<'_> {
+    fn lookup(&self, id: &str) -> Result<ProjectLookup, String> {
+        let aliases = self.snapshot.aliases(id).map_err(|e| e.to_string())?;
+        Ok(if aliases.is_empty() {
+            ProjectLookup::Unknown
+        } else {
+            ProjectLookup::Canonical
+        })
+    }
+}
+
+fn unavailable(reason: impl std::fmt::Display) -> MemoryError {
+    MemoryError::Invalid(format!("vault configuration unavailable: {reason}"))
+}
+
+/// The validated `memory.vault` of this home's settings, the kill switch applied (disabled settings are returned,
+/// not refused).
+///
+/// Errors: `vault configuration unavailable: <reason>` (invalid object, alias table unreadable); store errors.
+pub fn settings(store: &Store) -> Result<VaultSettings, MemoryError> {
+    settings_of(store, &store.settings())
+}
+
+/// [`settings`] from already loaded settings (a request reads `settings.json` once).
+///
+/// Errors: as [`settings`].
+pub fn settings_of(store: &Store, loaded: &cao_core::Settings) -> Result<VaultSettings, MemoryError> {
+    let snapshot = store.read()?;
+    let projects = StoreProjects { snapshot };
+    let ctx = ConfigContext::from_env(store.home().root(), &projects);
+    let validated = from_settings(loaded, &ctx).map_err(unavailable)?;
+    Ok(apply_kill_switch(
+        validated,
+        std::env::var(KILL_SWITCH_ENV).ok().as_deref(),
+    ))
+}
+
+/// The active vault of `settings`.
+///
+/// Errors: [`DISABLED`], [`NO_VAULT`].
+pub fn active(settings: &VaultSettings) -> Result<&VaultConfig, MemoryError> {
+    if !settings.enabled {
+        return Err(MemoryError::Invalid(DISABLED.to_owned()));
+    }
+    settings
+        .active()
+        .ok_or_else(|| MemoryError::Invalid(NO_VAULT.to_owned()))
+}
+
+/// The settings and active vault of this home, on a store that can hold a vault.
+fn configured(store: &Store) -> Result<(VaultSettings, VaultConfig), MemoryError> {
+    let s = settings(store)?;
+    let vault = active(&s)?.clone();
+    if !store.read()?.supports_vault() {
+        return Err(vault_unsupported().into());
+    }
+    Ok((s, vault))
+}
+
+/// `cao memory vault scan`: the read-only scan of the configured vault.
+///
+/// Errors: as [`active`]; the vault root cannot be opened.
+pub fn scan(store: &Store) -> Result<ScanReport, MemoryError> {
+    let s = settings(store)?;
+    let vault = active(&s)?;
+    scan_vault(vault, ScanOptions::default()).map_err(|e| MemoryError::Invalid(e.to_string()))
+}
+
+/// The exclusive vault projection lock (spec/vault-facts.md section 10), held while the returned file is open.
+fn projection_lock(store: &Store, vault: &VaultConfig) -> Result<std::fs::File, MemoryError> {
+    let path = cao_vault::writer::projection_lock_path(store.home().root(), &vault.root);
+    if let Some(dir) = path.parent() {
+        cao_core::fs::create_private_dir_all(dir)
+            .map_err(|e| MemoryError::Invalid(format!("vault lock directory: {e}")))?;
+    }
+    cao_core::fs::lock_exclusive(&path)
+        .map_err(|e| MemoryError::Invalid(format!("vault projection lock for '{}': {e}", vault.id)))
+}
+
+/// What a reconcile did: the reference's report, and whether it was applied.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reconciled {
+    /// The report (`vault_id`, `run_id`, counts, `deleted`, `rebuilt`).
+    #[serde(flatten)]
+    pub report: ReconcileReport,
+    /// Whether the plan was written.
+    pub applied: bool,
+}
+
+/// `cao memory vault reconcile [--apply]` / `rebuild --apply`: scan the vault, plan against the stored vault
+/// state and, when `apply`, write the plan in one transaction under the projection lock. `rebuild` drops the
+/// derived state first (exclusions and receipts survive).
+///
+/// Errors: as [`active`]; [`cao_store::vault_unsupported`]; the vault root cannot be opened; a note changed
+/// between its scan and the read of its body (run again); store errors (nothing is written).
+pub fn reconcile(store: &Store, apply: bool, rebuild: bool) -> Result<Reconciled, MemoryError> {
+    let (s, vault) = configured(store)?;
+    reconcile_with(store, &s, &vault, apply, rebuild)
+}
+
+/// [`reconcile`] of `vault` under already validated settings `s`.
+fn reconcile_with(
+    store: &Store,
+    s: &VaultSettings,
+    vault: &VaultConfig,
+    apply: bool,
+    rebuild: bool,
+) -> Result<Reconciled, MemoryError> {
+    let vault = vault.clone();
+    let _lock = if apply {
+        Some(projection_lock(store, &vault)?)
+    } else {
+        None
+    };
+    let state = store.read()?.vault_state(&vault.id)?;
+    let current = indexed_vault(&state);
+    let scan = scan_vault(&vault, ScanOptions::default()).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+    let now = store.now();
+    let plan = plan_reconcile(
+        &vault,
+        &scan,
+        &current,
+        ReconcileOptions {
+            run_started_at: now,
+            apply,
+            rebuild,
+        },
+    );
+    if apply {
+        let write = apply_of(&vault, s.max_recall_body_chars, &scan, &state, &plan, rebuild, now)?;
+        store.write().vault_apply(&vault.id, &write, now)?;
+    }
+    Ok(Reconciled {
+        report: plan.report,
+        applied: apply,
+    })
+}
+
+fn note_status(s: &str) -> Option<NoteStatus> {
+    Some(match s {
+        "indexed" => NoteStatus::Indexed,
+        "quarantined" => NoteStatus::Quarantined,
+        "skipped" => NoteStatus::Skipped,
+        "unsupported" => NoteStatus::Unsupported,
+        "excluded" => NoteStatus::Excluded,
+        _ => return None,
+    })
+}
+
+fn key_source(s: &str) -> KeySource {
+    match s {
+        "authored" => KeySource::Authored,
+        "collision" => KeySource::Collision,
+        _ => KeySource::Derived,
+    }
+}
+
+/// The stored vault state as the planner's input (rows with an unknown status are left out).
+fn indexed_vault(state: &VaultState) -> IndexedVault {
+    IndexedVault {
+        notes: state
+            .notes
+            .iter()
+            .filter_map(|n| {
+                Some(IndexedNote {
+                    relpath: n.relpath.clone(),
+                    scope: n.scope,
+                    scope_id: n.scope_id.clone(),
+                    key: n.key.clone(),
+                    note_uid: n.note_uid.clone(),
+                    status: note_status(&n.status)?,
+                    managed: n.managed,
+                    key_source: key_source(&n.key_source),
+                    key_source_reason: n.key_source_reason.clone(),
+                    content_sha256: n.content_sha256.clone(),
+                    frontmatter_sha256: n.frontmatter_sha256.clone(),
+                    size_bytes: n.size_bytes.and_then(|v| u64::try_from(v).ok()),
+                    mtime_ns: n.mtime_ns,
+                })
+            })
+            .collect(),
+        exclusions: state
+            .exclusions
+            .iter()
+            .map(|e| Exclusion {
+                scope: e.scope,
+                scope_id: e.scope_id.clone(),
+                key: e.key.clone(),
+                last_known_relpath: e.last_known_relpath.clone(),
+                content_sha256: e.content_sha256.clone(),
+                key_source: key_source(&e.key_source),
+                key_source_reason: e.key_source_reason.clone(),
+            })
+            .collect(),
+        aliases: state
+            .aliases
+            .iter()
+            .map(|a| NoteAlias {
+                former_relpath: a.former_relpath.clone(),
+                key: a.key.clone(),
+                scope: a.scope,
+                scope_id: a.scope_id.clone(),
+                content_sha256: a.content_sha256.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn utc(t: NaiveDateTime) -> DateTime<Utc> {
+    DateTime::from_naive_utc_and_offset(t, Utc)
+}
+
+fn invalid_key(key: &str) -> MemoryError {
+    MemoryError::Invalid(format!("vault key {key:?} is not a memory key"))
+}
+
+/// The complete state a plan asks the store to hold.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the vault, its limits, the scan, the stored state and the plan"
+)]
+fn apply_of(
+    vault: &VaultConfig,
+    max_recall_body_chars: u32,
+    scan: &ScanReport,
+    stored: &VaultState,
+    plan: &ReconcilePlan,
+    rebuild: bool,
+    now: DateTime<Utc>,
+) -> Result<VaultApply, MemoryError> {
+    let scanned: HashMap<&str, _> = scan.notes.iter().map(|n| (n.relpath.as_str(), n)).collect();
+    let before: HashMap<&str, &VaultNoteRow> = stored.notes.iter().map(|n| (n.note_uid.as_str(), n)).collect();
+    let notes: Vec<VaultNoteRow> = plan
+        .notes
+        .iter()
+        .map(|p| {
+            let n = &p.row;
+            let stamp = scanned
+                .get(n.relpath.as_str())
+                .and_then(|s| s.stamp)
+                .map(|s| VaultStamp {
+                    dev: i64::try_from(s.dev).unwrap_or(i64::MAX),
+                    ino: i64::try_from(s.ino).unwrap_or(i64::MAX),
+                    ctime_ns: s.ctime_ns,
+                });
+            VaultNoteRow {
+                note_uid: n.note_uid.clone(),
+                relpath: n.relpath.clone(),
+                scope: n.scope,
+                scope_id: n.scope_id.clone(),
+                key: n.key.clone(),
+                status: n.status.as_str().to_owned(),
+                managed: n.managed,
+                key_source: n.key_source.as_str().to_owned(),
+                key_source_reason: n.key_source_reason.clone(),
+                content_sha256: n.content_sha256.clone(),
+                frontmatter_sha256: n.frontmatter_sha256.clone(),
+                size_bytes: n.size_bytes.and_then(|v| i64::try_from(v).ok()),
+                mtime_ns: n.mtime_ns,
+                last_reconciled_at: Some(now),
+                stamp,
+            }
+        })
+        .collect();
+    let by_uid: HashMap<&str, &VaultNoteRow> = notes.iter().map(|n| (n.note_uid.as_str(), n)).collect();
+    let mut metadata = Vec::with_capacity(plan.metadata.len());
+    for m in &plan.metadata {
+        let note = by_uid.get(m.note_uid.as_str());
+        // The stored body is still the note's when the note was indexed before with the same text.
+        let unchanged = !rebuild
+            && note
+                .zip(before.get(m.note_uid.as_str()))
+                .is_some_and(|(now_row, was)| was.status == "indexed" && was.content_sha256 == now_row.content_sha256);
+        let content = if unchanged {
+            String::new()
+        } else {
+            body_of(vault, max_recall_body_chars, &m.file_path)?
+        };
+        let key = Key::parse_strict(&m.key).map_err(|_| invalid_key(&m.key))?;
+        let mut row = MemoryRow::new(
+            m.id.clone(),
+            m.scope,
+            m.scope_id.clone(),
+            key,
+            m.memory_type,
+            m.file_path.clone(),
+            m.tags.clone(),
+            content,
+            utc(m.updated_at),
+        );
+        row.source_kind = cao_core::SourceKind::Vault;
+        row.token_estimate = i64::try_from(m.token_estimate).unwrap_or(i64::MAX);
+        row.created_at = utc(m.created_at);
+        row.updated_at = utc(m.updated_at);
+        metadata.push(VaultMetadata {
+            row,
+            content_read: !unchanged,
+        });
+    }
+    let mut edges = Vec::with_capacity(plan.edges.len());
+    for e in &plan.edges {
+        let (Ok(rel_type), Ok(status)) = (
+            e.edge_type.as_str().parse::<RelType>(),
+            e.status.as_str().parse::<RelStatus>(),
+        ) else {
+            continue;
+        };
+        let (Ok(source_key), Ok(target_key)) = (Key::parse_strict(&e.source_key), Key::parse_strict(&e.target_key))
+        else {
+            continue;
+        };
+        edges.push(VaultEdge {
+            new_id: uuid::Uuid::new_v4().to_string(),
+            scope: e.scope,
+            scope_id: e.scope_id.clone(),
+            source_key,
+            target_key,
+            rel_type,
+            status,
+            confidence: e.confidence,
+            attributes_json: e
+                .attributes
+                .as_ref()
+                .map(|a| serde_json::Value::Object(a.clone()).to_string()),
+            source_updated_at: utc(e.source_updated_at),
+        });
+    }
+    Ok(VaultApply {
+        notes,
+        exclusions: plan
+            .exclusions
+            .iter()
+            .map(|e| VaultExclusionRow {
+                scope: e.scope,
+                scope_id: e.scope_id.clone(),
+                key: e.key.clone(),
+                last_known_relpath: e.last_known_relpath.clone(),
+                content_sha256: e.content_sha256.clone(),
+                key_source: e.key_source.as_str().to_owned(),
+                key_source_reason: e.key_source_reason.clone(),
+            })
+            .collect(),
+        aliases: plan
+            .aliases
+            .iter()
+            .map(|a| VaultAliasRow {
+                former_relpath: a.former_relpath.clone(),
+                key: a.key.clone(),
+                scope: a.scope,
+                scope_id: a.scope_id.clone(),
+                content_sha256: a.content_sha256.clone(),
+            })
+            .collect(),
+        findings: plan
+            .findings
+            .iter()
+            .map(|f| VaultFindingRow {
+                id: f.id.clone(),
+                relpath: f.relpath.clone(),
+                code: f.code.as_str().to_owned(),
+                severity: f.severity.as_str().to_owned(),
+                detail: f.detail.clone(),
+                run_id: f.run_id.clone(),
+            })
+            .collect(),
+        metadata,
+        edges,
+        rebuild,
+    })
+}
+
+/// The recall body of the note at `relpath`, read through the confined reader.
+///
+/// Errors: the note cannot be read as it was scanned (changed or replaced since): the reconcile is refused.
+pub fn body_of(vault: &VaultConfig, max_recall_body_chars: u32, relpath: &str) -> Result<String, MemoryError> {
+    let limit = recall_read_limit(max_recall_body_chars) as u64;
+    let changed = || {
+        MemoryError::Invalid(format!(
+            "vault note {relpath:?} changed while the vault was reconciled; run the reconcile again"
+        ))
+    };
+    let (bytes, _) = read_note(vault, relpath, limit).map_err(|_| changed())?;
+    let body = recall_body(&bytes, max_recall_body_chars, vault.max_frontmatter_bytes as usize).ok_or_else(changed)?;
+    Ok(body.content)
+}
+
+/// The durable status of the configured vault (`cao memory vault status`, `GET /memory/vault/status`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VaultStatus {
+    /// Vault id.
+    pub vault_id: String,
+    /// Rows per `vault_note` status, by status name.
+    pub status_counts: BTreeMap<String, usize>,
+    /// Finding rows per code, by code.
+    pub finding_counts: BTreeMap<String, usize>,
+    /// Durable recall counters (non-zero ones), by name.
+    pub recall_counters: BTreeMap<String, i64>,
+    /// Migration receipts with status `active`.
+    pub receipts_active: usize,
+    /// Migration receipts with any other status than `active` or `rolled_back`.
+    pub receipts_inconsistent: usize,
+    /// One line per `index: false` mapping, with its residual rows.
+    pub inert_mappings: Vec<String>,
+    /// Config warnings, then binding warnings.
+    pub warnings: Vec<String>,
+}
+
+/// The status of the configured vault.
+///
+/// Errors: as [`active`]; [`cao_store::vault_unsupported`]; `vault configuration unavailable: ...` when the alias
+/// table cannot be read; store errors.
+pub fn status(store: &Store) -> Result<VaultStatus, MemoryError> {
+    let (s, vault) = configured(store)?;
+    let snapshot = store.read()?;
+    let state = snapshot.vault_state(&vault.id)?;
+    let findings = snapshot.vault_findings(&vault.id)?;
+    let counters = snapshot.vault_counters(&vault.id)?;
+    let receipts = snapshot.vault_receipts(&vault.id)?;
+    let mut status_counts = BTreeMap::new();
+    for n in &state.notes {
+        *status_counts.entry(n.status.clone()).or_insert(0) += 1;
+    }
+    let mut finding_counts = BTreeMap::new();
+    for f in &findings {
+        *finding_counts.entry(f.code.clone()).or_insert(0) += 1;
+    }
+    let mut warnings = config_warnings(&s);
+    let projects = StoreProjects { snapshot };
+    warnings.extend(
+        binding_warnings(&s, &projects)
+            .map_err(unavailable)?
+            .into_iter()
+            .map(|w| w.detail),
+    );
+    let inert_mappings = vault
+        .mappings
+        .iter()
+        .filter(|m| !m.index)
+        .map(|m| {
+            let scope = match &m.scope_id {
+                Some(id) => format!("{}:{id}", m.scope.as_str()),
+                None => m.scope.as_str().to_owned(),
+            };
+            let residual = state
+                .notes
+                .iter()
+                .filter(|n| cao_vault::path::is_within(&n.relpath, &m.folder))
+                .count();
+            format!(
+                "{} ({scope}) inert: recall=off inject=off write=off; residual_rows={residual}",
+                m.folder
+            )
+        })
+        .collect();
+    Ok(VaultStatus {
+        vault_id: vault.id.clone(),
+        status_counts,
+        finding_counts,
+        recall_counters: counters.into_iter().collect(),
+        receipts_active: receipts.iter().filter(|r| r.status == "active").count(),
+        receipts_inconsistent: receipts
+            .iter()
+            .filter(|r| r.status != "active" && r.status != "rolled_back")
+            .count(),
+        inert_mappings,
+        warnings,
+    })
+}
+
+/// Route the vault-bound scope groups of a read to their vault rows (spec/vault-facts.md section 5 "Sources per
+/// recall"): with an active vault, a group whose scope and (first, canonical) scope id a mapping binds reads that
+/// mapping's vault rows instead of native rows (nothing when the mapping has `index: false`). Groups with every
+/// scope id (`scan_all`) and session and federated groups stay native. Nothing changes when the vault is
+/// disabled or not configured, or on a store without vault support.
+///
+/// Fail closed: when the vault configuration does not validate, every group is dropped (the read returns nothing,
+/// native rows included) and a warning is logged.
+pub fn bind_groups(store: &Store, loaded: &cao_core::Settings, groups: &mut Vec<cao_store::visibility::ScopeGroup>) {
+    let s = match settings_of(store, loaded) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "vault configuration unavailable: the read returns nothing");
+            groups.clear();
+            return;
+        }
+    };
+    if s.active().is_none() || !store.read().is_ok_and(|r| r.supports_vault()) {
+        return;
+    }
+    let Ok(snapshot) = store.read() else { return };
+    let projects = StoreProjects { snapshot };
+    let mut bound = false;
+    for g in groups.iter_mut() {
+        let id = match (&g.ids, g.scope.needs_scope_id()) {
+            (None, false) => None,
+            (Some(ids), true) => match ids.first() {
+                Some(id) => Some(id.as_str()),
+                None => continue,
+            },
+            _ => continue,
+        };
+        match cao_vault::binding::bind(&s, g.scope, id, &projects) {
+            Ok(cao_vault::binding::Binding::Vault { index, scope_id, .. }) => {
+                g.vault = true;
+                bound |= index;
+                g.ids = match (index, scope_id) {
+                    (false, _) => Some(Vec::new()),
+                    (true, None) => None,
+                    (true, Some(id)) => Some(vec![id]),
+                };
+            }
+            Ok(cao_vault::binding::Binding::Native { .. }) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "vault configuration unavailable: the read returns nothing");
+                groups.clear();
+                return;
+            }
+        }
+    }
+    if bound
+        && let Some(vault) = s.active()
+        && let Err(e) = pickup_with(store, &s, vault)
+    {
+        // The read goes on with the last applied projection.
+        tracing::warn!(error = %e, "vault edits could not be picked up");
+    }
+}
+
+/// Pick up vault edits before a read: list the vault (a directory walk, no note is read) and, when a note was
+/// added, removed or written since the last applied reconcile (its device, inode or change time differs, or the
+/// set of listed notes does), reconcile with `--apply` semantics. Whether a reconcile ran.
+///
+/// Errors: as [`reconcile`].
+pub fn pickup(store: &Store) -> Result<bool, MemoryError> {
+    let (s, vault) = configured(store)?;
+    pickup_with(store, &s, &vault)
+}
+
+/// [`pickup`] of `vault` under already validated settings `s`.
+fn pickup_with(store: &Store, s: &VaultSettings, vault: &VaultConfig) -> Result<bool, MemoryError> {
+    let listing = cao_vault::scan::list_vault(vault).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+    let listed = listing.stamps();
+    drop(listing);
+    let state = store.read()?.vault_state(&vault.id)?;
+    let stored: HashMap<&str, VaultStamp> = state
+        .notes
+        .iter()
+        .filter_map(|n| n.stamp.map(|s| (n.relpath.as_str(), s)))
+        .collect();
+    let unchanged = listed.len() == stored.len()
+        && listed.iter().all(|(path, s)| {
+            stored.get(path.as_str()).is_some_and(|t| {
+                i64::try_from(s.dev).is_ok_and(|d| d == t.dev)
+                    && i64::try_from(s.ino).is_ok_and(|i| i == t.ino)
+                    && s.ctime_ns == t.ctime_ns
+            })
+        });
+    if unchanged {
+        return Ok(false);
+    }
+    reconcile_with(store, s, vault, true, false)?;
+    Ok(true)
+}
