@@ -1,0 +1,138 @@
+"""An Obsidian vault as a knowledge source, end to end with real processes: a hostile sample vault reconciled by
+`cao memory vault reconcile --apply`, recalled by an agent over MCP (stdio) with each note's vault path, and a note
+edited while cao-server runs recalled with its new text without any command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import subprocess
+import time
+import unicodedata
+
+import httpx
+
+import _flow
+from conftest import Workspace, binary, clean_env, start_server
+from test_mcp_stdio import stdio_session
+
+PROJECT = "demo-proj"
+
+
+def hostile_vault(ws: Workspace) -> pathlib.Path:
+    """A vault with good notes and every kind of note the scanner must refuse or skip."""
+    root = ws.cwd.parent / "vault"
+    notes = root / "Notes"
+    (root / "_cao").mkdir(parents=True)
+    (notes / ".obsidian").mkdir(parents=True)
+    (notes / "deploy.md").write_text("---\ntags: [ops]\n---\n# Deploy\n\nWe deploy with blue-green releases.\n")
+    # An NFD file name: recalled under its NFC path.
+    nfd = unicodedata.normalize("NFD", "Café rollout.md")
+    (notes / nfd).write_text("Rollouts start in the blue-green staging pool.\n")
+    (notes / ".obsidian" / "workspace.md").write_text("blue-green app state, never read\n")
+    outside = ws.cwd.parent / "outside.md"
+    outside.write_text("blue-green outside the vault\n")
+    os.symlink(outside, notes / "escape.md")
+    (notes / "huge.md").write_text("blue-green " * 30000)
+    (notes / "bad.md").write_text("---\nx: [\n---\nblue-green with broken frontmatter\n")
+    (notes / "dup-a.md").write_text("---\ncao:\n  key: same-key\n---\nblue-green duplicate one\n")
+    (notes / "dup-b.md").write_text("---\ncao:\n  key: same-key\n---\nblue-green duplicate two\n")
+    (notes / "secret.md").write_text("blue-green token AKIAIOSFODNN7EXAMPLE\n")
+    settings = {
+        "memory": {
+            "vault": {
+                "enabled": True,
+                "vaults": [
+                    {
+                        "id": "demo",
+                        "root": str(root),
+                        "managed_folder": "_cao",
+                        "mappings": [
+                            {"folder": "_cao", "scope": "global", "writable": True},
+                            {"folder": "Notes", "scope": "project", "scope_id": PROJECT},
+                        ],
+                    }
+                ],
+            }
+        }
+    }
+    ws.home.mkdir(parents=True, exist_ok=True)
+    (ws.home / "settings.json").write_text(json.dumps(settings))
+    return root
+
+
+def cao(ws: Workspace, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(binary("cao")), *args],
+        cwd=ws.cwd,
+        env=clean_env(CAO_HOME=str(ws.home), HOME=str(ws.cwd.parent)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_hostile_vault_is_reconciled_and_recalled_over_mcp(ws: Workspace) -> None:
+    hostile_vault(ws)
+    scan = cao(ws, "memory", "vault", "scan")
+    assert scan.returncode == 0, scan.stderr
+    lines = scan.stdout.splitlines()
+    assert "indexed: Notes/deploy.md" in lines, lines
+    assert f"indexed: Notes/{unicodedata.normalize('NFC', 'Café rollout.md')}" in lines, lines
+    # Duplicate keys are a reconcile's finding (identity), not a scan's.
+    for refused in ("quarantined: Notes/escape.md", "skipped: Notes/huge.md", "quarantined: Notes/bad.md",
+                    "indexed: Notes/dup-a.md", "indexed: Notes/dup-b.md", "quarantined: Notes/secret.md"):
+        assert refused in lines, (refused, lines)
+    assert not any(".obsidian" in line for line in lines), lines
+
+    applied = cao(ws, "memory", "vault", "reconcile", "--apply", "--format", "json")
+    assert applied.returncode == 0, applied.stderr
+    report = json.loads(applied.stdout)
+    assert report["applied"] is True and report["indexed"] == 2, report
+
+    status = json.loads(cao(ws, "memory", "vault", "status", "--format", "json").stdout)
+    for code in ("symlink_refused", "note_too_large", "frontmatter_malformed", "key_collision", "secret_detected"):
+        assert status["finding_counts"].get(code), (code, status)
+
+    async def main() -> None:
+        async with stdio_session(ws, CAO_PROJECT_ID=PROJECT, HOME=str(ws.cwd.parent)) as (session, errors):
+            hit = await _flow.call(session, "memory_recall", query="blue-green", scope="project", search_mode="metadata")
+            got = {m["source_path"]: m["content"] for m in hit["memories"]}
+            assert got == {
+                "Notes/deploy.md": "We deploy with blue-green releases.",
+                unicodedata.normalize("NFC", "Notes/Café rollout.md"): "Rollouts start in the blue-green staging pool.\n",
+            }, hit
+            assert all(m["source_kind"] == "vault" for m in hit["memories"]), hit
+            assert errors == []
+
+    asyncio.run(main())
+
+
+def test_a_note_edited_while_the_server_runs_is_recalled_fresh(ws: Workspace) -> None:
+    root = hostile_vault(ws)
+    assert cao(ws, "memory", "vault", "reconcile", "--apply").returncode == 0
+    srv = start_server(ws, HOME=str(ws.cwd.parent))
+    try:
+        def recall(query: str) -> list[dict]:
+            r = httpx.post(
+                f"{srv.url}/internal/memory/recall",
+                json={"query": query, "scope": "project", "search_mode": "metadata",
+                      "context": {"project_id": PROJECT}},
+                timeout=30,
+            )
+            assert r.status_code == 200, r.text
+            return r.json()["memories"]
+
+        assert recall("canary") == []
+        time.sleep(0.05)  # a distinct change time on coarse clocks
+        (root / "Notes" / "deploy.md").write_text("# Deploy\n\nWe now deploy with canary releases.\n")
+        got = recall("canary")
+        assert [(m["source_path"], m["content"]) for m in got] == [
+            ("Notes/deploy.md", "We now deploy with canary releases.")
+        ], got
+        status = httpx.get(f"{srv.url}/memory/vault/status", timeout=10).json()
+        assert status["configured"] is True and status["vaults"][0]["vault_id"] == "demo", status
+    finally:
+        assert srv.stop() == 0
