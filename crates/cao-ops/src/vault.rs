@@ -603,3 +603,62 @@ fn pickup_with(store: &Store, s: &VaultSettings, vault: &VaultConfig) -> Result<
     reconcile_with(store, s, vault, true, false)?;
     Ok(true)
 }
+
+/// What forgetting a key of a vault-bound scope did (spec/vault-facts.md section 5 "Forget").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VaultForget {
+    /// No note of the bound mapping has that key (a native memory of the scope is not touched).
+    Absent,
+    /// The note was de-indexed (exclusion recorded, metadata row and vault edges deleted); its file is kept.
+    Deindexed {
+        /// The note's vault-relative path.
+        relpath: String,
+    },
+}
+
+/// Forget `key` in `(scope, scope_id)` when that scope is vault-bound: `None` when it is not (the vault is off or
+/// not configured, the scope is not mapped, or the store holds no vault), so the caller forgets a native memory.
+/// Takes the vault projection lock.
+///
+/// Errors: `vault configuration unavailable: ...` (fail closed); the lock; store errors (nothing written).
+pub fn forget(
+    store: &Store,
+    loaded: &cao_core::Settings,
+    scope: cao_core::Scope,
+    scope_id: Option<&str>,
+    key: &str,
+) -> Result<Option<VaultForget>, MemoryError> {
+    let s = settings_of(store, loaded)?;
+    let Some(vault) = s.active() else { return Ok(None) };
+    let snapshot = store.read()?;
+    if !snapshot.supports_vault() {
+        return Ok(None);
+    }
+    let projects = StoreProjects { snapshot };
+    let bound_id = match cao_vault::binding::bind(&s, scope, scope_id, &projects).map_err(unavailable)? {
+        cao_vault::binding::Binding::Vault { scope_id, .. } => scope_id,
+        cao_vault::binding::Binding::Native { .. } => return Ok(None),
+    };
+    let _lock = projection_lock(store, vault)?;
+    let state = store.read()?.vault_state(&vault.id)?;
+    match cao_vault::reconcile::plan_forget(&indexed_vault(&state), scope, bound_id.as_deref(), key) {
+        cao_vault::reconcile::ForgetPlan::Absent => Ok(Some(VaultForget::Absent)),
+        cao_vault::reconcile::ForgetPlan::Deindex {
+            note_uid,
+            relpath,
+            exclusion,
+        } => {
+            let row = VaultExclusionRow {
+                scope: exclusion.scope,
+                scope_id: exclusion.scope_id,
+                key: exclusion.key,
+                last_known_relpath: exclusion.last_known_relpath,
+                content_sha256: exclusion.content_sha256,
+                key_source: exclusion.key_source.as_str().to_owned(),
+                key_source_reason: exclusion.key_source_reason,
+            };
+            store.write().vault_forget(&vault.id, &note_uid, &row, store.now())?;
+            Ok(Some(VaultForget::Deindexed { relpath }))
+        }
+    }
+}

@@ -270,8 +270,35 @@ fn removed_by(
     key: &Key,
 ) -> Result<ForgetResult, MemoryError> {
     let scope_id = visibility::target_scope_id(store, ctx, scope, settings)?;
+    // A vault-bound scope: the note is de-indexed (its file kept), then a native memory of the key, if any, removed
+    // (spec/vault-facts.md section 5 "Forget").
+    let vault = crate::vault::forget(store, settings, scope, scope_id.as_deref(), key.as_str())?;
     let memory = MemoryRef::new(scope, scope_id, key.clone());
-    removed_as(store, ctx, event, &memory)
+    match vault {
+        None => removed_as(store, ctx, event, &memory),
+        Some(crate::vault::VaultForget::Absent) => Ok(ForgetResult {
+            success: true,
+            deleted: false,
+            key: key.to_string(),
+            scope,
+            action: "absent",
+            path: String::new(),
+            journal_entry: None,
+        }),
+        Some(crate::vault::VaultForget::Deindexed { relpath }) => {
+            let native = removed_as(store, ctx, event, &memory)?;
+            Ok(ForgetResult {
+                deleted: true,
+                action: if native.deleted {
+                    "deleted_and_deindexed"
+                } else {
+                    "deindexed"
+                },
+                path: relpath,
+                ..native
+            })
+        }
+    }
 }
 
 /// Remove the memory `memory` names (its exact identity, whoever's scope id it has) and audit it as `event`.

@@ -113,3 +113,52 @@ fn an_edited_note_is_recalled_with_its_new_text_without_a_command() {
     assert_eq!(got[0].1, "We now deploy with canary releases.");
     assert!(recall(&v, "blue-green").is_empty());
 }
+
+#[test]
+fn forget_deindexes_a_note_keeps_its_file_and_survives_a_reconcile() {
+    let v = vault();
+    v.svc.vault_reconcile(true, false).expect("reconcile");
+    let key = recall(&v, "blue-green")[0].0.clone();
+    let forgot = v
+        .svc
+        .forget(
+            &v.ctx,
+            cao_memory::ForgetRequest {
+                key: key.clone(),
+                scope: Some("project".into()),
+            },
+        )
+        .expect("forget");
+    assert_eq!((forgot.action, forgot.path.as_str()), ("deindexed", "Notes/deploy.md"));
+    assert!(recall(&v, "blue-green").is_empty());
+    assert!(v.root.join("Notes/deploy.md").is_file(), "the file is kept");
+    // A reconcile keeps it de-indexed; forgetting again de-indexes again; an unknown key is absent.
+    v.svc.vault_reconcile(true, false).expect("reconcile");
+    assert!(recall(&v, "blue-green").is_empty());
+    assert_eq!(
+        v.svc.vault_status().expect("status").status_counts.get("excluded"),
+        Some(&1)
+    );
+    let again = v
+        .svc
+        .forget(
+            &v.ctx,
+            cao_memory::ForgetRequest {
+                key,
+                scope: Some("project".into()),
+            },
+        )
+        .expect("forget");
+    assert_eq!(again.action, "deindexed");
+    let absent = v
+        .svc
+        .forget(
+            &v.ctx,
+            cao_memory::ForgetRequest {
+                key: "no-such-note".into(),
+                scope: Some("project".into()),
+            },
+        )
+        .expect("forget");
+    assert_eq!((absent.action, absent.deleted), ("absent", false));
+}
