@@ -18,15 +18,18 @@ CONNECT = re.compile(r"connect\(\d+, \{sa_family=(AF_INET6?|AF_UNIX)(.*?)\}")
 
 
 def remote_connects(trace: str) -> list[str]:
-    """The connects of a trace that leave the machine (not loopback, not a local socket)."""
+    """The connects of a trace that leave the machine or look a host name up.
+
+    A local socket is fine (glibc asks nscd's socket for user and group entries too, not only for host names, so
+    it says nothing about the network). A DNS query is a connect to port 53, whichever address the resolver has
+    (systemd-resolved listens on 127.0.0.53), so it counts even on loopback."""
     out = []
     for family, rest in CONNECT.findall(trace):
         if family == "AF_UNIX":
-            # A name-service socket would mean a host name lookup.
-            if "nscd" in rest:
-                out.append(rest)
             continue
-        if "127.0.0.1" not in rest and "::1" not in rest and "::ffff:127.0.0.1" not in rest:
+        if "htons(53)" in rest:
+            out.append(rest)
+        elif "127.0.0.1" not in rest and "::1" not in rest and "::ffff:127.0.0.1" not in rest:
             out.append(rest)
     return out
 
