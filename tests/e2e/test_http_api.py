@@ -88,3 +88,37 @@ def test_disabled_memory_is_404(ws: Workspace) -> None:
         assert not (ws.home / "memory").exists()
     finally:
         srv.stop()
+
+
+def test_answers_carrying_memory_text_are_not_cached_or_sniffed(server: Server, ws: Workspace) -> None:
+    """Every REST answer that carries memory text (and every other answer) says `Cache-Control: no-store` and
+    `X-Content-Type-Options: nosniff`, errors included; every answer under /ui, a 405 or 404 included, carries the
+    UI's Content-Security-Policy and frame headers."""
+    store(server, "cached", "<html><script>alert(1)</script> a secret-ish note", "global", {})
+    reg = httpx.post(
+        f"{server.url}/terminals",
+        json={"id": "term-h", "provider": "codex", "session_name": "sh", "agent_profile": "dev", "cwd": str(ws.cwd)},
+        timeout=30,
+    )
+    assert reg.status_code in (200, 201), reg.text
+    answers = {
+        "show": httpx.get(f"{server.url}/memory/cached", params={"scope": "global"}, timeout=30),
+        "list": httpx.get(f"{server.url}/memory", timeout=30),
+        "export": httpx.get(f"{server.url}/memory/export", params={"scope": "global"}, timeout=30),
+        "context": httpx.get(f"{server.url}/terminals/term-h/memory-context", timeout=30),
+        "relationships": httpx.get(f"{server.url}/memory/relationships", timeout=30),
+        "missing": httpx.get(f"{server.url}/memory/nothing-here", params={"scope": "global"}, timeout=30),
+        "recall": httpx.post(f"{server.url}/internal/memory/recall", json={"query": "secret"}, timeout=30),
+    }
+    for name, resp in answers.items():
+        assert resp.status_code in (200, 404), (name, resp.status_code, resp.text)
+        assert resp.headers.get("cache-control") == "no-store", (name, dict(resp.headers))
+        assert resp.headers.get("x-content-type-options") == "nosniff", (name, dict(resp.headers))
+    assert "secret-ish" in answers["show"].text and "secret-ish" in answers["context"].text
+    for method, path in [("PUT", "/ui/memories"), ("DELETE", "/ui"), ("POST", "/ui/journal"), ("GET", "/ui/no-such-page")]:
+        resp = httpx.request(method, f"{server.url}{path}", timeout=30)
+        assert resp.status_code in (404, 405), (method, path, resp.status_code)
+        assert "frame-ancestors 'none'" in resp.headers.get("content-security-policy", ""), (method, path, dict(resp.headers))
+        assert resp.headers.get("x-frame-options") == "DENY", (method, path, dict(resp.headers))
+        assert resp.headers.get("x-content-type-options") == "nosniff", (method, path)
+        assert resp.headers.get("cache-control") == "no-store", (method, path)

@@ -312,3 +312,56 @@ def test_inspector_of_another_projects_container_searches_that_project(ws: Works
         pane.keys("Escape", "Escape")
     finally:
         pane.close()
+
+
+def test_the_inspector_shows_and_copies_control_sequences_neutralised(ws: Workspace) -> None:
+    """A memory holding the end of bracketed paste (`ESC [201~` + newline, which would run the rest of a paste as a
+    command in a shell), an OSC title change and bidi overrides: the inspector draws none of them raw, and `y`
+    copies the neutralised text (visible `\\u{1b}` escapes) to the clipboard through OSC 52, read back here from
+    tmux's paste buffer."""
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (.ci/run installs it with apt-get)", pytrace=False)
+    import httpx
+
+    hostile = "Paste this:\x1b[201~\nrm -rf ~/important\x1b]0;TITLE\x07 access\u202e level\u202c admin \u2066x\u2069"
+    server = start_server(ws)
+    try:
+        r = httpx.post(
+            f"{server.url}/internal/memory/store",
+            json={"key": "paste-breaker", "content": hostile, "scope": "project", "context": {"cwd": str(ws.cwd)}},
+            timeout=30,
+        )
+        assert r.status_code == 200, r.text
+    finally:
+        assert server.stop() == 0
+    pane = Pane(
+        ws,
+        [str(binary("cao")), "memory", "inspect"],
+        {"CAO_HOME": str(ws.home), "CAO_MEMORY_SUMMARIZE": "false", "TERM": "xterm-256color", "PATH": "/usr/bin:/bin"},
+    )
+    try:
+        pane.tmux("set-option", "-s", "set-clipboard", "on")
+        pane.wait_for(r"memory inspector")
+        pane.keys("End")
+        screen = pane.wait_for(r"paste-breaker")
+        unsafe = [c for c in screen if c in "\x1b\x07\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"]
+        assert not unsafe, f"raw characters on the screen: {unsafe!r}\n{screen}"
+        pane.keys("y")
+        pane.wait_for(r"copied \d+ bytes")
+        deadline = time.monotonic() + 10
+        copied = ""
+        while time.monotonic() < deadline:
+            buffers = subprocess.run(
+                ["tmux", "-L", pane.socket, "show-buffer"], capture_output=True, text=True, timeout=20
+            )
+            if buffers.returncode == 0 and "rm -rf" in buffers.stdout:
+                copied = buffers.stdout
+                break
+            time.sleep(0.2)
+        assert copied, "the copy reached tmux's paste buffer (OSC 52)"
+        assert "\x1b" not in copied and "\x07" not in copied, repr(copied)
+        assert not any(c in copied for c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), repr(copied)
+        assert "Paste this:\\u{1b}[201~\nrm -rf ~/important\\u{1b}]0;TITLE\\u{7}" in copied, repr(copied)
+        assert "access\\u{202e} level" in copied, repr(copied)
+    finally:
+        pane.close()

@@ -251,3 +251,67 @@ def test_locomo_turns_view_zoom_search_purge_and_session_reminders(ws: Workspace
             assert "memory_updated" not in again
 
     asyncio.run(reminded_mcp_session())
+
+
+def test_purge_leaves_no_text_of_the_memory_in_any_file_of_the_home(ws: Workspace) -> None:
+    """`cao memory purge` while a cao-server runs: no byte of the memory's text is left in any file of the home
+    (database, WAL, free pages, wiki, audit log), whatever kind of text it left: its content (search and trigram
+    tables, its neighbours' search context, the journal), its tags, and the attributes of relationships into and out
+    of it, written after the memory (the edges are removed with it). Checked while the server still runs and again
+    after it stopped."""
+    import httpx
+
+    needles = {
+        "content": b"zqxcontentneedle",
+        "tags": b"zqxtagneedle",
+        "edge-in": b"zqxedgeinneedle",
+        "edge-out": b"zqxedgeoutneedle",
+        "rewrite": b"zqxoldversionneedle",
+    }
+    server = start_server(ws)
+    try:
+
+        def store(key: str, content: str, tags: str = "") -> None:
+            r = httpx.post(
+                f"{server.url}/internal/memory/store",
+                json={"key": key, "content": content, "scope": "global", "tags": tags, "context": {}},
+                timeout=30,
+            )
+            assert r.status_code == 200 and r.json()["success"], r.text
+
+        def edge(source: str, target: str, why: str) -> None:
+            r = httpx.post(
+                f"{server.url}/memory/relationships",
+                json={
+                    "scope": "global",
+                    "source_key": source,
+                    "target_key": target,
+                    "type": "relates_to",
+                    "attributes": {"why": why},
+                },
+                timeout=30,
+            )
+            assert r.status_code == 201, r.text
+
+        store("before", "Deploy notes written before: the release train leaves on Tuesdays.")
+        store("leaky", "First version zqxoldversionneedle of the deploy token notes.", "deploy,zqxtagneedle")
+        store("leaky", "The deploy token zqxcontentneedle lives in the vault; rotate it monthly.", "deploy,zqxtagneedle")
+        store("other", "Deploy tokens are rotated monthly; the release train needs a fresh token.")
+        store("after", "Deploy notes written after: tokens expire after thirty days.")
+        edge("other", "leaky", "it names zqxedgeinneedle")
+        edge("leaky", "after", "it names zqxedgeoutneedle")
+        for name, needle in needles.items():
+            assert files_holding(ws.home, needle), f"the {name} text is on disk before the purge"
+
+        purged = cao(ws, "memory", "purge", "leaky", "--scope", "global", "--yes", "--format", "json")
+        assert purged.returncode == 0, purged.stderr
+        report = json.loads(purged.stdout)
+        assert report["wal_busy"] is False, report
+        for name, needle in needles.items():
+            assert files_holding(ws.home, needle) == [], f"{name}: still on disk while the server runs"
+        # The server keeps serving the other memories and writes on.
+        store("later", "A later note about deploy trains.")
+    finally:
+        assert server.stop() == 0
+    for name, needle in needles.items():
+        assert files_holding(ws.home, needle) == [], f"{name}: on disk after the server stopped"

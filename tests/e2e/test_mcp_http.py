@@ -115,3 +115,39 @@ def test_memory_disabled_over_http(ws: Workspace) -> None:
     finally:
         assert server.stop() == 0
     assert ws.files() == [], ws.files()
+
+
+def test_malformed_bodies_get_json_rpc_errors(server: Server) -> None:
+    """A body that is not JSON is JSON-RPC's parse error (-32700, id null) with 400; JSON that is not a JSON-RPC
+    message is -32600; a wrong Content-Type or Accept keeps its status with a JSON-RPC error body. Never plain text,
+    and the server keeps serving."""
+    url = f"{server.url}/mcp"
+    accept = {"Accept": "application/json, text/event-stream"}
+    cases = [
+        ("not json {", {"Content-Type": "application/json", **accept}, 400, -32700),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "tools/list"', {"Content-Type": "application/json", **accept}, 400, -32700),
+        ('"\xff"'.encode("latin-1"), {"Content-Type": "application/json", **accept}, 400, -32700),
+        ("[1, 2]", {"Content-Type": "application/json", **accept}, 400, -32600),
+        ("{}", {"Content-Type": "application/json", **accept}, 400, -32600),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', {"Content-Type": "text/plain", **accept}, 415, -32600),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', {"Content-Type": "application/json"}, 406, -32600),
+    ]
+    for body, headers, status, code in cases:
+        resp = httpx.post(url, content=body, headers=headers, timeout=10)
+        assert resp.status_code == status, (body, resp.status_code, resp.text)
+        assert resp.headers["content-type"].startswith("application/json"), (body, resp.headers, resp.text)
+        answer = resp.json()
+        assert answer["jsonrpc"] == "2.0" and "id" in answer and answer["id"] is None, (body, answer)
+        assert answer["error"]["code"] == code and answer["error"]["message"], (body, answer)
+    ok = httpx.post(
+        url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+        },
+        headers=accept,
+        timeout=10,
+    )
+    assert ok.status_code == 200 and ok.json()["id"] == 1, ok.text

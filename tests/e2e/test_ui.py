@@ -341,6 +341,67 @@ def test_cross_origin_and_tokenless_form_posts_are_refused(browser: WebDriver, s
     assert httpx.get(f"{server.url}/memory/test-runner", params={"scope": "global"}, timeout=30).status_code == 200
 
 
+def _page_token(server: Server, path: str) -> tuple[str, str]:
+    """The CSRF cookie a fresh client gets with `path` of `server`: (cookie name, token)."""
+    resp = httpx.get(f"{server.url}{path}", timeout=30)
+    assert resp.status_code == 200, resp.text
+    for name, value in resp.cookies.items():
+        if name.startswith("cao_ui_csrf"):
+            return name, value
+    raise AssertionError(f"no CSRF cookie set by {path}: {resp.headers}")
+
+
+def test_csrf_tokens_are_bound_to_the_server(browser: WebDriver, tmp_path: pathlib.Path) -> None:
+    """A form token is the server's own (an HMAC under a secret of its home), not any value the cookie and the field
+    agree on: a forged 64-hex pair (a cookie another local app planted for 127.0.0.1) and a token issued by another
+    cao-server on 127.0.0.1 (cookies are shared across ports) are refused and change nothing, even same-origin;
+    the page's own token still works, also in a browser that visited the other server's UI in between."""
+    servers = []
+    for name in ("a", "b"):
+        w = Workspace(home=tmp_path / f"home-{name}", cwd=tmp_path / f"proj-{name}")
+        w.cwd.mkdir()
+        servers.append(start_server(w))
+    a, b = servers
+    try:
+        for key in ("victim-one", "victim-two"):
+            store(a, key, f"{key} must survive forged forms.")
+        store(b, "other-note", "A memory of the other server.")
+        cookie, own = _page_token(a, "/ui/memory/global/victim-one")
+        _, foreign = _page_token(b, "/ui/memory/global/other-note")
+        target = f"{a.url}/ui/memory/global/victim-one/delete"
+        for what, value in [("a forged pair", "ab" * 32), ("the other server's token", foreign), ("no token", "")]:
+            r = httpx.post(
+                target,
+                data={"csrf": value},
+                headers={"Origin": a.url, "Cookie": f"{cookie}={value}"},
+                timeout=30,
+            )
+            assert r.status_code == 403 and "csrf_refused" in r.text, (what, r.status_code, r.text[:300])
+            assert httpx.get(f"{a.url}/memory/victim-one", params={"scope": "global"}, timeout=30).status_code == 200, what
+        r = httpx.post(target, data={"csrf": own}, headers={"Origin": a.url, "Cookie": f"{cookie}={own}"}, timeout=30)
+        assert r.status_code in (200, 303), (r.status_code, r.text[:300])
+        assert httpx.get(f"{a.url}/memory/victim-one", params={"scope": "global"}, timeout=30).status_code == 404
+
+        drv = browser
+        drv.get(f"{a.url}/ui")
+        drv.get(f"{b.url}/ui/memory/global/other-note")
+        assert_page(drv, "csrf-other-server")
+        page = f"{a.url}/ui/memory/global/victim-two"
+        drv.get(page)
+        assert_page(drv, "csrf-own-page", heading="victim-two")
+        drv.find_element(By.CSS_SELECTOR, "form[data-action=delete] button").click()
+        WebDriverWait(drv, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: "Deleted." in d.find_element(By.TAG_NAME, "body").text
+            or "csrf_refused" in d.find_element(By.TAG_NAME, "body").text
+        )
+        shot(drv, "csrf-own-token-accepted")
+        assert "csrf_refused" not in drv.find_element(By.TAG_NAME, "body").text
+        assert httpx.get(f"{a.url}/memory/victim-two", params={"scope": "global"}, timeout=30).status_code == 404
+    finally:
+        for srv in servers:
+            srv.stop()
+
+
 def test_with_auth_a_read_only_token_reads_but_cannot_delete(browser: WebDriver, ws: Workspace, jwks_url: str) -> None:  # noqa: F811
     server = start_server(ws, CAO_AUTH_JWKS=jwks_url, CAO_AUTH_AUDIENCE=AUDIENCE, CAO_AUTH_ISSUER=ISSUER)
     try:

@@ -7,7 +7,9 @@
 //!   reference installed on demand into a virtualenv in the target directory, for the OKF interoperability tests,
 //!   and the real agent CLIs pinned in `tests/agents/package.json` installed by the tests' set-up with npm into
 //!   `<target>/agents`), then
-//!   `fuzz-api` with its defaults (skipped when schemathesis cannot be installed). Stops at the first failing step
+//!   `fuzz-api` with its defaults (the Rust tests run with a throwaway PostgreSQL cluster, `pg.rs`, whose URL the
+//!   shared-database suites read from `CAO_TEST_DATABASE_URL`; without PostgreSQL installed they skip, and under
+//!   `CI=true` the run fails), (skipped when schemathesis cannot be installed). Stops at the first failing step
 //!   and names it.
 //! - `tidy`: the workspace's structural rules from `cargo metadata` (layering of `[workspace.metadata.layers]`,
 //!   anyhow and edge-only dependencies, `//!` crate docs, the crate maps of ARCHITECTURE.md and crates/README.md);
@@ -37,6 +39,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+mod pg;
 mod tidy;
 
 /// Project automation for the cao workspace.
@@ -295,15 +298,49 @@ fn test(root: &Path) -> Result<ExitCode> {
             ],
         ),
     )?;
+    // The PostgreSQL backend's suites run against a throwaway cluster (stopped and deleted when `cluster` drops).
+    // In the system's temp directory: the postgres user must reach it whatever the permissions above the clone.
+    let cluster = match pg::Cluster::start(&std::env::temp_dir()) {
+        Ok(Some(c)) => Some(c),
+        Ok(None) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            return gate
+                .fail(
+                    "postgres",
+                    "no PostgreSQL installation found (initdb); CI installs postgresql-15 in .ci/run",
+                )
+                .map(|()| ExitCode::FAILURE);
+        }
+        Ok(None) => {
+            gate.skip(
+                "postgres",
+                "no PostgreSQL installation found (initdb): the PostgreSQL suites skip (apt-get install postgresql-15)",
+            );
+            None
+        }
+        Err(e) => return gate.fail("postgres", &format!("{e:#}")).map(|()| ExitCode::FAILURE),
+    };
+    let with_pg = |mut cmd: Command| {
+        if let Some(c) = &cluster {
+            cmd.env("CAO_TEST_DATABASE_URL", c.url());
+        }
+        cmd
+    };
     if nextest_installed(root) {
         gate.run(
             "tests (nextest)",
-            cargo(root, &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]),
+            with_pg(cargo(
+                root,
+                &["nextest", "run", "--workspace", "--locked", "--no-fail-fast"],
+            )),
         )?;
     } else {
         println!("\n(cargo-nextest is not installed; using cargo test)");
-        gate.run("tests (cargo test)", cargo(root, &["test", "--workspace", "--locked"]))?;
+        gate.run(
+            "tests (cargo test)",
+            with_pg(cargo(root, &["test", "--workspace", "--locked"])),
+        )?;
     }
+    drop(cluster);
     // nextest does not run doctests; with plain `cargo test` above this repeats them, which is cheap.
     gate.run("doctests", cargo(root, &["test", "--workspace", "--doc", "--locked"]))?;
     // Documentation builds without a warning: every intra-doc link resolves and reaches a documented item.

@@ -10,6 +10,8 @@
 //! - `edge-only` crates (tokio, axum, ...) are normal dependencies only of libraries at `edge-layer` or above,
 //!   binaries and dev crates; `bin-only` crates (anyhow) only of binaries and dev crates (any crate may use them as
 //!   dev-dependencies);
+//! - `store-private` crates (the SQLite index and the wiki files) are normal dependencies only of the `store` crate
+//!   (and of dev crates): every other crate reaches them through the store interface;
 //! - every library and binary root (`lib.rs`, `main.rs`, `src/bin/*.rs`) opens with a `//!` block;
 //! - the crate map of ARCHITECTURE.md and the table of crates/README.md give each crate the layer of the table.
 
@@ -117,6 +119,16 @@ pub(crate) fn check(meta: &Value, docs: &Docs<'_>, read: &dyn Fn(&Path) -> io::R
     let tidy = &meta["metadata"]["tidy"];
     let edge_only = str_list(&tidy["edge-only"], "workspace.metadata.tidy.edge-only")?;
     let bin_only = str_list(&tidy["bin-only"], "workspace.metadata.tidy.bin-only")?;
+    let store_private = match &tidy["store-private"] {
+        Value::Null => Vec::new(),
+        v => str_list(v, "workspace.metadata.tidy.store-private")?,
+    };
+    let store = match &tidy["store"] {
+        Value::Null if store_private.is_empty() => "",
+        v => v
+            .as_str()
+            .context("workspace.metadata.tidy.store must name the store crate")?,
+    };
     let edge_layer = match &tidy["edge-layer"] {
         Value::Null => u64::MAX,
         v => v
@@ -191,6 +203,13 @@ pub(crate) fn check(meta: &Value, docs: &Docs<'_>, read: &dyn Fn(&Path) -> io::R
             } else {
                 "depends"
             };
+            if store_private.contains(&dep) && c.name != store && c.layer != Layer::Dev {
+                violations.push(format!(
+                    "{} (layer {}) {how} on {dep}: only {store} may (every other crate reaches the index and the \
+                     wiki files through the store interface)",
+                    c.name, c.layer
+                ));
+            }
             if let Some(&dl) = layers.get(dep) {
                 if let Some(why) = layering_violation(c.layer, dl) {
                     violations.push(format!(
@@ -391,7 +410,8 @@ mod tests {
             "packages": packages,
             "metadata": {
                 "layers": {"core": 0, "wiki": 1, "index": 1, "memory": 3, "http": 5, "cli": "bin", "testkit": "dev"},
-                "tidy": {"edge-only": ["tokio", "axum", "clap"], "edge-layer": 4, "bin-only": ["anyhow"]},
+                "tidy": {"edge-only": ["tokio", "axum", "clap"], "edge-layer": 4, "bin-only": ["anyhow"],
+                         "store-private": ["index", "wiki"], "store": "memory"},
             },
         })
     }
@@ -432,11 +452,37 @@ mod tests {
     }
 
     #[test]
+    fn only_the_store_depends_on_the_index_and_the_wiki() {
+        let v = violations(&workspace(&[("http", &[("index", None)]), ("cli", &[("wiki", None)])]));
+        assert_eq!(
+            v,
+            [
+                "http (layer 5) depends on index: only memory may (every other crate reaches the index and the wiki \
+                 files through the store interface)",
+                "cli (layer bin) depends on wiki: only memory may (every other crate reaches the index and the wiki \
+                 files through the store interface)",
+            ]
+        );
+        // Dev crates and dev-dependencies may reach below the interface (tests seed and inspect rows).
+        assert!(
+            violations(&workspace(&[
+                ("http", &[("index", Some("dev"))]),
+                ("testkit", &[("index", None)])
+            ]))
+            .is_empty()
+        );
+    }
+
+    #[test]
     fn a_dependency_within_one_layer_fails() {
         let v = violations(&workspace(&[("index", &[("wiki", Some("build"))])]));
         assert_eq!(
             v,
-            ["index (layer 1) build-depends on wiki (layer 1): crates on one layer never depend on each other"]
+            [
+                "index (layer 1) build-depends on wiki: only memory may (every other crate reaches the index and the \
+                 wiki files through the store interface)",
+                "index (layer 1) build-depends on wiki (layer 1): crates on one layer never depend on each other"
+            ]
         );
     }
 

@@ -304,8 +304,18 @@ pub(crate) fn import_text(o: &ImportOutcome, source: &str) -> String {
         "  see-also links dropped: {}  bodies escaped: {}  timestamps clamped: {}",
         r.see_also_dropped, r.bodies_escaped, r.timestamps_clamped
     );
+    if r.types_defaulted + r.timestamps_ignored > 0 {
+        let _ = writeln!(
+            s,
+            "  types defaulted: {}  timestamps ignored: {}",
+            r.types_defaulted, r.timestamps_ignored
+        );
+    }
     for (rel, reason) in &r.errors {
         let _ = writeln!(s, "  rejected '{}': {}", one_line(rel), one_line(reason));
+    }
+    for (rel, notice) in &r.notices {
+        let _ = writeln!(s, "  notice '{}': {}", one_line(rel), one_line(notice));
     }
     if r.past_retention > 0 {
         let days = r

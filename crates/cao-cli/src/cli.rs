@@ -22,6 +22,18 @@ pub(crate) struct Cli {
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
+    /// Work on the memories kept in this PostgreSQL database (what `cao-server --database-url` serves) instead of
+    /// the home's files (`postgres://user@host/db`, libpq's URL rules; the password from the URL, PGPASSWORD or
+    /// ~/.pgpass).
+    #[arg(
+        long,
+        global = true,
+        env = "CAO_DATABASE_URL",
+        value_name = "URL",
+        hide_env_values = true,
+        value_parser = cao_core::DatabaseUrl::parse
+    )]
+    pub database_url: Option<cao_core::DatabaseUrl>,
 }
 
 /// Top-level commands.

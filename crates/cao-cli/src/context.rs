@@ -267,20 +267,26 @@ fn hook_text(
         return Ok(None);
     }
     let svc = MemoryService::open(home)?.with_settings(settings.clone());
-    let req = ContextRequest { budget: Some(budget) };
+    let req = ContextRequest {
+        budget: Some(budget),
+        session_id: session_id.map(str::to_owned),
+        block_only: false,
+    };
     match event {
-        ClaudeEvent::SessionStart => Ok(svc.session_context(ctx, req, session_id)?),
+        ClaudeEvent::SessionStart => Ok(svc.context_block(ctx, req)?),
         ClaudeEvent::UserPromptSubmit => {
             let mode = settings.injection_mode();
-            let block = if mode.block() {
-                svc.context_block_registry(ctx, req, &svc.eligibility_registry())?
-            } else {
-                None
-            };
+            let block = svc.context_block(
+                ctx,
+                ContextRequest {
+                    block_only: true,
+                    ..req
+                },
+            )?;
             let reminder = match session_id {
-                Some(id) if mode.view() => {
-                    svc.reminder(ctx, &JournalTarget::default(), id, own_writes(ctx).as_ref())?
-                }
+                Some(id) if mode.view() => svc
+                    .session(ctx, &JournalTarget::default(), id)
+                    .reminder(own_writes(ctx).as_ref())?,
                 _ => None,
             };
             let advice = match prompt {
@@ -335,7 +341,13 @@ fn build(home: CaoHome, ctx: &TerminalContext, budget: usize) -> Result<Option<S
         return Ok(None);
     }
     let svc = MemoryService::open(home)?;
-    Ok(svc.context_block(ctx, ContextRequest { budget: Some(budget) })?)
+    Ok(svc.context_block(
+        ctx,
+        ContextRequest {
+            budget: Some(budget),
+            ..Default::default()
+        },
+    )?)
 }
 
 #[cfg(test)]

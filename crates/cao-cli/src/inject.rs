@@ -150,7 +150,15 @@ pub(crate) fn write_block(
         write_provider_block(provider, cwd, None)?
     } else {
         let svc = MemoryService::open(home)?;
-        write_provider_file_with(&svc, provider, ctx, ContextRequest { budget: Some(budget) })
-            .map_err(|e| CliError::failure_with_hint(e.to_string(), unchanged_hint))?
+        write_provider_file_with(
+            &svc,
+            provider,
+            ctx,
+            ContextRequest {
+                budget: Some(budget),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| CliError::failure_with_hint(e.to_string(), unchanged_hint))?
     })
 }

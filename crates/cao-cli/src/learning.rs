@@ -189,6 +189,13 @@ pub(crate) fn run_promote(svc: &MemoryService, a: &PromoteArgs) -> Result<String
     }
 }
 
+/// The provenance line of a planned add or update: `    written by terminal T (agent profile P, session S)`.
+fn written_by(out: &mut String, c: &cao_memory::PlannedChange) {
+    if let Some(w) = &c.written_by {
+        let _ = writeln!(out, "    {}", one_line(&w.describe()));
+    }
+}
+
 /// The text rendering of a promotion report (see the module documentation).
 pub(crate) fn promote_text(r: &PromotionReport) -> String {
     let mut out = String::new();
@@ -207,11 +214,13 @@ pub(crate) fn promote_text(r: &PromotionReport) -> String {
             "add" => {
                 let _ = writeln!(out, "+ add     {key}{}", recalled(c.access_count));
                 let _ = writeln!(out, "+   - {}", one_line(c.text.as_deref().unwrap_or("")));
+                written_by(&mut out, c);
             }
             "update" => {
                 let _ = writeln!(out, "~ update  {key}{}", recalled(c.access_count));
                 let _ = writeln!(out, "-   - {}", one_line(c.previous.as_deref().unwrap_or("")));
                 let _ = writeln!(out, "+   - {}", one_line(c.text.as_deref().unwrap_or("")));
+                written_by(&mut out, c);
             }
             _ => {
                 let _ = writeln!(out, "- remove  {key}");
@@ -269,6 +278,11 @@ mod tests {
                     text: Some("Do x.\u{1b}[2J Applies when: y.".into()),
                     previous: None,
                     access_count: Some(4),
+                    written_by: Some(cao_memory::LessonWriter {
+                        terminal_id: Some("t-retro".into()),
+                        agent_profile: Some("retrospector".into()),
+                        session: None,
+                    }),
                 },
                 PlannedChange {
                     key: "old".into(),
@@ -276,6 +290,7 @@ mod tests {
                     text: Some("B.".into()),
                     previous: Some("A.".into()),
                     access_count: Some(3),
+                    written_by: None,
                 },
             ],
             unchanged: vec!["same".into()],
@@ -289,11 +304,12 @@ mod tests {
         };
         let text = promote_text(&r);
         assert_eq!(
-            text.lines().take(6).collect::<Vec<_>>(),
+            text.lines().take(7).collect::<Vec<_>>(),
             [
                 "Promotion plan for worker -> /a/worker.md (min recalls 3)",
                 "+ add     new (recalled 4 times)",
                 "+   - Do x.\\u{1b}[2J Applies when: y.",
+                "    written by terminal t-retro (agent profile retrospector)",
                 "~ update  old (recalled 3 times)",
                 "-   - A.",
                 "+   - B.",

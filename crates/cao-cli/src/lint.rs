@@ -151,6 +151,7 @@ pub(crate) fn run_lint(args: LintArgs, out: &mut dyn Write) -> Result<(), CliErr
     let req = LintRequest {
         scope: args.scope.map(Scope::from),
         repo_root: repo_root(args.repo_root)?,
+        model: None,
     };
     let report = svc.lint(&ctx, req, &Bar::for_stderr());
     let report = report?;
@@ -184,6 +185,7 @@ pub(crate) fn run_heal(args: HealArgs, out: &mut dyn Write) -> Result<(), CliErr
         aggressive: args.aggressive,
         repo_root: repo_root(args.repo_root)?,
         plan_digest: args.plan_digest.clone(),
+        model: None,
     };
     let report = svc.heal(&ctx, req, &Bar::for_stderr());
     let report = report?;
@@ -235,6 +237,7 @@ pub(crate) fn run_compact(args: CompactArgs, out: &mut dyn Write) -> Result<(), 
         scope: args.scope.map(Scope::from),
         key: args.key,
         dry_run: args.dry_run,
+        model: None,
     };
     let report = svc.compact(&ctx, req, &Bar::for_stderr())?;
     if report.counts.compacted > 0

@@ -53,6 +53,9 @@ fn main() -> ExitCode {
         }
     };
     init_logging();
+    if let Some(url) = cli.database_url.clone() {
+        cao_core::home::use_database(url);
+    }
     let mut stdout = std::io::stdout().lock();
     let result = match cli.command {
         Command::Memory(cmd) => memory::run(cmd, &mut stdout, &mut confirm::StdTerminal),

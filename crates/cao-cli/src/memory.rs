@@ -281,6 +281,7 @@ impl Plan {
                     offset,
                     // Operator view: spec 000 "Non-accessing operator inspection".
                     record_access: !svc.settings().non_accessing_inspection(),
+                    cursor: None,
                 };
                 let memories = svc.list(ctx, req.clone())?;
                 if memories.len() == LIST_ROWS && *page != ListPage::All {
@@ -314,7 +315,14 @@ impl Plan {
             Plan::Explain(_) => Err(CliError::failure("explain does not run through the store plan")),
             Plan::Show { key, scope, format } => {
                 let record_access = !svc.settings().non_accessing_inspection();
-                let Some(memory) = svc.show_with_access(ctx, key, *scope, record_access)? else {
+                let Some(memory) = svc.show(
+                    ctx,
+                    cao_memory::ShowRequest {
+                        target: cao_memory::MemoryTarget::key(key, *scope),
+                        record_access,
+                    },
+                )?
+                else {
                     return Err(CliError::failure(match scope {
                         Some(s) => format!("memory '{key}' not found in scope '{s}'"),
                         None => format!("memory '{key}' not found"),
@@ -327,7 +335,7 @@ impl Plan {
                 emit(out, &text)
             }
             Plan::Delete { key, scope } => {
-                let result = match svc.delete(ctx, key, Some(*scope)) {
+                let result = match svc.delete(ctx, cao_memory::MemoryTarget::key(key, Some(*scope))) {
                     Err(MemoryError::NotFound { .. }) => None,
                     other => Some(other?),
                 };
@@ -371,7 +379,7 @@ impl Plan {
                 emit(out, &text)
             }
             Plan::Purge { key, scope, format } => {
-                let r = svc.purge(ctx, key, Some(*scope))?;
+                let r = svc.purge(ctx, cao_memory::MemoryTarget::key(key, Some(*scope)))?;
                 if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 && r.audit_lines_scrubbed == 0 {
                     return Err(CliError::failure(format!(
                         "memory '{key}' not found in scope '{scope}' (no file, no index row, no journal entry)"

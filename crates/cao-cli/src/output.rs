@@ -114,32 +114,18 @@ pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, St
         .map_err(|e| format!("cannot encode the result as JSON: {e}"))
 }
 
-/// `s` with every control character (including newline, tab, ESC) replaced by its Rust escape (`\n`, `\u{1b}`).
+/// `s` on one line: every unsafe character (controls, newline and tab included, bidi overrides and isolates)
+/// replaced by its Rust escape (`\n`, `\u{1b}`, `\u{202e}`); the one rule of [`cao_core::display::escape_line`].
 pub(crate) fn one_line(s: &str) -> String {
-    escape_controls(s, |_| false)
+    cao_core::display::escape_line(s).into_owned()
 }
 
-/// `s` with every control character except line feed and tab replaced by its Rust escape (`\r`, `\u{1b}`,
-/// `\u{9b}`): text shown over several lines keeps its lines and indentation, but cannot move the cursor, change
-/// colours or the window title, or overwrite what was printed before it.
+/// `s` over several lines: every unsafe character except line feed and tab replaced by its Rust escape (`\r`,
+/// `\u{1b}`, `\u{9b}`, `\u{202e}`): text keeps its lines and indentation, but cannot move the cursor, change colours,
+/// the window title or the clipboard, overwrite what was printed before it, or reorder itself
+/// ([`cao_core::display::escape`]).
 pub(crate) fn multi_line(s: &str) -> String {
-    escape_controls(s, |c| matches!(c, '\n' | '\t'))
-}
-
-/// `s` with every control character that `keep` does not accept replaced by its Rust escape.
-fn escape_controls(s: &str, keep: impl Fn(char) -> bool) -> String {
-    if !s.chars().any(|c| c.is_control() && !keep(c)) {
-        return s.to_owned();
-    }
-    s.chars()
-        .map(|c| {
-            if c.is_control() && !keep(c) {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    cao_core::display::escape(s).into_owned()
 }
 
 #[cfg(test)]

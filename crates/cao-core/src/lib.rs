@@ -4,6 +4,7 @@
 //! - [`Scope`] (where a memory lives) and [`MemoryType`] (a label that never moves it), their string forms,
 //!   scope precedence and the write-authorisation rule ([`scope::scope_write_allowed`]);
 //! - the recall options [`SearchMode`] and [`SortBy`];
+//! - the retention rules of each scope and memory type ([`retention`]);
 //! - identities: [`MemoryRef`] (`scope, scope_id, key`, text form `scope/scope_id/key`), [`SourceKind`] (`native`,
 //!   `vault`) and [`Container`] (the wiki container rule), used by every layer that names a memory;
 //! - [`Key`] (a validated `^[a-z0-9-]{1,60}$` slug) with the reference's auto-key and sanitising rules, and
@@ -27,6 +28,7 @@
 pub mod clock;
 pub mod container;
 pub mod context;
+pub mod display;
 pub mod error;
 pub mod fs;
 pub mod home;
@@ -35,6 +37,7 @@ pub mod key;
 pub mod lexical;
 pub mod memory_ref;
 pub mod recall;
+pub mod retention;
 pub mod scope;
 pub mod secret;
 pub mod settings;
@@ -45,7 +48,7 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use container::Container;
 pub use context::TerminalContext;
 pub use error::CoreError;
-pub use home::CaoHome;
+pub use home::{CaoHome, DatabaseUrl};
 pub use key::Key;
 pub use memory_ref::{MemoryRef, SourceKind};
 pub use recall::{SearchMode, SortBy};

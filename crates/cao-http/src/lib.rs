@@ -6,7 +6,8 @@
 //!   clients both speak. The terminal context of each call comes from that request's headers
 //!   ([`context_from_headers`]): `X-CAO-Terminal-Id`, `X-CAO-Session-Name`, `X-CAO-Agent-Profile`,
 //!   `X-CAO-Provider`, `X-CAO-Cwd` (absolute path; the project identity is derived from it) and
-//!   `X-CAO-Project-Id` (explicit project id, beats the cwd).
+//!   `X-CAO-Project-Id` (explicit project id, beats the cwd). A body rmcp cannot read is answered with a
+//!   JSON-RPC error (`-32700` for one that is not JSON, `-32600` otherwise, `"id": null`), never plain text.
 //! - `/ui`: the operator's web UI ([`ui`]): server-rendered HTML pages over the same service calls as the REST
 //!   API, behind the same edge and scope layers, with CSRF tokens on its forms.
 //! - `GET /health`: `200 {"status": "ok", "version", "implementation": "cao-rs", "memory_enabled", "index"}` with
@@ -15,6 +16,9 @@
 //!   under the running server, or does not answer.
 //! - anything else: `404 {"error": "not_found"}`; a known path with the wrong method:
 //!   `405 {"error": "method_not_allowed"}`.
+//!
+//! Every answer says `X-Content-Type-Options: nosniff` and `Cache-Control: no-store` (memory text must not stay in
+//! a cache); every answer under `/ui`, its 404s and 405s included, also carries the UI's CSP and frame headers.
 //!
 //! With `CAO_MEMORY_API_URL` set, the binary builds the router with the remote-owner client
 //! (`cao_client::RemoteBackend`, [`router_with_backend`]): the memory calls go to that owner's
@@ -62,6 +66,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 pub mod api;
+mod mcp_errors;
 pub mod ui;
 
 /// Header carrying the caller's terminal id.
@@ -186,6 +191,7 @@ pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<
         .merge(
             Router::new()
                 .route_service("/mcp", mcp)
+                .route_layer(axum::middleware::from_fn(mcp_errors::json_rpc_errors))
                 .route_layer(require_mcp_scope(config.auth.clone())),
         )
         .with_state(svc.clone())
@@ -199,6 +205,29 @@ pub fn router_with_backend(svc: ServiceHandle, config: HttpConfig, backend: Arc<
     routes
         .layer(DefaultBodyLimit::disable())
         .layer(edge_layer(config.allowed_hosts))
+        .layer(axum::middleware::from_fn(response_headers))
+}
+
+/// The headers of every answer, the edge's refusals and the fallbacks included: `X-Content-Type-Options: nosniff`
+/// and, unless the route chose its own, `Cache-Control: no-store` (answers carry memory text, which must not stay
+/// in a browser's or proxy's cache); under `/ui`, the UI's security headers ([`ui::set_security_headers`]: CSP,
+/// frame refusal, referrer policy), so a 404 or 405 there is framed no more than a page.
+async fn response_headers(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let ui = ui::is_ui_path(request.uri().path());
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    if ui {
+        ui::set_security_headers(h);
+    } else {
+        h.insert(
+            http::header::X_CONTENT_TYPE_OPTIONS,
+            http::HeaderValue::from_static("nosniff"),
+        );
+        if !h.contains_key(http::header::CACHE_CONTROL) {
+            h.insert(http::header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
+        }
+    }
+    response
 }
 
 /// The REST API ([`api`]) as one router, and its OpenAPI document (which also describes `/health`, `/mcp` and
@@ -246,7 +275,13 @@ async fn openapi_json(State(doc): State<Arc<utoipa::openapi::OpenApi>>) -> Json<
     responses(
         (status = 200, description = "The JSON-RPC response", content_type = "application/json"),
         (status = 202, description = "Notification accepted"),
+        (status = 400, description = "A body that is not JSON (JSON-RPC error -32700, id null) or not a JSON-RPC \
+            message (-32600)", content_type = "application/json"),
         (status = 403, description = "Foreign Host header, or a request from another origin"),
+        (status = 406, description = "The Accept header does not name application/json and text/event-stream \
+            (JSON-RPC error -32600, id null)", content_type = "application/json"),
+        (status = 415, description = "The Content-Type is not application/json (JSON-RPC error -32600, id null)",
+            content_type = "application/json"),
     ))]
 #[allow(dead_code)] // documentation only: the route is the rmcp service
 fn mcp_doc() {}

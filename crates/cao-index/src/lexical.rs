@@ -73,10 +73,14 @@ pub fn search_tokens(query: &str) -> Vec<String> {
 }
 
 /// A query term present in the corpus, with its document frequency and weight.
-struct QueryTerm {
-    term: String,
-    df: u64,
-    idf: f64,
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryTerm {
+    /// The indexed term.
+    pub term: String,
+    /// Documents holding it (any field).
+    pub df: u64,
+    /// Its weight from the scorer ([`LexicalScorer::idf`]).
+    pub idf: f64,
 }
 
 /// The corpus statistics and the query's terms present in the corpus (first-occurrence order).
@@ -108,10 +112,14 @@ fn query_terms(
 }
 
 /// One stored lexical document: its three columns as stored (indexed terms, single-space separated).
-struct Doc<'a> {
-    body: &'a str,
-    meta: &'a str,
-    near: &'a str,
+#[derive(Debug, Clone, Copy)]
+pub struct Doc<'a> {
+    /// The content field.
+    pub body: &'a str,
+    /// Key, tags and stored day (the own part of the context field).
+    pub meta: &'a str,
+    /// The neighbours' terms (the rest of the context field).
+    pub near: &'a str,
 }
 
 /// A scored candidate: `(search_rowid, score)`.
@@ -126,14 +134,17 @@ fn filter_slot(term: &str) -> Option<usize> {
 
 /// A 256-bit filter over a query's terms: a stored term whose slot is unset is none of them, so most of a
 /// document's terms are passed over without a comparison.
-struct TermFilter([u64; 4]);
+#[derive(Debug, Clone)]
+pub struct TermFilter([u64; 4]);
 
 impl TermFilter {
-    fn new(terms: &[QueryTerm]) -> Self {
+    /// The filter of a query's terms.
+    pub fn new(terms: &[QueryTerm]) -> Self {
         Self::of(terms.iter().map(|t| t.term.as_str()))
     }
 
-    fn of<'t>(terms: impl Iterator<Item = &'t str>) -> Self {
+    /// The filter of some terms.
+    pub fn of<'t>(terms: impl Iterator<Item = &'t str>) -> Self {
         let mut bits = [0u64; 4];
         for slot in terms.filter_map(filter_slot) {
             bits[slot / 64] |= 1 << (slot % 64);
@@ -142,7 +153,7 @@ impl TermFilter {
     }
 
     /// Whether `term` may be one of the query's terms (false: it certainly is none of them).
-    fn may_hold(&self, term: &str) -> bool {
+    pub fn may_hold(&self, term: &str) -> bool {
         filter_slot(term).is_some_and(|slot| self.0[slot / 64] & (1 << (slot % 64)) != 0)
     }
 }
@@ -152,7 +163,7 @@ impl TermFilter {
 /// memory is never a hit through its neighbours' text alone, docs/decisions/0009), or it scores 0 (its terms are
 /// only in a field the scorer weighs 0). One pass over the document's terms (`filter` is [`TermFilter::new`] of
 /// `terms`); the terms' scores are summed in query order.
-fn score_doc(
+pub fn score_doc(
     scorer: &dyn LexicalScorer,
     corpus: &CorpusStats,
     terms: &[QueryTerm],

@@ -77,7 +77,7 @@ pub use journal::{
     AppendHook, AppendWhen, Checkpoint, EntryKind, EntryRow, ImportCandidate, JournalMeta, JournalNote, JournalTx,
     JournalWriter, LeaseRow, LineRow, NewEntry, SnapshotRow, ViewItem, ViewRow,
 };
-pub use lexical::{PoolBudget, search_tokens};
+pub use lexical::{Doc, PoolBudget, QueryTerm, TermFilter, score_doc, search_tokens};
 pub use outcomes::{OutcomeFilter, OutcomeRow};
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, ProducerReplace, RelOrigin, RelStatus, RelType,
@@ -86,6 +86,7 @@ pub use relationships::{
 pub use row::{
     ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, RowStamp, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
 };
+pub use scan::dot;
 pub use schema::{SCHEMA_VERSION, known_migrations};
 pub use search::{ListFilter, RecencyCursor, matches_all_terms};
 pub use stamps::WikiDirStamp;
@@ -93,7 +94,10 @@ pub use terminals::TerminalRow;
 pub use vectors::{MAX_VECTOR_DIM, VectorCounts, VectorWrite, decode_vector, encode_vector};
 pub use visibility::Visibility;
 pub use write::UpsertOutcome;
-pub use write::{NEIGHBOUR_TERMS_MAX, NEIGHBOUR_WINDOW};
+pub use write::{
+    NEIGHBOUR_TERMS_MAX, NEIGHBOUR_WINDOW, body_tokens, content_field, distinct_terms, meta_field, near_field,
+    trigram_body,
+};
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, TransactionBehavior};
@@ -223,8 +227,8 @@ impl Index {
         &self.path
     }
 
-    /// How many write transactions (`BEGIN IMMEDIATE`, which take SQLite's write lock) this handle and its clones
-    /// have begun since it was opened. For tests and diagnostics: read paths that need no write add nothing.
+    /// How many write transactions (`BEGIN IMMEDIATE`, which take SQLite's write lock; the journal's included) this
+    /// handle and its clones have begun since it was opened. For tests and diagnostics: read paths that need no write add nothing.
     pub fn write_transactions(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
     }

@@ -139,7 +139,7 @@ fn encode_query(q: &[f32]) -> Option<QueryCode> {
 
 /// Dot product over the shorter length, in eight independent lanes (so the compiler vectorises it): the score of
 /// every scan.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let (ra, rb) = (ca.remainder(), cb.remainder());

@@ -81,8 +81,9 @@ impl Visibility {
         Scope::ALL.into_iter().all(|s| self.terms.contains(&Term::AnyId(s)))
     }
 
-    /// The terms as `(scope, None)` for "any scope id" and `(scope, Some(scope_id))` for one exact scope id.
-    pub(crate) fn slices(&self) -> impl Iterator<Item = (Scope, Option<Option<&str>>)> {
+    /// The terms as `(scope, None)` for "any scope id" and `(scope, Some(scope_id))` for one exact scope id (what
+    /// another backend renders into its own query language).
+    pub fn slices(&self) -> impl Iterator<Item = (Scope, Option<Option<&str>>)> {
         self.terms.iter().map(|t| match t {
             Term::AnyId(s) => (*s, None),
             Term::Id(s, id) => (*s, Some(id.as_deref())),

@@ -26,13 +26,13 @@ pub const NEIGHBOUR_WINDOW: usize = 2;
 
 /// The content field of a row's lexical document: the indexed terms ([`cao_core::text::index_terms`]: reference
 /// tokens without stop words, stemmed) of its content, joined by single spaces.
-pub(crate) fn content_field(content: &str) -> String {
+pub fn content_field(content: &str) -> String {
     join_terms(cao_core::text::index_terms(content))
 }
 
 /// The own part of a row's context field: the indexed terms of its key, its tags and the day it was stored
 /// (`updated_at` as `8 May 2023`), joined by single spaces (stored in the `meta` column).
-pub(crate) fn meta_field(key: &str, tags: &str, stored: DateTime<Utc>) -> String {
+pub fn meta_field(key: &str, tags: &str, stored: DateTime<Utc>) -> String {
     let day = stored.format("%-d %B %Y").to_string();
     join_terms(
         [key, tags, day.as_str()]
@@ -45,7 +45,7 @@ pub(crate) fn meta_field(key: &str, tags: &str, stored: DateTime<Utc>) -> String
 /// neighbours' content (`neighbours`: the up to [`NEIGHBOUR_WINDOW`] memories created just before it and the up to
 /// [`NEIGHBOUR_WINDOW`] created just after it in the same scope and scope id, before ones first, each side nearest
 /// first), stored in the `near` column (docs/decisions/0009-lexical-ranking.md).
-pub(crate) fn near_field(neighbours: &[&str]) -> String {
+pub fn near_field(neighbours: &[&str]) -> String {
     join_terms(
         neighbours
             .iter()
@@ -65,7 +65,7 @@ fn join_terms(terms: impl Iterator<Item = String>) -> String {
 }
 
 /// The substring-search document of a row: `lowercase(key + " " + tags + " " + content)`.
-pub(crate) fn trigram_body(key: &str, tags: &str, content: &str) -> String {
+pub fn trigram_body(key: &str, tags: &str, content: &str) -> String {
     format!("{key} {tags} {content}").to_lowercase()
 }
 
@@ -104,7 +104,7 @@ fn index_search(tx: &Connection, search_rowid: i64, text: &SearchText<'_>) -> ru
 }
 
 /// The distinct terms of a lexical document (every column).
-fn distinct_terms<'a>(columns: &[&'a str]) -> std::collections::BTreeSet<&'a str> {
+pub fn distinct_terms<'a>(columns: &[&'a str]) -> std::collections::BTreeSet<&'a str> {
     columns
         .iter()
         .flat_map(|c| c.split(' '))
@@ -113,7 +113,7 @@ fn distinct_terms<'a>(columns: &[&'a str]) -> std::collections::BTreeSet<&'a str
 }
 
 /// Number of terms of one field of a lexical document (single-space separated).
-pub(crate) fn body_tokens(body: &str) -> i64 {
+pub fn body_tokens(body: &str) -> i64 {
     i64::try_from(body.split(' ').filter(|t| !t.is_empty()).count()).unwrap_or(i64::MAX)
 }
 

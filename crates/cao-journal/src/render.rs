@@ -118,12 +118,13 @@ pub fn reminder_row(entry: &EntryRow) -> String {
     format!("- {}+1 {}", entry.id, entry_head(entry))
 }
 
-/// A line's text as the view shows it: control characters (newlines, tabs, U+2028/2029 included) become spaces, and
-/// `<memory` / `</memory` (any ASCII case) become `‹memory` / `‹/memory`.
+/// A line's text as the view shows it: every unsafe character ([`cao_core::display::is_unsafe`]: control characters,
+/// newlines and tabs included, bidi overrides and isolates, U+2028/2029) becomes a space, and `<memory` /
+/// `</memory` (any ASCII case) become `‹memory` / `‹/memory`.
 pub fn view_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for (i, c) in text.char_indices() {
-        if c.is_control() || c == '\u{2028}' || c == '\u{2029}' {
+        if cao_core::display::is_unsafe(c) {
             out.push(' ');
         } else if c == '<' && opens_tag(&text[i + 1..]) {
             out.push('‹');

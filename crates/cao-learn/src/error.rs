@@ -44,3 +44,18 @@ impl LearnError {
         move |source| LearnError::Io { context, source }
     }
 }
+
+impl From<LearnError> for cao_store::MemoryError {
+    /// A self-learning rule's refusal as the memory system's error, its message kept: a refused outcome, lesson or
+    /// profile name is the caller's ([`cao_store::MemoryError::Invalid`]), a malformed profile file is
+    /// [`cao_store::MemoryError::InvalidProfile`], a file-system failure stays one.
+    fn from(e: LearnError) -> Self {
+        match e {
+            LearnError::Outcome(_) | LearnError::Lesson(_) | LearnError::ProfileName(_) => {
+                cao_store::MemoryError::Invalid(e.to_string())
+            }
+            LearnError::Profile { .. } => cao_store::MemoryError::InvalidProfile(e.to_string()),
+            LearnError::Io { context, source } => cao_store::MemoryError::Io { context, source },
+        }
+    }
+}

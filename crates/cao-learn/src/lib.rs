@@ -1,7 +1,7 @@
-//! `cao-learn`: the rules of the self-learning loop (layer 2; over `cao-core`). Spec 004; spec/reference-facts.md
+//! `cao-learn`: the self-learning loop (layer 5; over `cao-store` and `cao-ops`). Spec 004; spec/reference-facts.md
 //! "Outcomes, lessons, promotion"; cases in `conformance/reference/outcomes.json` and `learned_patterns.json`.
 //!
-//! What lives here (everything that needs no memory store):
+//! The rules, which need no memory store:
 //! - [`outcome`]: validating a reported outcome (trim, caps, the 0..100 score, the reference's errors) and the
 //!   listing limit;
 //! - [`profile`]: agent profiles, markdown with YAML frontmatter, looked up in the agent directories then among
@@ -13,13 +13,18 @@
 //! - [`profile_file`]: reading a profile for editing and writing it back atomically through symlinks, keeping its
 //!   mode; installing a built-in into an agent directory without overwriting.
 //!
-//! The wiring that needs the store (recording outcomes in the index, `store_lesson` through the memory write
-//! pipeline, gathering candidates and auditing a promotion) is `cao-memory`'s (features `outcomes`, `lessons`,
-//! `promote`), which depends on this crate; docs/decisions/0008-cao-learn-layering.md explains the split.
+//! The features over the store (free functions over `cao_store::Store`, called by `cao-memory`'s facade):
+//! - [`outcomes`]: recording a reported outcome and listing them (newest first);
+//! - [`lessons`]: `store_lesson`, an agent-scope `feedback` memory written through the memory write pipeline
+//!   (`cao_ops::write`), with the capability rule of [`profile`];
+//! - [`promote`]: the promotion plan (candidates gathered from an agent scope, judged by [`gate`]), its reviewed
+//!   apply into the profile's Learned Patterns block, audited; [`learning`]: the agents and lessons the web UI lists.
+//!
+//! docs/decisions/0008-cao-learn-layering.md explains the layering.
 //!
 //! Invariants:
-//! - Nothing here touches the memory store or the index; the only file writes are the promotion write and the
-//!   install, both through `cao_core::fs`.
+//! - The rules touch no memory store; the features reach it only through `cao_store::Store`. The only profile file
+//!   writes are the promotion write and the install, both through `cao_core::fs`.
 //! - Every check runs before any edit: a refused delta, outcome or profile name changes nothing.
 //! - An edit of a profile changes only the bytes of its Learned Patterns block; removing every lesson restores
 //!   the original bytes (property-tested).
@@ -28,9 +33,14 @@ pub mod builtin;
 pub mod error;
 pub mod gate;
 pub mod learned;
+pub mod learning;
+pub mod lesson_writer;
+pub mod lessons;
 pub mod outcome;
+pub mod outcomes;
 pub mod profile;
 pub mod profile_file;
+pub mod promote;
 
 pub use error::LearnError;
 pub use gate::{Candidate, DEFAULT_MIN_RECALLS, Ineligible};

@@ -7,6 +7,8 @@
 //!
 //! Invariants:
 //! - stdout carries only MCP protocol messages; logs go to stderr (`CAO_LOG_LEVEL` or `RUST_LOG`, default `warn`).
+//!   A line that is not JSON is answered with JSON-RPC's parse error (`-32700`, `"id": null`)
+//!   ([`cao_mcp::stdio_transport`]).
 //! - Nothing is created on disk until the first tool call with memory enabled. At start, temp files left in the store
 //!   by writers that are gone are removed (`cao_memory::sweep_at_startup`).
 //! - Dirty `index.md` files are refreshed at most every 2 s while stores happen, and once more when the client
@@ -65,11 +67,19 @@ struct Args {
     /// memory_updated reminders. Also CAO_MEMORY_NO_VIEW=1.
     #[arg(long)]
     no_view: bool,
+    /// Keep the memories in this PostgreSQL database instead of the home's files (`postgres://user@host/db`,
+    /// libpq's URL rules: `sslmode`, `host=/dir` for a unix socket; the password from the URL, PGPASSWORD or
+    /// ~/.pgpass). Any number of servers may share one database.
+    #[arg(long, env = "CAO_DATABASE_URL", value_name = "URL", hide_env_values = true, value_parser = cao_core::DatabaseUrl::parse)]
+    database_url: Option<cao_core::DatabaseUrl>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     cao_mcp::process::init_stderr_logging("warn");
+    if let Some(url) = args.database_url.clone() {
+        cao_core::home::use_database(url);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -138,7 +148,8 @@ async fn run(no_view: bool) -> anyhow::Result<()> {
         svc.enable_auto_compaction();
         compactor = Some(tokio::spawn(run_compactor(svc.clone(), stop.clone())));
     }
-    let served = tools.serve(rmcp::transport::stdio()).await;
+    let (transport, relay) = cao_mcp::stdio_transport();
+    let served = tools.serve(transport).await;
     let outcome = match served {
         Ok(running) => tokio::select! {
             quit = running.waiting() => match quit {
@@ -161,6 +172,8 @@ async fn run(no_view: bool) -> anyhow::Result<()> {
         }
         Err(e) => Err(anyhow::Error::new(e).context("MCP initialisation failed")),
     };
+    // Every answer written so far reaches stdout before the process ends.
+    relay.finish(STDIN_GRACE).await;
     stop.cancel();
     if let Some(task) = summarizer {
         // A round in progress ends within the model timeout; a lease left behind expires and another process

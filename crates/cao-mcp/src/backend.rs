@@ -108,7 +108,13 @@ impl MemoryBackend for LocalBackend {
                 let settings = settings.unwrap_or_else(|| handle.settings());
                 let svc = handle.get()?.with_settings(settings);
                 let ctx = resolve_terminal(&svc, ctx)?;
-                Ok(svc.context_block(&ctx, ContextRequest { budget })?)
+                Ok(svc.context_block(
+                    &ctx,
+                    ContextRequest {
+                        budget,
+                        ..Default::default()
+                    },
+                )?)
             })
             .await
         })

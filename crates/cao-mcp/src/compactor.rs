@@ -2,7 +2,7 @@
 //! "Capabilities": `memory.compile_mode = model`). One per process. The process calls
 //! [`ServiceHandle::enable_auto_compaction`] before serving, which enables the service's queue as it opens it (so
 //! stores queue updated topics from the first one on); this worker compacts them one at a time with the configured model through
-//! `MemoryService::auto_compact_next`, the same validated path as `cao memory compact`. One-shot commands never
+//! `AutoCompaction::next`, the same validated path as `cao memory compact`. One-shot commands never
 //! enable the queue, so they never compact.
 //!
 //! Each step is one blocking call that waits at most [`WAIT`] for a topic. The model is built from the settings at
@@ -62,9 +62,9 @@ pub async fn run_compactor(svc: ServiceHandle, stop: CancellationToken) {
                 state = build_model(&settings);
             }
             let step = match &state {
-                ModelState::Ready(m) => service.auto_compact_next(m.as_ref(), WAIT),
+                ModelState::Ready(m) => service.auto_compaction().next(m.as_ref(), WAIT),
                 _ => {
-                    let dropped = service.clear_auto_compaction();
+                    let dropped = service.auto_compaction().clear();
                     if dropped > 0 {
                         tracing::debug!(dropped, "no usable model: queued topics left as they are");
                     }
@@ -81,7 +81,7 @@ pub async fn run_compactor(svc: ServiceHandle, stop: CancellationToken) {
                 // Wake a step waiting for a topic, and let one that is compacting finish (its model call is
                 // bounded by the model timeout; the caller bounds the wait).
                 if let Some(s) = &opened {
-                    log_dropped(s.close_auto_compaction());
+                    log_dropped(s.auto_compaction().close());
                 }
                 let _ = step.await;
                 break;
@@ -101,7 +101,7 @@ pub async fn run_compactor(svc: ServiceHandle, stop: CancellationToken) {
         }
     }
     if let Some(s) = &opened {
-        log_dropped(s.close_auto_compaction());
+        log_dropped(s.auto_compaction().close());
     }
 }
 

@@ -4,8 +4,9 @@
 //! ([`FixedContext`], `TerminalContext::from_env`). The HTTP server serves many terminals, so its context is
 //! derived per request from headers; that source lives with the HTTP code and implements [`ContextSource`].
 //!
-//! Whatever its source, a context naming a terminal id is completed from that terminal's registration
-//! ([`resolve_terminal`]) before a call runs: every route and transport resolves a terminal id the same way.
+//! Whatever its source, a context naming a terminal id is completed from that terminal's registration, which
+//! wins over what the call names ([`resolve_terminal`]), before a call runs: every route and transport resolves a
+//! terminal id the same way.
 
 use cao_core::TerminalContext;
 use cao_memory::{MemoryError, MemoryService};
@@ -39,25 +40,48 @@ impl ContextSource for FixedContext {
     }
 }
 
-/// `ctx` with each absent field (session name, agent profile, provider, cwd) filled from the registration of its
-/// terminal id (`POST /terminals`, kept in the index database), when it names one that is registered. Fields the
-/// caller gave win; a context without a terminal id, or with every one of those fields set, is returned as it is
-/// without reading the index. The one terminal resolution of every route: `/mcp`, the internal routes, the stdio
-/// server (`CAO_TERMINAL_ID`) and context blocks.
+/// `ctx` completed from the registration of its terminal id (`POST /terminals`, kept in the index database), when
+/// it names one that is registered: the registration's session name, agent profile and cwd are the terminal's
+/// identity, filling the fields the call left out; a call naming another value for any of them is refused
+/// ([`MemoryError::TerminalContextMismatch`]), so a header, an environment variable or a context field cannot move a
+/// registered terminal into another agent's or session's scope or another project. (A field the registration
+/// leaves empty may be given by the call; the provider is filled only when absent.) A context without a terminal
+/// id, or naming an unregistered one, is returned as it is. The one terminal resolution of every route: `/mcp`,
+/// the internal routes, the stdio server (`CAO_TERMINAL_ID`) and context blocks.
 ///
-/// Errors: [`MemoryError::Store`] when the registration cannot be read.
+/// Errors: [`MemoryError::TerminalContextMismatch`]; [`MemoryError::Store`] when the registration cannot be read.
 pub fn resolve_terminal(svc: &MemoryService, mut ctx: TerminalContext) -> Result<TerminalContext, MemoryError> {
-    let complete =
-        ctx.session_name.is_some() && ctx.agent_profile.is_some() && ctx.provider.is_some() && ctx.cwd.is_some();
-    let Some(id) = ctx.terminal_id.as_deref().filter(|_| !complete) else {
+    let Some(id) = ctx.terminal_id.clone() else {
         return Ok(ctx);
     };
-    if let Some(row) = svc.terminal(id)? {
-        let reg = row.context();
-        ctx.session_name = ctx.session_name.or(reg.session_name);
-        ctx.agent_profile = ctx.agent_profile.or(reg.agent_profile);
-        ctx.provider = ctx.provider.or(reg.provider);
-        ctx.cwd = ctx.cwd.or(reg.cwd);
+    let Some(row) = svc.terminal(&id)? else {
+        return Ok(ctx);
+    };
+    let reg = row.context();
+    let mismatch = |field: &'static str, registered: String, given: String| MemoryError::TerminalContextMismatch {
+        terminal: id.clone(),
+        field,
+        registered,
+        given,
+    };
+    if let (Some(r), Some(g)) = (&reg.session_name, &ctx.session_name)
+        && r != g
+    {
+        return Err(mismatch("session", r.clone(), g.clone()));
     }
+    if let (Some(r), Some(g)) = (&reg.agent_profile, &ctx.agent_profile)
+        && r != g
+    {
+        return Err(mismatch("agent profile", r.clone(), g.clone()));
+    }
+    if let (Some(r), Some(g)) = (&reg.cwd, &ctx.cwd)
+        && r != g
+    {
+        return Err(mismatch("cwd", r.display().to_string(), g.display().to_string()));
+    }
+    ctx.session_name = ctx.session_name.or(reg.session_name);
+    ctx.agent_profile = ctx.agent_profile.or(reg.agent_profile);
+    ctx.provider = ctx.provider.or(reg.provider);
+    ctx.cwd = ctx.cwd.or(reg.cwd);
     Ok(ctx)
 }

@@ -30,7 +30,7 @@ impl ServiceHandle {
         }
     }
 
-    /// Enable automatic compaction (`MemoryService::enable_auto_compaction`) on the service now if it is open, and
+    /// Enable automatic compaction (`AutoCompaction::enable`) on the service now if it is open, and
     /// as it is opened otherwise, for this handle and every clone. Only long-running processes, which run the
     /// worker ([`crate::run_compactor`]), call it; whether a store then queues a topic depends on
     /// `memory.compile_mode`.
@@ -38,7 +38,7 @@ impl ServiceHandle {
         let cell = self.cell.lock().unwrap_or_else(PoisonError::into_inner);
         self.auto_compaction.store(true, Ordering::SeqCst);
         if let Some(svc) = cell.as_ref() {
-            svc.enable_auto_compaction();
+            svc.auto_compaction().enable();
         }
     }
 
@@ -85,7 +85,7 @@ impl ServiceHandle {
         }
         let svc = MemoryService::open(self.home.clone())?;
         if self.auto_compaction.load(Ordering::SeqCst) {
-            svc.enable_auto_compaction();
+            svc.auto_compaction().enable();
         }
         tracing::debug!(home = %self.home.root().display(), "memory service opened");
         *cell = Some(svc.clone());

@@ -42,7 +42,8 @@
 //!   with a remote memory owner, the owner's HTTP API (`cao_client::RemoteBackend`); the local switch above is
 //!   checked before either.
 //! - Service calls are synchronous and run on tokio's blocking pool; recall counts accesses (`record_access`).
-//! - Nothing here writes to stdout (the stdio transport owns it); diagnostics go through `tracing`.
+//! - Nothing here writes to stdout but the stdio transport ([`stdio_transport`]: rmcp's, with a line that is not
+//!   JSON answered `-32700` with a `null` id); diagnostics go through `tracing`.
 
 mod backend;
 mod compactor;
@@ -53,6 +54,7 @@ mod handle;
 mod handlers;
 mod params;
 mod session;
+mod stdio;
 mod summarizer;
 mod tools;
 
@@ -71,6 +73,7 @@ pub use params::{
     StoreLessonParams, StoreParams, ViewParams, ZoomParams,
 };
 pub use session::{ENV_NO_VIEW, OwnSession, SessionStart};
+pub use stdio::{MAX_LINE_BYTES, StdioRelay, relay_transport, stdio_transport};
 pub use summarizer::{IDLE_PAUSE, run_summarizer};
 pub use tools::{MemoryTools, SERVER_NAME, local_enabled};
 

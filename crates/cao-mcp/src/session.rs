@@ -83,10 +83,12 @@ impl OwnSession {
                 view: None,
             });
         }
-        let snap =
-            svc.get()?
-                .with_settings(settings.clone())
-                .take_snapshot(ctx, &JournalTarget::default(), &session.id)?;
+        let target = JournalTarget::default();
+        let snap = svc
+            .get()?
+            .with_settings(settings.clone())
+            .session(ctx, &target, &session.id)
+            .take_snapshot()?;
         session.recorded.store(true, Ordering::Release);
         let view = (snap.taken_at_entry > 0).then(|| cao_memory::neutralize_delimiters(&snap.view).into_owned());
         Ok(SessionStart {
@@ -108,11 +110,11 @@ impl OwnSession {
         let svc = svc.get()?.with_settings(settings);
         let target = JournalTarget::default();
         if !self.recorded.swap(true, Ordering::AcqRel)
-            && let Err(e) = svc.record_empty_snapshot(ctx, &target, &self.id)
+            && let Err(e) = svc.session(ctx, &target, &self.id).record_empty_snapshot()
         {
             self.recorded.store(false, Ordering::Release);
             return Err(e);
         }
-        svc.reminder(ctx, &target, &self.id, Some(&self.exclude))
+        svc.session(ctx, &target, &self.id).reminder(Some(&self.exclude))
     }
 }

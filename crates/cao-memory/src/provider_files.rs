@@ -37,11 +37,11 @@
 //!   lock (still canonical, same inode), which narrows, but cannot close without `openat`, the window in which
 //!   someone with write access to the cwd could swap a directory for a symlink.
 
-use crate::error::MemoryError;
-use crate::inject::ContextRequest;
 use crate::service::MemoryService;
 use cao_core::TerminalContext;
 use cao_core::fs::{FileMode, WriteOptions, atomic_write_with};
+use cao_ops::inject::ContextRequest;
+use cao_store::MemoryError;
 use serde::Serialize;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
@@ -191,7 +191,7 @@ impl std::fmt::Display for ProviderWrite {
 /// Write the caller's `<cao-memory>` block into `provider`'s config file under `ctx.cwd`, with the default
 /// budget. This is what creating a terminal of that provider triggers.
 ///
-/// Errors: a failed fetch ([`MemoryService::context_block`]'s errors) or a failed write ([`MemoryError::Io`]); in
+/// Errors: a failed fetch (`MemoryService::context_block`'s errors) or a failed write ([`MemoryError::Io`]); in
 /// both cases the previous file is untouched. Validation failures are [`ProviderWrite::Refused`], not errors.
 pub fn write_provider_file(
     svc: &MemoryService,

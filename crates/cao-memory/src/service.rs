@@ -1,39 +1,55 @@
-//! The [`MemoryService`] facade: the embedding API of this crate. Every method resolves the call's settings,
+//! The `MemoryService` facade: the embedding API of this crate. Every method resolves the call's settings,
 //! checks the `memory.enabled` switch where the call needs it, and delegates to the feature module that implements
 //! it (`write`, `recall`, `inspect`, `explain`, `inject`, `retention`, ...), each a set of free functions over the
 //! [`Store`] (the rust-analyzer `ide` pattern). No logic lives here beyond that order of checks.
 
-use crate::auto_compact::AutoCompactStep;
-use crate::backfill::{self, EmbedReport};
-use crate::compact::{CompactReport, CompactRequest};
-use crate::error::MemoryError;
-use crate::explain::ExplainRequest;
-use crate::export::{ExportDestination, ExportOutcome, ExportRequest};
-use crate::heal::{HealReport, HealRequest};
-use crate::import::{ImportOutcome, ImportRequest};
-use crate::inject::ContextRequest;
-use crate::journal::{
+use cao_bundle::export;
+use cao_bundle::export::{ExportDestination, ExportOutcome, ExportRequest};
+use cao_bundle::import;
+use cao_bundle::import::{ImportOutcome, ImportRequest};
+use cao_core::{CaoHome, Clock, Key, Scope, Settings, SystemClock, TerminalContext};
+use cao_learn::OutcomeDraft;
+use cao_learn::learning;
+use cao_learn::learning::{AgentSummary, LessonView};
+use cao_learn::lessons;
+use cao_learn::lessons::LessonRequest;
+use cao_learn::outcomes;
+use cao_learn::outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
+use cao_learn::promote;
+use cao_learn::promote::{PromoteRequest, PromotionReport};
+use cao_lifecycle::RelationshipService;
+use cao_lifecycle::eligibility::SupersedesLookup;
+use cao_maint::auto_compact::AutoCompactStep;
+use cao_maint::backfill::{self, EmbedReport};
+use cao_maint::compact;
+use cao_maint::compact::{CompactReport, CompactRequest};
+use cao_maint::heal;
+use cao_maint::heal::{HealReport, HealRequest};
+use cao_maint::lint;
+use cao_maint::lint_report::{LintReport, LintRequest};
+use cao_maint::retention;
+use cao_maint::retention::CleanupReport;
+use cao_ops::audit_relationships;
+use cao_ops::eligibility;
+use cao_ops::explain;
+use cao_ops::explain::ExplainRequest;
+use cao_ops::inject;
+use cao_ops::inject::ContextRequest;
+use cao_ops::inspect;
+use cao_ops::journal;
+use cao_ops::journal::{
     JournalTarget, PurgeResult, ReadRequest, ReadResult, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport,
     ViewResult, ZoomRequest, ZoomResult, ZoomedEntry,
 };
-use crate::learning::{AgentSummary, LessonView};
-use crate::lessons::LessonRequest;
-use crate::lint_report::{LintReport, LintRequest};
-use crate::outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
-use crate::overview::ContainerSummary;
-use crate::promote::{PromoteRequest, PromotionReport};
-use crate::retention::CleanupReport;
-use crate::store::Store;
-use crate::types::*;
-use crate::{
-    audit, audit_relationships, compact, eligibility, explain, export, heal, import, inject, inspect, journal,
-    learning, lessons, lint, outcomes, overview, promote, recall, retention, write,
-};
-use cao_core::{CaoHome, Clock, Key, MemoryRef, Scope, Settings, SystemClock, TerminalContext};
-use cao_learn::OutcomeDraft;
-use cao_lifecycle::RelationshipService;
-use cao_lifecycle::eligibility::{EligibilityRegistry, SupersedesLookup};
+use cao_ops::overview;
+use cao_ops::overview::ContainerSummary;
+use cao_ops::recall;
+use cao_ops::types::*;
+use cao_ops::write;
 use cao_rank::ExplainReport;
+use cao_store::MemoryError;
+use cao_store::Store;
+use cao_store::audit;
 use std::sync::Arc;
 
 /// The memory engine. Cheap to clone (shared state behind an `Arc`); safe to use from many threads, and many
@@ -42,8 +58,8 @@ use std::sync::Arc;
 pub struct MemoryService {
     store: Store,
     /// Topics waiting for automatic compaction (shared by every clone; enabled only by long-running processes).
-    auto: Arc<crate::auto_compact::Queue>,
-    /// Settings the caller already loaded for the current call ([`MemoryService::with_settings`]); `None` = the
+    auto: Arc<cao_ops::auto_compact::Queue>,
+    /// Settings the caller already loaded for the current call (`MemoryService::with_settings`); `None` = the
     /// service's own (fixed, or `settings.json` read per call).
     loaded: Option<Arc<Settings>>,
 }
@@ -65,7 +81,7 @@ impl MemoryService {
     fn build(home: CaoHome, settings: Option<Settings>, clock: Arc<dyn Clock>) -> Result<Self, MemoryError> {
         Ok(Self {
             store: Store::open(home, settings, clock, Some(&cao_journal::RULES))?,
-            auto: Arc::new(crate::auto_compact::Queue::default()),
+            auto: Arc::new(cao_ops::auto_compact::Queue::default()),
             loaded: None,
         })
     }
@@ -106,12 +122,12 @@ impl MemoryService {
         Ok(self.store.write().upsert_terminal(row, self.store.now())?)
     }
 
-    /// The time now by this service's clock (the system clock, or the one given to [`MemoryService::open_with`]).
+    /// The time now by this service's clock (the system clock, or the one given to `MemoryService::open_with`).
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.store.now()
     }
 
-    /// Current settings: those passed to [`MemoryService::with_settings`], else the fixed ones, else
+    /// Current settings: those passed to `MemoryService::with_settings`, else the fixed ones, else
     /// `settings.json` read now (cheap; missing file = defaults).
     pub fn settings(&self) -> Settings {
         match &self.loaded {
@@ -121,7 +137,7 @@ impl MemoryService {
     }
 
     /// This service for one call with settings the caller has already loaded (typically from
-    /// [`MemoryService::settings`], to check `memory.enabled` before deciding to call): every method of the returned
+    /// `MemoryService::settings`, to check `memory.enabled` before deciding to call): every method of the returned
     /// value uses `settings` instead of reading `settings.json` again, so one request reads the file once. Shares
     /// the index and everything else with `self`. Keep it only for the call: a settings change takes effect on the
     /// next call only when each call loads its settings afresh.
@@ -165,40 +181,10 @@ impl MemoryService {
         write::store(&self.store, &settings, ctx, req, &self.auto)
     }
 
-    /// Let this process compact updated topics in the background (`memory.compile_mode = model`; long-running
-    /// processes only: `cao-server` and `cao-mcp-server` call it, one-shot commands never do). From now on a store
-    /// to a topic with two or more entries since its last compaction queues it (bounded, coalesced) for
-    /// [`MemoryService::auto_compact_next`], which one worker of the process calls in a loop. Shared by every clone
-    /// of this service.
-    pub fn enable_auto_compaction(&self) {
-        self.auto.enable();
-    }
-
-    /// Stop automatic compaction (shutdown): nothing more is queued, the topics still waiting are dropped (their
-    /// number is returned) and a worker waiting in [`MemoryService::auto_compact_next`] returns
-    /// [`AutoCompactStep::Closed`] at once.
-    pub fn close_auto_compaction(&self) -> usize {
-        self.auto.close()
-    }
-
-    /// Drop the topics waiting for automatic compaction (the worker has no usable model); returns how many.
-    pub fn clear_auto_compaction(&self) -> usize {
-        self.auto.clear()
-    }
-
-    /// How many topics wait for automatic compaction.
-    pub fn auto_compaction_waiting(&self) -> usize {
-        self.auto.len()
-    }
-
-    /// The automatic compaction worker's step: wait at most `wait` for a queued topic, then compact it with `model`
-    /// through the same validated path as `cao memory compact` (any refusal or failure leaves the topic unchanged
-    /// and is logged to stderr). Blocking (a model call, bounded by its timeout). Nothing is compacted while memory
-    /// is disabled or `memory.compile_mode` is `off` (a topic taken then is dropped).
-    pub fn auto_compact_next(&self, model: &dyn cao_model::Model, wait: std::time::Duration) -> AutoCompactStep {
-        let settings = self.settings();
-        self.store.note_settings(&settings);
-        crate::auto_compact::next(&self.store, &self.auto, &settings, model, wait)
+    /// The automatic compaction of this process (`memory.compile_mode = model`; see [`AutoCompaction`]): shared by
+    /// every clone of this service.
+    pub fn auto_compaction(&self) -> AutoCompaction<'_> {
+        AutoCompaction { svc: self }
     }
 
     /// Ranked retrieval (the `memory_recall` tool). Every argument is validated before any I/O.
@@ -222,20 +208,18 @@ impl MemoryService {
         write::forget(&self.store, &settings, ctx, req)
     }
 
-    /// Delete one memory (operator). Like [`MemoryService::forget`] with a strictly validated key; `scope`
-    /// defaults to `project`.
-    pub fn delete(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<ForgetResult, MemoryError> {
-        let settings = self.ensure_enabled()?;
-        write::delete(&self.store, &settings, ctx, key, scope)
-    }
-
-    /// Delete the memory with the exact identity `memory` (operator; the memory inspector's `d` on the newest entry
-    /// of a memory, which may be another session's or agent's). A missing memory is `action: "absent"`.
+    /// Delete one memory (operator): by key, `key` in `scope` (default project) for the caller's scope id; or the
+    /// exact memory (the memory inspector's `d` on the newest entry of a memory, which may be another session's or
+    /// agent's). The memory's edges are purged; a missing memory is `action: "absent"`.
     ///
-    /// Errors: [`MemoryError::Disabled`], I/O and index errors.
-    pub fn delete_memory(&self, ctx: &TerminalContext, memory: &MemoryRef) -> Result<ForgetResult, MemoryError> {
-        self.ensure_enabled()?;
-        write::delete_memory(&self.store, ctx, memory)
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for an unresolvable scope id; I/O and store
+    /// errors.
+    pub fn delete(&self, ctx: &TerminalContext, target: MemoryTarget) -> Result<ForgetResult, MemoryError> {
+        let settings = self.ensure_enabled()?;
+        match target {
+            MemoryTarget::Key { key, scope } => write::delete(&self.store, &settings, ctx, &key, scope),
+            MemoryTarget::Exact(memory) => write::delete_memory(&self.store, ctx, &memory),
+        }
     }
 
     /// Delete every memory of `scope` visible to the caller (its session/agent/project; global and federated
@@ -245,64 +229,37 @@ impl MemoryService {
         write::clear(&self.store, &settings, ctx, scope)
     }
 
-    /// The operator listing: every visible memory, scope precedence first then newest first.
-    /// Counts an access for each returned row when `req.record_access` (the default; callers pass
-    /// `!settings.non_accessing_inspection()` for operator views). With `memory.lifecycle.enabled`, active
-    /// supersedes targets carry the transient `lifecycle_status` label (order and membership unchanged).
-    pub fn list(&self, ctx: &TerminalContext, req: ListRequest) -> Result<Vec<Memory>, MemoryError> {
-        let settings = self.ensure_enabled()?;
-        inspect::list(&self.store, &settings, ctx, req)
-    }
-
-    /// One page of the operator listing from a position (keyset paging: the operator UI's next and previous
-    /// pages): `req.limit` memories (default 100) after `cursor`'s memory, or before it with `cursor.before`, in
-    /// the order of [`MemoryService::list`]; `req.offset` is ignored. Accesses and labels as `list`.
+    /// The operator listing: every visible memory, scope precedence first then newest first; with `req.cursor`, the
+    /// page after (or before) that memory (keyset paging). Counts an access for each returned row when
+    /// `req.record_access` (the default; callers pass `!settings.non_accessing_inspection()` for operator views).
+    /// With `memory.lifecycle.enabled`, active supersedes targets carry the transient `lifecycle_status` label
+    /// (order and membership unchanged).
     ///
     /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] when the cursor's memory is outside the listed
-    /// scopes or no longer exists; visibility and index errors.
-    pub fn list_from(
-        &self,
-        ctx: &TerminalContext,
-        req: ListRequest,
-        cursor: &ListCursor,
-    ) -> Result<Vec<Memory>, MemoryError> {
+    /// scopes or no longer exists; visibility and store errors.
+    pub fn list(&self, ctx: &TerminalContext, req: ListRequest) -> Result<Vec<Memory>, MemoryError> {
         let settings = self.ensure_enabled()?;
-        inspect::list_from(&self.store, &settings, ctx, req, cursor)
+        match req.cursor.clone() {
+            Some(cursor) => inspect::list_from(&self.store, &settings, ctx, req, &cursor),
+            None => inspect::list(&self.store, &settings, ctx, req),
+        }
     }
 
-    /// Show one memory by exact key: the first match in scope precedence order among every memory (all projects,
-    /// sessions and agents), optionally within one scope. Counts an access. Labelled like [`MemoryService::list`].
-    pub fn show(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<Option<Memory>, MemoryError> {
-        self.show_with_access(ctx, key, scope, true)
-    }
-
-    /// [`MemoryService::show`], counting an access only when `record_access` (operator views pass
-    /// `!settings.non_accessing_inspection()`; spec 000 "Non-accessing operator inspection").
-    pub fn show_with_access(
-        &self,
-        ctx: &TerminalContext,
-        key: &Key,
-        scope: Option<Scope>,
-        record_access: bool,
-    ) -> Result<Option<Memory>, MemoryError> {
-        let settings = self.ensure_enabled()?;
-        inspect::show(&self.store, &settings, ctx, key, scope, record_access)
-    }
-
-    /// One memory by its full identity `(key, scope, scope_id)` (operator views that name a scope id, such as
-    /// `GET /memory/{key}?scope=S&scope_id=ID`): counts an access when `record_access` and carries the transient
-    /// lifecycle label like [`MemoryService::show`]. `scope_id` is ignored for global and federated.
+    /// Show one memory (operator): by key, the first match in scope precedence order among every memory (all
+    /// projects, sessions and agents), only within the scope when given; or the exact memory. Counts an access when
+    /// `req.record_access`; carries the transient lifecycle label like `MemoryService::list`.
     ///
-    /// Errors: [`MemoryError::Disabled`]; index errors. `Ok(None)` when no such memory exists.
-    pub fn show_exact(
-        &self,
-        key: &Key,
-        scope: Scope,
-        scope_id: Option<&str>,
-        record_access: bool,
-    ) -> Result<Option<Memory>, MemoryError> {
+    /// Errors: [`MemoryError::Disabled`]; store errors. `Ok(None)` when no such memory exists.
+    pub fn show(&self, ctx: &TerminalContext, req: ShowRequest) -> Result<Option<Memory>, MemoryError> {
         let settings = self.ensure_enabled()?;
-        inspect::show_exact(&self.store, &settings, key, scope, scope_id, record_access)
+        match req.target {
+            MemoryTarget::Key { key, scope } => {
+                inspect::show(&self.store, &settings, ctx, &key, scope, req.record_access)
+            }
+            MemoryTarget::Exact(m) => {
+                inspect::show_exact(&self.store, &settings, &m.key, m.scope, m.scope_id(), req.record_access)
+            }
+        }
     }
 
     /// The relevance explain report (the `cao memory list --query Q --explain` diagnostic).
@@ -320,51 +277,36 @@ impl MemoryService {
         explain::explain(&self.store, &settings, ctx, &query, &req)
     }
 
-    /// What a new session of the caller `ctx` is given, as `memory.injection.mode` says (every injection route
-    /// calls this: `cao memory context`, the Claude Code hook, the first-message block of `GET
-    /// /terminals/{id}/memory-context`, provider files): `block` (the default) the `<cao-memory>` block, `view` the
-    /// journal's view of the caller's project, `both` the block then the view. `None` when there is nothing to
-    /// inject (memory disabled, nothing visible, no line fits the budget, an empty journal). For the block rules see
-    /// the `inject` module documentation; the eligibility filter is the built-in registry for the current settings
-    /// (with `memory.lifecycle.enabled`, targets of active same-scope supersedes edges are left out). The budget
-    /// applies to the block; the view has its own 32 KiB limit.
+    /// The `<cao-memory>` block for `ctx` (the built-in eligibility registry for the current settings) and, with
+    /// `memory.injection.mode` `view` or `both` (unless `req.block_only`), the journal's view after it; with
+    /// `req.session_id`, the view is taken as that session's snapshot. `None` when memory is disabled or there is
+    /// nothing to inject.
     ///
-    /// Errors: [`MemoryError::Store`] when the index cannot be read; [`MemoryError::Invalid`] for a malformed
-    /// explicit project id.
+    /// Errors: [`MemoryError::Invalid`] for a budget outside `1..=`[`MAX_CONTEXT_BUDGET`](crate::MAX_CONTEXT_BUDGET),
+    /// a malformed explicit project id or session id; [`MemoryError::Store`] when the store cannot be read.
     pub fn context_block(&self, ctx: &TerminalContext, req: ContextRequest) -> Result<Option<String>, MemoryError> {
-        self.session_context(ctx, req, None)
-    }
-
-    /// [`MemoryService::context_block`] for the session `session_id` when given: with the view injected
-    /// (`memory.injection.mode` `view` or `both`) the view is taken as the session's snapshot, so later entries
-    /// reach it through [`MemoryService::reminder`] (spec 001 "When the view changes").
-    ///
-    /// Errors: as [`MemoryService::context_block`]; [`MemoryError::Invalid`] for a malformed session id.
-    pub fn session_context(
-        &self,
-        ctx: &TerminalContext,
-        req: ContextRequest,
-        session_id: Option<&str>,
-    ) -> Result<Option<String>, MemoryError> {
         let settings = self.settings();
         let mode = settings.injection_mode();
+        let session_id = req.session_id.clone();
+        let view_wanted = mode.view() && !req.block_only;
         let block = if mode.block() {
             let registry = eligibility::registry(&self.store, &settings);
             inject::context_block_registry(&self.store, &settings, ctx, req, &registry)?
         } else {
             None
         };
-        let view = if mode.view() {
-            journal::injected_view(&self.store, &settings, ctx, session_id)?
+        let view = if view_wanted {
+            journal::injected_view(&self.store, &settings, ctx, session_id.as_deref())?
         } else {
             None
         };
         Ok(journal::compose(block, view))
     }
 
-    /// [`MemoryService::context_block`] with an explicit [`EligibilityFilter`](crate::inject::EligibilityFilter).
+    /// The memory block alone with an explicit [`EligibilityFilter`](cao_ops::inject::EligibilityFilter) (embedders
+    /// with eligibility rules of their own; `RegistryFilter` over a registry of sources).
     ///
-    /// Errors: as [`MemoryService::context_block`].
+    /// Errors: as `MemoryService::context_block`.
     pub fn context_block_with(
         &self,
         ctx: &TerminalContext,
@@ -372,25 +314,6 @@ impl MemoryService {
         filter: &dyn inject::EligibilityFilter,
     ) -> Result<Option<String>, MemoryError> {
         inject::context_block_with(&self.store, &self.settings(), ctx, req, filter)
-    }
-
-    /// The `<cao-memory>` block built with `registry` as the eligibility filter (no source: every memory is
-    /// eligible and nothing is queried). [`MemoryService::context_block`] passes the built-in registry for the
-    /// current settings.
-    ///
-    /// Errors: as [`MemoryService::context_block`].
-    pub fn context_block_registry(
-        &self,
-        ctx: &TerminalContext,
-        req: ContextRequest,
-        registry: &EligibilityRegistry,
-    ) -> Result<Option<String>, MemoryError> {
-        inject::context_block_registry(&self.store, &self.settings(), ctx, req, registry)
-    }
-
-    /// The built-in registry for the current settings (`lifecycle.supersedes` when the lifecycle flag is on).
-    pub fn eligibility_registry(&self) -> EligibilityRegistry {
-        eligibility::registry(&self.store, &self.settings())
     }
 
     /// Remove every expired memory (see the `retention` module for the table and the day rule); with `dry_run`
@@ -418,21 +341,10 @@ impl MemoryService {
         progress: &dyn Progress,
     ) -> Result<LintReport, MemoryError> {
         let settings = self.ensure_enabled()?;
-        lint::lint_configured(&self.store, &settings, ctx, &req, progress)
-    }
-
-    /// [`MemoryService::lint`] with a given model for the contradiction pass (tests, embedding).
-    ///
-    /// Errors: as [`MemoryService::lint`].
-    pub fn lint_with_model(
-        &self,
-        ctx: &TerminalContext,
-        req: LintRequest,
-        model: &dyn cao_model::Model,
-        progress: &dyn Progress,
-    ) -> Result<LintReport, MemoryError> {
-        let settings = self.ensure_enabled()?;
-        lint::lint(&self.store, &settings, ctx, &req, Ok(model), progress)
+        match &req.model {
+            Some(m) => lint::lint(&self.store, &settings, ctx, &req, Ok(m.model()), progress),
+            None => lint::lint_configured(&self.store, &settings, ctx, &req, progress),
+        }
     }
 
     /// Plan (and with `req.apply` carry out) the fixes of lint's findings (`cao memory heal`; see the `heal`
@@ -447,21 +359,10 @@ impl MemoryService {
         progress: &dyn Progress,
     ) -> Result<HealReport, MemoryError> {
         let settings = self.ensure_enabled()?;
-        heal::heal_configured(&self.store, &settings, ctx, &req, progress)
-    }
-
-    /// [`MemoryService::heal`] with a given model for the contradiction pass (tests, embedding).
-    ///
-    /// Errors: as [`MemoryService::heal`].
-    pub fn heal_with_model(
-        &self,
-        ctx: &TerminalContext,
-        req: HealRequest,
-        model: &dyn cao_model::Model,
-        progress: &dyn Progress,
-    ) -> Result<HealReport, MemoryError> {
-        let settings = self.ensure_enabled()?;
-        heal::heal(&self.store, &settings, ctx, &req, Ok(model), progress)
+        match &req.model {
+            Some(m) => heal::heal(&self.store, &settings, ctx, &req, Ok(m.model()), progress),
+            None => heal::heal_configured(&self.store, &settings, ctx, &req, progress),
+        }
     }
 
     /// Store a vector of the configured embedding model (`memory.embeddings.model_dir`) for every memory lacking
@@ -488,21 +389,10 @@ impl MemoryService {
         progress: &dyn Progress,
     ) -> Result<CompactReport, MemoryError> {
         let settings = self.ensure_enabled()?;
-        compact::compact_configured(&self.store, &settings, ctx, &req, progress)
-    }
-
-    /// [`MemoryService::compact`] with a given model (tests, embedding).
-    ///
-    /// Errors: as [`MemoryService::compact`].
-    pub fn compact_with_model(
-        &self,
-        ctx: &TerminalContext,
-        req: CompactRequest,
-        model: &dyn cao_model::Model,
-        progress: &dyn Progress,
-    ) -> Result<CompactReport, MemoryError> {
-        let settings = self.ensure_enabled()?;
-        compact::compact(&self.store, &settings, ctx, &req, Ok(model), progress)
+        match &req.model {
+            Some(m) => compact::compact(&self.store, &settings, ctx, &req, Ok(m.model()), progress),
+            None => compact::compact_configured(&self.store, &settings, ctx, &req, progress),
+        }
     }
 
     /// Export one scope as an OKF bundle directory or `.tar.gz` archive (spec 000 "cao memory export"; the rules
@@ -526,7 +416,7 @@ impl MemoryService {
     /// The `.tar.gz` bytes of an export (the HTTP route: `GET /memory/export`), and its outcome; nothing is
     /// written. Callers that serve it refuse private scopes themselves (pass `include_private: false`).
     ///
-    /// Errors: as [`MemoryService::export`], without the destination errors.
+    /// Errors: as `MemoryService::export`, without the destination errors.
     pub fn export_archive(
         &self,
         ctx: &TerminalContext,
@@ -569,7 +459,7 @@ impl MemoryService {
     /// and whether that version is current, rewritten, deleted or purged.
     ///
     /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a malformed address or one beyond the
-    /// journal; as [`MemoryService::view`].
+    /// journal; as `MemoryService::view`.
     pub fn zoom(&self, ctx: &TerminalContext, req: &ZoomRequest) -> Result<ZoomResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         journal::zoom(&self.store, &settings, ctx, req)
@@ -594,10 +484,10 @@ impl MemoryService {
     pub fn advise(
         &self,
         ctx: &TerminalContext,
-        req: &crate::decisions::AdviseRequest,
-    ) -> Result<crate::decisions::AdviseResult, MemoryError> {
+        req: &cao_ops::decisions::AdviseRequest,
+    ) -> Result<cao_ops::decisions::AdviseResult, MemoryError> {
         let settings = self.ensure_enabled()?;
-        crate::decisions::advise(&self.store, &settings, ctx, req)
+        cao_ops::decisions::advise(&self.store, &settings, ctx, req)
     }
 
     /// A memory's current text (the `memory_read` tool): the first visible memory named `key` (within `scope` when
@@ -637,67 +527,33 @@ impl MemoryService {
         journal::history(&self.store, key, scope, scope_id, limit)
     }
 
-    /// Purge one memory (operator only; `cao memory purge`, `DELETE /memory/{key}/history`; spec 001 "Forget"): its
-    /// topic file and index row are removed, the text of every version in the journal is blanked, every summary
-    /// line that may hold it is dropped, and the database is rebuilt so the text is in no file of the home. `scope`
-    /// defaults to `project`; the scope id is the caller's. Relationship edges of the memory are purged too.
+    /// Purge one memory (spec 001 "Forget"; operators only, no tool reaches it): by key, `key` in `scope` (default
+    /// project) for the caller's scope id; or the exact memory (the memory inspector's `x`). Its text is then in no
+    /// file of the store: content, row, search entries, every journal version and every summary line that may hold
+    /// it, its edges and its audit lines.
     ///
-    /// Errors: [`MemoryError::Disabled`], [`MemoryError::Invalid`], I/O, index and journal errors.
-    pub fn purge(&self, ctx: &TerminalContext, key: &Key, scope: Option<Scope>) -> Result<PurgeResult, MemoryError> {
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`]; I/O, store and journal errors.
+    pub fn purge(&self, ctx: &TerminalContext, target: MemoryTarget) -> Result<PurgeResult, MemoryError> {
         let settings = self.ensure_enabled()?;
-        journal::purge(&self.store, &settings, ctx, key, scope)
+        match target {
+            MemoryTarget::Key { key, scope } => journal::purge(&self.store, &settings, ctx, &key, scope),
+            MemoryTarget::Exact(memory) => journal::purge_memory(&self.store, ctx, &memory),
+        }
     }
 
-    /// Purge the memory with the exact identity `memory` (the memory inspector's `x` on the newest entry of a
-    /// memory, which may be another session's or agent's); as [`MemoryService::purge`] otherwise.
-    ///
-    /// Errors: [`MemoryError::Disabled`], I/O, index and journal errors.
-    pub fn purge_memory(&self, ctx: &TerminalContext, memory: &MemoryRef) -> Result<PurgeResult, MemoryError> {
-        self.ensure_enabled()?;
-        journal::purge_memory(&self.store, ctx, memory)
-    }
-
-    /// Take the view for `session_id` and record it as the session's snapshot (session start and each rebuild).
-    ///
-    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a malformed session id; as
-    /// [`MemoryService::view`].
-    pub fn take_snapshot(
-        &self,
-        ctx: &TerminalContext,
-        target: &JournalTarget,
-        session_id: &str,
-    ) -> Result<SessionSnapshot, MemoryError> {
-        let settings = self.ensure_enabled()?;
-        journal::take_snapshot(&self.store, &settings, ctx, target, session_id)
-    }
-
-    /// Record that `session_id` started with an empty view (a process that showed its session no view because the
-    /// store did not exist yet), so its reminder lists every entry of the target's journal.
-    ///
-    /// Errors: as [`MemoryService::take_snapshot`].
-    pub fn record_empty_snapshot(
-        &self,
-        ctx: &TerminalContext,
-        target: &JournalTarget,
-        session_id: &str,
-    ) -> Result<(), MemoryError> {
-        let settings = self.ensure_enabled()?;
-        journal::record_empty_snapshot(&self.store, &settings, ctx, target, session_id)
-    }
-
-    /// The `# Memory updated` reminder for `session_id`: entries appended since its snapshot by others (those
-    /// `exclude` matches are left out), each listed once; `None` when there is nothing to say.
-    ///
-    /// Errors: as [`MemoryService::take_snapshot`].
-    pub fn reminder(
-        &self,
-        ctx: &TerminalContext,
-        target: &JournalTarget,
-        session_id: &str,
-        exclude: Option<&cao_journal::WriterFilter>,
-    ) -> Result<Option<String>, MemoryError> {
-        let settings = self.ensure_enabled()?;
-        journal::reminder(&self.store, &settings, ctx, target, session_id, exclude)
+    /// The journal as one agent session sees it (its snapshot and reminders; see [`SessionJournal`]).
+    pub fn session<'a>(
+        &'a self,
+        ctx: &'a TerminalContext,
+        target: &'a JournalTarget,
+        session_id: &'a str,
+    ) -> SessionJournal<'a> {
+        SessionJournal {
+            svc: self,
+            ctx,
+            target,
+            session_id,
+        }
     }
 
     /// One summarizing pass over every journal of the home (long-running processes only): at most two model calls
@@ -722,7 +578,7 @@ impl MemoryService {
     /// `outcomes` module for the rules.
     ///
     /// Errors (in this order): [`MemoryError::Disabled`]; [`MemoryError::LearningDisabled`] before any argument
-    /// is looked at; [`MemoryError::CallerUnresolved`] (no session); [`MemoryError::Learn`] (a field rule); index
+    /// is looked at; [`MemoryError::CallerUnresolved`] (no session); [`MemoryError::Invalid`] (a field rule); index
     /// errors.
     pub fn report_outcome(
         &self,
@@ -735,7 +591,7 @@ impl MemoryService {
 
     /// Record an outcome with every field explicit (operators: `POST /outcomes`).
     ///
-    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Learn`], index errors.
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`] (a rule of the learning loop), index errors.
     pub fn record_outcome(&self, draft: &OutcomeDraft) -> Result<Outcome, MemoryError> {
         let settings = self.ensure_enabled()?;
         outcomes::record(&self.store, &settings, draft)
@@ -764,9 +620,9 @@ impl MemoryService {
     /// retrospector agent"): the caller is resolved from its terminal record only, and another agent's scope
     /// needs the `store_lesson` capability in the caller's profile. See the `lessons` module for the rules.
     ///
-    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`],
-    /// [`MemoryError::Learn`], [`MemoryError::Secret`], [`MemoryError::CallerUnresolved`],
-    /// [`MemoryError::CapabilityRequired`], and those of [`MemoryService::store`].
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`]
+    /// (a rule of the learning loop), [`MemoryError::Secret`], [`MemoryError::CallerUnresolved`],
+    /// [`MemoryError::CapabilityRequired`], and those of `MemoryService::store`.
     pub fn store_lesson(&self, ctx: &TerminalContext, req: LessonRequest) -> Result<StoreResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         lessons::store_lesson(&self.store, &settings, ctx, req)
@@ -775,7 +631,7 @@ impl MemoryService {
     /// The learning overview (the operator UI): every agent with a profile, outcomes or lessons, with its outcome,
     /// success and lesson counts. See the `learning` module.
     ///
-    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Learn`] (an agent
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`] (an agent
     /// directory cannot be listed), index errors.
     pub fn learning_agents(&self) -> Result<Vec<AgentSummary>, MemoryError> {
         let settings = self.ensure_enabled()?;
@@ -783,10 +639,10 @@ impl MemoryService {
     }
 
     /// `limit` lessons (agent-scope memories) of `agent` from `offset`, most recalled first, each with the
-    /// promotion gate's verdict at `min_recalls` (the rule of [`MemoryService::promote`]), and whether more follow.
+    /// promotion gate's verdict at `min_recalls` (the rule of `MemoryService::promote`), and whether more follow.
     /// Counts no access.
     ///
-    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Learn`] (agent name),
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`] (agent name),
     /// index errors.
     pub fn agent_lessons(
         &self,
@@ -804,7 +660,7 @@ impl MemoryService {
     /// is always allowed; `apply` needs `memory.instruction_promotion_enabled`. See the `promote` module.
     ///
     /// Errors: [`MemoryError::Disabled`], [`MemoryError::PromotionDisabled`], [`MemoryError::ProfileNotFound`],
-    /// [`MemoryError::ProfileRefused`], [`MemoryError::Learn`], I/O and index errors.
+    /// [`MemoryError::ProfileRefused`], [`MemoryError::Invalid`] (a rule of the learning loop), I/O and index errors.
     pub fn promote(&self, req: &PromoteRequest) -> Result<PromotionReport, MemoryError> {
         let settings = self.ensure_enabled()?;
         promote::promote(&self.store, &settings, req)
@@ -817,7 +673,7 @@ impl MemoryService {
 
     /// The relationship service over this store's index and clock, recording every change it makes (create,
     /// recompute, promote, reject, soft delete, purge) in the audit log as `actor` (a terminal id, an agent
-    /// profile, or `operator`; see [`crate::audit::actor_of`]).
+    /// profile, or `operator`; see [`cao_store::audit::actor_of`]).
     pub fn relationships(&self, actor: &str) -> RelationshipService {
         audit_relationships::relationships(&self.store, actor)
     }
@@ -853,7 +709,7 @@ impl MemoryService {
     /// rows that disagree with their file (content, type, tags, entry count, times, path) are updated, rows whose
     /// file is gone are removed; unparsable files are reported and left alone. Existing access counts and ids
     /// (including rows written by the reference implementation) are kept. Every `index.md` is rewritten. Temp files
-    /// of writers that are gone are removed ([`crate::sweep_temp_files`]).
+    /// of writers that are gone are removed ([`cao_store::sweep_temp_files`]).
     pub fn repair(&self) -> Result<RepairReport, MemoryError> {
         self.store.repair()
     }
@@ -948,5 +804,94 @@ mod tests {
             on.recall(&ctx(), req()).is_ok(),
             "the loaded settings are used, not the file"
         );
+    }
+}
+
+/// The automatic compaction of one process (from [`MemoryService::auto_compaction`]): long-running processes
+/// (`cao-server`, `cao-mcp-server`) enable it, one-shot commands never do. Once enabled, a store to a topic with two
+/// or more entries since its last compaction queues it (bounded, coalesced); one worker of the process calls
+/// [`AutoCompaction::next`] in a loop.
+#[derive(Debug, Clone, Copy)]
+pub struct AutoCompaction<'a> {
+    svc: &'a MemoryService,
+}
+
+impl AutoCompaction<'_> {
+    /// Let this process compact updated topics in the background, from now on.
+    pub fn enable(&self) {
+        self.svc.auto.enable();
+    }
+
+    /// Stop (shutdown): nothing more is queued, the topics still waiting are dropped (their number is returned) and
+    /// a worker waiting in [`AutoCompaction::next`] returns [`AutoCompactStep::Closed`] at once.
+    pub fn close(&self) -> usize {
+        self.svc.auto.close()
+    }
+
+    /// Drop the topics waiting (the worker has no usable model); returns how many.
+    pub fn clear(&self) -> usize {
+        self.svc.auto.clear()
+    }
+
+    /// How many topics wait.
+    pub fn waiting(&self) -> usize {
+        self.svc.auto.len()
+    }
+
+    /// The worker's step: wait at most `wait` for a queued topic, then compact it with `model` through the same
+    /// validated path as `cao memory compact` (any refusal or failure leaves the topic unchanged and is logged to
+    /// stderr). Blocking (a model call, bounded by its timeout). Nothing is compacted while memory is disabled or
+    /// `memory.compile_mode` is `off` (a topic taken then is dropped).
+    pub fn next(&self, model: &dyn cao_model::Model, wait: std::time::Duration) -> AutoCompactStep {
+        let settings = self.svc.settings();
+        self.svc.store.note_settings(&settings);
+        cao_maint::auto_compact::next(&self.svc.store, &self.svc.auto, &settings, model, wait)
+    }
+}
+
+/// The journal as one agent session sees it (from [`MemoryService::session`]): the view it took (spec 001 "When the
+/// view changes": taken when a session starts and at each rebuild) and the reminder of what changed since.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionJournal<'a> {
+    svc: &'a MemoryService,
+    ctx: &'a TerminalContext,
+    target: &'a JournalTarget,
+    session_id: &'a str,
+}
+
+impl SessionJournal<'_> {
+    /// Take the view of the target's journal and record it as the session's snapshot.
+    ///
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a malformed session id (empty, over 256
+    /// bytes, control characters) or target; store and journal errors.
+    pub fn take_snapshot(&self) -> Result<SessionSnapshot, MemoryError> {
+        let settings = self.svc.ensure_enabled()?;
+        journal::take_snapshot(&self.svc.store, &settings, self.ctx, self.target, self.session_id)
+    }
+
+    /// Record an empty snapshot covering no entry (a session that started before its store existed: every entry
+    /// then reaches it as a reminder).
+    ///
+    /// Errors: as [`SessionJournal::take_snapshot`].
+    pub fn record_empty_snapshot(&self) -> Result<(), MemoryError> {
+        let settings = self.svc.ensure_enabled()?;
+        journal::record_empty_snapshot(&self.svc.store, &settings, self.ctx, self.target, self.session_id)
+    }
+
+    /// The `# Memory updated` reminder of the entries appended since the session's snapshot that it has not been
+    /// told about (each entry once per snapshot), leaving out the entries `exclude` matches (its own writes).
+    /// `None` when there is nothing new.
+    ///
+    /// Errors: as [`SessionJournal::take_snapshot`].
+    pub fn reminder(&self, exclude: Option<&cao_journal::WriterFilter>) -> Result<Option<String>, MemoryError> {
+        let settings = self.svc.ensure_enabled()?;
+        journal::reminder(
+            &self.svc.store,
+            &settings,
+            self.ctx,
+            self.target,
+            self.session_id,
+            exclude,
+        )
     }
 }

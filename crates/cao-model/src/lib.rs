@@ -70,6 +70,32 @@ pub use types::{Completion, Limits, MAX_PROMPT_BYTES, Message, ModelInfo, Prompt
 
 use cao_core::Settings;
 
+/// A model shared between the calls that use it, for request structs that may carry one (lint, heal and compaction
+/// with a model the caller chose instead of the configured one). Two are equal when they are the same model
+/// instance.
+#[derive(Debug, Clone)]
+pub struct SharedModel(std::sync::Arc<dyn Model>);
+
+impl SharedModel {
+    /// Share `model`.
+    pub fn new(model: impl Model + 'static) -> Self {
+        SharedModel(std::sync::Arc::new(model))
+    }
+
+    /// The model.
+    pub fn model(&self) -> &dyn Model {
+        self.0.as_ref()
+    }
+}
+
+impl PartialEq for SharedModel {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SharedModel {}
+
 /// A language model: one blocking call per answer.
 ///
 /// Implementations are `Send + Sync` so one instance (`Box<dyn Model>` in an `Arc`) serves many threads; a call

@@ -9,10 +9,12 @@
 //! 3. A symlink (or anything the pipeline found escaping the bundle): rejected. A nested path: rejected. The stem
 //!    must survive [`cao_core::Key::sanitize`] unchanged. A directory or device named `*.md`: rejected. A file
 //!    the reader did not read because it is over its per-file cap ([`EntryKind::TooLarge`]): rejected.
-//! 4. The bytes must be UTF-8; `\r\n` and `\r` become `\n` (Python's universal newlines).
-//! 5. Frontmatter ([`crate::frontmatter`]): required, must parse, must carry a non-null `type` (an unknown type
-//!    becomes `reference`); `tags` a list or a csv string; a timestamp-shaped but impossible `timestamp` rejects
-//!    the file (PyYAML fails to load it).
+//! 4. The bytes must be UTF-8; a leading byte order mark is dropped; `\r\n` and `\r` become `\n` (Python's
+//!    universal newlines).
+//! 5. Frontmatter ([`crate::frontmatter`]): required, must parse, must carry a non-null `type` (an unknown or
+//!    non-string type becomes `reference`, noted as a [`FileNotice`]); `tags` a list or a csv string; a
+//!    timestamp-shaped but impossible `timestamp` rejects the file (PyYAML fails to load it), one that is no date
+//!    and time is ignored (noted).
 //! 6. Body ([`import_body`]): `## See Also` blocks dropped (their link lines counted), lines carrying a
 //!    `## <timestamp>` or `<!-- id:` marker escaped as the reference does, a leading `# <key>` line dropped,
 //!    stripped.
@@ -291,8 +293,38 @@ pub struct FilePlan {
     pub see_also_dropped: usize,
     /// Whether a structural marker line of this file was escaped.
     pub body_escaped: bool,
+    /// What the import changed silently in this file, to report ([`FileNotice`]); empty for most files.
+    pub notices: Vec<FileNotice>,
     /// The outcome.
     pub outcome: FileOutcome,
+}
+
+/// Something an import does to a file that it writes without refusing it, named in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileNotice {
+    /// The frontmatter's `type` is a string that is no memory type (`admin`): stored as `reference`, as the
+    /// reference does.
+    UnknownType,
+    /// The frontmatter's `type` is not a string (`[project]`, a number, a map): stored as `reference`.
+    TypeNotText,
+    /// The frontmatter's `timestamp` is not a date and time (`last tuesday`, a date alone): the entry is recorded at
+    /// the import time, as the reference does.
+    TimestampIgnored,
+}
+
+impl fmt::Display for FileNotice {
+    /// One line naming the rule, never the file's content.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileNotice::UnknownType => {
+                "frontmatter type is not project, user, feedback or reference: stored as reference"
+            }
+            FileNotice::TypeNotText => "frontmatter type is not a string: stored as reference",
+            FileNotice::TimestampIgnored => {
+                "frontmatter timestamp is not a date and time: the entry is recorded at the import time"
+            }
+        })
+    }
 }
 
 impl FilePlan {
@@ -301,6 +333,7 @@ impl FilePlan {
             path,
             see_also_dropped: 0,
             body_escaped: false,
+            notices: Vec::new(),
             outcome,
         }
     }
@@ -345,6 +378,14 @@ pub struct ImportReport {
     pub bodies_escaped: usize,
     /// Written topics whose timestamp was clamped.
     pub timestamps_clamped: usize,
+    /// Written topics whose frontmatter `type` was unknown or not a string, stored as `reference`
+    /// ([`FileNotice::UnknownType`], [`FileNotice::TypeNotText`]; each also in `notices`).
+    pub types_defaulted: usize,
+    /// Written topics whose frontmatter `timestamp` was not a date and time, recorded at the import time
+    /// ([`FileNotice::TimestampIgnored`]; each also in `notices`).
+    pub timestamps_ignored: usize,
+    /// Written bundle path -> what the import changed silently in it (the [`FileNotice`]s, joined with `; `).
+    pub notices: BTreeMap<String, String>,
     /// Written topics already past the target scope's retention horizon at import time (their entry time is
     /// older than it), which the next retention cleanup removes. The bundle format knows no retention: the store
     /// that runs the import counts them; [`ImportReport::from_plans`] leaves 0.
@@ -380,6 +421,13 @@ impl ImportReport {
                 FileOutcome::SkippedConflict(_) => r.skipped_conflict += 1,
                 FileOutcome::Write(w) => {
                     r.timestamps_clamped += usize::from(w.clamped_from.is_some());
+                    let has = |n: FileNotice| p.notices.contains(&n);
+                    r.types_defaulted += usize::from(has(FileNotice::UnknownType) || has(FileNotice::TypeNotText));
+                    r.timestamps_ignored += usize::from(has(FileNotice::TimestampIgnored));
+                    if !p.notices.is_empty() {
+                        let lines: Vec<String> = p.notices.iter().map(ToString::to_string).collect();
+                        r.notices.insert(p.path.clone(), lines.join("; "));
+                    }
                     match w.action {
                         WriteAction::Import => r.imported += 1,
                         WriteAction::Replace => r.replaced += 1,
@@ -436,34 +484,50 @@ pub fn plan_import<'a>(
     existing: &impl ExistingTopics,
 ) -> Result<ImportPlan, OkfError> {
     check_import_scope(opts.target_scope)?;
-    // Sort by the normalised path's segments (raw bytes for an invalid path).
-    let mut entries: Vec<(Vec<Vec<u8>>, BundleEntry<'a>)> = entries
+    let entries: Vec<BundleEntry<'a>> = entries.into_iter().collect();
+    let (order, repeated) = plan_order(entries.iter().map(|e| e.path));
+    let files: Vec<FilePlan> = order
         .into_iter()
-        .map(|e| {
-            let norm = validate_bundle_path(e.path).map_or_else(|_| e.path.to_vec(), String::into_bytes);
-            (norm.split(|&c| c == b'/').map(<[u8]>::to_vec).collect(), e)
-        })
+        .map(|i| plan_entry(opts, entries[i], existing, &repeated))
         .collect();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut seen = BTreeSet::new();
-    let mut repeated = BTreeSet::new();
-    for (_, entry) in &entries {
-        if let Ok(rel) = validate_bundle_path(entry.path)
-            && !seen.insert(rel.clone())
-        {
-            repeated.insert(rel);
-        }
-    }
-    let mut files = Vec::with_capacity(entries.len());
-    for (_, entry) in entries {
-        let plan = match validate_bundle_path(entry.path) {
-            Ok(rel) if repeated.contains(&rel) => FilePlan::with(rel, FileOutcome::Rejected(RejectReason::Duplicate)),
-            _ => plan_file(opts, entry, existing),
-        };
-        files.push(plan);
-    }
     let report = ImportReport::from_plans(opts, &files);
     Ok(ImportPlan { files, report })
+}
+
+/// The order [`plan_import`] plans and writes a bundle's paths in (indices into `paths`, sorted by the normalised
+/// path's segments, raw bytes for an invalid path; stable), and the normalised paths that appear more than once
+/// (every copy is rejected). Lets a caller plan a bundle a part at a time ([`plan_entry`]) in the same order, with
+/// the same result, without holding every file's bytes at once.
+pub fn plan_order<'p>(paths: impl IntoIterator<Item = &'p [u8]>) -> (Vec<usize>, BTreeSet<String>) {
+    let mut keyed: Vec<(Vec<Vec<u8>>, usize)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut repeated = BTreeSet::new();
+    for (i, path) in paths.into_iter().enumerate() {
+        let valid = validate_bundle_path(path);
+        if let Ok(rel) = &valid
+            && !seen.insert(rel.clone())
+        {
+            repeated.insert(rel.clone());
+        }
+        let norm = valid.map_or_else(|_| path.to_vec(), String::into_bytes);
+        keyed.push((norm.split(|&c| c == b'/').map(<[u8]>::to_vec).collect(), i));
+    }
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    (keyed.into_iter().map(|(_, i)| i).collect(), repeated)
+}
+
+/// Plan one bundle path as [`plan_import`] does, `repeated` being the second part of [`plan_order`] over the whole
+/// bundle. A session or agent target is not checked here: call [`check_import_scope`] first.
+pub fn plan_entry(
+    opts: &ImportOptions,
+    entry: BundleEntry<'_>,
+    existing: &impl ExistingTopics,
+    repeated: &BTreeSet<String>,
+) -> FilePlan {
+    match validate_bundle_path(entry.path) {
+        Ok(rel) if repeated.contains(&rel) => FilePlan::with(rel, FileOutcome::Rejected(RejectReason::Duplicate)),
+        _ => plan_file(opts, entry, existing),
+    }
 }
 
 /// Plan one bundle path (steps 1-11 of the module docs; the duplicate check of [`plan_import`] excepted).
@@ -495,7 +559,11 @@ pub fn plan_file(opts: &ImportOptions, entry: BundleEntry<'_>, existing: &impl E
         Ok(t) => t,
         Err(e) => return reject(rel, RejectReason::NotUtf8(e.valid_up_to())),
     };
+    // A byte order mark some editors write before the frontmatter is no part of it (the reference's reader
+    // keeps it and finds no frontmatter; docs/conformance.md).
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let text = frontmatter::universal_newlines(text);
+    let mut notices = Vec::new();
     let Some(split) = frontmatter::split(&text) else {
         return reject(rel, RejectReason::NoFrontmatter);
     };
@@ -506,12 +574,22 @@ pub fn plan_file(opts: &ImportOptions, entry: BundleEntry<'_>, existing: &impl E
     let occurred = match fm.timestamp.as_deref().map(frontmatter::parse_timestamp) {
         Some(Timestamp::Invalid) => return reject(rel, RejectReason::InvalidTimestamp),
         Some(Timestamp::At(t)) => Some(t),
-        Some(Timestamp::Absent) | None => None,
+        Some(Timestamp::Absent) => {
+            notices.push(FileNotice::TimestampIgnored);
+            None
+        }
+        None => None,
     };
     let memory_type = match fm.memory_type {
         None => return reject(rel, RejectReason::MissingType),
-        Some(TypeField::Text(t)) => t.parse().unwrap_or(MemoryType::Reference),
-        Some(TypeField::Other) => MemoryType::Reference,
+        Some(TypeField::Text(t)) => t.parse().unwrap_or_else(|_| {
+            notices.push(FileNotice::UnknownType);
+            MemoryType::Reference
+        }),
+        Some(TypeField::Other) => {
+            notices.push(FileNotice::TypeNotText);
+            MemoryType::Reference
+        }
     };
     let tags = match fm.tags {
         TagsField::None => String::new(),
@@ -532,6 +610,7 @@ pub fn plan_file(opts: &ImportOptions, entry: BundleEntry<'_>, existing: &impl E
         path: rel,
         see_also_dropped: body.see_also_dropped,
         body_escaped: body.escaped,
+        notices,
         outcome: FileOutcome::Ignored(IgnoreReason::NotMarkdown),
     };
     plan.outcome = decide(opts, key, memory_type, tags, body.text, occurred, existing);

@@ -47,6 +47,9 @@ pub enum ErrorCode {
     WikiError,
     /// The SQLite index failed.
     IndexError,
+    /// The shared database (`--database-url`) cannot be reached or refused the connection: nothing was written;
+    /// retry once it is back (the server reconnects by itself).
+    StoreUnavailable,
     /// A relationship names a memory that does not exist.
     MissingMemory,
     /// A relationship change was refused in the edge's current state.
@@ -72,11 +75,15 @@ pub enum ErrorCode {
     ProfileRefused,
     /// An agent profile file cannot be read as one (too large, not UTF-8, invalid frontmatter).
     InvalidProfile,
+    /// The call names a registered terminal (`POST /terminals`) but a session, agent profile or cwd other than
+    /// that terminal's registration: a registered terminal's identity cannot be overridden by a header, an
+    /// environment variable or a context field.
+    TerminalContextMismatch,
 }
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 28] = [
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidKey,
         ErrorCode::MemoryDisabled,
@@ -91,6 +98,7 @@ impl ErrorCode {
         ErrorCode::IoError,
         ErrorCode::WikiError,
         ErrorCode::IndexError,
+        ErrorCode::StoreUnavailable,
         ErrorCode::MissingMemory,
         ErrorCode::Refused,
         ErrorCode::BadRequest,
@@ -103,6 +111,7 @@ impl ErrorCode {
         ErrorCode::CapabilityRequired,
         ErrorCode::ProfileRefused,
         ErrorCode::InvalidProfile,
+        ErrorCode::TerminalContextMismatch,
     ];
 
     /// The facts about this code (the one table of them).
@@ -131,6 +140,7 @@ impl ErrorCode {
             ErrorCode::IoError => row("io_error", INTERNAL, false),
             ErrorCode::WikiError => row("wiki_error", INTERNAL, false),
             ErrorCode::IndexError => row("index_error", INTERNAL, false),
+            ErrorCode::StoreUnavailable => row("store_unavailable", StatusCode::SERVICE_UNAVAILABLE, false),
             ErrorCode::MissingMemory => row("missing_memory", UNPROCESSABLE, true),
             ErrorCode::Refused => row("refused", StatusCode::CONFLICT, true),
             ErrorCode::BadRequest => row("bad_request", StatusCode::BAD_REQUEST, true),
@@ -143,6 +153,7 @@ impl ErrorCode {
             ErrorCode::CapabilityRequired => row("capability_required", StatusCode::FORBIDDEN, true),
             ErrorCode::ProfileRefused => row("profile_refused", StatusCode::CONFLICT, true),
             ErrorCode::InvalidProfile => row("invalid_profile", UNPROCESSABLE, true),
+            ErrorCode::TerminalContextMismatch => row("terminal_context_mismatch", StatusCode::FORBIDDEN, true),
         }
     }
 
@@ -207,11 +218,13 @@ mod tests {
             ("refused", 409),
             ("bad_request", 400),
             ("index_error", 500),
+            ("store_unavailable", 503),
             ("internal_error", 500),
             ("remote_unavailable", 502),
             ("learning_disabled", 404),
             ("caller_unresolved", 403),
             ("capability_required", 403),
+            ("terminal_context_mismatch", 403),
         ] {
             assert_eq!(status(code), Some(want), "{code}");
         }

@@ -87,6 +87,11 @@ struct Args {
         value_parser = parse_allowed_host
     )]
     allowed_hosts: Vec<String>,
+    /// Keep the memories in this PostgreSQL database instead of the home's files (`postgres://user@host/db`,
+    /// libpq's URL rules: `sslmode`, `host=/dir` for a unix socket; the password from the URL, PGPASSWORD or
+    /// ~/.pgpass). Any number of servers may share one database.
+    #[arg(long, env = "CAO_DATABASE_URL", value_name = "URL", hide_env_values = true, value_parser = cao_core::DatabaseUrl::parse)]
+    database_url: Option<cao_core::DatabaseUrl>,
 }
 
 /// `--host`: an IP literal, or `localhost` for 127.0.0.1.
@@ -151,7 +156,13 @@ fn main() -> ExitCode {
 /// Bind, announce, serve until a signal, then shut down in order: stop accepting, drain (bounded), end MCP
 /// streams, final `index.md` flush.
 async fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(url) = args.database_url.clone() {
+        cao_core::home::use_database(url);
+    }
     let home = CaoHome::from_env();
+    if let Some(url) = home.database() {
+        tracing::info!(database = %url, "memories live in the shared database");
+    }
     // Crash leftovers: temp files of writers that are gone.
     cao_memory::sweep_at_startup(&home);
     let svc = ServiceHandle::lazy(home.clone());

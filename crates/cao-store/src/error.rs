@@ -105,15 +105,30 @@ pub enum MemoryError {
         /// The target profile.
         target: String,
     },
+    /// The call names a registered terminal but another session, agent profile or cwd than its registration.
+    #[error(
+        "terminal {terminal:?} is registered with {field} {registered:?}, but the call names {field} {given:?}: a registered terminal's session, agent profile and cwd cannot be overridden (send only X-CAO-Terminal-Id / CAO_TERMINAL_ID, or re-register the terminal)"
+    )]
+    TerminalContextMismatch {
+        /// The terminal id.
+        terminal: String,
+        /// `session`, `agent profile` or `cwd`.
+        field: &'static str,
+        /// The registered value.
+        registered: String,
+        /// The value the call named.
+        given: String,
+    },
     /// An agent profile cannot be found.
     #[error("{0}")]
     ProfileNotFound(String),
     /// An agent profile may not be a promotion target (a built-in).
     #[error("{0}")]
     ProfileRefused(String),
-    /// A self-learning rule refused its input, or a profile file could not be read or written.
-    #[error(transparent)]
-    Learn(#[from] cao_learn::LearnError),
+    /// An agent profile file cannot be used (its frontmatter or Learned Patterns block is malformed); the message
+    /// names the file and what is wrong.
+    #[error("{0}")]
+    InvalidProfile(String),
     /// Another `cao memory heal` holds the heal lock; nothing was done.
     #[error("another `cao memory heal` is running: the heal lock {lock} is held; try again when it is done")]
     HealBusy {
@@ -161,17 +176,13 @@ impl MemoryError {
             MemoryError::PromotionDisabled => ErrorCode::PromotionDisabled,
             MemoryError::CallerUnresolved(_) => ErrorCode::CallerUnresolved,
             MemoryError::CapabilityRequired { .. } => ErrorCode::CapabilityRequired,
+            MemoryError::TerminalContextMismatch { .. } => ErrorCode::TerminalContextMismatch,
             MemoryError::ProfileNotFound(_) => ErrorCode::NotFound,
             MemoryError::ProfileRefused(_) => ErrorCode::ProfileRefused,
-            MemoryError::Learn(e) => match e {
-                cao_learn::LearnError::Outcome(_)
-                | cao_learn::LearnError::Lesson(_)
-                | cao_learn::LearnError::ProfileName(_) => ErrorCode::InvalidArgument,
-                cao_learn::LearnError::Profile { .. } => ErrorCode::InvalidProfile,
-                cao_learn::LearnError::Io { .. } => ErrorCode::IoError,
-            },
+            MemoryError::InvalidProfile(_) => ErrorCode::InvalidProfile,
             MemoryError::HealBusy { .. } | MemoryError::PlanChanged { .. } => ErrorCode::Refused,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
+            MemoryError::Store(StoreError::Unavailable(_)) => ErrorCode::StoreUnavailable,
             MemoryError::Store(_) | MemoryError::JournalCorrupt(_) => ErrorCode::IndexError,
         }
     }
@@ -224,6 +235,17 @@ pub enum StoreError {
     /// gives back its own error instead of this one.
     #[error("the transaction was rolled back because the work inside it failed")]
     RolledBack,
+    /// The shared database cannot be reached (down, restarting, refusing connections, the connection lost): the
+    /// transaction did not commit, so nothing was written. The message names the database without its password.
+    #[error("the memory store is unavailable: {0}")]
+    Unavailable(String),
+    /// The shared database answered with an error (the SQL state and the server's message; never a caller value's
+    /// text beyond what the server quotes, never the connection's password).
+    #[error("memory store query failed: {0}")]
+    Database(String),
+    /// The shared database refused a caller-supplied value, or its content breaks a rule (named in the message).
+    #[error("invalid memory store argument: {0}")]
+    Invalid(String),
 }
 
 /// The error a closure run inside a store transaction returns to have the transaction rolled back.
@@ -236,8 +258,10 @@ impl StoreError {
     /// which is the caller's fault rather than the store's; `None` for every other failure.
     pub fn invalid_argument(&self) -> Option<&str> {
         match self {
-            StoreError::Index(cao_index::IndexError::Invalid(m)) => Some(m),
-            StoreError::Index(_) | StoreError::RolledBack => None,
+            StoreError::Index(cao_index::IndexError::Invalid(m)) | StoreError::Invalid(m) => Some(m),
+            StoreError::Index(_) | StoreError::RolledBack | StoreError::Unavailable(_) | StoreError::Database(_) => {
+                None
+            }
         }
     }
 

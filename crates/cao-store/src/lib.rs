@@ -30,8 +30,12 @@ mod backend;
 mod embedded;
 mod error;
 pub mod index_recovery;
+
 mod journal;
+#[cfg(test)]
+mod module_rules;
 pub mod plan_digest;
+mod postgres;
 mod store;
 mod tables;
 mod types;

@@ -198,13 +198,16 @@ fn finish<T, E: From<StoreError>>(out: Option<Result<T, E>>, run: Result<(), Sto
 }
 
 impl Store {
-    /// Open the embedded store of `home` (the wiki files under `memory/` and the SQLite index under `db/`, created
+    /// Open the store of `home`: the PostgreSQL database it names ([`CaoHome::database`]: connected, its schema
+    /// migrated), else its embedded store (the wiki files under `memory/` and the SQLite index under `db/`, created
     /// as needed; an empty index next to existing wiki files is rebuilt from them). `settings` = fixed settings,
     /// `None` = `settings.json` read whenever asked. `rules` = the journal's rules (`cao_journal::RULES`), run in
     /// every transaction that appends journal entries; without them the view is settled by its readers.
     ///
-    /// Errors: [`MemoryError::Store`] when the database cannot be opened or migrated; [`MemoryError::Io`] when the
-    /// memory directory cannot be created; repair errors when an empty index must be rebuilt.
+    /// Errors: [`MemoryError::Store`] when the database cannot be opened or migrated (`StoreError::Unavailable`
+    /// when a shared database cannot be reached; `StoreError::Invalid` for a malformed URL or a schema newer than
+    /// this build); [`MemoryError::Io`] when the memory directory cannot be created; repair errors when an empty
+    /// index must be rebuilt.
     pub fn open(
         home: CaoHome,
         settings: Option<Settings>,
@@ -214,7 +217,10 @@ impl Store {
         let durable = settings
             .as_ref()
             .is_some_and(|s| s.write_durability() == cao_core::fs::Durability::PowerLoss);
-        let backend = Embedded::open(home.clone(), clock.clone(), rules, durable)?;
+        let backend: Box<dyn Backend> = match home.database() {
+            Some(url) => Box::new(crate::postgres::Postgres::open(url, clock.clone(), rules)?),
+            None => Box::new(Embedded::open(home.clone(), clock.clone(), rules, durable)?),
+        };
         Ok(Store {
             inner: Arc::new(Inner {
                 home,
@@ -222,7 +228,7 @@ impl Store {
                 settings,
                 supersedes_lookup: OnceLock::new(),
                 embedder: Mutex::new(None),
-                backend: Box::new(backend),
+                backend,
             }),
         })
     }

@@ -33,6 +33,8 @@ mod conformance;
 pub mod fake_model;
 pub mod injection;
 pub mod locomo;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "service")]
 pub mod service;
 pub mod tarball;

@@ -49,6 +49,7 @@ pub struct ServiceFixtureBuilder {
     at: DateTime<Utc>,
     settings: Settings,
     ctx: TerminalContext,
+    database: Option<cao_core::DatabaseUrl>,
 }
 
 impl ServiceFixture {
@@ -58,6 +59,7 @@ impl ServiceFixture {
             at: utc(2026, 1, 1, 0, 0, 0),
             settings: Settings::default(),
             ctx: TerminalContext::default(),
+            database: None,
         }
     }
 
@@ -124,6 +126,12 @@ impl ServiceFixtureBuilder {
         self
     }
 
+    /// Keep the memories in this PostgreSQL database instead of the home's files (see `cao_testkit::postgres`).
+    pub fn database(mut self, url: cao_core::DatabaseUrl) -> Self {
+        self.database = Some(url);
+        self
+    }
+
     /// The caller's terminal id.
     pub fn terminal(mut self, id: &str) -> Self {
         self.ctx.terminal_id = Some(id.to_owned());
@@ -133,7 +141,7 @@ impl ServiceFixtureBuilder {
     /// Create the temp dir and open the service. Panics when either fails.
     pub fn open(self) -> ServiceFixture {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("creating a temp dir: {e}"));
-        let home = CaoHome::new(dir.path().join("home"));
+        let home = CaoHome::new(dir.path().join("home")).with_database(self.database);
         let clock = fixed_clock(self.at);
         let svc = MemoryService::open_with(home.clone(), self.settings, clock.clone())
             .unwrap_or_else(|e| panic!("opening the service on {}: {e}", home.root().display()));

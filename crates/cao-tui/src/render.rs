@@ -100,9 +100,10 @@ pub fn footer_key_at(x: u16) -> Option<crate::state::Key> {
     None
 }
 
-/// Text with control characters shown as spaces (memory text is untrusted).
+/// Text with unsafe characters (controls, bidi overrides and isolates) shown as spaces (memory text is untrusted;
+/// [`cao_core::display::blank`]).
 fn clean(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    cao_core::display::blank(s).into_owned()
 }
 
 /// The bar after an address: one block per level (`n = 2^level`), so wider lines have longer bars.

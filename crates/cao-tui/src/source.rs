@@ -6,7 +6,7 @@
 use crate::error::TuiError;
 use cao_core::{MemoryRef, Scope, TerminalContext};
 use cao_journal::{Address, Mechanism, Node};
-use cao_memory::{JournalTarget, MemoryService, SearchRequest};
+use cao_memory::{JournalTarget, MemoryService, MemoryTarget, SearchRequest};
 use cao_store::{EntryKind, EntryRow, SnapshotRow};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
@@ -159,7 +159,9 @@ impl Source for LocalSource {
     }
 
     fn delete(&mut self, entry: &EntryRow) -> Result<String, TuiError> {
-        let r = self.svc.delete_memory(&self.ctx, &Self::memory_ref(entry))?;
+        let r = self
+            .svc
+            .delete(&self.ctx, MemoryTarget::Exact(Self::memory_ref(entry)))?;
         self.svc.flush_index_md()?;
         Ok(match r.journal_entry {
             Some(id) if r.deleted => format!(
@@ -171,7 +173,9 @@ impl Source for LocalSource {
     }
 
     fn purge(&mut self, entry: &EntryRow) -> Result<String, TuiError> {
-        let r = self.svc.purge_memory(&self.ctx, &Self::memory_ref(entry))?;
+        let r = self
+            .svc
+            .purge(&self.ctx, MemoryTarget::Exact(Self::memory_ref(entry)))?;
         self.svc.flush_index_md()?;
         Ok(format!(
             "purged {}: {} version(s) blanked, {} summary line(s) dropped",

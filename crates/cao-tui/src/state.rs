@@ -710,9 +710,11 @@ impl State {
 
     fn copy(&mut self) {
         let Some(node) = self.selected_node() else { return };
+        // The clipboard is pasted into shells and editors: the text goes neutralised ([`cao_core::display::escape`]),
+        // so a memory holding `ESC [201~` cannot end a bracketed paste early, nor any other control sequence run.
         let text = match &node.entry {
-            Some(e) if e.kind == EntryKind::Note && !e.purged => e.text.clone(),
-            _ => node.shown.clone(),
+            Some(e) if e.kind == EntryKind::Note && !e.purged => cao_core::display::escape(&e.text).into_owned(),
+            _ => cao_core::display::escape(&node.shown).into_owned(),
         };
         self.message = Some(format!(
             "copied {} bytes of {} to the clipboard",

@@ -1154,6 +1154,7 @@ fn lint_latency(size: usize, svc: &MemoryService, ctx: &TerminalContext, repo: &
     let req = || cao_memory::LintRequest {
         scope: None,
         repo_root: Some(repo.to_path_buf()),
+        model: None,
     };
     let mut st = Stats::default();
     let mut findings = 0;

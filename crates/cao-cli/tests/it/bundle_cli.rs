@@ -705,3 +705,86 @@ fn an_import_warns_about_topics_already_past_retention() {
     let kept = import_json(&global, &bundle, "global");
     assert_eq!(kept["past_retention"], 0, "global memories never expire: {kept:#}");
 }
+
+/// What an import changes silently is named in its report: an unknown or non-string frontmatter `type` stored as
+/// `reference` (counted in `types_defaulted`), a `timestamp` that is not a date and time replaced by the import time
+/// (`timestamps_ignored`), each with a notice per file (no content); a UTF-8 byte order mark before the frontmatter
+/// is accepted.
+#[test]
+fn an_import_reports_defaulted_types_and_ignored_timestamps_and_accepts_a_bom() {
+    let home = TempHome::new().expect("temp home");
+    let bundle = home.root().join("odd-bundle");
+    std::fs::create_dir_all(&bundle).expect("mkdir");
+    let write = |name: &str, text: &str| std::fs::write(bundle.join(name), text).expect("write");
+    write(
+        "admin-type.md",
+        "---\ntype: admin\n---\n\n# admin-type\n\nAn admin note.\n",
+    );
+    write(
+        "list-type.md",
+        "---\ntype: [project]\n---\n\n# list-type\n\nA list type.\n",
+    );
+    write(
+        "vague-time.md",
+        "---\ntype: project\ntimestamp: last tuesday\n---\n\n# vague-time\n\nWhen was it?\n",
+    );
+    write(
+        "with-bom.md",
+        "\u{feff}---\ntype: user\n---\n\n# with-bom\n\nSaved by an editor with a BOM.\n",
+    );
+    write("fine.md", OK);
+
+    let report = import_json(&home, &bundle, "global");
+    assert_eq!(report["rejected"], 0, "{report:#}");
+    assert_eq!(report["imported"], 5, "{report:#}");
+    assert_eq!(
+        (&report["types_defaulted"], &report["timestamps_ignored"]),
+        (&json!(2), &json!(1)),
+        "{report:#}"
+    );
+    let notice = |path: &str| {
+        report["notices"][path]
+            .as_str()
+            .unwrap_or_else(|| panic!("no notice for {path}: {report:#}"))
+            .to_owned()
+    };
+    assert!(notice("admin-type.md").contains("stored as reference"), "{report:#}");
+    assert!(notice("list-type.md").contains("stored as reference"), "{report:#}");
+    assert!(notice("vague-time.md").contains("import time"), "{report:#}");
+    assert!(report["notices"].get("with-bom.md").is_none() && report["notices"].get("fine.md").is_none());
+    let shown = cao(&home, &["memory", "show", "with-bom", "--scope", "global"]);
+    assert!(
+        shown.stdout.contains("Saved by an editor with a BOM."),
+        "{}",
+        shown.transcript()
+    );
+    assert!(
+        shown.stdout.contains("user"),
+        "the BOM file's frontmatter was read: {}",
+        shown.transcript()
+    );
+
+    let again = TempHome::new().expect("temp home");
+    let text = cao(
+        &again,
+        &[
+            "memory",
+            "import",
+            bundle.to_str().expect("utf8"),
+            "--scope",
+            "global",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(text.code, Some(0), "{}", text.transcript());
+    assert!(
+        text.stdout.contains("types defaulted: 2  timestamps ignored: 1"),
+        "{}",
+        text.transcript()
+    );
+    assert!(
+        text.stdout.contains("  notice 'admin-type.md': "),
+        "{}",
+        text.transcript()
+    );
+}

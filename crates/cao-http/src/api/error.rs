@@ -103,6 +103,7 @@ impl From<LifecycleError> for ApiError {
             LifecycleError::MissingMemory { .. } => ErrorCode::MissingMemory,
             LifecycleError::Refused { .. } => ErrorCode::Refused,
             LifecycleError::Secret { .. } => ErrorCode::SecretDetected,
+            LifecycleError::Store(cao_store::StoreError::Unavailable(_)) => ErrorCode::StoreUnavailable,
             LifecycleError::Store(_) => {
                 tracing::warn!(error = %e, "relationship API call failed");
                 ErrorCode::IndexError

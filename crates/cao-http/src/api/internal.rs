@@ -527,7 +527,7 @@ async fn run_tool(state: &ApiState, tool: Tool, body: Result<Json<Value>, JsonRe
     responses(
         (status = 200, description = "The memory_store payload", body = StorePayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 403, description = "Scope not allowed", body = ErrorBody),
+        (status = 403, description = "Scope not allowed; or a registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument or secret detected", body = ErrorBody),
     ))]
@@ -540,6 +540,7 @@ pub async fn store(State(state): State<ApiState>, body: Result<Json<Value>, Json
     responses(
         (status = 200, description = "The memory_recall payload", body = RecallPayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "A registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
@@ -552,6 +553,7 @@ pub async fn recall(State(state): State<ApiState>, body: Result<Json<Value>, Jso
     responses(
         (status = 200, description = "The memory_forget payload", body = ForgetPayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "A registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
@@ -564,6 +566,7 @@ pub async fn forget(State(state): State<ApiState>, body: Result<Json<Value>, Jso
     responses(
         (status = 200, description = "The memory_view payload", body = ViewPayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "A registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
@@ -576,6 +579,7 @@ pub async fn view(State(state): State<ApiState>, body: Result<Json<Value>, JsonR
     responses(
         (status = 200, description = "The memory_zoom payload", body = ZoomPayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "A registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument (malformed address, beyond the journal)", body = ErrorBody),
     ))]
@@ -588,6 +592,7 @@ pub async fn zoom(State(state): State<ApiState>, body: Result<Json<Value>, JsonR
     responses(
         (status = 200, description = "The memory_search payload", body = SearchPayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "A registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
@@ -600,6 +605,7 @@ pub async fn search(State(state): State<ApiState>, body: Result<Json<Value>, Jso
     responses(
         (status = 200, description = "The memory_read payload", body = ReadPayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "A registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory disabled, or no such memory", body = ErrorBody),
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
@@ -612,7 +618,7 @@ pub async fn read(State(state): State<ApiState>, body: Result<Json<Value>, JsonR
     responses(
         (status = 200, description = "The report_outcome payload", body = ReportOutcomePayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 403, description = "The caller has no session", body = ErrorBody),
+        (status = 403, description = "The caller has no session; or a registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory or learning disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
@@ -628,7 +634,7 @@ pub async fn report_outcome(
     responses(
         (status = 200, description = "The list_outcomes payload", body = OutcomeListPayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 403, description = "No session named and none resolvable from the caller", body = ErrorBody),
+        (status = 403, description = "No session named and none resolvable from the caller; or a registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
@@ -644,7 +650,7 @@ pub async fn list_outcomes(
     responses(
         (status = 200, description = "The store_lesson payload", body = StorePayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
-        (status = 403, description = "Caller unresolved, or a cross-agent lesson without the capability", body = ErrorBody),
+        (status = 403, description = "Caller unresolved, or a cross-agent lesson without the capability; or a registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory or learning disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument or secret detected", body = ErrorBody),
     ))]
@@ -660,6 +666,7 @@ pub async fn store_lesson(
     responses(
         (status = 200, description = "The memory_advise payload", body = AdvisePayload),
         (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "A registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
@@ -672,6 +679,7 @@ pub async fn advise(State(state): State<ApiState>, body: Result<Json<Value>, Jso
     responses(
         (status = 200, description = "The block (null when there is nothing to inject)", body = ContextBlock),
         (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 403, description = "A registered terminal named with another session, agent profile or cwd (terminal_context_mismatch)", body = ErrorBody),
         (status = 404, description = "Memory disabled", body = ErrorBody),
         (status = 422, description = "Invalid argument", body = ErrorBody),
     ))]
@@ -684,7 +692,13 @@ pub async fn context(
     let ctx = b.context.unwrap_or_default().into_terminal_context()?;
     with_service(&state, move |svc| {
         let ctx = cao_mcp::resolve_terminal(&svc, ctx)?;
-        let block = svc.context_block(&ctx, ContextRequest { budget })?;
+        let block = svc.context_block(
+            &ctx,
+            ContextRequest {
+                budget,
+                ..Default::default()
+            },
+        )?;
         Ok(Json(ContextBlock { block }))
     })
     .await

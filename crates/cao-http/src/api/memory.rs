@@ -6,9 +6,11 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use cao_core::MemoryRef;
 use cao_core::time::format_ts;
 use cao_core::{Key, Scope, TerminalContext};
 use cao_memory::{ListRequest, Memory};
+use cao_memory::{MemoryTarget, ShowRequest};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -215,15 +217,22 @@ pub async fn get_memory(
     with_service(&state, move |svc| {
         let found = match (scope, &scope_id) {
             (Some(s), Some(id)) => svc
-                .show_exact(&key, s, Some(id), !svc.settings().non_accessing_inspection())?
+                .show(
+                    &TerminalContext::default(),
+                    ShowRequest {
+                        target: MemoryTarget::Exact(MemoryRef::new(s, Some(id.clone()), key.clone())),
+                        record_access: !svc.settings().non_accessing_inspection(),
+                    },
+                )?
                 .as_ref()
                 .map(MemoryView::from),
             _ => svc
-                .show_with_access(
+                .show(
                     &TerminalContext::default(),
-                    &key,
-                    scope,
-                    !svc.settings().non_accessing_inspection(),
+                    ShowRequest {
+                        target: MemoryTarget::key(&key, scope),
+                        record_access: !svc.settings().non_accessing_inspection(),
+                    },
                 )?
                 .as_ref()
                 .map(MemoryView::from),
@@ -260,7 +269,7 @@ pub async fn delete_memory(
     let ctx = context_for(scope, q.scope_id)?;
     let flush = state.flush.clone();
     with_service(&state, move |svc| {
-        let result = svc.delete(&ctx, &key, Some(scope))?;
+        let result = svc.delete(&ctx, MemoryTarget::key(&key, Some(scope)))?;
         if !result.deleted {
             return Err(ApiError::not_found(format!(
                 "no memory {:?} in scope {scope}",
@@ -335,7 +344,7 @@ pub async fn purge_memory(
     let ctx = context_for(scope, q.scope_id)?;
     let flush = state.flush.clone();
     with_service(&state, move |svc| {
-        let r = svc.purge(&ctx, &key, Some(scope))?;
+        let r = svc.purge(&ctx, MemoryTarget::key(&key, Some(scope)))?;
         if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 && r.audit_lines_scrubbed == 0 {
             return Err(ApiError::not_found(format!(
                 "no memory {:?} in scope {scope}",

@@ -13,6 +13,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use cao_core::{Scope, TerminalContext};
+use cao_memory::MemoryTarget;
 use cao_memory::{HealRequest, MemoryError, NoProgress};
 use maud::html;
 use serde::Deserialize;
@@ -91,7 +92,7 @@ pub(crate) async fn delete(
     let flush = state.api.flush.clone();
     let k = key.clone();
     with_service(&state.api, move |svc| {
-        let r = svc.delete(&call_ctx, &k, Some(scope))?;
+        let r = svc.delete(&call_ctx, MemoryTarget::key(&k, Some(scope)))?;
         if !r.deleted {
             return Err(ApiError::not_found(format!(
                 "no memory {:?} in scope {scope}",
@@ -129,7 +130,7 @@ pub(crate) async fn purge(
     let flush = state.api.flush.clone();
     let k = key.clone();
     let r = with_service(&state.api, move |svc| {
-        let r = svc.purge(&call_ctx, &k, Some(scope))?;
+        let r = svc.purge(&call_ctx, MemoryTarget::key(&k, Some(scope)))?;
         if !r.file_deleted && !r.row_deleted && r.versions_purged == 0 && r.audit_lines_scrubbed == 0 {
             return Err(ApiError::not_found(format!(
                 "no memory {:?} in scope {scope}",
@@ -198,6 +199,7 @@ pub(crate) async fn heal_apply(State(state): State<UiState>, ctx: Ctx, UiForm(fo
             aggressive: false,
             repo_root: None,
             plan_digest,
+            model: None,
         };
         match svc.heal(&call_ctx, req(true, Some(digest)), &NoProgress) {
             Ok(r) => {

@@ -268,7 +268,9 @@ async fn dry_run(
                      reload this page."
                 ))
             }
-            Err(e @ (MemoryError::ProfileRefused(_) | MemoryError::Learn(_))) => Err(e.to_string()),
+            Err(e @ (MemoryError::ProfileRefused(_) | MemoryError::InvalidProfile(_) | MemoryError::Invalid(_))) => {
+                Err(e.to_string())
+            }
             Err(e) => return Err(e.into()),
         };
         Ok((plan, can_apply))
@@ -329,7 +331,7 @@ fn report(r: &PromotionReport) -> Markup {
         } @else {
             div.scroll {
                 table.plan {
-                    thead { tr { th { "action" } th { "lesson" } th { "recalled" } th { "text" } } }
+                    thead { tr { th { "action" } th { "lesson" } th { "recalled" } th { "text" } th { "written by" } } }
                     tbody {
                         @for c in &r.changes {
                             tr data-change=(c.action) data-key=(c.key) {
@@ -337,6 +339,9 @@ fn report(r: &PromotionReport) -> Markup {
                                 td { (c.key) }
                                 td.num { (c.access_count.map(|n| n.to_string()).unwrap_or_else(|| "—".into())) }
                                 td { (c.text.as_deref().or(c.previous.as_deref()).unwrap_or("")) }
+                                td.small data-written-by=(c.written_by.as_ref().and_then(|w| w.terminal_id.as_deref()).unwrap_or("")) {
+                                    (c.written_by.as_ref().map(cao_memory::LessonWriter::describe).unwrap_or_default())
+                                }
                             }
                         }
                     }

@@ -25,7 +25,8 @@
 //!   style; `frame-ancestors 'none'`; `form-action 'self'`), `X-Frame-Options: DENY`, `nosniff`, `Referrer-Policy: same-origin` (not `no-referrer`, under which a browser sends
 //!   `Origin: null` with its own forms, which the edge refuses) and
 //!   `Cache-Control: no-store`.
-//! - **CSRF.** Every state-changing form is a POST checked by the edge's Origin rule and a double-submit token
+//! - **CSRF.** Every state-changing form is a POST checked by the edge's Origin rule and a token bound to this
+//!   server (an HMAC under a secret of the home, with an expiry) that the form and the cookie must both carry
 //!   ([`csrf`]).
 //! - **What is applied is what was reviewed.** The heal and promotion apply forms carry the digest of the plan
 //!   the page showed (`HealReport::plan_digest`, `PromotionReport::plan_digest`); the service plans again and
@@ -51,7 +52,7 @@ use axum::Router;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::{from_fn, map_response};
+use axum::middleware::{from_fn_with_state, map_response};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use cao_protocol::ErrorCode;
@@ -76,6 +77,8 @@ pub struct UiState {
     pub api: ApiState,
     /// Whether bearer-token auth is on (the pages say so; the script then sends the token).
     pub auth_on: bool,
+    /// The CSRF token key of this server's home ([`csrf::Keys`]).
+    pub csrf: csrf::Keys,
 }
 
 /// What every page handler knows about its request: the CSRF token for its forms, the verified caller (auth on),
@@ -108,8 +111,9 @@ impl FromRequestParts<UiState> for Ctx {
         let learning = tokio::task::spawn_blocking(move || svc.settings().learning_enabled())
             .await
             .unwrap_or(false);
+        let key = state.csrf.get_async().await;
         Ok(Ctx {
-            csrf: csrf::Token::for_request(&parts.headers),
+            csrf: csrf::Token::for_request(&key, &parts.headers, csrf::now_secs()),
             principal: parts.extensions.get::<Principal>().cloned(),
             auth_on: state.auth_on,
             learning,
@@ -209,6 +213,7 @@ where
 /// The `/ui` routes (module docs), to be merged into the router before the edge layer is applied.
 pub fn ui_router(api: ApiState, auth: Option<Authenticator>) -> Router {
     let state = UiState {
+        csrf: csrf::Keys::new(api.svc.home().clone()),
         api,
         auth_on: auth.is_some(),
     };
@@ -229,14 +234,14 @@ pub fn ui_router(api: ApiState, auth: Option<Authenticator>) -> Router {
     let write = Router::new()
         .route("/ui/relationships/{id}/promote", post(actions::promote))
         .route("/ui/relationships/{id}/reject", post(actions::reject))
-        .route_layer(from_fn(csrf::require_token))
+        .route_layer(from_fn_with_state(state.csrf.clone(), csrf::require_token))
         .route_layer(require_scope(auth.clone(), ApiScope::Write));
     let admin = Router::new()
         .route("/ui/memory/{scope}/{key}/delete", post(actions::delete))
         .route("/ui/memory/{scope}/{key}/purge", post(actions::purge))
         .route("/ui/heal/apply", post(actions::heal_apply))
         .route("/ui/learning/{agent}/promote", post(learning::apply))
-        .route_layer(from_fn(csrf::require_token))
+        .route_layer(from_fn_with_state(state.csrf.clone(), csrf::require_token))
         .route_layer(require_scope(auth, ApiScope::Admin));
     Router::new()
         .merge(read)
@@ -283,13 +288,23 @@ async fn html_rejections(resp: Response) -> Response {
 
 /// The security headers of every UI answer (module docs).
 async fn security_headers(mut resp: Response) -> Response {
-    let h = resp.headers_mut();
+    set_security_headers(resp.headers_mut());
+    resp
+}
+
+/// Whether `path` is under `/ui` (`/ui` itself or `/ui/...`), where every answer, a 404 or 405 of the router's
+/// fallbacks included, carries the UI's security headers.
+pub fn is_ui_path(path: &str) -> bool {
+    path == "/ui" || path.starts_with("/ui/")
+}
+
+/// Insert the UI's security headers (module docs) into `h`, replacing any of the same name.
+pub fn set_security_headers(h: &mut axum::http::HeaderMap) {
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    resp
 }
 
 async fn script() -> Response {

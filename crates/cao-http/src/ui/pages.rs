@@ -10,6 +10,7 @@ use crate::auth::ApiScope;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use cao_core::MemoryRef;
 use cao_core::time::format_ts;
 use cao_core::{MemoryType, Scope, TerminalContext};
 use cao_lifecycle::{RelStatus, Relationship, RelationshipFilter};
@@ -17,6 +18,7 @@ use cao_memory::{
     ExplainRequest, HealReport, HealRequest, JournalTarget, LintReport, LintRequest, ListCursor, ListRequest, Memory,
     MemoryService, NoProgress, RecallRequest, ZoomRequest, ZoomedEntry,
 };
+use cao_memory::{MemoryTarget, ShowRequest};
 use maud::{Markup, html};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -300,6 +302,7 @@ pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, UiQuery(q): U
                         limit: Some(PAGE_SIZE + 1),
                         offset: 0,
                         record_access,
+                        cursor: None,
                     };
                     match &cursor {
                         None => {
@@ -312,7 +315,11 @@ pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, UiQuery(q): U
                             )
                         }
                         Some(c) if !c.before => {
-                            let rows = svc.list_from(&call_ctx, req, c)?;
+                            let req = ListRequest {
+                                cursor: Some(c.clone()),
+                                ..req
+                            };
+                            let rows = svc.list(&call_ctx, req)?;
                             let has_next = rows.len() > PAGE_SIZE;
                             (
                                 rows.iter().take(PAGE_SIZE).map(Row::from).collect::<Vec<_>>(),
@@ -321,7 +328,11 @@ pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, UiQuery(q): U
                             )
                         }
                         Some(c) => {
-                            let rows = svc.list_from(&call_ctx, req, c)?;
+                            let req = ListRequest {
+                                cursor: Some(c.clone()),
+                                ..req
+                            };
+                            let rows = svc.list(&call_ctx, req)?;
                             let extra = rows.len().saturating_sub(PAGE_SIZE);
                             (
                                 rows.iter().skip(extra).map(Row::from).collect::<Vec<_>>(),
@@ -550,11 +561,27 @@ pub(crate) async fn memory(
         with_service(&state.api, move |svc| {
             let record = !svc.settings().non_accessing_inspection();
             let memory = match &scope_id {
-                Some(id) => svc.show_exact(&key, scope, Some(id), record)?,
-                None if scope.needs_scope_id() => {
-                    svc.show_with_access(&TerminalContext::default(), &key, Some(scope), record)?
-                }
-                None => svc.show_exact(&key, scope, None, record)?,
+                Some(id) => svc.show(
+                    &TerminalContext::default(),
+                    ShowRequest {
+                        target: MemoryTarget::Exact(MemoryRef::new(scope, Some(id.clone()), key.clone())),
+                        record_access: record,
+                    },
+                )?,
+                None if scope.needs_scope_id() => svc.show(
+                    &TerminalContext::default(),
+                    ShowRequest {
+                        target: MemoryTarget::key(&key, Some(scope)),
+                        record_access: record,
+                    },
+                )?,
+                None => svc.show(
+                    &TerminalContext::default(),
+                    ShowRequest {
+                        target: MemoryTarget::Exact(MemoryRef::new(scope, None, key.clone())),
+                        record_access: record,
+                    },
+                )?,
             };
             let scope_id = memory.as_ref().and_then(|m| m.scope_id.clone()).or(scope_id);
             if scope.needs_scope_id() && scope_id.is_none() {
@@ -884,7 +911,15 @@ pub(crate) async fn lint(State(state): State<UiState>, ctx: Ctx, UiQuery(q): UiQ
     let call_ctx = project_context(q.project.clone())?;
     let page_no = q.page.unwrap_or(0).min(100_000);
     let report: LintReport = with_service(&state.api, move |svc: MemoryService| {
-        Ok(svc.lint(&call_ctx, LintRequest { scope, repo_root: None }, &NoProgress)?)
+        Ok(svc.lint(
+            &call_ctx,
+            LintRequest {
+                scope,
+                repo_root: None,
+                model: None,
+            },
+            &NoProgress,
+        )?)
     })
     .await?;
     let project = q.project.clone().unwrap_or_default();
@@ -937,6 +972,7 @@ pub(crate) async fn heal_plan(State(state): State<UiState>, ctx: Ctx, UiQuery(q)
                 aggressive: false,
                 repo_root: None,
                 plan_digest: None,
+                model: None,
             },
             &NoProgress,
         )?)

@@ -170,8 +170,17 @@ async fn internal_routes_report_and_store_lessons_as_the_registered_terminal() {
 
     let lesson = |from: &str, target: &str| {
         json!({"target_agent_profile": target, "content": "Check spellings. Applies when: ODBC.",
-            "key": "check-odbc", "context": {"terminal_id": from, "agent_profile": "retrospector"}})
+            "key": "check-odbc", "context": {"terminal_id": from}})
     };
+    // A registered worker naming the retrospector's profile is refused before the capability check.
+    let mut claimed = lesson("t-worker", "reviewer");
+    claimed["context"]["agent_profile"] = json!("retrospector");
+    let (status, refused) = send(&fx.app, Method::POST, "/internal/memory/lesson", Some(claimed)).await;
+    assert_eq!(
+        (status, &refused["error"]),
+        (StatusCode::FORBIDDEN, &json!("terminal_context_mismatch")),
+        "{refused}"
+    );
     let (status, ok) = send(
         &fx.app,
         Method::POST,

@@ -254,7 +254,7 @@ async fn mcp_resolves_a_registered_terminal_from_its_id() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["memories"][0]["key"], "proj-note", "{body}");
 
-    // A header the caller sends wins over the registration.
+    // The registration wins: a header naming another session is refused, and nothing is stored.
     let (_, body) = send(
         &f.app,
         mcp_request(
@@ -267,7 +267,26 @@ async fn mcp_resolves_a_registered_terminal_from_its_id() {
         ),
     )
     .await;
-    assert_eq!(payload(&body)["scope_id"], "s10");
+    let p = payload(&body);
+    assert_eq!(
+        (p["success"].clone(), p["error_kind"].clone()),
+        (json!(false), json!("terminal_context_mismatch")),
+        "{p}"
+    );
+    // Naming the registered session itself is fine.
+    let (_, body) = send(
+        &f.app,
+        mcp_request(
+            call(
+                6,
+                cao_mcp::STORE,
+                json!({"content": "other", "scope": "session", "key": "other"}),
+            ),
+            &[("X-CAO-Terminal-Id", "term-9"), ("X-CAO-Session-Name", "s9")],
+        ),
+    )
+    .await;
+    assert_eq!(payload(&body)["scope_id"], "s9", "{body}");
     // An unknown terminal id resolves nothing: session scope stays unresolvable.
     let (_, body) = send(
         &f.app,

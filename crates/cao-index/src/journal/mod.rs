@@ -249,6 +249,7 @@ impl Index {
         f: impl FnOnce(&JournalTx<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
         let mut conn = self.pool.get().map_err(IndexError::from)?;
+        self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(IndexError::from)?;
@@ -289,6 +290,7 @@ impl Index {
         f: impl FnOnce(&JournalTx<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<(T, Checkpoint), E> {
         let mut conn = self.pool.get().map_err(IndexError::from)?;
+        self.writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         set_secure_delete(&conn, true)?;
         let result = (|| {
             let tx = conn

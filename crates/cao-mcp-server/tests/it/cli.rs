@@ -198,3 +198,67 @@ fn startup_removes_temp_files_of_dead_writers() {
     assert!(!stale.exists(), "the dead writer's temp file is removed");
     assert!(keep.exists(), "a file that is not one of our temp files is kept");
 }
+
+/// JSON-RPC 2.0 (section 5.1): a line that is not JSON is answered `-32700` (parse error) with `"id": null`, before
+/// and after the handshake, instead of being dropped (a client would wait for its timeout); JSON that is not a
+/// JSON-RPC message is `-32600`. The server keeps serving afterwards, and stdout carries nothing else.
+#[test]
+fn unparsable_lines_get_a_parse_error_with_a_null_id() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(BIN)
+        .env("CAO_HOME", dir.path().join("home"))
+        .env_remove("CAO_MEMORY_ENABLED")
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut send = |msg: &str| {
+        stdin.write_all(msg.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    };
+    let next = || -> serde_json::Value {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("an answer on stdout within 20 s (not silence)");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"))
+    };
+    let parse_error = |resp: &serde_json::Value, what: &str| {
+        assert_eq!(resp["jsonrpc"], "2.0", "{what}: {resp}");
+        assert!(resp["id"].is_null(), "{what}: id must be null: {resp}");
+        assert!(resp.get("id").is_some(), "{what}: the id member is present: {resp}");
+        assert_eq!(resp["error"]["code"], -32700, "{what}: {resp}");
+    };
+    send("this is not json {");
+    parse_error(&next(), "before initialize");
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+    );
+    assert_eq!(next()["id"], 1);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    for garbage in [r#"{"jsonrpc":"2.0","id":7,"method":"tools/list""#, "\u{1b}[A", "{]"] {
+        send(garbage);
+        parse_error(&next(), garbage);
+    }
+    send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    let listed = next();
+    assert_eq!(listed["id"], 2, "{listed}");
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    drop(stdin);
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+}

@@ -417,7 +417,7 @@ fn reads_through_a_removed_or_replaced_database_are_refused() {
         );
         let list = svc.list(&ctx, cao_memory::ListRequest::default()).map(|_| ());
         let key = cao_core::Key::parse_strict("k").expect("key");
-        let show = svc.show(&ctx, &key, None).map(|_| ());
+        let show = svc.show(&ctx, cao_memory::ShowRequest::key(&key, None)).map(|_| ());
         let block = svc.context_block(&ctx, Default::default()).map(|_| ());
         for (call, result) in [
             ("recall", recall.map(|_| ())),

@@ -6,7 +6,7 @@
 
 use cao_core::{Key, Scope, Settings};
 use cao_memory::{CompactReport, CompactRequest, CompactStatus, MemoryError, MemoryService, NoProgress, StoreRequest};
-use cao_model::{OpenAiConfig, OpenAiModel, RetryPolicy};
+use cao_model::{OpenAiConfig, OpenAiModel, RetryPolicy, SharedModel};
 use cao_testkit::fake_model::{FakeModel, Reply};
 use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
@@ -42,7 +42,7 @@ fn two_entries(fx: &ServiceFixture, key: &str) {
     store(fx, key, "The service moved to port 9090.");
 }
 
-fn model(ep: &FakeModel, timeout: Duration) -> OpenAiModel {
+fn model(ep: &FakeModel, timeout: Duration) -> SharedModel {
     OpenAiModel::new(OpenAiConfig {
         url: ep.url(),
         name: "fake".into(),
@@ -54,6 +54,7 @@ fn model(ep: &FakeModel, timeout: Duration) -> OpenAiModel {
             max_retry_after: Duration::from_secs(1),
         },
     })
+    .map(SharedModel::new)
     .expect("model")
 }
 
@@ -114,16 +115,16 @@ fn row(fx: &ServiceFixture, key: &str) -> cao_index::MemoryRow {
         .expect("row")
 }
 
-fn run(fx: &ServiceFixture, m: &OpenAiModel, key: Option<&str>, dry_run: bool) -> CompactReport {
+fn run(fx: &ServiceFixture, m: &SharedModel, key: Option<&str>, dry_run: bool) -> CompactReport {
     fx.svc
-        .compact_with_model(
+        .compact(
             &fx.ctx,
             CompactRequest {
                 scope: Some(Scope::Project),
                 key: key.map(str::to_owned),
                 dry_run,
+                model: Some(m.clone()),
             },
-            m,
             &NoProgress,
         )
         .expect("compact")
@@ -374,26 +375,26 @@ fn without_a_model_there_is_nothing_to_do_and_an_unknown_key_is_not_found() {
     let ep = FakeModel::start(decide);
     let err = fx
         .svc
-        .compact_with_model(
+        .compact(
             &fx.ctx,
             CompactRequest {
                 key: Some("absent".into()),
+                model: Some(model(&ep, Duration::from_secs(5))),
                 ..Default::default()
             },
-            &model(&ep, Duration::from_secs(5)),
             &NoProgress,
         )
         .expect_err("unknown key");
     assert!(matches!(err, MemoryError::NotFound { .. }), "{err}");
     let err = fx
         .svc
-        .compact_with_model(
+        .compact(
             &fx.ctx,
             CompactRequest {
                 key: Some("Bad Key".into()),
+                model: Some(model(&ep, Duration::from_secs(5))),
                 ..Default::default()
             },
-            &model(&ep, Duration::from_secs(5)),
             &NoProgress,
         )
         .expect_err("bad key");
@@ -410,21 +411,21 @@ fn automatic_compaction_queues_only_where_enabled_and_compacts_through_the_valid
     let on = Settings::from_value(serde_json::json!({"memory": {"compile_mode": "model"}}));
     let fx = ServiceFixture::builder().project(PROJECT).settings(on.clone()).open();
     two_entries(&fx, "good");
-    assert_eq!(fx.svc.auto_compaction_waiting(), 0, "a one-shot service never queues");
+    assert_eq!(fx.svc.auto_compaction().waiting(), 0, "a one-shot service never queues");
 
-    fx.svc.enable_auto_compaction();
+    fx.svc.auto_compaction().enable();
     store(&fx, "good", "Deploys moved to Thursdays.");
     store(&fx, "good", "The service still listens on 9090.");
-    assert_eq!(fx.svc.auto_compaction_waiting(), 1, "one topic, queued once");
+    assert_eq!(fx.svc.auto_compaction().waiting(), 1, "one topic, queued once");
     store(&fx, "fresh-topic", "A first entry is not an update.");
-    assert_eq!(fx.svc.auto_compaction_waiting(), 1);
+    assert_eq!(fx.svc.auto_compaction().waiting(), 1);
     two_entries(&fx, "link");
-    assert_eq!(fx.svc.auto_compaction_waiting(), 2);
+    assert_eq!(fx.svc.auto_compaction().waiting(), 2);
 
     let off = fx.reopen(Settings::from_value(
         serde_json::json!({"memory": {"compile_mode": "off"}}),
     ));
-    off.enable_auto_compaction();
+    off.auto_compaction().enable();
     off.store(
         &fx.ctx,
         StoreRequest {
@@ -435,12 +436,12 @@ fn automatic_compaction_queues_only_where_enabled_and_compacts_through_the_valid
         },
     )
     .expect("store");
-    assert_eq!(off.auto_compaction_waiting(), 0, "compile_mode off queues nothing");
+    assert_eq!(off.auto_compaction().waiting(), 0, "compile_mode off queues nothing");
 
     let ep = FakeModel::start(decide);
     let m = model(&ep, Duration::from_secs(5));
     let key = |k: &str| Key::parse_strict(k).expect("key");
-    let first = fx.svc.auto_compact_next(&m, Duration::from_secs(1));
+    let first = fx.svc.auto_compaction().next(m.model(), Duration::from_secs(1));
     let cao_memory::AutoCompactStep::Done(memory, status) = first else {
         panic!("{first:?}");
     };
@@ -451,7 +452,7 @@ fn automatic_compaction_queues_only_where_enabled_and_compacts_through_the_valid
     assert!(good.last_compiled_at.is_some());
 
     let links_before = (row(&fx, "link"), topic_bytes(&fx, "link"));
-    let second = fx.svc.auto_compact_next(&m, Duration::from_secs(1));
+    let second = fx.svc.auto_compaction().next(m.model(), Duration::from_secs(1));
     assert!(
         matches!(&second, cao_memory::AutoCompactStep::Done(m, Some(CompactStatus::Refused)) if m.key == key("link")),
         "{second:?}"
@@ -459,12 +460,12 @@ fn automatic_compaction_queues_only_where_enabled_and_compacts_through_the_valid
     let links_after = (row(&fx, "link"), topic_bytes(&fx, "link"));
     assert_eq!(links_after, links_before, "a refused answer leaves the topic unchanged");
     assert_eq!(
-        fx.svc.auto_compact_next(&m, Duration::from_millis(10)),
+        fx.svc.auto_compaction().next(m.model(), Duration::from_millis(10)),
         cao_memory::AutoCompactStep::Idle
     );
-    assert_eq!(fx.svc.close_auto_compaction(), 0);
+    assert_eq!(fx.svc.auto_compaction().close(), 0);
     assert_eq!(
-        fx.svc.auto_compact_next(&m, Duration::from_secs(5)),
+        fx.svc.auto_compaction().next(m.model(), Duration::from_secs(5)),
         cao_memory::AutoCompactStep::Closed
     );
 }

@@ -121,7 +121,7 @@ fn eight_processes_lose_nothing() {
             };
             let key = Key::parse_strict(&k).expect("valid key");
             let m = svc
-                .show(&ctx, &key, Some(scope))
+                .show(&ctx, cao_memory::ShowRequest::key(&key, Some(scope)))
                 .expect("show")
                 .unwrap_or_else(|| panic!("{k} missing from index"));
             assert_eq!(m.content, format!("process {p} entry {j}: the quick brown fox {p}x{j}"));
@@ -138,7 +138,7 @@ fn eight_processes_lose_nothing() {
     for s in 0..SHARED_KEYS {
         let key = Key::parse_strict(&format!("shared-{s}")).expect("key");
         let m = svc
-            .show(&ctx, &key, Some(Scope::Project))
+            .show(&ctx, cao_memory::ShowRequest::key(&key, Some(Scope::Project)))
             .expect("show")
             .expect("shared key indexed");
         assert_eq!(m.entry_count, expected_entries, "no entry of shared-{s} was lost");

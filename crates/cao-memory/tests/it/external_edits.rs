@@ -77,7 +77,7 @@ fn an_in_place_edit_is_seen_by_every_read_without_a_repair() {
     );
     let key = Key::parse_strict("deploy").expect("key");
     let shown = another_process(&f.home)
-        .show(&f.ctx, &key, None)
+        .show(&f.ctx, cao_memory::ShowRequest::key(&key, None))
         .expect("show")
         .expect("found");
     assert_eq!(shown.content, "deploy with zookeeper only");
@@ -133,7 +133,7 @@ fn a_hand_added_file_is_indexed_and_a_removed_one_dropped() {
     let gone_key = Key::parse_strict("gone").expect("key");
     assert!(
         other
-            .show(&f.ctx, &gone_key, Some(Scope::Global))
+            .show(&f.ctx, cao_memory::ShowRequest::key(&gone_key, Some(Scope::Global)))
             .expect("show")
             .is_none()
     );

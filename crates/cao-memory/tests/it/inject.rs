@@ -169,7 +169,13 @@ fn budget_limits_each_scope() {
     // fit, which ends those scopes; the newest global line (45 + 1) fits, the next one (63 + 1) does not.
     let block = f
         .svc
-        .context_block(&f.ctx, ContextRequest { budget: Some(150) })
+        .context_block(
+            &f.ctx,
+            ContextRequest {
+                budget: Some(150),
+                ..Default::default()
+            },
+        )
         .expect("block");
     assert_eq!(
         block.as_deref(),
@@ -177,7 +183,13 @@ fn budget_limits_each_scope() {
     );
     assert_eq!(
         f.svc
-            .context_block(&f.ctx, ContextRequest { budget: Some(137) })
+            .context_block(
+                &f.ctx,
+                ContextRequest {
+                    budget: Some(137),
+                    ..Default::default()
+                }
+            )
             .expect("block"),
         None,
         "45 characters per scope: nothing fits"

@@ -71,7 +71,13 @@ impl Fixture {
 
     fn block(&self, budget: usize) -> Option<String> {
         self.svc
-            .context_block(&self.ctx, ContextRequest { budget: Some(budget) })
+            .context_block(
+                &self.ctx,
+                ContextRequest {
+                    budget: Some(budget),
+                    ..Default::default()
+                },
+            )
             .expect("context block")
     }
 }

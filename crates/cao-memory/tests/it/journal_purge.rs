@@ -82,7 +82,8 @@ fn after_a_purge_the_text_is_in_no_byte_of_the_database_wal_or_wiki() {
     summarize_everything(&f);
     let snap = f
         .svc
-        .take_snapshot(&f.ctx, &JournalTarget::default(), "session-a")
+        .session(&f.ctx, &JournalTarget::default(), "session-a")
+        .take_snapshot()
         .expect("snapshot");
     let db_dir = f.home.root().join("db");
     assert!(
@@ -96,7 +97,10 @@ fn after_a_purge_the_text_is_in_no_byte_of_the_database_wal_or_wiki() {
     );
 
     let key = Key::parse_strict("leaked").expect("key");
-    let r = f.svc.purge(&f.ctx, &key, Some(Scope::Project)).expect("purge");
+    let r = f
+        .svc
+        .purge(&f.ctx, cao_memory::MemoryTarget::key(&key, Some(Scope::Project)))
+        .expect("purge");
     assert_eq!(
         (r.file_deleted, r.row_deleted, r.versions_purged, r.first_entry),
         (true, true, 3, Some(150))
@@ -150,4 +154,85 @@ fn after_a_purge_the_text_is_in_no_byte_of_the_database_wal_or_wiki() {
     assert_eq!(f.svc.raw_index().count().expect("count"), 301);
     let repair = f.svc.repair().expect("repair");
     assert!(repair.is_clean(), "{repair:?}");
+}
+
+/// The memory's embedding (written with every store while a model is configured) goes with the purge too: no
+/// file of the home holds its bytes afterwards, nor the text of the relationship attributes written after it.
+#[test]
+fn a_purge_leaves_neither_the_vector_nor_the_edge_attributes_on_disk() {
+    let model = tempfile::tempdir().expect("tempdir");
+    cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
+    let settings = cao_core::Settings::from_value(
+        serde_json::json!({"memory": {"embeddings": {"model_dir": model.path().to_str().expect("utf-8")}}}),
+    );
+    let f = ServiceFixture::builder()
+        .at(utc(2026, 5, 1, 8, 0, 0))
+        .project(PROJECT)
+        .settings(settings)
+        .open();
+    for i in 0..40 {
+        f.store(
+            "project",
+            &format!("note-{i:02}"),
+            &format!("note {i} about deploy caches"),
+        );
+    }
+    f.store("project", "leaked", &format!("the api token is {SECRET}"));
+    f.store("project", "other", "the deploy cache is warmed at midnight");
+    let key = Key::parse_strict("leaked").expect("key");
+    let row = f
+        .svc
+        .raw_index()
+        .get(Scope::Project, Some(PROJECT), &key)
+        .expect("read")
+        .expect("row");
+    let blob: Vec<u8> = rusqlite::Connection::open(f.home.db_path())
+        .expect("open db")
+        .query_row(
+            "SELECT vector FROM cao_memory_vectors WHERE memory_id = ?1",
+            [&row.id],
+            |r| r.get(0),
+        )
+        .expect("the memory has a vector");
+    assert!(blob.len() >= 16, "{} bytes", blob.len());
+    // Any 16 bytes of the vector are as unlikely to appear by chance as the text.
+    let vector_probe = &blob[..16];
+    let rel = f.svc.relationships("test");
+    for (source, target, why) in [
+        ("other", "leaked", "names zqxattributesin"),
+        ("leaked", "other", "names zqxattributesout"),
+    ] {
+        rel.create(cao_lifecycle::NewRelationship {
+            scope: Scope::Project,
+            scope_id: Some(PROJECT.to_owned()),
+            source_key: source.to_owned(),
+            target_key: target.to_owned(),
+            rel_type: "relates_to".to_owned(),
+            origin: None,
+            status: None,
+            confidence: None,
+            rank: None,
+            attributes: Some(serde_json::json!({"why": why})),
+        })
+        .expect("edge");
+    }
+    for needle in [SECRET.as_bytes(), vector_probe, b"zqxattributesin", b"zqxattributesout"] {
+        assert!(
+            !files_holding(f.home.root(), needle).is_empty(),
+            "on disk before the purge"
+        );
+    }
+    let r = f
+        .svc
+        .purge(&f.ctx, cao_memory::MemoryTarget::key(&key, Some(Scope::Project)))
+        .expect("purge");
+    assert!(r.row_deleted && !r.wal_busy, "{r:?}");
+    for needle in [SECRET.as_bytes(), vector_probe, b"zqxattributesin", b"zqxattributesout"] {
+        assert_eq!(
+            files_holding(f.home.root(), needle),
+            Vec::<String>::new(),
+            "no file of the home holds {:?}",
+            String::from_utf8_lossy(needle)
+        );
+    }
 }

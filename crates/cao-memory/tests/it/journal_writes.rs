@@ -94,7 +94,10 @@ fn store_forget_delete_and_clear_append_their_entries_with_the_writer_and_name_t
     );
     let deleted = f
         .svc
-        .delete(&f.ctx, &key("deploy"), Some(Scope::Project))
+        .delete(
+            &f.ctx,
+            cao_memory::MemoryTarget::key(&key("deploy"), Some(Scope::Project)),
+        )
         .expect("delete");
     assert_eq!(deleted.journal_entry, Some(4));
     f.store("project", "left", "left over");

@@ -103,7 +103,7 @@ fn outcomes_conformance_through_the_service() {
                     o["created_at"] = json!("<TS>");
                     assert_eq!(&o, want, "case {i}");
                 }
-                (Err(MemoryError::Learn(cao_learn::LearnError::Outcome(_))), None, Some(class)) => {
+                (Err(MemoryError::Invalid(m)), None, Some(class)) if m.starts_with("invalid outcome: ") => {
                     assert_eq!(class, "ValueError", "case {i}");
                 }
                 (got, _, _) => panic!("case {i}: unexpected {got:?}"),

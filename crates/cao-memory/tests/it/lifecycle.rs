@@ -109,8 +109,9 @@ impl Fx {
 }
 
 fn injected_keys(svc: &MemoryService, ctx: &TerminalContext, reg: &EligibilityRegistry) -> BTreeSet<String> {
+    let filter = cao_memory::RegistryFilter::new(reg.check(cao_lifecycle::eligibility::Purpose::Injection));
     let block = svc
-        .context_block_registry(ctx, ContextRequest::default(), reg)
+        .context_block_with(ctx, ContextRequest::default(), &filter)
         .expect("block")
         .unwrap_or_default();
     block
@@ -300,11 +301,14 @@ fn recall_orders_and_labels_superseded_memories() {
     let off_list = f.off.list(&f.ctx, ListRequest::default()).expect("list");
     assert!(off_list.iter().all(|m| m.lifecycle_status.is_none()));
     let key = cao_core::Key::parse_strict("old").expect("key");
-    let shown = f.on.show(&f.ctx, &key, None).expect("show").expect("found");
+    let shown =
+        f.on.show(&f.ctx, cao_memory::ShowRequest::key(&key, None))
+            .expect("show")
+            .expect("found");
     assert_eq!(shown.lifecycle_status, Some(LifecycleStatus::Superseded));
     assert!(
         f.off
-            .show(&f.ctx, &key, None)
+            .show(&f.ctx, cao_memory::ShowRequest::key(&key, None))
             .expect("show")
             .expect("found")
             .lifecycle_status

@@ -63,6 +63,7 @@ fn lint(fx: &ServiceFixture, root: &std::path::Path) -> LintReport {
             LintRequest {
                 scope: None,
                 repo_root: Some(root.to_path_buf()),
+                model: None,
             },
             &NoProgress,
         )
@@ -225,6 +226,7 @@ fn heal(fx: &ServiceFixture, root: &std::path::Path, apply: bool, aggressive: bo
                 aggressive,
                 repo_root: Some(root.to_path_buf()),
                 plan_digest: None,
+                model: None,
             },
             &NoProgress,
         )
@@ -603,7 +605,7 @@ fn heal_never_crosses_containers() {
 // ---- the contradiction pass against a fake OpenAI-compatible endpoint ----
 
 /// A model on `ep` whose requests time out after `timeout`, one attempt each.
-fn model(ep: &FakeModel, timeout: Duration) -> OpenAiModel {
+fn model(ep: &FakeModel, timeout: Duration) -> cao_model::SharedModel {
     OpenAiModel::new(OpenAiConfig {
         url: ep.url(),
         name: "fake".into(),
@@ -615,6 +617,7 @@ fn model(ep: &FakeModel, timeout: Duration) -> OpenAiModel {
             max_retry_after: Duration::from_secs(1),
         },
     })
+    .map(cao_model::SharedModel::new)
     .expect("model")
 }
 
@@ -681,13 +684,13 @@ fn contradictions_are_judged_strictly_and_bad_answers_are_counted() {
     let m = model(&ep, Duration::from_millis(500));
     let r = fx
         .svc
-        .lint_with_model(
+        .lint(
             &fx.ctx,
             LintRequest {
                 scope: None,
                 repo_root: Some(root.clone()),
+                model: Some(m.clone()),
             },
-            &m,
             &NoProgress,
         )
         .expect("lint");
@@ -737,14 +740,14 @@ fn contradictions_are_judged_strictly_and_bad_answers_are_counted() {
     // Heal keeps the newer of the pair (port-new was stored later) and deletes the other, text kept in the audit.
     let done = fx
         .svc
-        .heal_with_model(
+        .heal(
             &fx.ctx,
             HealRequest {
                 apply: true,
                 repo_root: Some(root),
+                model: Some(m.clone()),
                 ..Default::default()
             },
-            &m,
             &NoProgress,
         )
         .expect("heal");

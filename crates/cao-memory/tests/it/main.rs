@@ -26,6 +26,7 @@ mod lifecycle;
 mod lint_heal;
 mod okf;
 mod okf_roundtrip;
+mod postgres;
 mod properties;
 mod provider_files;
 mod read_path;

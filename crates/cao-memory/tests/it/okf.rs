@@ -270,11 +270,16 @@ fn entry_times_follow_the_frontmatter_or_are_clamped_with_the_original_named() {
     );
     let show = |k: &str| {
         fx.svc
-            .show_exact(
-                &cao_core::Key::parse_strict(k).expect("key"),
-                Scope::Global,
-                None,
-                false,
+            .show(
+                &cao_core::TerminalContext::default(),
+                cao_memory::ShowRequest {
+                    target: cao_memory::MemoryTarget::Exact(cao_core::MemoryRef::new(
+                        Scope::Global,
+                        None,
+                        cao_core::Key::parse_strict(k).expect("key"),
+                    )),
+                    record_access: false,
+                },
             )
             .expect("show")
             .expect("exists")
@@ -390,11 +395,16 @@ fn a_dry_run_reports_what_the_real_run_does_and_writes_nothing() {
     assert_eq!(real.stopped, None);
     let new = fx
         .svc
-        .show_exact(
-            &cao_core::Key::parse_strict("new").expect("key"),
-            Scope::Project,
-            Some("proj-x"),
-            false,
+        .show(
+            &cao_core::TerminalContext::default(),
+            cao_memory::ShowRequest {
+                target: cao_memory::MemoryTarget::Exact(cao_core::MemoryRef::new(
+                    Scope::Project,
+                    Some("proj-x".to_owned()),
+                    cao_core::Key::parse_strict("new").expect("key"),
+                )),
+                record_access: false,
+            },
         )
         .expect("show")
         .expect("imported");
@@ -423,11 +433,16 @@ fn a_dry_run_reports_what_the_real_run_does_and_writes_nothing() {
     assert_eq!(again.report.replaced, 4, "kept, new, spoof and replaced exist now");
     let replaced = fx
         .svc
-        .show_exact(
-            &cao_core::Key::parse_strict("replaced").expect("key"),
-            Scope::Project,
-            Some("proj-x"),
-            false,
+        .show(
+            &cao_core::TerminalContext::default(),
+            cao_memory::ShowRequest {
+                target: cao_memory::MemoryTarget::Exact(cao_core::MemoryRef::new(
+                    Scope::Project,
+                    Some("proj-x".to_owned()),
+                    cao_core::Key::parse_strict("replaced").expect("key"),
+                )),
+                record_access: false,
+            },
         )
         .expect("show")
         .expect("exists");
@@ -501,8 +516,7 @@ fn prune_deletes_only_topics_no_longer_exported_and_only_in_a_bundle() {
     fx.svc
         .delete(
             &fx.ctx,
-            &cao_core::Key::parse_strict("beta").expect("key"),
-            Some(Scope::Global),
+            cao_memory::MemoryTarget::key(&cao_core::Key::parse_strict("beta").expect("key"), Some(Scope::Global)),
         )
         .expect("delete");
     let out = fx

@@ -68,7 +68,7 @@ proptest! {
             let topic = cao_store::StoredTopic::parse(&text).expect("parse");
             prop_assert_eq!(topic.current_content(), body.as_str());
             // index -> show
-            let m = svc.show(&c, &key, Some(Scope::Global)).expect("show").expect("present");
+            let m = svc.show(&c, cao_memory::ShowRequest::key(&key, Some(Scope::Global))).expect("show").expect("present");
             prop_assert_eq!(&m.content, body);
         }
         // file -> index rebuild: rebuilding from the files gives the same content.
@@ -82,7 +82,7 @@ proptest! {
         let report = svc.repair().expect("repair");
         prop_assert!(report.is_clean(), "{}", report);
         prop_assert_eq!(report.scanned, 1);
-        let m = svc.show(&c, &key, Some(Scope::Global)).expect("show").expect("present after repair");
+        let m = svc.show(&c, cao_memory::ShowRequest::key(&key, Some(Scope::Global))).expect("show").expect("present after repair");
         prop_assert_eq!(&m.content, &second);
         prop_assert_eq!(m.entry_count, 2);
     }

@@ -107,3 +107,82 @@ fn with_a_git_remote_a_recall_spawns_nothing_and_writes_nothing_when_no_access_i
         "git is asked once per process and cwd"
     );
 }
+
+/// The operator's and the journal's reads take no write transaction once the memories are written: list and show
+/// without access counting, explain, the journal's view and zoom, the containers overview and the inspector's reads
+/// (every write settles the journal's view in its own transaction, so reading it never catches it up).
+#[test]
+fn operator_and_journal_reads_take_no_write_transaction() {
+    use cao_memory::{ExplainRequest, JournalTarget, ListRequest, ShowRequest, ZoomRequest};
+    let fx = ServiceFixture::builder().project("proj-r").session("sess-r").open();
+    for (key, text) in [
+        ("build-commands", "cargo build --locked"),
+        ("deploy-steps", "deploy with blue-green releases"),
+        ("test-runner", "cargo nextest run"),
+    ] {
+        fx.store("project", key, text);
+    }
+    fx.store("global", "prefer-pytest", "pytest over unittest");
+    let target = JournalTarget::default();
+    let before = counters(&fx).0;
+
+    let listed = fx
+        .svc
+        .list(
+            &fx.ctx,
+            ListRequest {
+                record_access: false,
+                ..Default::default()
+            },
+        )
+        .expect("list");
+    assert_eq!(listed.len(), 4);
+    let key = cao_core::Key::parse_strict("deploy-steps").expect("key");
+    let shown = fx
+        .svc
+        .show(
+            &fx.ctx,
+            ShowRequest {
+                record_access: false,
+                ..ShowRequest::key(&key, None)
+            },
+        )
+        .expect("show");
+    assert!(shown.is_some());
+    fx.svc
+        .explain(
+            &fx.ctx,
+            ExplainRequest {
+                query: "cargo build".into(),
+                scope: None,
+                memory_type: None,
+                all: false,
+                limit: 10,
+            },
+        )
+        .expect("explain");
+    let view = fx.svc.view(&fx.ctx, &target).expect("view");
+    assert!(view.view.contains("deploy-steps"), "{}", view.view);
+    let zoomed = fx
+        .svc
+        .zoom(
+            &fx.ctx,
+            &ZoomRequest {
+                id: 0,
+                n: 1,
+                target: JournalTarget::default(),
+            },
+        )
+        .expect("zoom");
+    assert!(zoomed.entry.is_some());
+    fx.svc.containers().expect("containers");
+    let store = fx.svc.storage();
+    cao_journal::mechanism(&*store.write(), "proj-r", fx.svc.now()).expect("mechanism");
+    cao_journal::sessions(&*store.snapshot(), "proj-r").expect("sessions");
+
+    assert_eq!(
+        counters(&fx).0,
+        before,
+        "list, show, explain, view, zoom, the overview and the inspector's reads wrote nothing"
+    );
+}

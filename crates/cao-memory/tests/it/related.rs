@@ -289,7 +289,13 @@ fn the_context_block_shows_a_compiler_found_memory_as_related() {
     );
     let block = fx
         .svc
-        .context_block(&fx.ctx, ContextRequest { budget: Some(8000) })
+        .context_block(
+            &fx.ctx,
+            ContextRequest {
+                budget: Some(8000),
+                ..Default::default()
+            },
+        )
         .expect("block")
         .expect("non-empty");
     assert!(
@@ -307,6 +313,7 @@ fn dangling_related_keys(fx: &ServiceFixture) -> Vec<(String, String)> {
             cao_memory::LintRequest {
                 scope: Some(Scope::Project),
                 repo_root: Some(fx.root().to_path_buf()),
+                model: None,
             },
             &cao_memory::NoProgress,
         )
@@ -405,8 +412,7 @@ fn a_removed_memory_leaves_no_dangling_related_key_behind() {
     fx.svc
         .delete(
             &fx.ctx,
-            &Key::parse_strict("kafka-billing").expect("key"),
-            Some(Scope::Project),
+            cao_memory::MemoryTarget::key(&Key::parse_strict("kafka-billing").expect("key"), Some(Scope::Project)),
         )
         .expect("delete");
     assert_eq!(
@@ -420,8 +426,10 @@ fn a_removed_memory_leaves_no_dangling_related_key_behind() {
     fx.svc
         .purge(
             &fx.ctx,
-            &Key::parse_strict("kafka-partitions").expect("key"),
-            Some(Scope::Project),
+            cao_memory::MemoryTarget::key(
+                &Key::parse_strict("kafka-partitions").expect("key"),
+                Some(Scope::Project),
+            ),
         )
         .expect("purge");
     assert_eq!(

@@ -92,7 +92,8 @@ fn forgetting_a_memory_purges_its_edges_in_both_directions() {
 
     // delete (operator) and clear purge too.
     let key = cao_core::Key::parse_strict("a").expect("key");
-    svc.delete(&ctx, &key, Some(Scope::Project)).expect("delete");
+    svc.delete(&ctx, cao_memory::MemoryTarget::key(&key, Some(Scope::Project)))
+        .expect("delete");
     assert_eq!(edges(&rel), [triple("global", "b", "c")]);
     assert_eq!(svc.clear(&ctx, Scope::Global).expect("clear"), 3);
     assert!(edges(&rel).is_empty());

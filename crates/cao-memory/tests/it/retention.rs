@@ -275,8 +275,7 @@ fn every_change_writes_one_content_free_audit_line() {
     f.svc
         .delete(
             &operator,
-            &Key::parse_strict("glob-a").expect("key"),
-            Some(Scope::Global),
+            cao_memory::MemoryTarget::key(&Key::parse_strict("glob-a").expect("key"), Some(Scope::Global)),
         )
         .expect("delete");
     assert_eq!(f.svc.clear(&f.ctx, Scope::Session).expect("clear"), 1);

@@ -104,7 +104,8 @@ pub(crate) fn home(settings: Settings) -> ServiceFixture {
         }
     }
     fx.svc
-        .take_snapshot(&fx.ctx, &JournalTarget::default(), "sess-a")
+        .session(&fx.ctx, &JournalTarget::default(), "sess-a")
+        .take_snapshot()
         .expect("snapshot");
     tick();
     let session = TerminalContext {

@@ -152,7 +152,12 @@ fn delete_needs_two_presses_and_only_the_newest_entry() {
     );
     assert_eq!(state.loaded.mechanism.status.entries, entries + 1);
     let key = MemKey::parse_strict("short-late").unwrap();
-    assert!(fx.svc.show(&fx.ctx, &key, Some(Scope::Project)).unwrap().is_none());
+    assert!(
+        fx.svc
+            .show(&fx.ctx, cao_memory::ShowRequest::key(&key, Some(Scope::Project)))
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[test]

@@ -1,0 +1,343 @@
+//! Request and result shapes of the service. Requests carry raw strings so that every argument is validated in
+//! one place, before any I/O; results serialise to the payloads of spec/reference-facts.md "MCP payloads".
+
+use cao_core::{Key, MemoryRef, MemoryType, Scope};
+use cao_store::MemoryError;
+use cao_store::MemoryRow;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// Upper bound on content size in bytes (UTF-8). Larger content is rejected before any I/O. The reference has
+/// no limit; 64 KiB is far above a 1-2 sentence memory and keeps files, rows and injection blocks bounded.
+pub const MAX_CONTENT_BYTES: usize = cao_store::MAX_CONTENT_BYTES;
+
+/// Upper bound on the tag string in bytes after normalisation.
+pub const MAX_TAGS_BYTES: usize = 1024;
+
+/// Default and bounds of `limit` for recall (spec 000 "memory_recall": default 10, max 100).
+pub const DEFAULT_RECALL_LIMIT: i64 = 10;
+/// The largest accepted recall limit.
+pub const MAX_RECALL_LIMIT: i64 = 100;
+
+/// `memory_store` arguments (spec 000 "memory_store").
+#[derive(Debug, Clone, Default)]
+pub struct StoreRequest {
+    /// The memory text (markdown). Required, non-empty, at most [`MAX_CONTENT_BYTES`], no NUL bytes.
+    pub content: String,
+    /// Target scope; default `project`.
+    pub scope: Option<String>,
+    /// Type label; default `project`.
+    pub memory_type: Option<String>,
+    /// Key; sanitised with the service rule, or derived from the first six words of content when absent.
+    pub key: Option<String>,
+    /// Comma-separated tags; normalised.
+    pub tags: Option<String>,
+    /// The caller's own scope for the write-authorisation rule; default `global` (operator).
+    pub caller_scope: Option<String>,
+}
+
+pub use cao_core::{SearchMode, SortBy};
+
+/// `memory_recall` arguments (spec 000 "memory_recall").
+#[derive(Debug, Clone, Default)]
+pub struct RecallRequest {
+    /// Keyword query; blank means "no query".
+    pub query: Option<String>,
+    /// Restrict to one scope; otherwise every visible scope in precedence order.
+    pub scope: Option<String>,
+    /// Restrict to one memory type.
+    pub memory_type: Option<String>,
+    /// 1..=100, default 10.
+    pub limit: Option<i64>,
+    /// `metadata` | `bm25` | `hybrid` (default).
+    pub search_mode: Option<String>,
+    /// `recency` (default) | `score` | `usage` | `relevance`.
+    pub sort_by: Option<String>,
+    /// Append memories cross-referenced by the results (one level, after the primaries).
+    pub include_related: bool,
+    /// See every project, session and agent (operator `--all`), not only the caller's.
+    pub scan_all: bool,
+    /// Count an access for each returned primary row (at most once per 60 s per row). MCP recall: true.
+    pub record_access: bool,
+}
+
+/// `memory_forget` arguments.
+#[derive(Debug, Clone, Default)]
+pub struct ForgetRequest {
+    /// The key (service sanitising rule applies).
+    pub key: String,
+    /// The scope; default `project`.
+    pub scope: Option<String>,
+}
+
+/// Arguments of the operator listing (`cao memory list`). The default lists the current scopes, 100 rows, and
+/// counts an access for each (`record_access: true`, the reference behaviour).
+#[derive(Debug, Clone)]
+pub struct ListRequest {
+    /// Restrict to one scope.
+    pub scope: Option<Scope>,
+    /// Restrict to one type.
+    pub memory_type: Option<MemoryType>,
+    /// Every project, session and agent, not only the current ones.
+    pub all: bool,
+    /// Maximum rows; default 100 (`usize::MAX`: every row).
+    pub limit: Option<usize>,
+    /// Rows of the full order skipped before the first returned one (paging: the second page of 100 is
+    /// `offset: 100`); default 0.
+    pub offset: usize,
+    /// Count an access for each returned row; default true. Operator views pass
+    /// `!settings.non_accessing_inspection()` (spec 000 "Non-accessing operator inspection").
+    pub record_access: bool,
+    /// Keyset paging (the operator UI's next and previous pages): `limit` memories after this memory, or before it
+    /// with `before`, in the listing's order; `offset` is then ignored. A page costs what the first page costs,
+    /// however deep.
+    pub cursor: Option<cao_store::visibility::ListCursor>,
+}
+
+impl Default for ListRequest {
+    fn default() -> Self {
+        ListRequest {
+            scope: None,
+            memory_type: None,
+            all: false,
+            limit: None,
+            offset: 0,
+            record_access: true,
+            cursor: None,
+        }
+    }
+}
+
+/// One memory as the service returns it to operators (CLI, HTTP).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Memory {
+    /// The index row id.
+    pub id: String,
+    /// The key.
+    pub key: String,
+    /// Current content: the text of the newest entry.
+    pub content: String,
+    /// The type label.
+    pub memory_type: MemoryType,
+    /// The scope.
+    pub scope: Scope,
+    /// The scope id (`None` for global and federated).
+    pub scope_id: Option<String>,
+    /// Normalised tags csv.
+    pub tags: String,
+    /// Absolute path of the topic file.
+    pub file_path: String,
+    /// First entry's time; serialised `YYYY-MM-DDTHH:MM:SSZ` ([`cao_core::time::serde_ts`]).
+    #[serde(serialize_with = "cao_core::time::serde_ts")]
+    pub created_at: DateTime<Utc>,
+    /// Last write time; serialised `YYYY-MM-DDTHH:MM:SSZ`.
+    #[serde(serialize_with = "cao_core::time::serde_ts")]
+    pub updated_at: DateTime<Utc>,
+    /// Recall count (bumped at most once per 60 s).
+    pub access_count: i64,
+    /// Number of `## <ts>` entries in the file.
+    pub entry_count: i64,
+    /// True for entries added by `include_related` expansion.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub is_related: bool,
+    /// Transient lifecycle label (only with `memory.lifecycle.enabled`); serialised only when set and never written
+    /// to files or rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifecycle_status: Option<LifecycleStatus>,
+}
+
+/// The operator view of an index row (not related, no lifecycle label).
+pub fn row_to_memory(r: &MemoryRow) -> Memory {
+    Memory {
+        id: r.id.clone(),
+        key: r.key.to_string(),
+        content: r.content.clone(),
+        memory_type: r.memory_type,
+        scope: r.scope,
+        scope_id: r.scope_id.clone(),
+        tags: r.tags.clone(),
+        file_path: r.file_path.clone(),
+        created_at: r.created_at,
+        updated_at: r.updated_at,
+        access_count: r.access_count,
+        entry_count: r.entry_count,
+        is_related: false,
+        lifecycle_status: None,
+    }
+}
+
+/// A scope argument: `default` when absent. Errors: [`MemoryError::Invalid`] naming the valid scopes.
+pub fn parse_scope(s: Option<&str>, default: Scope) -> Result<Scope, MemoryError> {
+    match s {
+        None => Ok(default),
+        Some(v) => Ok(v.parse::<Scope>()?),
+    }
+}
+
+/// A transient lifecycle label of a recalled or listed memory (spec 000 "Supersedes lifecycle (opt-in)").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LifecycleStatus {
+    /// The memory is the target of an active same-scope `supersedes` edge.
+    Superseded,
+}
+
+impl LifecycleStatus {
+    /// The wire spelling (`superseded`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LifecycleStatus::Superseded => "superseded",
+        }
+    }
+}
+
+/// `memory_store` result: `{success, key, scope, scope_id, file_path, action}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoreResult {
+    /// Always true (failures are errors).
+    pub success: bool,
+    /// The final key.
+    pub key: String,
+    /// The scope written.
+    pub scope: Scope,
+    /// The resolved scope id.
+    pub scope_id: Option<String>,
+    /// Absolute path of the topic file.
+    pub file_path: String,
+    /// `created` for a new key, `updated` when an entry was appended.
+    pub action: &'static str,
+    /// The id of the entry this write appended to its container's journal (spec 001: "A receipt from either names
+    /// the number of the entry it appended"); `memory_zoom(id, 1)` reads it whole.
+    pub journal_entry: Option<u64>,
+    /// With `memory.decisions.duplicates = advise`, after a write that created a new key: existing memories of the
+    /// same scope the decision engine finds may cover the same topic (at most 3); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub possible_duplicates: Vec<PossibleDuplicate>,
+    /// The suggestion that goes with [`StoreResult::possible_duplicates`]: rewrite one of them instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_advice: Option<String>,
+}
+
+/// A memory a receipt names as possibly covering the same topic as the one just created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PossibleDuplicate {
+    /// Its key (same scope and scope id as the new memory).
+    pub key: String,
+    /// Its first line. Untrusted memory text.
+    pub first_line: String,
+}
+
+/// One recalled memory: `{key, content, memory_type, scope, tags, file_path, updated_at}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecalledMemory {
+    /// The key.
+    pub key: String,
+    /// Current content.
+    pub content: String,
+    /// The type label.
+    pub memory_type: MemoryType,
+    /// The scope.
+    pub scope: Scope,
+    /// Tags csv.
+    pub tags: String,
+    /// Absolute path of the topic file.
+    pub file_path: String,
+    /// `YYYY-MM-DDTHH:MM:SSZ`.
+    pub updated_at: String,
+    /// Transient `"superseded"` label, present only when set (lifecycle enabled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifecycle_status: Option<LifecycleStatus>,
+}
+
+impl From<&Memory> for RecalledMemory {
+    fn from(m: &Memory) -> Self {
+        Self {
+            key: m.key.clone(),
+            content: m.content.clone(),
+            memory_type: m.memory_type,
+            scope: m.scope,
+            tags: m.tags.clone(),
+            file_path: m.file_path.clone(),
+            updated_at: cao_core::time::format_ts(m.updated_at),
+            lifecycle_status: m.lifecycle_status,
+        }
+    }
+}
+
+/// `memory_recall` result: `{success, memories}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecallResult {
+    /// Always true (failures are errors).
+    pub success: bool,
+    /// Ranked primaries, then related extras.
+    pub memories: Vec<RecalledMemory>,
+}
+
+/// `memory_forget` result: `{success, deleted, key, scope, action}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ForgetResult {
+    /// Always true (failures are errors).
+    pub success: bool,
+    /// Whether a memory was removed.
+    pub deleted: bool,
+    /// The key as sanitised.
+    pub key: String,
+    /// The scope.
+    pub scope: Scope,
+    /// `deleted` or `absent` (the reference's word for "nothing to forget").
+    pub action: &'static str,
+    /// Absolute path of the (former) topic file.
+    pub path: String,
+    /// The id of the delete entry appended to the container's journal; `null` when there was nothing to delete.
+    pub journal_entry: Option<u64>,
+}
+
+pub use cao_store::visibility::ListCursor;
+pub use cao_store::{HealthStatus, NoProgress, Progress, RepairReport, StoreHealth};
+
+/// Which memory an operator call acts on (delete, purge, show).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryTarget {
+    /// By key, resolved by the call's own rule: for delete and purge, `key` in `scope` (default project) for the
+    /// caller's scope id; for show, the first memory named `key` in scope precedence order among every memory (all
+    /// projects, sessions and agents), only within `scope` when given.
+    Key {
+        /// The key.
+        key: Key,
+        /// The scope (`None`: the call's default).
+        scope: Option<Scope>,
+    },
+    /// Exactly this memory (operator views that name a scope id; the memory inspector, which acts on the memory of
+    /// the entry it shows, perhaps another session's or agent's).
+    Exact(MemoryRef),
+}
+
+impl MemoryTarget {
+    /// [`MemoryTarget::Key`] of `key` in `scope`.
+    pub fn key(key: &Key, scope: Option<Scope>) -> Self {
+        MemoryTarget::Key {
+            key: key.clone(),
+            scope,
+        }
+    }
+}
+
+/// Arguments of `MemoryService::show`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShowRequest {
+    /// The memory.
+    pub target: MemoryTarget,
+    /// Count an access (agent-facing reads do; operator views pass `!settings.non_accessing_inspection()`, spec 000
+    /// "Non-accessing operator inspection").
+    pub record_access: bool,
+}
+
+impl ShowRequest {
+    /// Show the first memory named `key` (in `scope` when given), counting an access.
+    pub fn key(key: &Key, scope: Option<Scope>) -> Self {
+        ShowRequest {
+            target: MemoryTarget::key(key, scope),
+            record_access: true,
+        }
+    }
+}
