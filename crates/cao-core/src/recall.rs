@@ -6,6 +6,8 @@
 use serde::Serialize;
 
 /// How recall finds candidates (spec 000 "memory_recall").
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
@@ -41,6 +43,8 @@ impl SearchMode {
 }
 
 /// How recall orders results (spec 000 "memory_recall").
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SortBy {
