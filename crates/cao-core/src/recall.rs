@@ -72,6 +72,16 @@ impl SortBy {
             )),
         }
     }
+
+    /// The wire name ([`SortBy::parse`] reads it back).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Recency => "recency",
+            Self::Score => "score",
+            Self::Usage => "usage",
+            Self::Relevance => "relevance",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -86,5 +96,8 @@ mod tests {
         }
         assert!(SearchMode::parse("Hybrid").is_err());
         assert!(SortBy::parse("relevance").is_ok() && SortBy::parse("best").is_err());
+        for s in [SortBy::Recency, SortBy::Score, SortBy::Usage, SortBy::Relevance] {
+            assert_eq!(SortBy::parse(s.as_str()), Ok(s));
+        }
     }
 }

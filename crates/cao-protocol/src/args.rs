@@ -216,11 +216,11 @@ pub struct StoreArgs {
     pub memory_type: Option<MemoryType>,
     /// Key, sanitised by the service; derived from the content when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::STORE_KEY))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::STORE_KEY))]
     pub key: Option<String>,
     /// Comma-separated tags; normalised by the service.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::STORE_TAGS))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::STORE_TAGS))]
     pub tags: Option<String>,
 }
 
@@ -237,7 +237,7 @@ impl ToolArgs for StoreArgs {
 pub struct RecallArgs {
     /// Keyword query; blank means "no query".
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::RECALL_QUERY))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::RECALL_QUERY))]
     pub query: Option<String>,
     /// Restrict to one scope; otherwise every visible scope in precedence order.
     #[serde(default, deserialize_with = "de::scope", skip_serializing_if = "Option::is_none")]
@@ -245,7 +245,7 @@ pub struct RecallArgs {
         feature = "schemars",
         schemars(
             with = "Option<String>",
-            extend("enum" = ["global", "project", "session", "agent", "federated", null]),
+            extend("default" = null, "enum" = ["global", "project", "session", "agent", "federated", null]),
             description = doc::RECALL_SCOPE
         )
     )]
@@ -260,7 +260,7 @@ pub struct RecallArgs {
         feature = "schemars",
         schemars(
             with = "Option<String>",
-            extend("enum" = ["project", "user", "feedback", "reference", null]),
+            extend("default" = null, "enum" = ["project", "user", "feedback", "reference", null]),
             description = doc::RECALL_TYPE
         )
     )]
@@ -444,7 +444,7 @@ pub struct ReadArgs {
         feature = "schemars",
         schemars(
             with = "Option<String>",
-            extend("enum" = ["global", "project", "session", "agent", "federated", null]),
+            extend("default" = null, "enum" = ["global", "project", "session", "agent", "federated", null]),
             description = doc::READ_SCOPE
         )
     )]
@@ -469,7 +469,7 @@ pub struct AdviseArgs {
     /// characters, the service's rule): the hook's `session_id`, or for `memory_advise` the caller's choice;
     /// default the caller's terminal id, else its session name, else `default`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::ADVISE_CONVERSATION))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::ADVISE_CONVERSATION))]
     pub conversation_id: Option<String>,
 }
 
@@ -496,7 +496,7 @@ pub struct ReportOutcomeArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "schemars",
-        schemars(with = "Option<i64>", range(min = 0, max = 100), description = doc::OUTCOME_SCORE)
+        schemars(with = "Option<i64>", extend("default" = null), range(min = 0, max = 100), description = doc::OUTCOME_SCORE)
     )]
     #[cfg_attr(
         feature = "utoipa",
@@ -505,15 +505,15 @@ pub struct ReportOutcomeArgs {
     pub score: Option<Value>,
     /// What was hard or wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::OUTCOME_FRICTION))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::OUTCOME_FRICTION))]
     pub friction_notes: Option<String>,
     /// Grouping label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::OUTCOME_WORKFLOW))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::OUTCOME_WORKFLOW))]
     pub workflow_name: Option<String>,
     /// The agent that did the work; default the caller's profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::OUTCOME_AGENT))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::OUTCOME_AGENT))]
     pub agent_profile: Option<String>,
 }
 
@@ -530,15 +530,15 @@ impl ToolArgs for ReportOutcomeArgs {
 pub struct ListOutcomesArgs {
     /// The session; for the tool, default the caller's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::LIST_SESSION))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::LIST_SESSION))]
     pub session_name: Option<String>,
     /// Only this agent profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::LIST_AGENT))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::LIST_AGENT))]
     pub agent_profile: Option<String>,
     /// Only this workflow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::LIST_WORKFLOW))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::LIST_WORKFLOW))]
     pub workflow_name: Option<String>,
     /// Most rows (clamped to 1..=200, default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -568,11 +568,11 @@ pub struct StoreLessonArgs {
     pub content: String,
     /// Key; derived from the content when absent (as `memory_store`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::LESSON_KEY))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::LESSON_KEY))]
     pub key: Option<String>,
     /// Comma-separated tags.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "schemars", schemars(description = doc::LESSON_TAGS))]
+    #[cfg_attr(feature = "schemars", schemars(extend("default" = null), description = doc::LESSON_TAGS))]
     pub tags: Option<String>,
 }
 
