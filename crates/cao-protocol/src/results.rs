@@ -8,6 +8,11 @@
 use cao_core::{MemoryType, Scope};
 use serde::{Deserialize, Serialize};
 
+/// A field that is one of a few fixed words (`created` / `updated`, `deleted` / `absent`, an entry's kind and
+/// status), as the service writes it. An alias rather than `&'static str` in the structs so that deserialising reads
+/// the word (checked against its set) instead of borrowing from the input.
+pub type FixedWord = &'static str;
+
 /// `memory_store` (and `store_lesson`) result: `{success, key, scope, scope_id, file_path, action, journal_entry}`,
 /// plus `possible_duplicates` and `duplicate_advice` when the decision engine names some.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,9 +30,10 @@ pub struct StoreResult {
     /// Absolute path of the topic file.
     pub file_path: String,
     /// `created` for a new key, `updated` when an entry was appended.
+    #[serde(deserialize_with = "de::store_action")]
     #[cfg_attr(feature = "schemars", schemars(with = "String", extend("enum" = ["created", "updated"])))]
     #[cfg_attr(feature = "utoipa", schema(value_type = String))]
-    pub action: String,
+    pub action: FixedWord,
     /// The id of the entry this write appended to its container's journal (spec 001: "A receipt from either names
     /// the number of the entry it appended"); `memory_zoom(id, 1)` reads it whole.
     pub journal_entry: Option<u64>,
@@ -120,9 +126,10 @@ pub struct ForgetResult {
     /// The scope.
     pub scope: Scope,
     /// `deleted`, or `absent` (the reference's word for "nothing to forget").
+    #[serde(deserialize_with = "de::forget_action")]
     #[cfg_attr(feature = "schemars", schemars(with = "String", extend("enum" = ["deleted", "absent"])))]
     #[cfg_attr(feature = "utoipa", schema(value_type = String))]
-    pub action: String,
+    pub action: FixedWord,
     /// Absolute path of the (former) topic file.
     pub path: String,
     /// The id of the delete entry appended to the container's journal; `null` when there was nothing to delete.
@@ -169,9 +176,10 @@ pub struct ZoomedEntry {
     /// `id+1`.
     pub address: String,
     /// `note` or `delete`.
+    #[serde(deserialize_with = "de::entry_kind")]
     #[cfg_attr(feature = "schemars", schemars(with = "String", extend("enum" = ["note", "delete"])))]
     #[cfg_attr(feature = "utoipa", schema(value_type = String))]
-    pub kind: String,
+    pub kind: FixedWord,
     /// The memory's name in the container (its key, or `<scope>/<scope_id>/<key>`).
     pub name: String,
     /// The memory's key.
@@ -183,12 +191,13 @@ pub struct ZoomedEntry {
     /// The memory's full text at this version (`""` for a delete or after a purge). Untrusted.
     pub text: String,
     /// `current`, `rewritten`, `deleted` or `purged`.
+    #[serde(deserialize_with = "de::entry_status")]
     #[cfg_attr(
         feature = "schemars",
         schemars(with = "String", extend("enum" = ["current", "rewritten", "deleted", "purged"]))
     )]
     #[cfg_attr(feature = "utoipa", schema(value_type = String))]
-    pub status: String,
+    pub status: FixedWord,
     /// The entry that replaced this version, if any.
     pub replaced_by: Option<u64>,
     /// When it was written, `YYYY-MM-DDTHH:MM:SSZ`.
@@ -388,4 +397,70 @@ pub struct OutcomeList {
     /// Present (true) only when learning is off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub disabled: bool,
+}
+
+/// Readers of the result fields that are one of a few fixed words (kept as [`FixedWord`]s by the service).
+mod de {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer};
+
+    /// The word of `allowed` the input spells; anything else is an error naming the words.
+    fn one_of<'de, D: Deserializer<'de>>(d: D, allowed: &[&'static str]) -> Result<&'static str, D::Error> {
+        let s = String::deserialize(d)?;
+        allowed
+            .iter()
+            .copied()
+            .find(|a| *a == s)
+            .ok_or_else(|| D::Error::custom(format!("unexpected {s:?}: expected one of {}", allowed.join(", "))))
+    }
+
+    /// `action` of a store receipt.
+    pub(super) fn store_action<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+        one_of(d, &["created", "updated"])
+    }
+
+    /// `action` of a forget receipt.
+    pub(super) fn forget_action<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+        one_of(d, &["deleted", "absent"])
+    }
+
+    /// `kind` of a journal entry.
+    pub(super) fn entry_kind<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+        one_of(d, &["note", "delete"])
+    }
+
+    /// `status` of a journal entry.
+    pub(super) fn entry_status<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+        one_of(d, &["current", "rewritten", "deleted", "purged"])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn receipts_read_back_their_fixed_words_and_refuse_others() {
+        let stored = json!({"success": true, "key": "k", "scope": "global", "scope_id": null, "file_path": "/f",
+                            "action": "created", "journal_entry": 3});
+        let r: StoreResult = serde_json::from_value(stored.clone()).expect("a receipt");
+        assert_eq!(
+            (r.action, r.journal_entry, r.possible_duplicates.len()),
+            ("created", Some(3), 0)
+        );
+        assert_eq!(
+            serde_json::to_value(&r).expect("json"),
+            stored,
+            "absent extras stay absent"
+        );
+        let mut odd = stored;
+        odd["action"] = json!("made");
+        let e = serde_json::from_value::<StoreResult>(odd).expect_err("not a store action");
+        assert!(e.to_string().contains("expected one of created, updated"), "{e}");
+        let f: ForgetResult = serde_json::from_value(json!({"success": true, "deleted": false, "key": "k",
+            "scope": "project", "action": "absent", "path": "/p", "journal_entry": null}))
+        .expect("a forget receipt");
+        assert_eq!((f.action, f.scope), ("absent", Scope::Project));
+    }
 }
