@@ -563,6 +563,21 @@ impl Store {
         self.inner.backend.topic(memory)
     }
 
+    /// A memory's content exactly as stored (its topic text), `None` when there is none ([`Backend::topic_text`]).
+    ///
+    /// Errors: I/O and backend errors.
+    pub fn topic_text(&self, memory: &MemoryRef) -> Result<Option<String>, MemoryError> {
+        self.inner.backend.topic_text(memory)
+    }
+
+    /// Store a memory copied from another store as it was there ([`Backend::put_copied`]); `false` when it already
+    /// was.
+    ///
+    /// Errors: an unparsable or mismatched topic text (nothing written); those of [`Store::put_then`].
+    pub fn put_copied(&self, row: &MemoryRow, topic: &str) -> Result<bool, MemoryError> {
+        self.inner.backend.put_copied(row, topic)
+    }
+
     /// Where a memory's content is, as shown in payloads (`file_path`) and to people.
     ///
     /// Errors: an identity no content can belong to.

@@ -596,6 +596,32 @@ impl Backend for Postgres {
         }
     }
 
+    fn topic_text(&self, memory: &MemoryRef) -> Result<Option<String>, MemoryError> {
+        locator_of(memory)?;
+        Ok(self
+            .tables
+            .read(|s| rows::topic_text(s, memory.scope, memory.scope_id(), &memory.key))?)
+    }
+
+    fn put_copied(&self, row: &MemoryRow, topic: &str) -> Result<bool, MemoryError> {
+        crate::backend::check_copied(row, topic)?;
+        let mut want = row.clone();
+        want.file_path = locator_of(&row.memory_ref())?.to_string_lossy().into_owned();
+        want.source_kind = SourceKind::Native;
+        want.file_stamp = None;
+        self.tables.write(|sql| {
+            let (scope, scope_id, key) = (want.scope, want.scope_id.as_deref(), &want.key);
+            let same = rows::topic_text(sql, scope, scope_id, key)?.as_deref() == Some(topic)
+                && rows::get(sql, scope, scope_id, key)?
+                    .is_some_and(|p| p.updated_at == want.updated_at && p.content == want.content);
+            if same {
+                return Ok::<_, MemoryError>(false);
+            }
+            rows::upsert_in(sql, &want, topic)?;
+            Ok(true)
+        })
+    }
+
     fn locator(&self, memory: &MemoryRef) -> Result<PathBuf, MemoryError> {
         locator_of(memory)
     }
