@@ -27,6 +27,7 @@ mod lint_heal;
 mod okf;
 mod okf_roundtrip;
 mod postgres;
+mod postgres_purge;
 mod properties;
 mod provider_files;
 mod read_path;
