@@ -18,8 +18,8 @@ pub(crate) enum StoreCommand {
     /// summary lines and snapshots) from one home or PostgreSQL database into another.
     ///
     /// Idempotent: what the target already holds as the source has it is left alone, so an interrupted copy is
-    /// completed by running it again. Not copied: embedding vectors (run `cao memory embed` on the target), journal
-    /// leases, the recall-advice cache and the audit log. --dry-run counts what would be written.
+    /// completed by running it again. The audit log goes along. Not copied: embedding vectors (run `cao memory
+    /// embed` on the target), journal leases and the recall-advice cache. --dry-run counts what would be written.
     Copy(CopyArgs),
 }
 
@@ -127,7 +127,7 @@ fn run_copy(args: CopyArgs, out: &mut dyn Write) -> Result<(), CliError> {
 fn render(report: &CopyReport, from: &str, to: &str) -> String {
     let verb = if report.dry_run { "would copy" } else { "copied" };
     let mut s = format!("{} {from} -> {to}\n", if report.dry_run { "dry run:" } else { "copy:" });
-    let rows: [(&str, &CopyCount); 9] = [
+    let rows: [(&str, &CopyCount); 10] = [
         ("memories", &report.memories),
         ("relationships", &report.relationships),
         ("outcomes", &report.outcomes),
@@ -137,6 +137,7 @@ fn render(report: &CopyReport, from: &str, to: &str) -> String {
         ("journal entries", &report.journal_entries),
         ("summary lines", &report.summary_lines),
         ("snapshots", &report.snapshots),
+        ("audit lines", &report.audit_lines),
     ];
     for (name, c) in rows {
         s.push_str(&format!(

@@ -14,8 +14,12 @@
 //!    **terminals** (those named by a memory, an outcome or a journal entry) and **project aliases** (those of the
 //!    projects holding memories; recorded with the copy's time).
 //!
-//! Not copied: dense vectors (`cao memory embed` computes them on the target), leases, the recall-advice cache of
-//! the last 30 days, and the audit log.
+//! 4. **The audit log**, day by day (the daily files of a home, the table of a database): a day the target has no
+//!    line of gets the source's lines; a day it holds exactly is unchanged; a day that differs is skipped with a
+//!    warning, never merged.
+//!
+//! Not copied: dense vectors (`cao memory embed` computes them on the target), leases and the recall-advice cache
+//! of the last 30 days.
 //!
 //! Idempotent: a record the target already holds as the source has it is counted `unchanged` and not written; a
 //! journal is copied only into a target with no entries for that container (one holding the same number of
@@ -79,6 +83,8 @@ pub struct CopyReport {
     pub summary_lines: CopyCount,
     /// Session snapshots of the journals.
     pub snapshots: CopyCount,
+    /// Audit log lines (by UTC day).
+    pub audit_lines: CopyCount,
 }
 
 /// Everything one container's journal holds that a copy moves.
@@ -111,6 +117,7 @@ pub fn copy(from: &Store, to: &Store, dry_run: bool, progress: &dyn Progress) ->
         journal_entries: none,
         summary_lines: none,
         snapshots: none,
+        audit_lines: none,
     };
     let mut terminals: BTreeSet<String> = BTreeSet::new();
     copy_journals(from, to, dry_run, progress, &mut report, &mut terminals)?;
@@ -120,6 +127,7 @@ pub fn copy(from: &Store, to: &Store, dry_run: bool, progress: &dyn Progress) ->
     copy_outcomes(from, to, dry_run, progress, &mut report, &mut terminals)?;
     copy_terminals(from, to, dry_run, progress, &mut report, &terminals)?;
     copy_aliases(from, to, dry_run, &rows, &mut report)?;
+    copy_audit(from, to, dry_run, &mut report)?;
     Ok(report)
 }
 
@@ -454,6 +462,46 @@ fn copy_aliases(
                 to.record_alias(project, &alias.alias);
             }
             report.aliases.copied += 1;
+        }
+    }
+    Ok(())
+}
+
+fn copy_audit(from: &Store, to: &Store, dry_run: bool, report: &mut CopyReport) -> Result<(), MemoryError> {
+    let io = |e: std::io::Error| MemoryError::Io {
+        context: "reading the audit log".into(),
+        source: e,
+    };
+    let source = cao_store::audit::log_of(from).days().map_err(io)?;
+    let target_log = cao_store::audit::log_of(to);
+    let there: std::collections::HashMap<String, Vec<String>> = target_log.days().map_err(io)?.into_iter().collect();
+    for (day, lines) in source {
+        let n = lines.len() as u64;
+        report.audit_lines.source += n;
+        match there.get(&day) {
+            Some(t) if *t == lines => report.audit_lines.unchanged += n,
+            Some(t) if !t.is_empty() => {
+                tracing::warn!(
+                    day,
+                    "the target's audit log of this day holds other lines; it is left as it is"
+                );
+                report.audit_lines.skipped += n;
+            }
+            _ => {
+                if !dry_run {
+                    let at = chrono::NaiveDate::parse_from_str(&day, "%Y-%m-%d")
+                        .map_err(|e| MemoryError::Invalid(format!("audit log day {day:?}: {e}")))?
+                        .and_time(chrono::NaiveTime::MIN)
+                        .and_utc();
+                    for line in &lines {
+                        target_log.append_line(at, line).map_err(|e| MemoryError::Io {
+                            context: "writing the audit log".into(),
+                            source: e,
+                        })?;
+                    }
+                }
+                report.audit_lines.copied += n;
+            }
         }
     }
     Ok(())

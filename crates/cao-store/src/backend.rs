@@ -309,6 +309,11 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Write transactions begun by this process on this backend (diagnostics and tests: reads that need no write
     /// add nothing).
     fn write_transactions(&self) -> u64;
+    /// The table the audit log goes to when the backend keeps it (a shared database: every replica writes and
+    /// reads one log); `None` = the daily files under the home.
+    fn audit_table(&self) -> Option<std::sync::Arc<dyn crate::audit::AuditTable>> {
+        None
+    }
     /// The files holding the content, for the maintenance that judges them (lint's orphan pages, heal); `None` for
     /// a backend whose content is not in files.
     fn files(&self) -> Option<&dyn ContentFiles>;

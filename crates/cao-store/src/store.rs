@@ -600,6 +600,11 @@ impl Store {
         self.inner.backend.container_exists(container)
     }
 
+    /// The table the audit log goes to, when the backend keeps one ([`crate::audit::log_of`]).
+    pub fn audit_table(&self) -> Option<Arc<dyn crate::audit::AuditTable>> {
+        self.inner.backend.audit_table()
+    }
+
     /// The files holding the content, for the maintenance that judges them; `None` when the backend keeps none.
     pub fn files(&self) -> Option<&dyn ContentFiles> {
         self.inner.backend.files()

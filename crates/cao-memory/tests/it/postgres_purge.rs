@@ -101,3 +101,73 @@ fn after_a_purge_no_row_of_any_table_holds_the_text_and_the_tables_were_vacuumed
         .expect("list");
     assert_eq!(left.len(), 40);
 }
+
+/// The audit lines of the database's log, oldest first.
+fn audit_lines(db: &TestDatabase) -> Vec<String> {
+    db.client()
+        .query("SELECT line FROM cao_audit_log ORDER BY seq", &[])
+        .expect("audit lines")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+#[test]
+fn replicas_write_one_audit_log_in_the_database_and_purge_scrubs_it() {
+    let Some(db) = TestDatabase::create() else { return };
+    let open = || {
+        ServiceFixture::builder()
+            .at(utc(2026, 5, 1, 8, 0, 0))
+            .project("proj-audit")
+            .database(db.url.clone())
+            .open()
+    };
+    let (one, two) = (open(), open());
+    one.store("project", "alpha", "first replica's memory");
+    two.store("project", "beta", "second replica's memory");
+    let lines = audit_lines(&db);
+    for key in ["alpha", "beta"] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains(&format!("\"key\":\"{key}\"")) && l.contains("\"event\":\"store\"")),
+            "{key} missing from the shared log: {lines:?}"
+        );
+    }
+    for fx in [&one, &two] {
+        assert!(
+            !fx.root().join("memory/logs").exists(),
+            "a replica wrote audit files under its home"
+        );
+    }
+    // A line carrying the memory's text (as heal and compact lines do), then a purge through the other replica.
+    let heal = format!(
+        "{{\"ts\":\"2026-05-01T08:00:00.000Z\",\"event\":\"heal\",\"key\":\"alpha\",\"scope\":\"project\",\
+         \"scope_id\":\"proj-audit\",\"actor\":\"operator\",\"outcome\":\"applied\",\"issue_type\":\"stale_claim\",\
+         \"claim\":\"{SECRET}\",\"removed\":\"text with {SECRET}\"}}\n"
+    );
+    cao_store::audit::log_of(one.svc.storage())
+        .append_line(utc(2026, 5, 1, 8, 0, 0), &heal)
+        .expect("append");
+    assert!(audit_lines(&db).iter().any(|l| l.contains(SECRET)));
+    let key = Key::parse_strict("alpha").expect("key");
+    let r = two
+        .svc
+        .purge(&two.ctx, cao_memory::MemoryTarget::key(&key, Some(Scope::Project)))
+        .expect("purge");
+    assert_eq!(r.audit_lines_scrubbed, 1, "{r:?}");
+    let after = audit_lines(&db);
+    assert!(
+        after
+            .iter()
+            .any(|l| l.contains("\"event\":\"purge\"") && l.contains("\"key\":\"alpha\"")),
+        "the purge is audited in the shared log: {after:?}"
+    );
+    assert!(
+        after
+            .iter()
+            .any(|l| l.contains("\"event\":\"heal\"") && l.contains("\"removed\":\"[purged]\"")),
+        "{after:?}"
+    );
+    assert_eq!(db.tables_holding(SECRET), Vec::<(String, i64)>::new());
+}
