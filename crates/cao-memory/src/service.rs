@@ -365,6 +365,20 @@ impl MemoryService {
         }
     }
 
+    /// Copy this service's whole store into `to`'s (`cao store copy`; see `cao_maint::copy`): memories with every
+    /// entry, edges, outcomes, terminals, aliases, journals with their summary lines and snapshots. Idempotent;
+    /// with `dry_run` nothing is written and the report counts what would be.
+    ///
+    /// Errors: a read of either store or a write to `to` failed (running the copy again completes it).
+    pub fn copy_store(
+        &self,
+        to: &MemoryService,
+        dry_run: bool,
+        progress: &dyn Progress,
+    ) -> Result<cao_maint::copy::CopyReport, MemoryError> {
+        cao_maint::copy::copy(&self.store, &to.store, dry_run, progress)
+    }
+
     /// Store a vector of the configured embedding model (`memory.embeddings.model_dir`) for every memory lacking
     /// one (`cao memory embed`; see the `backfill` module), reporting progress per memory.
     ///

@@ -31,3 +31,4 @@ mod memory_cli;
 mod reference_home;
 mod relationships_cli;
 mod setup_cli;
+mod store_copy_cli;

@@ -46,6 +46,7 @@
 //! Relationship purges, audit lines and every read-side rule (visibility, ranking, eligibility) belong to the
 //! features; the journal's rules are run through [`JournalRules`].
 
+mod copy;
 mod tables;
 
 use crate::backend::{
@@ -1486,6 +1487,14 @@ impl Backend for Embedded {
             Err(cao_wiki::WikiError::Corrupt { reason }) => Err(MemoryError::Corrupt { path, reason }),
             Err(e) => Err(e.into()),
         }
+    }
+
+    fn topic_text(&self, memory: &MemoryRef) -> Result<Option<String>, MemoryError> {
+        self.copy_read(memory)
+    }
+
+    fn put_copied(&self, row: &MemoryRow, topic: &str) -> Result<bool, MemoryError> {
+        self.copy_write(row, topic)
     }
 
     fn locator(&self, memory: &MemoryRef) -> Result<PathBuf, MemoryError> {
