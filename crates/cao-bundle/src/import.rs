@@ -8,7 +8,7 @@
 //!    extracted, a bundle over a limit refused whole), streaming: a first pass lists its paths and the declared
 //!    sizes of its topic files without their bytes; the next pass reads the topic files again and hands each on
 //!    as soon as it is read (steps 3-5 for a group at a time), in plan order: only the files of a window of
-//!    [`STREAM_BUFFER_BYTES`] from the next one to hand on are read, a file read ahead of its turn waiting for it,
+//!    `STREAM_BUFFER_BYTES` (32 MiB) from the next one to hand on are read, a file read ahead of its turn waiting for it,
 //!    and a file the stream passed outside the window is read by another pass. The import holds a bounded amount
 //!    of text whatever the bundle; one exported by `cao memory export` (in path order) is read twice in all. The
 //!    result is the same as planning the whole bundle at once.

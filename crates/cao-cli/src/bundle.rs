@@ -347,7 +347,7 @@ mod tests {
         full.extend_from_slice(argv);
         match Cli::try_parse_from(&full).expect("parses").command {
             Command::Memory(m) => m,
-            Command::Config(_) | Command::Agents(_) | Command::Models(_) | Command::Setup(_) => {
+            Command::Config(_) | Command::Agents(_) | Command::Models(_) | Command::Setup(_) | Command::Store(_) => {
                 panic!("not a memory command")
             }
         }

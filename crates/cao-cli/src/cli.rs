@@ -51,6 +51,9 @@ pub(crate) enum Command {
     /// Local embedding models for hybrid dense recall: install, list.
     #[command(subcommand)]
     Models(crate::models::ModelsCommand),
+    /// The store as a whole: copy it between a home and a PostgreSQL database.
+    #[command(subcommand)]
+    Store(crate::store::StoreCommand),
     /// Wire an agent CLI (Claude Code, Codex, Kiro) to cao in its own config files.
     ///
     /// Writes the MCP server entry cao-memory and the session hooks (Kiro: the steering file) into the agent's

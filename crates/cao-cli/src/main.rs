@@ -6,7 +6,7 @@
 //! | inject | cleanup | export | import | lint | heal | compact | view | inspect | purge | outcomes | promote` (see
 //! `cao memory --help`), `cao config get | set | unset | list` (see `cao config --help`) and `cao agents list | show |
 //! install | skill` (see `cao agents --help`), `cao setup <claude-code|codex|kiro>` (wire an agent CLI's config; see
-//! `cao setup --help`).
+//! `cao setup --help`), `cao store copy` (a whole store between a home and a PostgreSQL database).
 //!
 //! Invariants:
 //! - Exit codes: 0 success, 1 failure (one `error:` line on stderr, sometimes a `hint:` line), 2 usage error
@@ -35,6 +35,7 @@ mod progress;
 mod relationships;
 mod remote;
 mod setup;
+mod store;
 mod vault;
 
 use clap::Parser;
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
         Command::Agents(cmd) => agents::run(cmd, &mut stdout),
         Command::Models(cmd) => models::run(cmd, &mut stdout),
         Command::Setup(args) => setup::run(args, &mut stdout),
+        Command::Store(cmd) => store::run(cmd, &mut stdout),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,6 +6,8 @@
 use serde::Serialize;
 
 /// How recall finds candidates (spec 000 "memory_recall").
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
@@ -41,6 +43,8 @@ impl SearchMode {
 }
 
 /// How recall orders results (spec 000 "memory_recall").
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SortBy {
@@ -68,6 +72,16 @@ impl SortBy {
             )),
         }
     }
+
+    /// The wire name ([`SortBy::parse`] reads it back).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Recency => "recency",
+            Self::Score => "score",
+            Self::Usage => "usage",
+            Self::Relevance => "relevance",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -82,5 +96,8 @@ mod tests {
         }
         assert!(SearchMode::parse("Hybrid").is_err());
         assert!(SortBy::parse("relevance").is_ok() && SortBy::parse("best").is_err());
+        for s in [SortBy::Recency, SortBy::Score, SortBy::Usage, SortBy::Relevance] {
+            assert_eq!(SortBy::parse(s.as_str()), Ok(s));
+        }
     }
 }

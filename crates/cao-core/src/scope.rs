@@ -8,6 +8,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Where a memory is stored and who can read it back.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
@@ -110,6 +112,8 @@ pub fn scope_write_allowed(caller: &str, target: &str) -> bool {
 }
 
 /// The classification label of a memory. Orthogonal to [`Scope`]: it never changes where a memory lands.
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MemoryType {

@@ -60,7 +60,7 @@ pub struct LessonView {
 
 /// Every agent with a profile, outcomes or lessons, by name (see the module documentation).
 ///
-/// Errors: [`MemoryError::LearningDisabled`]; [`MemoryError::Learn`] when an agent directory cannot be listed;
+/// Errors: [`MemoryError::LearningDisabled`]; [`MemoryError::Io`] when an agent directory cannot be listed;
 /// index errors.
 pub fn agents(store: &Store, settings: &Settings) -> Result<Vec<AgentSummary>, MemoryError> {
     if !settings.learning_enabled() {
@@ -109,7 +109,7 @@ pub fn agents(store: &Store, settings: &Settings) -> Result<Vec<AgentSummary>, M
 /// `limit` lessons of `agent` from `offset`, most recalled first (then newest), each with the gate's verdict at
 /// `min_recalls`, and whether more follow. Counts no access.
 ///
-/// Errors: [`MemoryError::LearningDisabled`]; [`MemoryError::Learn`] for an invalid agent name; index errors.
+/// Errors: [`MemoryError::LearningDisabled`]; [`MemoryError::Invalid`] for an invalid agent name; index errors.
 pub fn lessons(
     store: &Store,
     settings: &Settings,

@@ -44,7 +44,7 @@ impl LessonWriter {
 /// The writer of the current version of the memory `(scope, scope_id, key)`: its newest journal entry's writer,
 /// completed with the registered profile of its terminal. `None` when the journal holds no entry of it.
 ///
-/// Errors: [`MemoryError::Index`].
+/// Errors: [`MemoryError::Store`].
 pub fn current_writer(
     store: &Store,
     scope: Scope,

@@ -39,7 +39,7 @@ pub struct LessonRequest {
 
 /// Store a lesson (rules in the module documentation). Returns the `memory_store` result of the write.
 ///
-/// Errors: [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`], [`MemoryError::Learn`] (profile name),
+/// Errors: [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`] (also for the profile name),
 /// [`MemoryError::Secret`], [`MemoryError::CallerUnresolved`], [`MemoryError::CapabilityRequired`], and those
 /// of a store.
 pub fn store_lesson(

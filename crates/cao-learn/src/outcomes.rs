@@ -118,7 +118,7 @@ pub struct OutcomeList {
 
 /// Record an outcome with every field explicit (the operator's way in). Learning must be on.
 ///
-/// Errors: [`MemoryError::LearningDisabled`] (before validation); [`MemoryError::Learn`] with the field rule that
+/// Errors: [`MemoryError::LearningDisabled`] (before validation); [`MemoryError::Invalid`] with the field rule that
 /// failed; index errors.
 pub fn record(store: &Store, settings: &Settings, draft: &OutcomeDraft) -> Result<Outcome, MemoryError> {
     if !settings.learning_enabled() {

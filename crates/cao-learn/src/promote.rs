@@ -184,8 +184,8 @@ impl PromotionReport {
 
 /// Plan, and with `req.apply` write, a promotion (steps in the module documentation).
 ///
-/// Errors: [`MemoryError::Learn`] (agent or key names, an unreadable or invalid profile, a failed write: nothing
-/// written), [`MemoryError::PlanChanged`] (nothing written), [`MemoryError::PromotionDisabled`],
+/// Errors: [`MemoryError::Invalid`] (agent or key names), [`MemoryError::InvalidProfile`] (an unreadable or invalid
+/// profile), [`MemoryError::Io`] (a failed write; nothing written), [`MemoryError::PlanChanged`] (nothing written), [`MemoryError::PromotionDisabled`],
 /// [`MemoryError::ProfileNotFound`], [`MemoryError::ProfileRefused`],
 /// I/O and index errors.
 pub fn promote(store: &Store, settings: &Settings, req: &PromoteRequest) -> Result<PromotionReport, MemoryError> {
@@ -347,7 +347,7 @@ pub fn judge(row: &MemoryRow, min_recalls: u32) -> Result<String, Ineligible> {
 
 /// The profile file promotion edits (step 2 of the module documentation).
 ///
-/// Errors: [`MemoryError::ProfileNotFound`], [`MemoryError::ProfileRefused`], [`MemoryError::Learn`] (name).
+/// Errors: [`MemoryError::ProfileNotFound`], [`MemoryError::ProfileRefused`], [`MemoryError::Invalid`] (name).
 fn resolve_profile(agent: &str, given: Option<&Path>, dirs: &[PathBuf]) -> Result<PathBuf, MemoryError> {
     let refused = || {
         MemoryError::ProfileRefused(format!(

@@ -11,7 +11,7 @@
 //!
 //! Invariants: the search is case-sensitive and not word-bounded (as `rg -F`); binary files (a NUL byte) are
 //! skipped; symbolic links are not followed; unreadable files are skipped; the search ends by `deadline` (checked
-//! between files and every [`DEADLINE_CHECK_LINES`] matching lines) and then says it is incomplete, so a symbol it
+//! between files and every `DEADLINE_CHECK_LINES` (256) matching lines) and then says it is incomplete, so a symbol it
 //! did not reach is never reported as missing.
 
 use aho_corasick::{AhoCorasick, MatchKind};

@@ -9,7 +9,8 @@
 //! - [`compact`]: model-written consolidated articles accepted under the compiler's rules ([`compact_rules`],
 //!   pure), and [`auto_compact`], the worker of automatic compaction;
 //! - [`retention`]: the cleanup of expired memories (the rules are `cao_core::retention`'s);
-//! - [`backfill`]: embedding the memories that have no vector (`cao memory embed`).
+//! - [`backfill`]: embedding the memories that have no vector (`cao memory embed`);
+//! - [`copy`]: `cao store copy`, a whole store moved to another backend through the store interface.
 //!
 //! Invariants:
 //! - Lint reads and writes nothing but its report (the pickup of outside edits aside).
@@ -26,6 +27,7 @@ pub mod backfill;
 pub mod code_search;
 pub mod compact;
 pub mod compact_rules;
+pub mod copy;
 pub mod heal;
 pub mod lint;
 pub mod lint_claims;

@@ -52,7 +52,6 @@ mod error;
 mod flush;
 mod handle;
 mod handlers;
-mod params;
 mod session;
 mod stdio;
 mod summarizer;
@@ -68,10 +67,6 @@ pub use error::disabled_payload;
 pub use flush::{DEFAULT_FLUSH_INTERVAL, FlushSignal, flush_once, run_index_flusher};
 pub use handle::ServiceHandle;
 pub use handlers::ToolHandler;
-pub use params::{
-    AdviseParams, ForgetParams, ListOutcomesParams, ReadParams, RecallParams, ReportOutcomeParams, SearchParams,
-    StoreLessonParams, StoreParams, ViewParams, ZoomParams,
-};
 pub use session::{ENV_NO_VIEW, OwnSession, SessionStart};
 pub use stdio::{MAX_LINE_BYTES, StdioRelay, relay_transport, stdio_transport};
 pub use summarizer::{IDLE_PAUSE, run_summarizer};

@@ -105,8 +105,7 @@ impl MemoryTools {
     }
 
     /// The tool definitions, one per [`Tool`] in [`Tool::ALL`] order, each from its handler (input schemas
-    /// generated from [`StoreParams`](crate::StoreParams), [`RecallParams`](crate::RecallParams) and
-    /// [`ForgetParams`](crate::ForgetParams)).
+    /// generated from the protocol's argument types, [`cao_protocol::StoreArgs`] and the others).
     pub fn tools() -> Vec<rmcp::model::Tool> {
         Tool::ALL.iter().map(|&t| handler(t).definition()).collect()
     }

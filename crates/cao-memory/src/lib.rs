@@ -47,6 +47,7 @@ pub use cao_maint::backfill::{EMBED_SCHEMA, EmbedReport};
 pub use cao_maint::compact::{
     COMPACT_SCHEMA, CompactCounts, CompactReport, CompactRequest, CompactStatus, CompactedTopic, render_compact_text,
 };
+pub use cao_maint::copy::{COPY_SCHEMA, CopyCount, CopyReport};
 pub use cao_maint::heal::{
     ActionStatus, HEAL_SCHEMA, HealAction, HealActionKind, HealCounts, HealReport, HealRequest, WithoutAction,
 };

@@ -365,6 +365,20 @@ impl MemoryService {
         }
     }
 
+    /// Copy this service's whole store into `to`'s (`cao store copy`; see `cao_maint::copy`): memories with every
+    /// entry, edges, outcomes, terminals, aliases, journals with their summary lines and snapshots. Idempotent;
+    /// with `dry_run` nothing is written and the report counts what would be.
+    ///
+    /// Errors: a read of either store or a write to `to` failed (running the copy again completes it).
+    pub fn copy_store(
+        &self,
+        to: &MemoryService,
+        dry_run: bool,
+        progress: &dyn Progress,
+    ) -> Result<cao_maint::copy::CopyReport, MemoryError> {
+        cao_maint::copy::copy(&self.store, &to.store, dry_run, progress)
+    }
+
     /// Store a vector of the configured embedding model (`memory.embeddings.model_dir`) for every memory lacking
     /// one (`cao memory embed`; see the `backfill` module), reporting progress per memory.
     ///
@@ -578,7 +592,7 @@ impl MemoryService {
     /// `outcomes` module for the rules.
     ///
     /// Errors (in this order): [`MemoryError::Disabled`]; [`MemoryError::LearningDisabled`] before any argument
-    /// is looked at; [`MemoryError::CallerUnresolved`] (no session); [`MemoryError::Learn`] (a field rule); index
+    /// is looked at; [`MemoryError::CallerUnresolved`] (no session); [`MemoryError::Invalid`] (a field rule); index
     /// errors.
     pub fn report_outcome(
         &self,
@@ -591,7 +605,7 @@ impl MemoryService {
 
     /// Record an outcome with every field explicit (operators: `POST /outcomes`).
     ///
-    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Learn`], index errors.
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`] (a rule of the learning loop), index errors.
     pub fn record_outcome(&self, draft: &OutcomeDraft) -> Result<Outcome, MemoryError> {
         let settings = self.ensure_enabled()?;
         outcomes::record(&self.store, &settings, draft)
@@ -620,8 +634,8 @@ impl MemoryService {
     /// retrospector agent"): the caller is resolved from its terminal record only, and another agent's scope
     /// needs the `store_lesson` capability in the caller's profile. See the `lessons` module for the rules.
     ///
-    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`],
-    /// [`MemoryError::Learn`], [`MemoryError::Secret`], [`MemoryError::CallerUnresolved`],
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`]
+    /// (a rule of the learning loop), [`MemoryError::Secret`], [`MemoryError::CallerUnresolved`],
     /// [`MemoryError::CapabilityRequired`], and those of `MemoryService::store`.
     pub fn store_lesson(&self, ctx: &TerminalContext, req: LessonRequest) -> Result<StoreResult, MemoryError> {
         let settings = self.ensure_enabled()?;
@@ -631,7 +645,7 @@ impl MemoryService {
     /// The learning overview (the operator UI): every agent with a profile, outcomes or lessons, with its outcome,
     /// success and lesson counts. See the `learning` module.
     ///
-    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Learn`] (an agent
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`] (an agent
     /// directory cannot be listed), index errors.
     pub fn learning_agents(&self) -> Result<Vec<AgentSummary>, MemoryError> {
         let settings = self.ensure_enabled()?;
@@ -642,7 +656,7 @@ impl MemoryService {
     /// promotion gate's verdict at `min_recalls` (the rule of `MemoryService::promote`), and whether more follow.
     /// Counts no access.
     ///
-    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Learn`] (agent name),
+    /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`] (agent name),
     /// index errors.
     pub fn agent_lessons(
         &self,
@@ -660,7 +674,7 @@ impl MemoryService {
     /// is always allowed; `apply` needs `memory.instruction_promotion_enabled`. See the `promote` module.
     ///
     /// Errors: [`MemoryError::Disabled`], [`MemoryError::PromotionDisabled`], [`MemoryError::ProfileNotFound`],
-    /// [`MemoryError::ProfileRefused`], [`MemoryError::Learn`], I/O and index errors.
+    /// [`MemoryError::ProfileRefused`], [`MemoryError::Invalid`] (a rule of the learning loop), I/O and index errors.
     pub fn promote(&self, req: &PromoteRequest) -> Result<PromotionReport, MemoryError> {
         let settings = self.ensure_enabled()?;
         promote::promote(&self.store, &settings, req)

@@ -34,7 +34,7 @@
 //! - No line at all: no block (`None`). Otherwise `<cao-memory>\n## Context from CAO Memory\n<lines joined by
 //!   \n>\n</cao-memory>`, without a trailing newline.
 //!
-//! Building a block first brings the index up to date ([`Store::prepare_read`]: a removed or replaced database is
+//! Building a block first brings the index up to date ([`Store::read`]: a removed or replaced database is
 //! refused, changes made to the wiki outside the tool are picked up); then it reads the index only (never topic files) and does not count accesses: in the reference,
 //! injection reads the wiki files directly and never touches `access_count`, so only explicit recalls and
 //! listings make a memory "used". A disabled memory system yields no block (the reference returns `""`).

@@ -1,7 +1,7 @@
 //! The operator views: list, show by key (first match in scope precedence) and show by full identity (spec 000
 //! "CLI Commands", "Non-accessing operator inspection").
 //!
-//! Each view first brings the index up to date ([`Store::prepare_read`]: a removed or replaced database is refused,
+//! Each view first brings the index up to date ([`Store::read`]: a removed or replaced database is refused,
 //! changes made to the wiki outside the tool are picked up). Each view counts an access of what it returns only when asked (`record_access`; operator views pass
 //! `!settings.non_accessing_inspection()`), and with `memory.lifecycle.enabled` labels active supersedes targets
 //! (order and membership unchanged).

@@ -6,7 +6,7 @@
 //! (the default) is the caller's project, `global`, `session` and `agent` the `global` container, `federated` the
 //! `federated` one. Operators may name a container directly (`cao memory view --container`).
 //!
-//! Every read first runs [`Store::prepare_read`] (a replaced database is refused, edits made outside the tool are
+//! Every read first runs [`Store::read`] (a replaced database is refused, edits made outside the tool are
 //! picked up) and opens the container's journal ([`Store::open_journal`]: the first opening imports the existing
 //! memories oldest first by file time). Memory text is untrusted wherever it is returned: the view defuses its own
 //! tags and control characters (`cao_journal::render`).

@@ -2,7 +2,7 @@
 //! `cao-journal`, `cao-lifecycle`, `cao-rank`). `cao-memory`'s facade delegates to them; the maintenance, bundle
 //! and learning crates build on them.
 //!
-//! - [`write`]: store (upsert-append, with the related-memory pass and duplicate advice), forget, delete, clear;
+//! - [`write`](mod@write): store (upsert-append, with the related-memory pass and duplicate advice), forget, delete, clear;
 //! - [`recall`]: every search mode and order (candidates from the store, every order from `cao-rank`), with
 //!   [`relevance`] (the all-terms-first order), [`dense`] (the embedding model's text source) and [`explain`] (the
 //!   `cao.memory.explain/1` report; [`explain_table`] formats it);

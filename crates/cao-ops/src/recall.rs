@@ -1,7 +1,7 @@
 //! Recall: visibility, candidate pools per scope group, ordering, the scope-precedence pass, the cut to `limit`,
 //! access counting and related expansion (spec 000 "memory_recall"; spec/reference-facts.md "Ranking").
 //!
-//! Recall first brings the index up to date ([`Store::prepare_read`]: a removed or replaced database is refused,
+//! Recall first brings the index up to date ([`Store::read`]: a removed or replaced database is refused,
 //! changes made to the wiki outside the tool are picked up). Candidates come from the index only (never from topic
 //! files). Scopes are processed as groups in precedence
 //! order (session, project, global, agent, federated; one group when a scope filter is given); each group fills

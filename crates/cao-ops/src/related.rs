@@ -13,7 +13,7 @@
 //!   (reject, delete) are audited as any other.
 //!
 //! Query terms: the indexed terms of key, tags and latest entry ([`cao_core::text::index_terms`]: stemmed and
-//! without stop words, as the index holds them), without English function words ([`FUNCTION_WORDS`]) and one-character terms, ordered by frequency in
+//! without stop words, as the index holds them), without English function words (`FUNCTION_WORDS`: articles, pronouns, auxiliaries) and one-character terms, ordered by frequency in
 //! the entry (then first occurrence), the first [`MAX_QUERY_TERMS`]. Function words are left out because on a small
 //! corpus every shared term weighs about alike, so "the" would relate any two memories.
 //!
@@ -150,7 +150,7 @@ pub fn refresh(store: &Store, row: &MemoryRow) -> Option<Refreshed> {
     }
 }
 
-/// The related pass of `row` inside the write transaction that has just written it ([`Store::write_then`]): the
+/// The related pass of `row` inside the write transaction that has just written it ([`Store::put_then`]): the
 /// same reads and writes as [`refresh`] (related keys found, the `related_keys` csv written when it changes, the
 /// `compiler` edges recomputed unless already current, by the rules of `cao-lifecycle`'s recompute), committed with
 /// the row, so a store is one commit. The topic lock is the write's.

@@ -174,88 +174,10 @@ pub fn parse_scope(s: Option<&str>, default: Scope) -> Result<Scope, MemoryError
     }
 }
 
-/// A transient lifecycle label of a recalled or listed memory (spec 000 "Supersedes lifecycle (opt-in)").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LifecycleStatus {
-    /// The memory is the target of an active same-scope `supersedes` edge.
-    Superseded,
-}
-
-impl LifecycleStatus {
-    /// The wire spelling (`superseded`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LifecycleStatus::Superseded => "superseded",
-        }
-    }
-}
-
-/// `memory_store` result: `{success, key, scope, scope_id, file_path, action}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StoreResult {
-    /// Always true (failures are errors).
-    pub success: bool,
-    /// The final key.
-    pub key: String,
-    /// The scope written.
-    pub scope: Scope,
-    /// The resolved scope id.
-    pub scope_id: Option<String>,
-    /// Absolute path of the topic file.
-    pub file_path: String,
-    /// `created` for a new key, `updated` when an entry was appended.
-    pub action: &'static str,
-    /// The id of the entry this write appended to its container's journal (spec 001: "A receipt from either names
-    /// the number of the entry it appended"); `memory_zoom(id, 1)` reads it whole.
-    pub journal_entry: Option<u64>,
-    /// With `memory.decisions.duplicates = advise`, after a write that created a new key: existing memories of the
-    /// same scope the decision engine finds may cover the same topic (at most 3); absent otherwise.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub possible_duplicates: Vec<PossibleDuplicate>,
-    /// The suggestion that goes with [`StoreResult::possible_duplicates`]: rewrite one of them instead.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub duplicate_advice: Option<String>,
-}
-
-/// A memory a receipt names as possibly covering the same topic as the one just created.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PossibleDuplicate {
-    /// Its key (same scope and scope id as the new memory).
-    pub key: String,
-    /// Its first line. Untrusted memory text.
-    pub first_line: String,
-}
-
-/// One recalled memory: `{key, content, memory_type, scope, tags, file_path, updated_at}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RecalledMemory {
-    /// The key.
-    pub key: String,
-    /// Current content.
-    pub content: String,
-    /// The type label.
-    pub memory_type: MemoryType,
-    /// The scope.
-    pub scope: Scope,
-    /// Tags csv.
-    pub tags: String,
-    /// Absolute path of the topic file.
-    pub file_path: String,
-    /// `YYYY-MM-DDTHH:MM:SSZ`.
-    pub updated_at: String,
-    /// Transient `"superseded"` label, present only when set (lifecycle enabled).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lifecycle_status: Option<LifecycleStatus>,
-    /// `"vault"` for a note of an Obsidian vault (absent for native memories; spec/vault-facts.md section 5).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_kind: Option<String>,
-    /// The vault-relative path of a vault note (absent for native memories).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_path: Option<String>,
-}
+pub use cao_protocol::{ForgetResult, LifecycleStatus, PossibleDuplicate, RecallResult, RecalledMemory, StoreResult};
 
 impl From<&Memory> for RecalledMemory {
+    /// The recall payload's view of a memory.
     fn from(m: &Memory) -> Self {
         Self {
             key: m.key.clone(),
@@ -270,34 +192,6 @@ impl From<&Memory> for RecalledMemory {
             source_path: None,
         }
     }
-}
-
-/// `memory_recall` result: `{success, memories}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RecallResult {
-    /// Always true (failures are errors).
-    pub success: bool,
-    /// Ranked primaries, then related extras.
-    pub memories: Vec<RecalledMemory>,
-}
-
-/// `memory_forget` result: `{success, deleted, key, scope, action}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ForgetResult {
-    /// Always true (failures are errors).
-    pub success: bool,
-    /// Whether a memory was removed.
-    pub deleted: bool,
-    /// The key as sanitised.
-    pub key: String,
-    /// The scope.
-    pub scope: Scope,
-    /// `deleted` or `absent` (the reference's word for "nothing to forget").
-    pub action: &'static str,
-    /// Absolute path of the (former) topic file.
-    pub path: String,
-    /// The id of the delete entry appended to the container's journal; `null` when there was nothing to delete.
-    pub journal_entry: Option<u64>,
 }
 
 pub use cao_store::visibility::ListCursor;

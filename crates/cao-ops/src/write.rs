@@ -106,7 +106,7 @@ pub fn prepare(req: &StoreRequest) -> Result<Prepared, MemoryError> {
     })
 }
 
-/// Write a prepared store into `scope_id` (resolved by the caller) through [`Store::write_then`], with the entry at
+/// Write a prepared store into `scope_id` (resolved by the caller) through [`Store::put_then`], with the entry at
 /// `at` (`None` = now) and the related-memory pass in the same index transaction ([`crate::related::refresh_in`],
 /// best effort: it never fails the store), and append the audit line. When the write created a new key, the receipt names
 /// possible duplicates under `memory.decisions.duplicates = advise` ([`crate::decisions::duplicates`]; never
@@ -158,7 +158,7 @@ fn commit_queued(
     Ok(result)
 }
 
-/// [`commit`] of many prepared stores into one `scope_id` through [`Store::write_batch`] (one index transaction),
+/// [`commit`] of many prepared stores into one `scope_id` through [`Store::put_batch`] (one index transaction),
 /// each with its entry time, then the related-memory pass of the written rows ([`crate::related::refresh_many`]:
 /// two more transactions for the batch); results in order, each failing alone as the batch allows.
 pub fn commit_batch(

@@ -33,6 +33,8 @@
 //!   file it reads or made to the replacement, never lost.
 //! - A day's file stops growing at [`DAY_CAP_BYTES`] (further events of that day are dropped with a warning).
 //! - Writing is best effort: a failure is logged as a warning on stderr and never fails the memory operation.
+//! - A store on a shared database keeps the log in its table instead ([`AuditTable`], `cao_audit_log`): one log for
+//!   every replica, the same lines, scrubbed by purge in one transaction; the daily cap applies to files only.
 
 use crate::store::Store;
 use cao_core::{Scope, TerminalContext};
@@ -155,10 +157,28 @@ pub fn bounded(s: &str) -> String {
     out
 }
 
-/// The audit log directory of one memory home.
+/// Where the audit lines of a store whose memories are not files go: the backend's table (`cao_audit_log` of a
+/// PostgreSQL store), shared by every process and replica working on that store.
+pub trait AuditTable: Send + Sync + std::fmt::Debug {
+    /// Append one rendered line (ending with `\n`) of the UTC day `day` (`YYYY-MM-DD`).
+    ///
+    /// Errors: the backend's.
+    fn append(&self, day: &str, line: &str) -> Result<(), crate::StoreError>;
+    /// Every line, oldest first, with its day.
+    ///
+    /// Errors: the backend's.
+    fn lines(&self) -> Result<Vec<(String, String)>, crate::StoreError>;
+    /// Replace each line for which `edit` returns a new text, in one transaction; how many changed.
+    ///
+    /// Errors: the backend's (nothing changed).
+    fn rewrite(&self, edit: &dyn Fn(&str) -> Option<String>) -> Result<u64, crate::StoreError>;
+}
+
+/// The audit log of one store: daily files under the memory home, or the store's [`AuditTable`].
 #[derive(Debug, Clone)]
 pub struct AuditLog {
     dir: PathBuf,
+    table: Option<std::sync::Arc<dyn AuditTable>>,
 }
 
 impl AuditLog {
@@ -166,7 +186,49 @@ impl AuditLog {
     pub fn new(memory_dir: &Path) -> Self {
         Self {
             dir: memory_dir.join("logs"),
+            table: None,
         }
+    }
+
+    /// The log kept in `table` (a shared database's) instead of files; `memory_dir` is only named in messages.
+    pub fn in_table(memory_dir: &Path, table: std::sync::Arc<dyn AuditTable>) -> Self {
+        Self {
+            dir: memory_dir.join("logs"),
+            table: Some(table),
+        }
+    }
+
+    /// Every line of the log by UTC day (`YYYY-MM-DD`), days in order, lines oldest first (with their `\n`).
+    ///
+    /// Errors: a daily file or the table cannot be read; the directory is a symlink.
+    pub fn days(&self) -> io::Result<Vec<(String, Vec<String>)>> {
+        let mut days: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+        if let Some(table) = &self.table {
+            for (day, line) in table.lines().map_err(io::Error::other)? {
+                days.entry(day).or_default().push(line);
+            }
+            return Ok(days.into_iter().collect());
+        }
+        if !self.dir_exists()? {
+            return Ok(Vec::new());
+        }
+        for entry in std::fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(day) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("audit-"))
+                .and_then(|n| n.strip_suffix(".jsonl"))
+            else {
+                continue;
+            };
+            if !entry.file_type()?.is_file() {
+                continue;
+            }
+            let text = std::fs::read_to_string(entry.path())?;
+            days.insert(day.to_owned(), text.split_inclusive('\n').map(str::to_owned).collect());
+        }
+        Ok(days.into_iter().collect())
     }
 
     /// The directory holding the daily files.
@@ -198,6 +260,11 @@ impl AuditLog {
     pub fn scrub(&self, scope: Scope, scope_id: Option<&str>, key: &str) -> io::Result<u64> {
         use std::io::Read;
         use std::os::unix::fs::OpenOptionsExt;
+        if let Some(table) = &self.table {
+            return table
+                .rewrite(&|line| scrub_line(line, scope, scope_id, key))
+                .map_err(io::Error::other);
+        }
         if !self.dir_exists()? {
             return Ok(0);
         }
@@ -266,6 +333,10 @@ impl AuditLog {
     /// [`AuditLog::append`].
     pub fn append_line(&self, ts: DateTime<Utc>, line: &str) -> io::Result<()> {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        if let Some(table) = &self.table {
+            let day = ts.date_naive().format("%Y-%m-%d").to_string();
+            return table.append(&day, line).map_err(io::Error::other);
+        }
         if !self.dir_exists()? {
             cao_core::fs::create_private_dir_all(&self.dir)?;
         }
@@ -528,9 +599,13 @@ pub fn record_heal(store: &Store, record: &HealAuditRecord<'_>) {
     }
 }
 
-/// The audit log of `store`'s home (`<home>/memory/logs/`). No I/O.
+/// The audit log of `store`: its backend's table when it keeps one (a shared database), else the daily files of its
+/// home (`<home>/memory/logs/`). No I/O.
 pub fn log_of(store: &Store) -> AuditLog {
-    AuditLog::new(&store.home().memory_dir())
+    match store.audit_table() {
+        Some(table) => AuditLog::in_table(&store.home().memory_dir(), table),
+        None => AuditLog::new(&store.home().memory_dir()),
+    }
 }
 
 /// Record one event at `store`'s clock time (best effort; see [`AuditLog::record`]).

@@ -146,6 +146,25 @@ pub enum Recoverable {
 /// `spec/reference-facts.md`, whatever the backend keeps it in).
 pub type StoredTopic = cao_wiki::Topic;
 
+/// Check that `topic` (a topic text copied from another store) parses and belongs to the memory of `row`; the
+/// parse.
+///
+/// Errors: [`MemoryError::Invalid`] naming the memory and the problem.
+pub(crate) fn check_copied(row: &MemoryRow, topic: &str) -> Result<StoredTopic, MemoryError> {
+    let parsed = cao_wiki::Topic::parse(topic)
+        .map_err(|e| MemoryError::Invalid(format!("the topic text of {:?} does not parse: {e}", row.key.as_str())))?;
+    if parsed.header().key != row.key.as_str() || parsed.header().scope != row.scope {
+        return Err(MemoryError::Invalid(format!(
+            "the topic text copied for {:?} ({}) names {:?} ({})",
+            row.key.as_str(),
+            row.scope,
+            parsed.header().key,
+            parsed.header().scope
+        )));
+    }
+    Ok(parsed)
+}
+
 /// One entry of a [`StoredTopic`].
 pub type StoredEntry = cao_wiki::Entry;
 
@@ -258,6 +277,20 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     ///
     /// Errors: [`MemoryError::Corrupt`] when it cannot be parsed; I/O errors.
     fn topic(&self, memory: &MemoryRef) -> Result<Option<StoredTopic>, MemoryError>;
+    /// A memory's content exactly as stored (the topic file's bytes, header and every entry), `None` when there is
+    /// none: what `cao store copy` moves.
+    ///
+    /// Errors: I/O and backend errors.
+    fn topic_text(&self, memory: &MemoryRef) -> Result<Option<String>, MemoryError>;
+    /// Store a memory copied from another store as it was there (`cao store copy`): `topic` verbatim as its
+    /// content and `row` as its row (id, times, access state, legacy fields; `file_path` becomes this backend's
+    /// locator). On a memory that exists the row keeps its id, creation time and access state (upsert-append's
+    /// rule). No journal entry is appended: the copy brings the journal itself. `false` when the memory was already
+    /// stored with this text and update time (nothing written).
+    ///
+    /// Errors: [`MemoryError::Invalid`] when `topic` does not parse or names another memory than `row` (nothing
+    /// written); those of [`Backend::put`].
+    fn put_copied(&self, row: &MemoryRow, topic: &str) -> Result<bool, MemoryError>;
     /// Where a memory's content is, as shown to people and in payloads (`file_path`): for the embedded backend the
     /// topic file's path.
     ///
@@ -276,6 +309,11 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Write transactions begun by this process on this backend (diagnostics and tests: reads that need no write
     /// add nothing).
     fn write_transactions(&self) -> u64;
+    /// The table the audit log goes to when the backend keeps it (a shared database: every replica writes and
+    /// reads one log); `None` = the daily files under the home.
+    fn audit_table(&self) -> Option<std::sync::Arc<dyn crate::audit::AuditTable>> {
+        None
+    }
     /// The files holding the content, for the maintenance that judges them (lint's orphan pages, heal); `None` for
     /// a backend whose content is not in files.
     fn files(&self) -> Option<&dyn ContentFiles>;

@@ -563,6 +563,21 @@ impl Store {
         self.inner.backend.topic(memory)
     }
 
+    /// A memory's content exactly as stored (its topic text), `None` when there is none ([`Backend::topic_text`]).
+    ///
+    /// Errors: I/O and backend errors.
+    pub fn topic_text(&self, memory: &MemoryRef) -> Result<Option<String>, MemoryError> {
+        self.inner.backend.topic_text(memory)
+    }
+
+    /// Store a memory copied from another store as it was there ([`Backend::put_copied`]); `false` when it already
+    /// was.
+    ///
+    /// Errors: an unparsable or mismatched topic text (nothing written); those of [`Store::put_then`].
+    pub fn put_copied(&self, row: &MemoryRow, topic: &str) -> Result<bool, MemoryError> {
+        self.inner.backend.put_copied(row, topic)
+    }
+
     /// Where a memory's content is, as shown in payloads (`file_path`) and to people.
     ///
     /// Errors: an identity no content can belong to.
@@ -583,6 +598,11 @@ impl Store {
     /// Errors: backend errors.
     pub fn container_exists(&self, container: &str) -> Result<bool, MemoryError> {
         self.inner.backend.container_exists(container)
+    }
+
+    /// The table the audit log goes to, when the backend keeps one ([`crate::audit::log_of`]).
+    pub fn audit_table(&self) -> Option<Arc<dyn crate::audit::AuditTable>> {
+        self.inner.backend.audit_table()
     }
 
     /// The files holding the content, for the maintenance that judges them; `None` when the backend keeps none.

@@ -77,6 +77,61 @@ impl TestDatabase {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// A client of this database (as the test server's administrative user).
+    ///
+    /// Panics when it cannot connect.
+    pub fn client(&self) -> postgres::Client {
+        postgres::Client::connect(self.url.expose(), postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot connect to the test database {}: {e}", self.name))
+    }
+
+    /// The tables of this database (schema `public`) with a row whose text form (every column, as `row::text`)
+    /// holds `needle`, each with the number of such rows, by table name.
+    ///
+    /// Panics on a query failure.
+    pub fn tables_holding(&self, needle: &str) -> Vec<(String, i64)> {
+        let mut c = self.client();
+        let tables: Vec<String> = c
+            .query(
+                "SELECT table_name::text FROM information_schema.tables
+                 WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1",
+                &[],
+            )
+            .expect("list tables")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut hits = Vec::new();
+        for t in tables {
+            let n: i64 = c
+                .query_one(
+                    &format!("SELECT count(*) FROM \"{t}\" r WHERE strpos(r::text, $1) > 0"),
+                    &[&needle],
+                )
+                .unwrap_or_else(|e| panic!("scan {t}: {e}"))
+                .get(0);
+            if n > 0 {
+                hits.push((t, n));
+            }
+        }
+        hits
+    }
+
+    /// The tables of this database that `VACUUM` has processed (statistics view `pg_stat_user_tables`), by name.
+    ///
+    /// Panics on a query failure.
+    pub fn vacuumed_tables(&self) -> Vec<String> {
+        self.client()
+            .query(
+                "SELECT relname::text FROM pg_stat_user_tables WHERE last_vacuum IS NOT NULL ORDER BY 1",
+                &[],
+            )
+            .expect("vacuum statistics")
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
 }
 
 impl Drop for TestDatabase {

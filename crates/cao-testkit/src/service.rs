@@ -41,6 +41,28 @@ pub struct ServiceFixture {
     pub svc: MemoryService,
     /// The caller: cwd = [`ServiceFixture::root`] plus the ids given to the builder.
     pub ctx: TerminalContext,
+    /// The database of this fixture when the suite runs against PostgreSQL ([`on_postgres`]); dropped with it.
+    #[cfg(feature = "postgres")]
+    _database: Option<crate::postgres::TestDatabase>,
+}
+
+/// Whether this test process runs the service suites against PostgreSQL: `CAO_TEST_BACKEND=postgres` (with
+/// `CAO_TEST_DATABASE_URL` naming the server; `cargo xtask test` sets both for its second run of cao-memory's
+/// suites). Every [`ServiceFixture`] then opens a fresh database of its own instead of the home's files. Tests about
+/// the embedded backend only (topic files, outside edits, SQLite) skip in that run, saying why
+/// ([`skip_on_postgres`]).
+pub fn on_postgres() -> bool {
+    std::env::var("CAO_TEST_BACKEND").is_ok_and(|v| v == "postgres")
+}
+
+/// `true` (after printing why on stderr) when this run is against PostgreSQL ([`on_postgres`]) and the calling
+/// test is about the embedded backend only; `reason` says what it checks that PostgreSQL does not have.
+pub fn skip_on_postgres(reason: &str) -> bool {
+    let skip = on_postgres();
+    if skip {
+        eprintln!("skipped against PostgreSQL: {reason}");
+    }
+    skip
 }
 
 /// Options of a [`ServiceFixture`]; [`ServiceFixtureBuilder::open`] makes it.
@@ -141,7 +163,20 @@ impl ServiceFixtureBuilder {
     /// Create the temp dir and open the service. Panics when either fails.
     pub fn open(self) -> ServiceFixture {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("creating a temp dir: {e}"));
-        let home = CaoHome::new(dir.path().join("home")).with_database(self.database);
+        #[cfg(feature = "postgres")]
+        let (database, url) = match self.database {
+            Some(url) => (None, Some(url)),
+            None if on_postgres() => {
+                let db = crate::postgres::TestDatabase::create()
+                    .unwrap_or_else(|| panic!("CAO_TEST_BACKEND=postgres needs CAO_TEST_DATABASE_URL"));
+                let url = db.url.clone();
+                (Some(db), Some(url))
+            }
+            None => (None, None),
+        };
+        #[cfg(not(feature = "postgres"))]
+        let url = self.database;
+        let home = CaoHome::new(dir.path().join("home")).with_database(url);
         let clock = fixed_clock(self.at);
         let svc = MemoryService::open_with(home.clone(), self.settings, clock.clone())
             .unwrap_or_else(|e| panic!("opening the service on {}: {e}", home.root().display()));
@@ -155,6 +190,8 @@ impl ServiceFixtureBuilder {
             clock,
             svc,
             ctx,
+            #[cfg(feature = "postgres")]
+            _database: database,
         }
     }
 }

@@ -31,4 +31,5 @@ mod memory_cli;
 mod reference_home;
 mod relationships_cli;
 mod setup_cli;
+mod store_copy_cli;
 mod vault_cli;

@@ -771,7 +771,7 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         }
     };
     let stored = store(&f, "alpha", "one", "global", json!({})).await;
-    check("StorePayload", &stored);
+    check("StoreResult", &stored);
     store(&f, "beta", "two", "global", json!({})).await;
     let (_, list) = get(&f.app, "/memory").await;
     check("MemoryList", &list);
@@ -786,8 +786,8 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
     .await;
     check("RelationshipView", &rel);
     let (_, recall) = post(&f.app, "/internal/memory/recall", json!({"query": "one"})).await;
-    check("RecallPayload", &recall);
-    check("RecalledPayload", &recall["memories"][0]);
+    check("RecallResult", &recall);
+    check("RecalledMemory", &recall["memories"][0]);
     let (_, err) = get(&f.app, "/memory/NOPE").await;
     check("ErrorBody", &err);
     let (_, term) = post(&f.app, "/terminals", json!({"id": "t", "provider": "codex"})).await;
@@ -800,7 +800,7 @@ async fn openapi_document_covers_every_route_and_matches_responses() {
         json!({"key": "alpha", "scope": "global"}),
     )
     .await;
-    check("ForgetPayload", &forgot);
+    check("ForgetResult", &forgot);
     let (_, cleared) = delete(&f.app, "/memory?scope=global").await;
     check("ClearResult", &cleared);
 }

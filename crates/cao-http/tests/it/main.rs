@@ -16,4 +16,5 @@ mod outcomes;
 mod router;
 #[cfg(target_os = "linux")]
 mod settings_reads;
+mod tool_schemas;
 mod ui;

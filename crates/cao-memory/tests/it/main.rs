@@ -27,6 +27,7 @@ mod lint_heal;
 mod okf;
 mod okf_roundtrip;
 mod postgres;
+mod postgres_purge;
 mod properties;
 mod provider_files;
 mod read_path;
@@ -35,6 +36,7 @@ mod related;
 mod relationship_audit;
 mod relationships;
 mod retention;
+mod store_copy;
 mod vault;
 
 /// Undo what the related-memory pass derived on every store (each row's `related_keys` back to NULL, its `compiler`

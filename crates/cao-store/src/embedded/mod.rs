@@ -23,7 +23,8 @@
 //!   [`FileStamp`] (size, ctime, inode) of its file as written; the index records, per scope directory, the stamp the
 //!   directory had when every file in it agreed with its row. A walk `stat`s each scope directory and lists only
 //!   those whose stamp changed (a creation, removal or rename in a directory changes its stamp), comparing names and
-//!   inode numbers from the directory entries with the rows; and it `stat`s the files of [`ROTATION_BATCH`] rows in
+//!   inode numbers from the directory entries with the rows; and it `stat`s the files of [`ROTATION_BATCH`] rows
+//!   ([`FIRST_WALK_BATCH`] in a process's first walk) in
 //!   rotation over the index, which finds edits made in place. Only files that disagree with their rows are read,
 //!   under their topic lock, and each change goes through one hook, [`Embedded::apply_external_change`], in one index
 //!   transaction. A process walks at most once per [`PICKUP_INTERVAL`] (and at most every 20 times the last walk's
@@ -38,11 +39,14 @@
 //! not changed for [`DIR_SETTLE`]. After any sequence of completed calls, [`Embedded::repair`] finds nothing to change.
 //! After a file is created, removed or replaced outside the tool, a read that starts [`PICKUP_INTERVAL`] later
 //! answers from an index that agrees with the files; an edit made in place is seen as soon when the index holds at
-//! most [`ROTATION_BATCH`] rows, and within `rows / ROTATION_BATCH` walks otherwise.
+//! most [`FIRST_WALK_BATCH`] rows (at most [`ROTATION_BATCH`] in a long-running process after its first walk), and
+//! within `rows / ROTATION_BATCH` walks of a long-running process (or the processes started over `rows /
+//! FIRST_WALK_BATCH` seconds) otherwise.
 //!
 //! Relationship purges, audit lines and every read-side rule (visibility, ranking, eligibility) belong to the
 //! features; the journal's rules are run through [`JournalRules`].
 
+mod copy;
 mod tables;
 
 use crate::backend::{
@@ -79,6 +83,13 @@ pub(crate) const DIR_SETTLE: Duration = Duration::from_secs(2);
 /// change no directory). An index of at most this many rows is checked whole by every walk; a larger one within
 /// `rows / ROTATION_BATCH` walks.
 pub(crate) const ROTATION_BATCH: usize = 4096;
+
+/// Rows whose topic file the first walk of a process `stat`s ([`Embedded::pick_up_changes`] step 3): a CLI command
+/// or a hook is a process that usually walks once, and `stat`ing [`ROTATION_BATCH`] files was most of its run
+/// (about 60 % of a cold `cao memory list` at 10,000 memories). Successive processes start where the clock points,
+/// `FIRST_WALK_BATCH` rows apart per second, so together they still cover the whole index; an index of at most
+/// this many rows is checked whole by every process.
+pub(crate) const FIRST_WALK_BATCH: usize = 512;
 
 /// One memory home, open. Safe to use from many threads, and many processes may open the same home at once.
 pub(crate) struct Embedded {
@@ -337,9 +348,10 @@ impl Embedded {
     ///    when every file agreed, no temp file was left and the directory last changed at least [`DIR_SETTLE`]
     ///    before it was `stat`ed (a later change then always gives it another stamp).
     /// 2. Rows of directories that are gone are removed.
-    /// 3. [`ROTATION_BATCH`] rows, in rotation over the whole index ([`Index::file_stamps_rotation`]), have their
-    ///    file `stat`ed: an edit made in place (same name and inode) or a file gone from an unchanged directory is
-    ///    brought in. An index of at most [`ROTATION_BATCH`] rows is checked whole by every walk.
+    /// 3. [`ROTATION_BATCH`] rows ([`FIRST_WALK_BATCH`] in the process's first walk), in rotation over the whole
+    ///    index ([`Index::file_stamps_rotation`]), have their file `stat`ed: an edit made in place (same name and
+    ///    inode) or a file gone from an unchanged directory is brought in. An index of at most [`FIRST_WALK_BATCH`]
+    ///    rows is checked whole by every walk.
     /// 4. Temp files of dead writers seen in listed directories are removed.
     ///
     /// Files that agree with their rows are never opened. Returns what changed (`scanned` counts the files that had
@@ -451,20 +463,23 @@ impl Embedded {
     ///
     /// Errors: locks, index reads and writes.
     fn rotate(&self, walk: &mut Walk) -> Result<(), MemoryError> {
-        let cursor = match self.pickup_state().cursor {
-            Some(c) => c,
-            // A process's first walk starts where the clock points, so short-lived processes (one walk each)
-            // together cover the whole index too.
+        let (cursor, batch) = match self.pickup_state().cursor {
+            Some(c) => (c, ROTATION_BATCH),
+            // A process's first walk checks a smaller batch, starting where the clock points, so short-lived
+            // processes (one walk each) stay cheap and together cover the whole index too.
             None => {
                 let span = self.index.max_row_id()?.saturating_add(1).max(1);
                 let secs = SystemTime::now()
                     .duration_since(SystemTime::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs());
-                let step = i64::try_from(ROTATION_BATCH).unwrap_or(i64::MAX);
-                i64::try_from(secs).unwrap_or(0).wrapping_mul(step).rem_euclid(span)
+                let step = i64::try_from(FIRST_WALK_BATCH).unwrap_or(i64::MAX);
+                (
+                    i64::try_from(secs).unwrap_or(0).wrapping_mul(step).rem_euclid(span),
+                    FIRST_WALK_BATCH,
+                )
             }
         };
-        let (rows, next) = self.index.file_stamps_rotation(cursor, ROTATION_BATCH)?;
+        let (rows, next) = self.index.file_stamps_rotation(cursor, batch)?;
         self.pickup_state().cursor = Some(next);
         let mut agreeing = StampBatch::new(&self.index);
         for row in rows {
@@ -1472,6 +1487,14 @@ impl Backend for Embedded {
             Err(cao_wiki::WikiError::Corrupt { reason }) => Err(MemoryError::Corrupt { path, reason }),
             Err(e) => Err(e.into()),
         }
+    }
+
+    fn topic_text(&self, memory: &MemoryRef) -> Result<Option<String>, MemoryError> {
+        self.copy_read(memory)
+    }
+
+    fn put_copied(&self, row: &MemoryRow, topic: &str) -> Result<bool, MemoryError> {
+        self.copy_write(row, topic)
     }
 
     fn locator(&self, memory: &MemoryRef) -> Result<PathBuf, MemoryError> {

@@ -344,8 +344,8 @@ impl PgConn {
     pub(crate) fn vacuum(&mut self) -> Result<()> {
         self.client
             .batch_execute(
-                "VACUUM memory_metadata, cao_search_docs, cao_search_postings, cao_journal_entries, \
-                 cao_journal_lines, cao_journal_snapshots",
+                "VACUUM memory_metadata, cao_search_docs, cao_search_postings, cao_search_terms, \
+                 cao_journal_entries, cao_journal_lines, cao_journal_snapshots, cao_memory_vectors, cao_audit_log",
             )
             .map_err(db_err)
     }

@@ -23,6 +23,7 @@
 //! transaction did not commit, so nothing is half-written. The pool drops broken connections and makes new ones,
 //! so a replica recovers by itself when the database is back.
 
+mod audit;
 mod db;
 mod journal;
 mod lexical;
@@ -52,7 +53,7 @@ pub(crate) use db::Sql;
 
 /// One PostgreSQL store, open.
 pub(crate) struct Postgres {
-    tables: PgTables,
+    tables: std::sync::Arc<PgTables>,
     /// The URL without its password.
     shown: String,
     clock: Arc<dyn Clock>,
@@ -99,7 +100,7 @@ impl Postgres {
             sql.commit()?;
         }
         Ok(Postgres {
-            tables: PgTables::new(pool),
+            tables: std::sync::Arc::new(PgTables::new(pool)),
             shown,
             clock,
             rules,
@@ -121,7 +122,7 @@ impl Postgres {
             return Ok(());
         }
         let writer = journal_writer(None, None);
-        if let Some(imported) = crate::journal::open_journal(&self.tables, self.rules, name, &|_| None, &writer)? {
+        if let Some(imported) = crate::journal::open_journal(&*self.tables, self.rules, name, &|_| None, &writer)? {
             tracing::info!(
                 container = name,
                 imported = imported.end - imported.start,
@@ -274,11 +275,11 @@ impl Postgres {
 
 impl Backend for Postgres {
     fn reads(&self) -> &dyn Reads {
-        &self.tables
+        &*self.tables
     }
 
     fn writes(&self) -> &dyn Writes {
-        &self.tables
+        &*self.tables
     }
 
     fn ensure_current(&self) -> Result<(), MemoryError> {
@@ -596,6 +597,32 @@ impl Backend for Postgres {
         }
     }
 
+    fn topic_text(&self, memory: &MemoryRef) -> Result<Option<String>, MemoryError> {
+        locator_of(memory)?;
+        Ok(self
+            .tables
+            .read(|s| rows::topic_text(s, memory.scope, memory.scope_id(), &memory.key))?)
+    }
+
+    fn put_copied(&self, row: &MemoryRow, topic: &str) -> Result<bool, MemoryError> {
+        crate::backend::check_copied(row, topic)?;
+        let mut want = row.clone();
+        want.file_path = locator_of(&row.memory_ref())?.to_string_lossy().into_owned();
+        want.source_kind = SourceKind::Native;
+        want.file_stamp = None;
+        self.tables.write(|sql| {
+            let (scope, scope_id, key) = (want.scope, want.scope_id.as_deref(), &want.key);
+            let same = rows::topic_text(sql, scope, scope_id, key)?.as_deref() == Some(topic)
+                && rows::get(sql, scope, scope_id, key)?
+                    .is_some_and(|p| p.updated_at == want.updated_at && p.content == want.content);
+            if same {
+                return Ok::<_, MemoryError>(false);
+            }
+            rows::upsert_in(sql, &want, topic)?;
+            Ok(true)
+        })
+    }
+
     fn locator(&self, memory: &MemoryRef) -> Result<PathBuf, MemoryError> {
         locator_of(memory)
     }
@@ -623,6 +650,10 @@ impl Backend for Postgres {
                 .is_some();
             Ok(rows || journal)
         })?)
+    }
+
+    fn audit_table(&self) -> Option<std::sync::Arc<dyn crate::audit::AuditTable>> {
+        Some(std::sync::Arc::new(audit::PgAudit(self.tables.clone())))
     }
 
     fn write_transactions(&self) -> u64 {

@@ -1,0 +1,149 @@
+//! `cao store copy`: move a whole store between the embedded home and a PostgreSQL database (either way), through
+//! the store interface (`cao_maint::copy`). A progress bar on stderr (only on a terminal); the count report on
+//! stdout as text or, with `--format json`, as `cao.store.copy/1` (docs/schemas/cao.store.copy-1.json).
+
+use crate::cli::TextFormat;
+use crate::error::CliError;
+use crate::output::{self, emit};
+use cao_core::{CaoHome, DatabaseUrl};
+use cao_memory::{CopyCount, CopyReport, MemoryService};
+use clap::{Args, Subcommand};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// `cao store ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum StoreCommand {
+    /// Copy a whole store (memories with every entry, edges, outcomes, terminals, aliases, journals with their
+    /// summary lines and snapshots) from one home or PostgreSQL database into another.
+    ///
+    /// Idempotent: what the target already holds as the source has it is left alone, so an interrupted copy is
+    /// completed by running it again. The audit log goes along. Not copied: embedding vectors (run `cao memory
+    /// embed` on the target), journal leases and the recall-advice cache. --dry-run counts what would be written.
+    Copy(CopyArgs),
+}
+
+/// `cao store copy`.
+#[derive(Debug, Args)]
+pub(crate) struct CopyArgs {
+    /// The store to copy: a cao home directory or a PostgreSQL URL (postgres://...).
+    #[arg(long, value_name = "HOME|URL")]
+    pub from: String,
+    /// The store to copy into: a cao home directory (created when missing) or a PostgreSQL URL.
+    #[arg(long, value_name = "HOME|URL")]
+    pub to: String,
+    /// Read both stores and count what a copy would write, writing nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Output format of the count report.
+    #[arg(long, value_enum, default_value_t = TextFormat::Text)]
+    pub format: TextFormat,
+}
+
+/// Where one side of a copy is.
+#[derive(Debug, PartialEq, Eq)]
+enum Endpoint {
+    Home(PathBuf),
+    Database(DatabaseUrl),
+}
+
+impl Endpoint {
+    /// A PostgreSQL URL (`postgres://`, `postgresql://`) or a home directory.
+    fn parse(text: &str, flag: &str) -> Result<Endpoint, CliError> {
+        if text.trim().is_empty() {
+            return Err(CliError::Usage(format!(
+                "{flag} is empty; give a cao home directory or a postgres:// URL"
+            )));
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return DatabaseUrl::parse(text)
+                .map(Endpoint::Database)
+                .map_err(|e| CliError::Usage(format!("{flag}: {e}")));
+        }
+        Ok(Endpoint::Home(PathBuf::from(text)))
+    }
+
+    /// The home a service opens for this side: the directory itself, or this process's home with the database.
+    fn home(&self) -> CaoHome {
+        match self {
+            Endpoint::Home(dir) => CaoHome::new(dir).with_database(None),
+            Endpoint::Database(url) => CaoHome::from_env().with_database(Some(url.clone())),
+        }
+    }
+
+    /// How the report names this side (a URL without its password).
+    fn shown(&self) -> String {
+        match self {
+            Endpoint::Home(dir) => dir.display().to_string(),
+            Endpoint::Database(url) => url.redacted(),
+        }
+    }
+}
+
+/// Run `cao store ...`.
+///
+/// Errors: usage errors (exit 2) for a bad `--from`/`--to` or the same store on both sides; failures of either
+/// store.
+pub(crate) fn run(cmd: StoreCommand, out: &mut dyn Write) -> Result<(), CliError> {
+    match cmd {
+        StoreCommand::Copy(args) => run_copy(args, out),
+    }
+}
+
+fn run_copy(args: CopyArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let from = Endpoint::parse(&args.from, "--from")?;
+    let to = Endpoint::parse(&args.to, "--to")?;
+    let same = match (&from, &to) {
+        (Endpoint::Home(a), Endpoint::Home(b)) => {
+            a == b || (a.exists() && b.exists() && a.canonicalize().ok() == b.canonicalize().ok())
+        }
+        (a, b) => a == b,
+    };
+    if same {
+        return Err(CliError::Usage(format!(
+            "--from and --to name the same store ({}); a store cannot be copied into itself",
+            from.shown()
+        )));
+    }
+    if let Endpoint::Home(dir) = &from
+        && !dir.join("memory").is_dir()
+    {
+        return Err(CliError::failure(format!(
+            "{} holds no cao memory store (no memory/ directory)",
+            dir.display()
+        )));
+    }
+    let source = MemoryService::open(from.home())?;
+    let target = MemoryService::open(to.home())?;
+    let report = source.copy_store(&target, args.dry_run, &crate::progress::Bar::for_stderr())?;
+    let text = match args.format {
+        TextFormat::Text => render(&report, &from.shown(), &to.shown()),
+        TextFormat::Json => output::json(&report).map_err(CliError::failure)?,
+    };
+    emit(out, &text)
+}
+
+/// The count report as text: one line per kind of record.
+fn render(report: &CopyReport, from: &str, to: &str) -> String {
+    let verb = if report.dry_run { "would copy" } else { "copied" };
+    let mut s = format!("{} {from} -> {to}\n", if report.dry_run { "dry run:" } else { "copy:" });
+    let rows: [(&str, &CopyCount); 10] = [
+        ("memories", &report.memories),
+        ("relationships", &report.relationships),
+        ("outcomes", &report.outcomes),
+        ("terminals", &report.terminals),
+        ("aliases", &report.aliases),
+        ("journals", &report.journals),
+        ("journal entries", &report.journal_entries),
+        ("summary lines", &report.summary_lines),
+        ("snapshots", &report.snapshots),
+        ("audit lines", &report.audit_lines),
+    ];
+    for (name, c) in rows {
+        s.push_str(&format!(
+            "  {name:<16} {:>8} in source, {:>8} {verb}, {:>8} unchanged, {:>6} skipped\n",
+            c.source, c.copied, c.unchanged, c.skipped
+        ));
+    }
+    s
+}
