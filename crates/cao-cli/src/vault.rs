@@ -97,7 +97,7 @@ pub(crate) fn run(cmd: VaultCommand, out: &mut dyn Write) -> Result<(), CliError
     let svc = MemoryService::open(CaoHome::from_env())?;
     match cmd {
         VaultCommand::Status(a) => {
-            let s = svc.vault_status()?;
+            let s = cao_memory::vault::status(svc.storage())?;
             match a.format {
                 VaultFormat::Table => emit(out, &status_text(&s)),
                 VaultFormat::Json => emit(out, &json(STATUS_SCHEMA, &s)?),
@@ -105,7 +105,7 @@ pub(crate) fn run(cmd: VaultCommand, out: &mut dyn Write) -> Result<(), CliError
         }
         VaultCommand::Scan(a) => {
             let _ = a.dry_run;
-            let report = svc.vault_scan()?;
+            let report = cao_memory::vault::scan(svc.storage())?;
             match a.format {
                 VaultFormat::Table => {
                     let mut text = format!(
@@ -152,7 +152,7 @@ pub(crate) fn run(cmd: VaultCommand, out: &mut dyn Write) -> Result<(), CliError
 }
 
 fn reconcile(svc: &MemoryService, a: ReconcileArgs, rebuild: bool, out: &mut dyn Write) -> Result<(), CliError> {
-    let r = svc.vault_reconcile(a.apply, rebuild)?;
+    let r = cao_memory::vault::reconcile(svc.storage(), a.apply, rebuild)?;
     match a.format {
         VaultFormat::Table => emit(out, &reconcile_text(&r)),
         VaultFormat::Json => emit(out, &json(RECONCILE_SCHEMA, &r)?),

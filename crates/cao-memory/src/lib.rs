@@ -24,7 +24,6 @@
 
 pub mod provider_files;
 mod service;
-mod vault_ops;
 
 /// The feature crates' modules under the paths embedders and the edge crates have always named.
 pub use cao_maint::{compact, compact_rules, heal, lint, retention};

@@ -63,7 +63,7 @@ pub async fn vault_status(
 ) -> ApiResult<Json<VaultStatusBody>> {
     let Query(q) = query?;
     with_service(&state, move |svc| {
-        let status = match svc.vault_status() {
+        let status = match cao_memory::vault::status(svc.storage()) {
             Ok(s) => s,
             // Disabled, not configured, invalid configuration, or a store that holds no vault.
             Err(MemoryError::Invalid(_)) => {

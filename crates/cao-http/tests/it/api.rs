@@ -991,7 +991,7 @@ async fn vault_status_reports_the_configured_vault_or_configured_false() {
     ]}]}}});
     let f = fixture_with(Some(settings));
     let svc = cao_memory::MemoryService::open(CaoHome::new(&f.home)).expect("service");
-    svc.vault_reconcile(true, false).expect("reconcile");
+    cao_memory::vault::reconcile(svc.storage(), true, false).expect("reconcile");
     let (status, body) = get(&f.app, "/memory/vault/status").await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["configured"], true);

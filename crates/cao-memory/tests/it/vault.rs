@@ -86,7 +86,7 @@ fn a_reconciled_vault_is_recalled_with_its_paths_and_hostile_notes_stay_out() {
             },
         )
         .expect("store");
-    let report = v.svc.vault_reconcile(true, false).expect("reconcile");
+    let report = cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("reconcile");
     // Indexed: the deploy note and the managed folder's empty note; quarantined: bad frontmatter, the secret, the
     // symlink; the `.obsidian` folder is never read.
     assert_eq!((report.report.indexed, report.report.quarantined), (2, 3), "{report:?}");
@@ -101,7 +101,7 @@ fn a_reconciled_vault_is_recalled_with_its_paths_and_hostile_notes_stay_out() {
 #[test]
 fn an_edited_note_is_recalled_with_its_new_text_without_a_command() {
     let v = vault();
-    v.svc.vault_reconcile(true, false).expect("reconcile");
+    cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("reconcile");
     assert_eq!(recall(&v, "canary").len(), 0);
     write(
         &v.root,
@@ -117,7 +117,7 @@ fn an_edited_note_is_recalled_with_its_new_text_without_a_command() {
 #[test]
 fn forget_deindexes_a_note_keeps_its_file_and_survives_a_reconcile() {
     let v = vault();
-    v.svc.vault_reconcile(true, false).expect("reconcile");
+    cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("reconcile");
     let key = recall(&v, "blue-green")[0].0.clone();
     let forgot = v
         .svc
@@ -133,10 +133,13 @@ fn forget_deindexes_a_note_keeps_its_file_and_survives_a_reconcile() {
     assert!(recall(&v, "blue-green").is_empty());
     assert!(v.root.join("Notes/deploy.md").is_file(), "the file is kept");
     // A reconcile keeps it de-indexed; forgetting again de-indexes again; an unknown key is absent.
-    v.svc.vault_reconcile(true, false).expect("reconcile");
+    cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("reconcile");
     assert!(recall(&v, "blue-green").is_empty());
     assert_eq!(
-        v.svc.vault_status().expect("status").status_counts.get("excluded"),
+        cao_memory::vault::status(v.svc.storage())
+            .expect("status")
+            .status_counts
+            .get("excluded"),
         Some(&1)
     );
     let again = v
