@@ -35,6 +35,7 @@ mod related;
 mod relationship_audit;
 mod relationships;
 mod retention;
+mod storage_faults;
 
 /// Undo what the related-memory pass derived on every store (each row's `related_keys` back to NULL, its `compiler`
 /// edges removed), without audit lines: for tests about hand-made relations, whose fixtures would otherwise also
