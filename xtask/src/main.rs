@@ -16,6 +16,9 @@
 //!   see `tidy.rs`.
 //! - `golden`: the snapshot (insta) tests in check-only mode, plus a report of pending snapshot files.
 //! - `bench` / `retrieval`: forward to the `cao-bench` crate's binaries in release mode.
+//! - `fuzz [TARGET] [--seconds N]`: the cargo-fuzz targets of `fuzz/` (nightly, libFuzzer), built and run one at a
+//!   time under `nice -n 19`, with their corpora, crashes and logs under `<target>/fuzz` (`fuzz.rs`); not part of
+//!   `test`.
 //! - `fuzz-api`: schemathesis (pinned in `tests/fuzz/requirements.txt`, installed on demand into a virtualenv in the
 //!   target directory) against `/openapi.json` of a freshly built debug `cao-server` on a free loopback port with a
 //!   seeded temporary `CAO_HOME`; fails on any 5xx or response that does not match the document. The server is
@@ -39,6 +42,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+mod fuzz;
 mod pg;
 mod tidy;
 
@@ -65,6 +69,18 @@ enum Cmd {
     Retrieval(Forward),
     /// schemathesis against a live debug cao-server's /openapi.json (no 5xx, responses match the schema).
     FuzzApi(FuzzArgs),
+    /// The cargo-fuzz targets of `fuzz/` (nightly toolchain, libFuzzer), one at a time under `nice -n 19`.
+    Fuzz(FuzzTargetArgs),
+}
+
+#[derive(Debug, Args)]
+struct FuzzTargetArgs {
+    /// One target (default: every target in turn): wiki_topic, okf_frontmatter, bundle_import, learned_block,
+    /// provider_splice, mcp_tool_args, http_edge, vault_note.
+    target: Option<String>,
+    /// How long each target runs, in seconds.
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +124,9 @@ fn main() -> ExitCode {
             Cmd::Bench(fwd) => bench(&root, "bench", fwd.args),
             Cmd::Retrieval(fwd) => bench(&root, "retrieval", fwd.args),
             Cmd::FuzzApi(a) => fuzz_api(&root, &a).map(|()| ExitCode::SUCCESS),
+            Cmd::Fuzz(a) => target_dir(&root)
+                .and_then(|t| fuzz::run(&root, &t, a.target.as_deref(), a.seconds))
+                .map(|()| ExitCode::SUCCESS),
         },
         Err(e) => Err(e),
     };

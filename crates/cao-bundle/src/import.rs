@@ -87,7 +87,9 @@ pub struct ImportOutcome {
 /// Import `req` (module documentation). Memory must be enabled (the facade checks).
 ///
 /// Errors (nothing written): [`MemoryError::Invalid`] for a session or agent target or an unresolvable project;
-/// [`MemoryError::Bundle`] for a bundle refused whole; index errors reading the target's topics.
+/// [`MemoryError::Bundle`] for a bundle refused whole; index errors reading the target's topics. A real run stopped
+/// by a full or read-only file system is [`MemoryError::Io`] carrying `ENOSPC` / `EROFS` (`storage_full` /
+/// `storage_read_only`); the topics written before the failure are whole and stay.
 pub fn import(
     store: &Store,
     settings: &Settings,
@@ -202,6 +204,16 @@ pub fn import(
     drop(stream);
     if !req.dry_run {
         progress.finish();
+    }
+    if let Some(why) = &stopped
+        && let Some(fault) = cao_core::fs::fault::classify_message(why)
+    {
+        // A full or read-only file system: the call fails as `storage_full` / `storage_read_only` (each topic
+        // written before is whole; importing the bundle again once space is back completes it).
+        return Err(MemoryError::Io {
+            context: format!("the import of {} stopped: {why}", req.source.display()),
+            source: fault.io_error(),
+        });
     }
     let files: Vec<FilePlan> = order.iter().filter_map(|&i| plans[i].take()).collect();
     let mut report = ImportReport::from_plans(&opts, &files);

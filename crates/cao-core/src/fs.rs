@@ -25,6 +25,8 @@
 //! - A writer killed between creating its temp file and the rename leaves the temp file behind. Its name says which
 //!   process wrote it ([`temp_file_writer`]); [`remove_stale_temp_file`] removes it once that process is gone and the
 //!   file was last written at least [`TEMP_FILE_GRACE`] ago (the store sweeps its directories with it).
+//! - A full or read-only file system fails a write with the OS's error (`ENOSPC`, `EROFS`), which [`fault`]
+//!   recognises; [`fault::inject`] simulates either for tests.
 //! - [`FileStamp`] is how a file's content change is noticed without reading it: size, change time (ctime) and inode
 //!   number. Every write of content changes the ctime (an editor cannot set it back, unlike the mtime), and an atomic
 //!   replace gives the file a new inode.
@@ -36,6 +38,8 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsE
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
+
+pub mod fault;
 
 /// Mode of private files (owner read/write): topic files, index.md, settings.json, lock files, the database.
 pub const PRIVATE_FILE_MODE: u32 = 0o600;
@@ -184,6 +188,7 @@ fn create_temp(path: &Path, mode: FileMode) -> io::Result<(std::path::PathBuf, F
         TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
     let tmp = parent_dir(path).join(tmp_name);
+    fault::check_data_write(path)?;
     let create_mode = match mode {
         FileMode::Private => PRIVATE_FILE_MODE,
         FileMode::Exact(_) | FileMode::UmaskDefault => 0o666,
@@ -381,6 +386,9 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 ///
 /// Errors: the I/O error of the first directory that cannot be created (e.g. a parent is a file).
 pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+    if !dir.is_dir() {
+        fault::check_create(dir)?;
+    }
     DirBuilder::new().recursive(true).mode(PRIVATE_DIR_MODE).create(dir)
 }
 
@@ -389,6 +397,9 @@ pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
 ///
 /// Errors: the I/O error of the first directory that cannot be created (e.g. a parent is a file).
 pub fn create_dir_all(dir: &Path) -> io::Result<()> {
+    if !dir.is_dir() {
+        fault::check_create(dir)?;
+    }
     DirBuilder::new().recursive(true).create(dir)
 }
 
@@ -397,6 +408,7 @@ pub fn create_dir_all(dir: &Path) -> io::Result<()> {
 ///
 /// Errors: as [`std::fs::create_dir`] (`AlreadyExists` when something is there).
 pub fn create_dir(dir: &Path) -> io::Result<()> {
+    fault::check_create(dir)?;
     DirBuilder::new().create(dir)
 }
 
@@ -406,6 +418,9 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
 ///
 /// Errors: the I/O error of creating the file (other than `AlreadyExists`).
 pub fn create_private_file(path: &Path) -> io::Result<bool> {
+    if !path.exists() {
+        fault::check_create(path)?;
+    }
     match OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -425,6 +440,7 @@ pub fn create_private_file(path: &Path) -> io::Result<bool> {
 ///
 /// Errors: the I/O error of opening or locking.
 pub fn lock_exclusive(lock_path: &Path) -> io::Result<File> {
+    fault::check_create(lock_path)?;
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -532,6 +548,7 @@ pub fn remove_stale_temp_file(path: &Path, now: SystemTime) -> io::Result<bool> 
 /// Open (creating with mode 0600 when missing) the lock file `lock_path` for [`try_lock_exclusive`] and
 /// [`lock_shared`]: never through a symlink (`O_NOFOLLOW`, `ELOOP`), not inherited by child processes.
 fn open_lock_file(lock_path: &Path) -> io::Result<File> {
+    fault::check_create(lock_path)?;
     let file = OpenOptions::new()
         .read(true)
         .write(true)

@@ -13,7 +13,9 @@
 //! - `GET /health`: `200 {"status": "ok", "version", "implementation": "cao-rs", "memory_enabled", "index"}` with
 //!   `index` `ok` (the open database is the home's and answers) or `not_open` (no call has opened the store yet);
 //!   `503 {"status": "degraded", ..., "index": "unusable", "message"}` when the database was deleted or replaced
-//!   under the running server, or does not answer.
+//!   under the running server, or does not answer; `503 {"status": "degraded", ..., "index": "ok", "storage":
+//!   "full" | "read_only", "message"}` when the file system holding the home is full (under 1 MiB available) or
+//!   read-only (reads are served; writes fail with `storage_full` (507) / `storage_read_only` (503)).
 //! - anything else: `404 {"error": "not_found"}`; a known path with the wrong method:
 //!   `405 {"error": "method_not_allowed"}`.
 //!
@@ -256,9 +258,13 @@ pub struct HealthBody {
     /// directory exists), `not_open` (no call has opened the store yet; nothing to check) or `unusable` (the
     /// database deleted or replaced under the running server or failing, or the memory directory gone).
     pub index: String,
-    /// For `unusable`: what is wrong and what to do.
+    /// For a degraded store: what is wrong and what to do.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `full` or `read_only` when the file system holding the home refuses writes (the index itself is `ok`:
+    /// reads are served); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage: Option<String>,
 }
 
 /// `GET /openapi.json`: the OpenAPI 3.1 document of every route.
@@ -293,7 +299,8 @@ fn mcp_doc() {}
 #[utoipa::path(get, path = "/health", tag = "meta",
     responses(
         (status = 200, description = "Server status", body = HealthBody),
-        (status = 503, description = "Degraded: the index is unusable", body = HealthBody),
+        (status = 503, description = "Degraded: the index is unusable, or the home's file system is full or \
+            read-only (`storage`)", body = HealthBody),
     ))]
 async fn health(State(svc): State<ServiceHandle>) -> Response {
     let checked = tokio::task::spawn_blocking(move || {
@@ -310,9 +317,16 @@ async fn health(State(svc): State<ServiceHandle>) -> Response {
             ))),
         ),
     };
+    let mut storage = None;
     let (status, index, message) = match store {
         None => (StatusCode::OK, "not_open", None),
         Some(h) if h.is_ok() => (StatusCode::OK, "ok", None),
+        Some(h) if h.storage.is_some() => {
+            let reason = h.reason.unwrap_or_default();
+            tracing::warn!(reason = %reason, "health: the store's file system refuses writes");
+            storage = h.storage.map(|f| cao_store::storage_fault_name(f).to_owned());
+            (StatusCode::SERVICE_UNAVAILABLE, "ok", Some(reason))
+        }
         Some(h) => {
             let reason = h.reason.unwrap_or_default();
             tracing::warn!(reason = %reason, "health: the store is unusable");
@@ -326,6 +340,7 @@ async fn health(State(svc): State<ServiceHandle>) -> Response {
         memory_enabled: enabled,
         index: index.to_owned(),
         message,
+        storage,
     };
     (status, Json(body)).into_response()
 }

@@ -191,7 +191,12 @@ impl Index {
     pub fn open(db_path: &Path) -> Result<Index> {
         let open_err = |reason: String| IndexError::Open {
             path: db_path.to_owned(),
-            reason,
+            reason: match db_path.parent().and_then(cao_core::fs::fault::disk_state) {
+                // SQLite says only "unable to open database file" when it cannot create its WAL files.
+                Some(cao_core::fs::fault::StorageFault::ReadOnly) => format!("{reason} (Read-only file system)"),
+                Some(cao_core::fs::fault::StorageFault::Full) => format!("{reason} (No space left on device)"),
+                None => reason,
+            },
         };
         if let Some(parent) = db_path.parent().filter(|p| !p.as_os_str().is_empty()) {
             cao_core::fs::create_private_dir_all(parent)
@@ -246,6 +251,7 @@ impl Index {
         self.writes.fetch_add(1, Ordering::Relaxed);
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
+        injected_fault(&self.path)?;
         tx.commit()?;
         Ok(out)
     }
@@ -267,6 +273,24 @@ fn open_and_migrate(db_path: &Path) -> rusqlite::Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     schema::migrate(&tx)?;
     tx.commit()
+}
+
+/// The error SQLite gives a commit on a full or read-only file system (`SQLITE_FULL` / `SQLITE_READONLY`), when
+/// such a fault is injected for `db_path` (`cao_core::fs::fault::inject`, tests only): the caller drops the
+/// transaction, which rolls it back, as SQLite does when the commit fails for real.
+///
+/// Errors: the injected fault as a [`rusqlite::Error::SqliteFailure`].
+pub(crate) fn injected_fault(db_path: &Path) -> rusqlite::Result<()> {
+    use cao_core::fs::fault::StorageFault;
+    let (code, message) = match cao_core::fs::fault::sqlite_commit_fault(db_path) {
+        None => return Ok(()),
+        Some(StorageFault::Full) => (rusqlite::ffi::SQLITE_FULL, "database or disk is full"),
+        Some(StorageFault::ReadOnly) => (rusqlite::ffi::SQLITE_READONLY, "attempt to write a readonly database"),
+    };
+    Err(rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(code),
+        Some(message.to_owned()),
+    ))
 }
 
 /// Whether an error is a lock conflict with another connection (worth retrying).

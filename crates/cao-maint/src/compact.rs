@@ -212,7 +212,8 @@ pub fn compact_configured(
 ///
 /// Errors: [`MemoryError::Invalid`] for a malformed key or project id, or a model configuration error;
 /// [`MemoryError::NotFound`] when `key` names no memory of the groups; index errors while listing. A topic's
-/// failure is reported in its row, not as an error.
+/// failure is reported in its row, not as an error, except one caused by a full or read-only file system: that
+/// ends the run as [`MemoryError::Io`] carrying `ENOSPC` / `EROFS` (`storage_full` / `storage_read_only`).
 pub fn compact(
     store: &Store,
     settings: &Settings,
@@ -274,6 +275,21 @@ pub fn compact(
             Plan::Ask(t) => run_topic(store, model, &actor, t, req.dry_run, deadline),
             Plan::Report(row) => row,
         };
+        // A full or read-only file system fails every later rewrite too: the run ends with that error (the
+        // failed rewrite wrote nothing; topics before it stay compacted).
+        if topic.status == CompactStatus::Failed
+            && let Some(fault) = topic.reason.as_deref().and_then(cao_core::fs::fault::classify_message)
+        {
+            progress.finish();
+            return Err(MemoryError::Io {
+                context: format!(
+                    "compacting {}: {}",
+                    topic.key,
+                    topic.reason.as_deref().unwrap_or_default()
+                ),
+                source: fault.io_error(),
+            });
+        }
         progress.advance(1);
         report.topics.push(topic);
     }

@@ -287,7 +287,9 @@ pub fn heal_configured(
 ///
 /// Errors: [`MemoryError::HealBusy`] when another heal holds the lock (nothing done); [`MemoryError::PlanChanged`]
 /// when `req.plan_digest` names another plan than the one made now (nothing done); [`MemoryError::Io`] when the
-/// lock file cannot be opened; lint's errors. A failing action is reported in its row, not as an error.
+/// lock file cannot be opened; lint's errors. A failing action is reported in its row, not as an error, except
+/// one that failed because the file system is full or read-only: that ends the run with its error (the actions
+/// before it stay applied, the rest are not tried).
 pub fn heal(
     store: &Store,
     settings: &Settings,
@@ -351,7 +353,12 @@ pub fn heal(
         progress.start("heal", out.actions.len() as u64);
         let actor = actor_of(ctx);
         for action in &mut out.actions {
-            apply(store, actor, action);
+            if let Some(fault) = apply(store, actor, action) {
+                // A full or read-only file system fails every later action too: stop at the first, as a
+                // `storage_full` / `storage_read_only` error (each action is whole or not done).
+                progress.finish();
+                return Err(fault);
+            }
             progress.advance(1);
         }
         progress.finish();
@@ -573,8 +580,10 @@ pub fn plan(
     report
 }
 
-/// Carry out one planned action; set its status (and reason); write its audit line when applied.
-fn apply(store: &Store, actor: &str, action: &mut HealAction) {
+/// Carry out one planned action; set its status (and reason); write its audit line when applied. Returns the
+/// error when the action failed because the file system is full or read-only
+/// ([`MemoryError::storage_fault`]), which ends the run.
+fn apply(store: &Store, actor: &str, action: &mut HealAction) -> Option<MemoryError> {
     match apply_one(store, actor, action) {
         Ok(Done::Applied { removed }) => {
             action.status = ActionStatus::Applied;
@@ -600,8 +609,12 @@ fn apply(store: &Store, actor: &str, action: &mut HealAction) {
         Err(e) => {
             action.status = ActionStatus::Failed;
             action.reason = Some(one_line(&e.to_string(), 300));
+            if e.storage_fault().is_some() {
+                return Some(e);
+            }
         }
     }
+    None
 }
 
 enum Done {

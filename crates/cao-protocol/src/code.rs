@@ -79,11 +79,18 @@ pub enum ErrorCode {
     /// that terminal's registration: a registered terminal's identity cannot be overridden by a header, an
     /// environment variable or a context field.
     TerminalContextMismatch,
+    /// The file system holding the home is full (`ENOSPC`/`EDQUOT`, SQLite's `SQLITE_FULL`): the write was refused
+    /// or rolled back (a topic file is replaced whole or not at all); retry once space is freed. HTTP 507 Insufficient Storage (RFC 4918: the server cannot store what the request
+    /// needs), which tells clients apart from a transient 503.
+    StorageFull,
+    /// The file system holding the home is mounted read-only (`EROFS`, SQLite's `SQLITE_READONLY`): nothing was
+    /// written; reads still work. HTTP 503 (the write service is unavailable until the home is writable again).
+    StorageReadOnly,
 }
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 28] = [
+    pub const ALL: [ErrorCode; 30] = [
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidKey,
         ErrorCode::MemoryDisabled,
@@ -112,6 +119,8 @@ impl ErrorCode {
         ErrorCode::ProfileRefused,
         ErrorCode::InvalidProfile,
         ErrorCode::TerminalContextMismatch,
+        ErrorCode::StorageFull,
+        ErrorCode::StorageReadOnly,
     ];
 
     /// The facts about this code (the one table of them).
@@ -154,6 +163,8 @@ impl ErrorCode {
             ErrorCode::ProfileRefused => row("profile_refused", StatusCode::CONFLICT, true),
             ErrorCode::InvalidProfile => row("invalid_profile", UNPROCESSABLE, true),
             ErrorCode::TerminalContextMismatch => row("terminal_context_mismatch", StatusCode::FORBIDDEN, true),
+            ErrorCode::StorageFull => row("storage_full", StatusCode::INSUFFICIENT_STORAGE, false),
+            ErrorCode::StorageReadOnly => row("storage_read_only", StatusCode::SERVICE_UNAVAILABLE, false),
         }
     }
 
@@ -225,6 +236,8 @@ mod tests {
             ("caller_unresolved", 403),
             ("capability_required", 403),
             ("terminal_context_mismatch", 403),
+            ("storage_full", 507),
+            ("storage_read_only", 503),
         ] {
             assert_eq!(status(code), Some(want), "{code}");
         }

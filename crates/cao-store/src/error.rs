@@ -1,6 +1,7 @@
 //! The error types of the memory system: [`MemoryError`], what every store operation and feature returns, and
 //! [`StoreError`], a failure of the store's backend.
 
+use cao_core::fs::fault::StorageFault;
 use cao_protocol::{ErrorCode, ToolError};
 use std::path::PathBuf;
 
@@ -158,8 +159,15 @@ pub enum MemoryError {
 }
 
 impl MemoryError {
-    /// The stable code of the variant (`cao_protocol::ErrorCode`; MCP `error_kind`, REST `error`).
+    /// The stable code of the variant (`cao_protocol::ErrorCode`; MCP `error_kind`, REST `error`). A system
+    /// failure (I/O, wiki, index, partial write) caused by a full or read-only file system
+    /// ([`MemoryError::storage_fault`]) is `storage_full` / `storage_read_only`.
     pub fn code(&self) -> ErrorCode {
+        match self.storage_fault() {
+            Some(StorageFault::Full) => return ErrorCode::StorageFull,
+            Some(StorageFault::ReadOnly) => return ErrorCode::StorageReadOnly,
+            None => {}
+        }
         match self {
             MemoryError::Invalid(_) => ErrorCode::InvalidArgument,
             MemoryError::Disabled => ErrorCode::MemoryDisabled,
@@ -184,6 +192,19 @@ impl MemoryError {
             MemoryError::Wiki(_) => ErrorCode::WikiError,
             MemoryError::Store(StoreError::Unavailable(_)) => ErrorCode::StoreUnavailable,
             MemoryError::Store(_) | MemoryError::JournalCorrupt(_) => ErrorCode::IndexError,
+        }
+    }
+
+    /// The storage fault behind a system failure: an [`MemoryError::Io`], [`MemoryError::Wiki`],
+    /// [`MemoryError::Store`] or [`MemoryError::PartialWrite`] whose cause is `ENOSPC`/`EDQUOT`/`EROFS` or SQLite's
+    /// full/read-only error ([`cao_core::fs::fault::classify_chain`]); `None` for every other error.
+    pub fn storage_fault(&self) -> Option<StorageFault> {
+        match self {
+            MemoryError::Io { .. } | MemoryError::Wiki(_) | MemoryError::Store(StoreError::Index(_)) => {
+                cao_core::fs::fault::classify_chain(self)
+            }
+            MemoryError::PartialWrite { reason, .. } => cao_core::fs::fault::classify_message(reason),
+            _ => None,
         }
     }
 

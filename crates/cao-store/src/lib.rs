@@ -50,7 +50,7 @@ pub use error::{MemoryError, StoreError};
 pub use journal::{JournalRules, PurgeReport, check_container, container_problem};
 pub use store::{Snapshot, Store, WriteTx, read_journal, write_journal, write_journal_secure};
 pub use tables::{FollowUpOps, JournalOps, Reads, Writes, vault_unsupported};
-pub use types::{HealthStatus, NoProgress, Progress, RepairReport, StoreHealth};
+pub use types::{HealthStatus, NoProgress, Progress, RepairReport, StoreHealth, storage_fault_name};
 
 /// The store's record types: the shapes the table operations read and write.
 pub use cao_index::{

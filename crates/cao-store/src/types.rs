@@ -12,6 +12,29 @@ pub struct StoreHealth {
     /// Why the store is degraded (one line naming the remedy); absent when ok.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Set when the store is degraded because the file system holding it is full or read-only (reads still
+    /// work; writes fail with `storage_full` / `storage_read_only`). Serialised as `"full"` / `"read_only"`.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "serialize_fault")]
+    pub storage: Option<cao_core::fs::fault::StorageFault>,
+}
+
+/// `"full"` or `"read_only"`.
+fn serialize_fault<S: serde::Serializer>(
+    fault: &Option<cao_core::fs::fault::StorageFault>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match fault {
+        Some(f) => s.serialize_str(storage_fault_name(*f)),
+        None => s.serialize_none(),
+    }
+}
+
+/// The name of a storage fault on the wire: `full` or `read_only` (`/health`'s `storage`).
+pub fn storage_fault_name(fault: cao_core::fs::fault::StorageFault) -> &'static str {
+    match fault {
+        cao_core::fs::fault::StorageFault::Full => "full",
+        cao_core::fs::fault::StorageFault::ReadOnly => "read_only",
+    }
 }
 
 /// Whether a store can serve calls.
@@ -30,6 +53,7 @@ impl StoreHealth {
         StoreHealth {
             status: HealthStatus::Ok,
             reason: None,
+            storage: None,
         }
     }
 
@@ -38,6 +62,17 @@ impl StoreHealth {
         StoreHealth {
             status: HealthStatus::Degraded,
             reason: Some(reason.into()),
+            storage: None,
+        }
+    }
+
+    /// A store degraded by its file system (`fault`): writes fail, reads work; `reason` names the file system
+    /// and the remedy.
+    pub fn storage(fault: cao_core::fs::fault::StorageFault, reason: impl Into<String>) -> StoreHealth {
+        StoreHealth {
+            status: HealthStatus::Degraded,
+            reason: Some(reason.into()),
+            storage: Some(fault),
         }
     }
 

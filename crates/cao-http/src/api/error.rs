@@ -104,9 +104,13 @@ impl From<LifecycleError> for ApiError {
             LifecycleError::Refused { .. } => ErrorCode::Refused,
             LifecycleError::Secret { .. } => ErrorCode::SecretDetected,
             LifecycleError::Store(cao_store::StoreError::Unavailable(_)) => ErrorCode::StoreUnavailable,
-            LifecycleError::Store(_) => {
+            LifecycleError::Store(s) => {
                 tracing::warn!(error = %e, "relationship API call failed");
-                ErrorCode::IndexError
+                match cao_core::fs::fault::classify_chain(s) {
+                    Some(cao_core::fs::fault::StorageFault::Full) => ErrorCode::StorageFull,
+                    Some(cao_core::fs::fault::StorageFault::ReadOnly) => ErrorCode::StorageReadOnly,
+                    None => ErrorCode::IndexError,
+                }
             }
         };
         Self::from_code(code, e.to_string())

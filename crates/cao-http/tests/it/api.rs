@@ -1001,3 +1001,61 @@ async fn vault_status_reports_the_configured_vault_or_configured_false() {
     let (_, other) = get(&f.app, "/memory/vault/status?vault_id=other").await;
     assert_eq!(other, json!({"configured": true, "vaults": []}));
 }
+
+/// A home whose file system is full or read-only (fault injection through `cao_core::fs` and the SQLite index,
+/// as `cao-memory`'s storage tests do): a store answers 507 `storage_full` / 503 `storage_read_only`, `/health`
+/// answers 503 `degraded` with `storage` naming the fault while the index stays `ok`, reads still answer, and
+/// once the fault is gone the same store succeeds and `/health` is `ok` again.
+#[tokio::test]
+async fn a_full_or_read_only_home_fails_stores_with_the_storage_code_and_health_is_degraded() {
+    use cao_core::fs::fault::{StorageFault, inject};
+    for (fault, status, code, name) in [
+        (
+            StorageFault::Full,
+            StatusCode::INSUFFICIENT_STORAGE,
+            "storage_full",
+            "full",
+        ),
+        (
+            StorageFault::ReadOnly,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage_read_only",
+            "read_only",
+        ),
+    ] {
+        let f = fixture();
+        store(&f, "kept", "kept before the disk filled", "global", json!({})).await;
+        inject(&f.home, Some(fault));
+        let (h_status, health) = get(&f.app, "/health").await;
+        assert_eq!(h_status, StatusCode::SERVICE_UNAVAILABLE, "{health}");
+        assert_eq!(
+            (
+                health["status"].clone(),
+                health["index"].clone(),
+                health["storage"].clone()
+            ),
+            (json!("degraded"), json!("ok"), json!(name)),
+            "{health}"
+        );
+        assert!(health["message"].as_str().is_some_and(|m| m.contains(code)), "{health}");
+        assert_error(
+            &post(
+                &f.app,
+                "/internal/memory/store",
+                json!({"content": "refused", "key": "refused", "scope": "global", "context": {}}),
+            )
+            .await,
+            status,
+            code,
+        );
+        let (r_status, listed) = get(&f.app, "/memory?scope=global").await;
+        assert_eq!(r_status, StatusCode::OK, "reads still answer: {listed}");
+        assert!(listed.to_string().contains("kept"), "{listed}");
+        assert!(!listed.to_string().contains("refused"), "{listed}");
+        inject(&f.home, None);
+        store(&f, "refused", "stored once the disk is back", "global", json!({})).await;
+        let (h_status, health) = get(&f.app, "/health").await;
+        assert_eq!(h_status, StatusCode::OK, "{health}");
+        assert_eq!(health["storage"], Value::Null, "{health}");
+    }
+}

@@ -254,6 +254,7 @@ impl Index {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(IndexError::from)?;
         let out = f(&JournalTx::new(&tx))?;
+        crate::injected_fault(&self.path).map_err(IndexError::from)?;
         tx.commit().map_err(IndexError::from)?;
         Ok(out)
     }
@@ -297,6 +298,7 @@ impl Index {
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(IndexError::from)?;
             let out = f(&JournalTx::new(&tx))?;
+            crate::injected_fault(&self.path).map_err(IndexError::from)?;
             tx.commit().map_err(IndexError::from)?;
             Ok::<T, E>(out)
         })();

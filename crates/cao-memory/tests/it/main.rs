@@ -36,6 +36,7 @@ mod related;
 mod relationship_audit;
 mod relationships;
 mod retention;
+mod storage_faults;
 mod store_copy;
 mod vault;
 

@@ -281,6 +281,34 @@ impl Embedded {
                 self.layout.memory_dir().display()
             ));
         }
+        let db_path = self.home.db_path();
+        let db_dir = db_path.parent().unwrap_or(&db_path);
+        for dir in [self.layout.memory_dir(), db_dir] {
+            match cao_core::fs::fault::disk_state(dir) {
+                Some(cao_core::fs::fault::StorageFault::Full) => {
+                    return StoreHealth::storage(
+                        cao_core::fs::fault::StorageFault::Full,
+                        format!(
+                            "the file system holding {} is full (less than {} KiB available): writes fail with \
+                             storage_full until space is freed",
+                            dir.display(),
+                            cao_core::fs::fault::LOW_SPACE_BYTES / 1024
+                        ),
+                    );
+                }
+                Some(cao_core::fs::fault::StorageFault::ReadOnly) => {
+                    return StoreHealth::storage(
+                        cao_core::fs::fault::StorageFault::ReadOnly,
+                        format!(
+                            "the file system holding {} is read-only: writes fail with storage_read_only until it \
+                             is mounted read-write",
+                            dir.display()
+                        ),
+                    );
+                }
+                None => {}
+            }
+        }
         StoreHealth::ok()
     }
 
@@ -878,9 +906,17 @@ impl Embedded {
         for c in &containers {
             if let Err(e) = self.open_container_journal(c) {
                 let reason = e.to_string();
+                let fault = e.storage_fault();
                 return entries
                     .iter()
-                    .map(|_| Err(MemoryError::Invalid(format!("cannot open the journal: {reason}"))))
+                    .map(|_| match fault {
+                        // A full or read-only file system stays a storage failure (the import stops on it).
+                        Some(f) => Err(MemoryError::Io {
+                            context: format!("cannot open the journal: {reason}"),
+                            source: f.io_error(),
+                        }),
+                        None => Err(MemoryError::Invalid(format!("cannot open the journal: {reason}"))),
+                    })
                     .collect();
             }
         }
