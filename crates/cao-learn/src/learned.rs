@@ -372,6 +372,35 @@ mod tests {
         pairs.iter().map(|(k, t)| ((*k).to_owned(), (*t).to_owned())).collect()
     }
 
+    /// The `learned_block` fuzz finding (fuzz/crashes/learned_block): a profile with two blocks. Only the first is
+    /// the block; the second is user text and survives byte for byte. Removing the first block's last lesson removes
+    /// that block together with the blank line before it (the seam an append adds); the target had read the second
+    /// block's lessons as "lessons remain" and expected the blank line kept.
+    #[test]
+    fn a_second_block_is_user_text_and_survives_every_edit() {
+        let first = "<!-- cao-learned:begin -->\n<!-- lesson: b -->\n- no bullet\n<!-- cao-learned:end -->";
+        let tail = "\nOutro\n<!-- cao-learned:begin -->\n<!-- lesson: c -->\n- kept\n<!-- cao-learned:end -->";
+        let content = format!("# T\n\nIntro.\n\n{first}{tail}");
+        assert_eq!(read_lessons(&content), vec![("b".to_owned(), "no bullet".to_owned())]);
+
+        let updated = apply_deltas(&content, &add(&[("b", "changed")]), &[]).expect("edit");
+        let updated = updated.content.expect("a change");
+        assert!(
+            updated.starts_with("# T\n\nIntro.\n\n<!-- cao-learned:begin -->"),
+            "{updated:?}"
+        );
+        assert!(updated.ends_with(tail), "{updated:?}");
+
+        let removed = apply_deltas(&content, &[], &["b".to_owned()]).expect("edit");
+        let removed = removed.content.expect("a change");
+        assert_eq!(
+            removed,
+            format!("# T\n\nIntro.\n{}", &tail[1..]),
+            "the block and its seam go, the rest stays"
+        );
+        assert_eq!(read_lessons(&removed), vec![("c".to_owned(), "kept".to_owned())]);
+    }
+
     #[test]
     fn keys_follow_the_slug_rule() {
         for ok in ["a", "0", "keep-cache", &"k".repeat(64), " padded "] {

@@ -377,10 +377,13 @@ fn find_blocks(body: &[u8]) -> Vec<Span> {
     spans
 }
 
-/// The file's line break: its first one (`\r\n` or `\n`), `\n` when it has none.
+/// The file's line break: its first one (`\r\n` or `\n`); when it has none, `\r\n` if it ends with a `\r` (the
+/// `\n` appended after it would make a `\r\n`, the first line break the next splice sees, so a block rendered with
+/// `\n` would be rendered again with `\r\n`: found by the `provider_splice` fuzz target), else `\n`.
 fn detect_newline(body: &[u8]) -> &'static [u8] {
     match body.iter().position(|&c| c == b'\n') {
         Some(i) if i > 0 && body[i - 1] == b'\r' => b"\r\n",
+        None if body.ends_with(b"\r") => b"\r\n",
         _ => b"\n",
     }
 }
@@ -615,6 +618,24 @@ mod tests {
         }
         assert_eq!(Provider::parse("q_cli"), None);
         assert_eq!(Provider::parse("Codex"), None);
+    }
+
+    /// The `provider_splice` fuzz finding (fuzz/crashes/provider_splice): a file with a BOM whose only line ends in a
+    /// lone `\r`. The appended block's first line break joined that `\r` into a `\r\n`, so a second splice of the
+    /// same block rendered it with `\r\n` and rewrote the file.
+    #[test]
+    fn splicing_after_a_trailing_carriage_return_is_idempotent() {
+        let file = b"\xEF\xBB\xBF# BOM\r";
+        let block = "<cao-memory>\n- [project] testing: use pytest\n</cao-memory>";
+        let once = splice_block(file, block);
+        assert!(once.starts_with(file), "the file's bytes are kept");
+        assert_eq!(splice_block(&once, block), once, "the same block again changes nothing");
+        let other = "<cao-memory>\n</cao-memory>";
+        assert_eq!(
+            splice_block(&once, other),
+            splice_block(file, other),
+            "the last block wins"
+        );
     }
 
     #[test]
