@@ -47,6 +47,31 @@ enum Endpoint {
     Database(DatabaseUrl),
 }
 
+/// Whether `text` is a URL with a scheme (`scheme://...`) or a libpq `key=value` connection string (a `host=`,
+/// `dbname=`, `user=`, `password=` or `port=` word), rather than a directory.
+fn looks_like_connection_string(text: &str) -> bool {
+    let scheme = text.split_once("://").is_some_and(|(s, _)| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    scheme
+        || text.split_whitespace().any(|word| {
+            let lower = word.to_ascii_lowercase();
+            [
+                "host=",
+                "hostaddr=",
+                "dbname=",
+                "user=",
+                "password=",
+                "port=",
+                "sslmode=",
+            ]
+            .iter()
+            .any(|k| lower.starts_with(k))
+        })
+}
+
 impl Endpoint {
     /// A PostgreSQL URL (`postgres://`, `postgresql://`) or a home directory.
     fn parse(text: &str, flag: &str) -> Result<Endpoint, CliError> {
@@ -55,10 +80,21 @@ impl Endpoint {
                 "{flag} is empty; give a cao home directory or a postgres:// URL"
             )));
         }
-        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            return DatabaseUrl::parse(text)
+        let lower = text.to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            let scheme_end = text.find("://").map_or(0, |i| i + 3);
+            let normalized = format!("{}{}", &lower[..scheme_end], &text[scheme_end..]);
+            return DatabaseUrl::parse(&normalized)
                 .map(Endpoint::Database)
                 .map_err(|e| CliError::Usage(format!("{flag}: {e}")));
+        }
+        // Anything else that looks like a connection string is refused, never taken for a directory name: it could
+        // hold a password, which would then be printed and become a directory on disk. The text is not echoed.
+        if looks_like_connection_string(text) {
+            return Err(CliError::Usage(format!(
+                "{flag} looks like a connection string but is not a postgres:// or postgresql:// URL; only \
+                 PostgreSQL URLs are supported (libpq's key=value form is not: write it as a URL)"
+            )));
         }
         Ok(Endpoint::Home(PathBuf::from(text)))
     }
@@ -146,4 +182,30 @@ fn render(report: &CopyReport, from: &str, to: &str) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_strings_are_never_taken_for_directories_nor_echoed() {
+        for text in [
+            "mysql://cao:s3cretPW@h/db",
+            "postgresql+psycopg://cao:s3cretPW@h/db",
+            "host=127.0.0.1 port=55432 user=cao password=s3cretPW dbname=cao",
+        ] {
+            let Err(CliError::Usage(msg)) = Endpoint::parse(text, "--to") else {
+                panic!("{text:?} must be refused");
+            };
+            assert!(!msg.contains("s3cretPW"), "{msg}");
+        }
+        assert!(matches!(
+            Endpoint::parse("POSTGRESQL://cao@localhost/cao", "--to"),
+            Ok(Endpoint::Database(_))
+        ));
+        for dir in ["/tmp/a home", "relative/dir", "./x=y"] {
+            assert!(matches!(Endpoint::parse(dir, "--to"), Ok(Endpoint::Home(_))), "{dir}");
+        }
+    }
 }

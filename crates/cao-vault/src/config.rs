@@ -892,6 +892,15 @@ fn validate_root(raw: &str, user_home: &Path) -> Result<PathBuf, String> {
     } else {
         PathBuf::from(raw)
     };
+    // Unlike the reference (which makes a relative root absolute against the working directory), a relative root
+    // is refused: every process would resolve it against its own working directory, so an agent started inside a
+    // cloned repository holding a folder of that name would index and recall that repository's notes.
+    if !expanded.is_absolute() {
+        return Err(format!(
+            "root must be an absolute path or start with ~/ (a relative root would depend on each process's working \
+             directory): {raw}"
+        ));
+    }
     let absolute = lexical_absolute(&expanded);
     let Ok(resolved) = std::fs::canonicalize(&absolute) else {
         return Err(format!("root does not exist: {raw}"));
@@ -1068,6 +1077,20 @@ pub fn binding_warnings(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relative_root_is_refused_whatever_the_working_directory_holds() {
+        let home = std::env::temp_dir();
+        for raw in ["vault", "./vault", "../vault", "."] {
+            let err = validate_root(raw, &home).expect_err(raw);
+            assert!(err.starts_with("root must be an absolute path"), "{raw}: {err}");
+        }
+        assert!(
+            validate_root("~/definitely-not-a-vault-here", &home)
+                .expect_err("missing")
+                .starts_with("root does not exist")
+        );
+    }
 
     #[test]
     fn kill_switch_only_turns_off() {

@@ -322,6 +322,7 @@ pub fn read_listing(vault: &VaultConfig, listing: Listing, options: ScanOptions<
     candidates.sort_by(|a, b| a.relpath.cmp(&b.relpath));
     let mut total: u64 = 0;
     let mut folded: HashMap<String, usize> = HashMap::new();
+    let mut collided: std::collections::HashSet<String> = std::collections::HashSet::new();
     for c in &candidates {
         *folded.entry(fold(&c.relpath)).or_default() += 1;
     }
@@ -356,6 +357,11 @@ pub fn read_listing(vault: &VaultConfig, listing: Listing, options: ScanOptions<
             break;
         }
         if folded.get(&fold(&c.relpath)).copied().unwrap_or(0) > 1 {
+            // Names that differ only in Unicode form (NFC / NFD) share one NFC path: one quarantined row stands for
+            // them all (two rows with one path would break the notes table's unique path and stop every reconcile).
+            if !collided.insert(c.relpath.clone()) {
+                continue;
+            }
             row.status = NoteStatus::Quarantined;
             row.findings
                 .push(Finding::new(FindingCode::PathCaseCollision, "case-collision path"));

@@ -165,3 +165,19 @@ fn forget_deindexes_a_note_keeps_its_file_and_survives_a_reconcile() {
         .expect("forget");
     assert_eq!((absent.action, absent.deleted), ("absent", false));
 }
+
+/// Two file names that differ only in Unicode form (NFC and NFD `Noël.md`) share one path: they are quarantined as
+/// one row and the reconcile still applies (two rows of one path broke the notes table's unique path and stopped
+/// every later reconcile, so edits were no longer picked up).
+#[test]
+fn names_differing_only_in_unicode_form_do_not_stop_the_vault() {
+    let v = vault();
+    write(&v.root, "Notes/No\u{eb}l.md", "noel composed\n");
+    write(&v.root, "Notes/Noe\u{308}l.md", "noel decomposed\n");
+    let report = cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("reconcile applies");
+    assert_eq!((report.report.indexed, report.report.quarantined), (2, 4), "{report:?}");
+    write(&v.root, "Notes/deploy.md", "We deploy with canary releases now.\n");
+    cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("a later reconcile applies too");
+    let got = recall(&v, "canary");
+    assert_eq!(got.len(), 1, "{got:?}");
+}

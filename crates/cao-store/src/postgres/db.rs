@@ -376,9 +376,31 @@ impl r2d2::ManageConnection for Manager {
 }
 
 /// The pool of one process, and the URL it connects to (without its password).
+///
+/// `inner` is `None` only while the pool is dropped: a `postgres::Client` closes by blocking on its own runtime,
+/// which panics (and, in a destructor, aborts the process) on a thread that runs an async runtime, as the last
+/// store handle of `cao-server` or `cao-mcp-server` does at shutdown. Dropping the pool there hands the
+/// connections to a plain thread to close.
 pub(crate) struct Pool {
-    inner: r2d2::Pool<Manager>,
+    inner: Option<r2d2::Pool<Manager>>,
     shown: String,
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        let Some(inner) = self.inner.take() else {
+            return;
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Best effort: if the process exits first, the operating system closes the sockets.
+            let closing = std::thread::Builder::new()
+                .name("cao-pg-close".into())
+                .spawn(move || drop(inner));
+            if let Err(e) = closing {
+                tracing::warn!(error = %e, "could not start a thread to close the database connections");
+            }
+        }
+    }
 }
 
 /// A pool over `target` (no connection is made yet).
@@ -390,12 +412,19 @@ pub(crate) fn pool(target: Target) -> Pool {
         .connection_timeout(CONNECT_WAIT)
         .error_handler(Box::new(r2d2::NopErrorHandler))
         .build_unchecked(Manager(target));
-    Pool { inner, shown }
+    Pool {
+        inner: Some(inner),
+        shown,
+    }
 }
 
 /// A pooled connection, or [`StoreError::Unavailable`] naming the database.
 pub(crate) fn checkout(pool: &Pool) -> Result<r2d2::PooledConnection<Manager>> {
-    pool.inner.get().map_err(|e| {
+    let inner = pool
+        .inner
+        .as_ref()
+        .ok_or_else(|| StoreError::Unavailable(format!("the pool of {} is closed", pool.shown)))?;
+    inner.get().map_err(|e| {
         StoreError::Unavailable(format!(
             "no connection to the database {} within {} s ({e})",
             pool.shown,
