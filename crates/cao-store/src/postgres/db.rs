@@ -379,8 +379,8 @@ impl r2d2::ManageConnection for Manager {
 ///
 /// `inner` is `None` only while the pool is dropped: a `postgres::Client` closes by blocking on its own runtime,
 /// which panics (and, in a destructor, aborts the process) on a thread that runs an async runtime, as the last
-/// store handle of `cao-server` or `cao-mcp-server` does at shutdown. Dropping the pool there hands the
-/// connections to a plain thread to close.
+/// store handle of `cao-server` or `cao-mcp-server` does at shutdown. Dropping the pool hands the connections to
+/// a plain thread to close and waits for it.
 pub(crate) struct Pool {
     inner: Option<r2d2::Pool<Manager>>,
     shown: String,
@@ -391,14 +391,17 @@ impl Drop for Pool {
         let Some(inner) = self.inner.take() else {
             return;
         };
-        if tokio::runtime::Handle::try_current().is_ok() {
-            // Best effort: if the process exits first, the operating system closes the sockets.
-            let closing = std::thread::Builder::new()
-                .name("cao-pg-close".into())
-                .spawn(move || drop(inner));
-            if let Err(e) = closing {
-                tracing::warn!(error = %e, "could not start a thread to close the database connections");
+        // Closed on a plain thread, waited for: this thread may run an async runtime.
+        let closing = std::thread::Builder::new()
+            .name("cao-pg-close".into())
+            .spawn(move || drop(inner));
+        match closing {
+            Ok(handle) => {
+                if handle.join().is_err() {
+                    tracing::warn!("closing the database connections failed");
+                }
             }
+            Err(e) => tracing::warn!(error = %e, "could not start a thread to close the database connections"),
         }
     }
 }
