@@ -95,6 +95,7 @@ class Metrics:
         self.lat: dict[int, dict[str, list[float]]] = collections.defaultdict(lambda: collections.defaultdict(list))
         self.err: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
         self.expected: collections.Counter = collections.Counter()
+        self.counters: collections.Counter = collections.Counter()
         self.messages: list[str] = []
         self.total_errors = 0
 
@@ -529,6 +530,9 @@ def maintenance_worker(env: Env, every: float, model_cmd: list[str]) -> None:
             r = env.cao("memory", "compact", "--format", "json", **model)
             if r.returncode == 0:
                 env.metrics.ok("maint.compact", now() - t)
+                compacted = payload_of(r.stdout).get("counts", {}).get("compacted", 0)
+                with env.metrics.lock:
+                    env.metrics.counters["maint.compact.compacted"] += compacted
             else:
                 env.metrics.error("maint.compact", f"exit {r.returncode}: {r.stdout[-400:]} {r.stderr[-300:]}")
             t = now()
@@ -536,9 +540,8 @@ def maintenance_worker(env: Env, every: float, model_cmd: list[str]) -> None:
             if r.returncode == 0:
                 env.metrics.ok("maint.heal", now() - t)
                 applied = payload_of(r.stdout).get("counts", {}).get("applied", 0)
-                if applied:
-                    with env.metrics.lock:
-                        env.metrics.expected["maint.heal.applied"] += applied
+                with env.metrics.lock:
+                    env.metrics.counters["maint.heal.applied"] += applied
             else:
                 env.metrics.error("maint.heal", f"exit {r.returncode}: {r.stdout[-400:]} {r.stderr[-300:]}")
 
@@ -615,23 +618,37 @@ def percentile(values: list[float], q: float) -> float | None:
     return round(s[min(len(s) - 1, int(round(q * (len(s) - 1))))], 2)
 
 
-def unsummarized(env: Env) -> int | None:
-    """Lines of the project's view not summarized yet (the summarizer's backlog), or None when the view fails."""
+def project_view(env: Env) -> dict[str, Any]:
+    """The project's journal view (`memory_view` over REST), or {} when the call fails."""
     try:
-        r = httpx.post(
-            f"{env.url}/internal/memory/view", json={"context": {"project_id": PROJECT}}, timeout=120
-        )
-        view = payload_of(r.text).get("view")
+        r = httpx.post(f"{env.url}/internal/memory/view", json={"context": {"project_id": PROJECT}}, timeout=120)
     except httpx.HTTPError:
+        return {}
+    got = payload_of(r.text)
+    return got if isinstance(got.get("view"), str) else {}
+
+
+def unsummarized(view: dict[str, Any]) -> int | None:
+    """Lines of a view not summarized yet (the summarizer's backlog), or None without a view."""
+    if not view:
         return None
-    if not isinstance(view, str):
-        return None
-    return sum(1 for line in view.splitlines() if "(not summarized yet)" in line)
+    return sum(1 for line in view["view"].splitlines() if "(not summarized yet)" in line)
+
+
+def folded_lines(view: dict[str, Any]) -> int:
+    """Summary lines of a view that cover more than one entry and are summarized."""
+    out = 0
+    for line in view.get("view", "").splitlines()[1:-1]:
+        address = line.split("|", 1)[0]
+        if "+" in address and address.split("+")[1].isdigit() and int(address.split("+")[1]) > 1:
+            out += "(not summarized yet)" not in line
+    return out
 
 
 def minute_row(env: Env, minute: int, server_pid: int) -> dict[str, Any]:
     rss, fds = proc_status(server_pid)
     wals = wal_sizes(env.home)
+    view = project_view(env)
     with env.metrics.lock:
         lat = {op: list(v) for op, v in env.metrics.lat.get(minute, {}).items()}
         err = dict(env.metrics.err.get(minute, {}))
@@ -652,7 +669,8 @@ def minute_row(env: Env, minute: int, server_pid: int) -> dict[str, Any]:
         "wal_files": wals,
         "acked_live": env.ledger.count(),
         "kills": sum(1 for k in env.kills if k["pid"] is not None),
-        "unsummarized": unsummarized(env),
+        "journal_entries": view.get("entries"),
+        "unsummarized": unsummarized(view),
         "ops": ops,
     }
 
@@ -760,7 +778,24 @@ def final_checks(env: Env, minutes: int, rows: list[dict[str, Any]]) -> list[dic
     checks.append(check("no_errors", errors == 0, f"{errors} errors outside the {expected} failures of killed sessions"))
     checks.append(check("kills_happened", kills > 0, f"{kills} SIGKILLs of stdio sessions, {expected} seen by their clients"))
     lint = env.cao("memory", "lint", "--format", "json")
-    checks.append(check("final_lint_clean", lint.returncode == 0, f"cao memory lint exit {lint.returncode}: {lint.stdout[-300:]}"))
+    report = payload_of(lint.stdout)
+    summary = {k: v for k, v in report.items() if k != "issues" and not isinstance(v, list)}
+    checks.append(
+        check("final_lint_clean", lint.returncode == 0, f"cao memory lint exit {lint.returncode}: {json.dumps(summary)[:400]}")
+    )
+    with env.metrics.lock:
+        compacted_total = env.metrics.counters["maint.compact.compacted"]
+    checks.append(check("compaction_ran", compacted_total > 0, f"{compacted_total} topics compacted by cao memory compact"))
+    view = project_view(env)
+    folded = folded_lines(view)
+    checks.append(
+        check(
+            "summarizer_ran",
+            folded > 0,
+            f"the final view holds {folded} summarized lines covering several entries, "
+            f"{unsummarized(view)} lines not summarized yet, over {view.get('entries')} journal entries",
+        )
+    )
     checks.append(flat_check(rows, "rss_kib", RULES["rss_factor"], 0, minutes))
     checks.append(flat_check(rows, "fds", RULES["fd_factor"], RULES["fd_slack"], minutes))
     peak_wal = max((r["wal_bytes"] for r in rows), default=0)
@@ -912,6 +947,7 @@ def main() -> int:
                 "errors": sum(m.get(op, 0) for m in metrics.err.values()),
             }
         expected = dict(metrics.expected)
+        counters = dict(metrics.counters)
         messages = list(metrics.messages)
     ok = all(c["status"] != "fail" for c in checks)
     report = {
@@ -926,6 +962,7 @@ def main() -> int:
         "totals": totals,
         "kills": env.kills,
         "expected_failures": expected,
+        "counters": counters,
         "errors": messages,
         "checks": checks,
         "ok": ok,
