@@ -18,15 +18,15 @@ import soak  # noqa: E402
 
 def rows(rss: list[int], fds: list[int] | None = None) -> list[dict]:
     fds = fds or [30] * len(rss)
-    return [{"minute": i + 1, "rss_kib": r, "fds": f} for i, (r, f) in enumerate(zip(rss, fds))]
+    return [{"minute": i + 1, "rss_anon_kib": r, "fds": f} for i, (r, f) in enumerate(zip(rss, fds))]
 
 
 def test_a_flat_curve_passes_and_a_leak_fails() -> None:
     flat = rows([100_000] * 4 + [110_000] * 20)
-    assert soak.flat_check(flat, "rss_kib", 1.2, 0, 24)["status"] == "pass"
+    assert soak.flat_check(flat, "rss_anon_kib", 1.2, 0, 24)["status"] == "pass"
     # 1% per minute from minute 5 on: 34% above the minute-5 value after 24 minutes.
     leak = rows([100_000] * 4 + [int(110_000 * 1.015**i) for i in range(20)])
-    result = soak.flat_check(leak, "rss_kib", 1.2, 0, 24)
+    result = soak.flat_check(leak, "rss_anon_kib", 1.2, 0, 24)
     assert result["status"] == "fail", result
     assert "110000" in result["detail"], result
 
@@ -39,10 +39,10 @@ def test_descriptors_get_their_slack_but_not_a_leak() -> None:
 
 
 def test_short_runs_skip_flatness_and_missing_samples_fail() -> None:
-    assert soak.flat_check(rows([1, 2]), "rss_kib", 1.2, 0, 2)["status"] == "skipped"
+    assert soak.flat_check(rows([1, 2]), "rss_anon_kib", 1.2, 0, 2)["status"] == "skipped"
     gone = rows([100_000] * 12)
-    gone[4]["rss_kib"] = None
-    assert soak.flat_check(gone, "rss_kib", 1.2, 0, 12)["status"] == "fail"
+    gone[4]["rss_anon_kib"] = None
+    assert soak.flat_check(gone, "rss_anon_kib", 1.2, 0, 12)["status"] == "fail"
 
 
 def test_percentiles_are_nearest_rank() -> None:
