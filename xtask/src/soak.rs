@@ -2,12 +2,12 @@
 //! each minute and checked at the end, by `tests/soak/soak.py` (its module docs list the clients, the kills and the
 //! checks; the JSON it writes follows `docs/schemas/cao.soak-1.json`).
 //!
-//! This builds the three binaries the run starts (`cao`, `cao-server`, `cao-mcp-server`; debug, or release with
-//! `--release`), makes sure the Python test dependencies are importable (the same ones as the end-to-end tests),
-//! and runs the script with the scratch home under `<target>/soak/scratch` (deleted by the script at the end) and
+//! This builds every binary of the workspace but xtask (the run starts `cao`, `cao-server` and `cao-mcp-server`;
+//! debug, or release with `--release`), makes sure the Python test dependencies are importable (the same ones as the
+//! end-to-end tests), and runs the script with the scratch home under `<target>/soak/scratch` (deleted by the script at the end) and
 //! the report in `--out` (default `<target>/soak`). `cargo xtask test` runs it for 2 minutes after the end-to-end
 //! tests as a smoke test; the script asserts no timing, and with fewer than 10 minutes it skips the flatness checks
-//! of RSS and descriptors (saying so) because two minutes cannot show a trend.
+//! of memory and descriptors (saying so) because two minutes cannot show a trend.
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -24,19 +24,12 @@ pub(crate) struct SoakArgs {
     pub release: bool,
 }
 
-/// The `cargo build` arguments for the binaries a soak starts.
+/// The `cargo build` arguments for the binaries a soak starts (`cao`, `cao-server`, `cao-mcp-server`): every
+/// binary of the workspace but xtask, the same command as the gate's "build bins" step, so the features of shared
+/// dependencies unify alike and, inside the gate, nothing is built twice (building three packages alone would
+/// unify fewer features and rebuild dependencies).
 pub(crate) fn build_args(release: bool) -> Vec<&'static str> {
-    let mut args = vec![
-        "build",
-        "--locked",
-        "-p",
-        "cao-cli",
-        "-p",
-        "cao-server",
-        "-p",
-        "cao-mcp-server",
-        "--bins",
-    ];
+    let mut args = vec!["build", "--workspace", "--bins", "--locked", "--exclude", "xtask"];
     if release {
         args.push("--release");
     }
@@ -100,9 +93,11 @@ mod tests {
     fn release_builds_release_and_debug_does_not() {
         assert!(build_args(true).contains(&"--release"));
         assert!(!build_args(false).contains(&"--release"));
-        for bin in ["cao-cli", "cao-server", "cao-mcp-server"] {
-            assert!(build_args(false).contains(&bin), "{bin} is built");
-        }
+        // Every binary of the workspace but xtask (which is running), as the gate's "build bins" step.
+        assert_eq!(
+            build_args(false),
+            ["build", "--workspace", "--bins", "--locked", "--exclude", "xtask"]
+        );
     }
 
     #[test]
