@@ -479,7 +479,10 @@ pub fn search(
         ));
     }
     store.read()?;
-    let vis = visibility::union(&visibility::groups(store, ctx, settings, None, false)?);
+    let mut groups = visibility::groups(store, ctx, settings, None, false)?;
+    // Vault-bound scopes read their vault notes (spec/vault-facts.md section 5 "Sources per recall").
+    crate::vault::bind_groups(store, settings, &mut groups);
+    let vis = visibility::union(&groups);
     let index = store.snapshot();
     let mut candidates: Vec<MemoryRow> = index.metadata_pool(&vis, None, &req.query, SEARCH_POOL)?;
     let mut seen: std::collections::HashSet<String> = candidates.iter().map(|r| r.id.clone()).collect();
@@ -584,7 +587,10 @@ pub fn read(
     };
     store.read()?;
     let mut found = None;
-    for group in visibility::groups(store, ctx, settings, scope, false)? {
+    let mut groups = visibility::groups(store, ctx, settings, scope, false)?;
+    // Vault-bound scopes read their vault notes (spec/vault-facts.md section 5 "Sources per recall").
+    crate::vault::bind_groups(store, settings, &mut groups);
+    for group in groups {
         if let Some(row) = store.snapshot().find_key(&group.visibility(), &key)? {
             found = Some(row);
             break;
@@ -597,13 +603,18 @@ pub fn read(
         });
     };
     store.record_access(std::slice::from_ref(&row));
-    let container = row.container();
-    store.open_journal(&container)?;
-    let journal_entry = store
-        .snapshot()
-        .journal(|j| j.memory_entry_ids(container.as_str(), row.scope, row.scope_id.as_deref(), &row.key))?
-        .last()
-        .copied();
+    // A vault note has no journal: its history is the vault's.
+    let journal_entry = if row.source_kind == cao_core::SourceKind::Vault {
+        None
+    } else {
+        let container = row.container();
+        store.open_journal(&container)?;
+        store
+            .snapshot()
+            .journal(|j| j.memory_entry_ids(container.as_str(), row.scope, row.scope_id.as_deref(), &row.key))?
+            .last()
+            .copied()
+    };
     Ok(ReadResult {
         success: true,
         key: row.key.as_str().to_owned(),

@@ -35,6 +35,39 @@ pub fn store(
 ) -> Result<StoreResult, MemoryError> {
     let prepared = prepare(&req)?;
     let scope_id = visibility::target_scope_id(store, ctx, prepared.scope, settings)?;
+    // A vault-bound scope: the entry goes to the vault's managed folder (spec/vault-facts.md section 6).
+    if let Some(v) = crate::vault::store(
+        store,
+        settings,
+        ctx,
+        prepared.scope,
+        scope_id.as_deref(),
+        &prepared.key,
+        prepared.memory_type,
+        &prepared.tags,
+        &prepared.content,
+    )? {
+        audit::record(
+            store,
+            AuditEvent::Store,
+            actor_of(ctx),
+            prepared.scope,
+            v.scope_id.as_deref(),
+            prepared.key.as_str(),
+            v.action,
+        );
+        return Ok(StoreResult {
+            success: true,
+            key: prepared.key.as_str().to_owned(),
+            scope: prepared.scope,
+            scope_id: v.scope_id,
+            file_path: v.file_path,
+            action: v.action,
+            journal_entry: None,
+            possible_duplicates: Vec::new(),
+            duplicate_advice: None,
+        });
+    }
     commit_queued(store, settings, ctx, &prepared, scope_id, None, Some(queue))
 }
 
