@@ -142,16 +142,14 @@ fn read_returns_the_current_text_and_its_entry_or_not_found() {
         ),
         Err(MemoryError::NotFound { .. })
     ));
-    assert!(matches!(
-        f.svc.read(
-            &f.ctx,
-            &ReadArgs {
-                key: "deploy".into(),
-                scope: Some("galaxy".parse().expect("a valid scope"))
-            }
-        ),
-        Err(MemoryError::Invalid(_))
-    ));
+    // A scope outside the set is refused where the call's strings are read, with the service's message.
+    let refused = cao_protocol::ToolCall::parse(
+        cao_protocol::Tool::Read,
+        serde_json::json!({"key": "deploy", "scope": "galaxy"}),
+    )
+    .expect_err("no such scope");
+    assert_eq!(refused.code(), cao_protocol::ErrorCode::InvalidArgument);
+    assert!(refused.to_string().starts_with("invalid scope \"galaxy\""), "{refused}");
 }
 
 #[test]
