@@ -97,7 +97,6 @@ pub(crate) fn seed(home: &TempHome, seeds: &[Seed]) {
                 memory_type: Some((*memory_type).parse().expect("a valid memory_type")),
                 key: Some((*key).to_owned()),
                 tags: Some((*tags).to_owned()),
-                ..Default::default()
             },
         )
         .unwrap_or_else(|e| panic!("seeding {key} failed: {e}"));

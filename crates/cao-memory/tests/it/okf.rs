@@ -79,7 +79,6 @@ fn store_in(fx: &ServiceFixture, ctx: &TerminalContext, scope: Scope, call: &Val
                 key: call["key"].as_str().map(str::to_owned),
                 tags: call["tags"].as_str().map(str::to_owned),
                 memory_type: call["type"].as_str().map(|t| t.parse().expect("a valid type")),
-                ..Default::default()
             },
         )
         .unwrap_or_else(|e| panic!("store {call}: {e}"));

@@ -49,7 +49,6 @@ impl Fixture {
                     memory_type: Some(memory_type.parse().expect("a valid memory_type")),
                     key: Some(key.into()),
                     tags: Some(tags.into()),
-                    ..Default::default()
                 },
             )
             .unwrap_or_else(|e| panic!("store {key}: {e}"));
