@@ -216,7 +216,7 @@ impl Plan {
                 }
                 Plan::View {
                     target: JournalTarget {
-                        scope: scope.map(|s| Scope::from(s).to_string()),
+                        scope: scope.map(Scope::from),
                         container,
                     },
                     format,

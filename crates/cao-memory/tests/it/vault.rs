@@ -2,7 +2,7 @@
 //! that scope hidden, other scopes untouched), hostile notes kept out, and edits picked up before a read.
 
 use cao_core::{CaoHome, TerminalContext};
-use cao_memory::{MemoryService, RecallRequest, StoreRequest};
+use cao_memory::{MemoryService, RecallArgs, StoreArgs};
 use std::path::{Path, PathBuf};
 
 struct Vault {
@@ -59,10 +59,10 @@ fn recall(v: &Vault, query: &str) -> Vec<(String, String, Option<String>)> {
     v.svc
         .recall(
             &v.ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some(query.into()),
-                scope: Some("project".into()),
-                search_mode: Some("metadata".into()),
+                scope: Some(cao_core::Scope::Project),
+                search_mode: Some(cao_core::SearchMode::Metadata),
                 ..Default::default()
             },
         )
@@ -83,9 +83,9 @@ fn a_reconciled_vault_is_recalled_with_its_paths_and_hostile_notes_stay_out() {
     v.svc
         .store(
             &v.ctx,
-            StoreRequest {
+            StoreArgs {
                 content: "native blue-green note".into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some("native-deploy".into()),
                 ..Default::default()
             },
@@ -129,9 +129,9 @@ fn forget_deindexes_a_note_keeps_its_file_and_survives_a_reconcile() {
         .svc
         .forget(
             &v.ctx,
-            cao_memory::ForgetRequest {
+            cao_memory::ForgetArgs {
                 key: key.clone(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget");
@@ -163,9 +163,9 @@ fn forget_deindexes_a_note_keeps_its_file_and_survives_a_reconcile() {
         .svc
         .forget(
             &v.ctx,
-            cao_memory::ForgetRequest {
+            cao_memory::ForgetArgs {
                 key,
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget");
@@ -174,9 +174,9 @@ fn forget_deindexes_a_note_keeps_its_file_and_survives_a_reconcile() {
         .svc
         .forget(
             &v.ctx,
-            cao_memory::ForgetRequest {
+            cao_memory::ForgetArgs {
                 key: "no-such-note".into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget");
