@@ -196,9 +196,9 @@ fn migrate_dry_run_apply_and_rollback_by_receipt() {
         for (key, content) in [("testing", "Prefer pytest."), ("deploy", "Deploys are blue-green.")] {
             svc.store(
                 &cao_core::TerminalContext::default(),
-                cao_memory::StoreRequest {
+                cao_memory::StoreArgs {
                     content: content.into(),
-                    scope: Some("global".into()),
+                    scope: Some(cao_core::Scope::Global),
                     key: Some(key.into()),
                     ..Default::default()
                 },

@@ -202,9 +202,9 @@ fn names_differing_only_in_unicode_form_do_not_stop_the_vault() {
 fn store(v: &Vault, scope: &str, key: &str, content: &str) -> Result<cao_memory::StoreResult, cao_memory::MemoryError> {
     v.svc.store(
         &v.ctx,
-        StoreRequest {
+        StoreArgs {
             content: content.into(),
-            scope: Some(scope.into()),
+            scope: Some(scope.parse().expect("a scope")),
             key: Some(key.into()),
             tags: Some("ops,deploy".into()),
             ..Default::default()
@@ -238,10 +238,10 @@ fn a_store_into_a_writable_vault_scope_goes_to_the_managed_folder_and_is_recalle
         .svc
         .recall(
             &v.ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some("green pool".into()),
-                scope: Some("global".into()),
-                search_mode: Some("metadata".into()),
+                scope: Some(cao_core::Scope::Global),
+                search_mode: Some(cao_core::SearchMode::Metadata),
                 ..Default::default()
             },
         )
@@ -259,9 +259,9 @@ fn a_store_into_a_writable_vault_scope_goes_to_the_managed_folder_and_is_recalle
         .svc
         .read(
             &v.ctx,
-            &cao_memory::ReadRequest {
+            &cao_memory::ReadArgs {
                 key: "rollback-plan".into(),
-                scope: Some("global".into()),
+                scope: Some(cao_core::Scope::Global),
             },
         )
         .expect("memory_read sees the vault note");
@@ -271,7 +271,7 @@ fn a_store_into_a_writable_vault_scope_goes_to_the_managed_folder_and_is_recalle
         .svc
         .search(
             &v.ctx,
-            &cao_memory::SearchRequest {
+            &cao_memory::SearchArgs {
                 query: "rollbacks".into(),
             },
         )
@@ -286,7 +286,7 @@ fn a_store_into_a_writable_vault_scope_goes_to_the_managed_folder_and_is_recalle
         .svc
         .search(
             &v.ctx,
-            &cao_memory::SearchRequest {
+            &cao_memory::SearchArgs {
                 query: "blue-green".into(),
             },
         )
@@ -301,7 +301,7 @@ fn a_store_into_a_writable_vault_scope_goes_to_the_managed_folder_and_is_recalle
         .clone();
     let read = v
         .svc
-        .read(&v.ctx, &cao_memory::ReadRequest { key, scope: None })
+        .read(&v.ctx, &cao_memory::ReadArgs { key, scope: None })
         .expect("memory_read of a vault note");
     assert_eq!(read.content, "We deploy with blue-green releases.");
 
@@ -313,9 +313,9 @@ fn a_store_into_a_writable_vault_scope_goes_to_the_managed_folder_and_is_recalle
         .svc
         .read(
             &v.ctx,
-            &cao_memory::ReadRequest {
+            &cao_memory::ReadArgs {
                 key: "rollback-plan".into(),
-                scope: Some("global".into()),
+                scope: Some(cao_core::Scope::Global),
             },
         )
         .expect("read");
@@ -436,10 +436,10 @@ fn migrate_moves_native_memories_into_the_managed_folder_and_a_receipt_rolls_bac
         .svc
         .recall(
             &v.ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some("xdist".into()),
-                scope: Some("global".into()),
-                search_mode: Some("metadata".into()),
+                scope: Some(cao_core::Scope::Global),
+                search_mode: Some(cao_core::SearchMode::Metadata),
                 ..Default::default()
             },
         )
