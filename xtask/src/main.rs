@@ -6,7 +6,7 @@
 //!   then the Python end-to-end tests in `tests/e2e` against freshly built debug binaries (with the Python
 //!   reference installed on demand into a virtualenv in the target directory, for the OKF interoperability tests,
 //!   and the real agent CLIs pinned in `tests/agents/package.json` installed by the tests' set-up with npm into
-//!   `<target>/agents`), then
+//!   `<target>/agents`), then a 2-minute `soak` as a smoke test, then
 //!   `fuzz-api` with its defaults (the Rust tests run with a throwaway PostgreSQL cluster, `pg.rs`, whose URL the
 //!   shared-database suites read from `CAO_TEST_DATABASE_URL`; without PostgreSQL installed they skip, and under
 //!   `CI=true` the run fails), (skipped when schemathesis cannot be installed). Stops at the first failing step
@@ -23,6 +23,11 @@
 //!   target directory) against `/openapi.json` of a freshly built debug `cao-server` on a free loopback port with a
 //!   seeded temporary `CAO_HOME`; fails on any 5xx or response that does not match the document. The server is
 //!   always stopped afterwards.
+//!
+//! - `soak --minutes N [--out DIR] [--release]`: one `cao-server` under mixed load for N minutes (REST, MCP over HTTP
+//!   and stdio, CLI commands, heal and compaction, the summarizer, web UI readers, a `kill -9` of a stdio session
+//!   every few minutes), measured each minute and checked at the end by `tests/soak/soak.py` (`soak.rs`);
+//!   `test` runs it for 2 minutes after the end-to-end tests.
 //!
 //! Invariants: every command runs from the workspace root whatever the caller's directory; the target directory is
 //! the one cargo itself uses (so `CARGO_TARGET_DIR` and config are respected); xtask depends on no workspace crate,
@@ -44,6 +49,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod fuzz;
 mod pg;
+mod soak;
 mod tidy;
 
 /// Project automation for the cao workspace.
@@ -57,7 +63,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// tidy, cargo deny, fmt check, clippy, Rust tests (nextest when installed), doctests, rustdoc without warnings,
-    /// Python end-to-end tests, fuzz-api.
+    /// Python end-to-end tests, a 2-minute soak, fuzz-api.
     Test,
     /// Layering, dependency and crate-doc rules from `cargo metadata` (see ARCHITECTURE.md "Crate map").
     Tidy,
@@ -71,6 +77,21 @@ enum Cmd {
     FuzzApi(FuzzArgs),
     /// The cargo-fuzz targets of `fuzz/` (nightly toolchain, libFuzzer), one at a time under `nice -n 19`.
     Fuzz(FuzzTargetArgs),
+    /// Mixed load on one cao-server for N minutes, measured each minute and checked at the end (tests/soak).
+    Soak(SoakCliArgs),
+}
+
+#[derive(Debug, Args)]
+struct SoakCliArgs {
+    /// Length of the run in minutes.
+    #[arg(long, default_value_t = 60)]
+    minutes: u32,
+    /// Directory for `soak.json` and the server's stderr (default: `<target>/soak`).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Build and run release binaries (default: debug).
+    #[arg(long)]
+    release: bool,
 }
 
 #[derive(Debug, Args)]
@@ -127,6 +148,15 @@ fn main() -> ExitCode {
             Cmd::Fuzz(a) => target_dir(&root)
                 .and_then(|t| fuzz::run(&root, &t, a.target.as_deref(), a.seconds))
                 .map(|()| ExitCode::SUCCESS),
+            Cmd::Soak(a) => soak::run(
+                &root,
+                &soak::SoakArgs {
+                    minutes: a.minutes,
+                    out: a.out,
+                    release: a.release,
+                },
+            )
+            .map(|()| ExitCode::SUCCESS),
         },
         Err(e) => Err(e),
     };
@@ -449,6 +479,17 @@ fn test(root: &Path) -> Result<ExitCode> {
             ),
         }
         gate.run("e2e (pytest)", cmd)?;
+        // The soak as a smoke test: every client kind at once for 2 minutes, kills included; no timing asserted.
+        gate.run_fn("soak (2 min)", || {
+            soak::run(
+                root,
+                &soak::SoakArgs {
+                    minutes: 2,
+                    out: None,
+                    release: false,
+                },
+            )
+        })?;
     }
 
     // Last: schemathesis against a live server (about 15 s once installed); skipped, not failed, when it cannot be

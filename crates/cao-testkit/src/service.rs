@@ -11,7 +11,7 @@
 //! test fixtures: a failure is the test failing, with the key and error in the message).
 
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
-use cao_memory::{MemoryService, StoreRequest, StoreResult};
+use cao_memory::{MemoryService, StoreArgs, StoreResult};
 use chrono::{DateTime, TimeZone, Utc};
 use std::path::Path;
 use std::sync::Arc;
@@ -106,9 +106,9 @@ impl ServiceFixture {
         self.svc
             .store(
                 ctx,
-                StoreRequest {
+                StoreArgs {
                     content: content.into(),
-                    scope: Some(scope.into()),
+                    scope: Some(scope.parse().expect("a valid scope")),
                     key: Some(key.into()),
                     ..Default::default()
                 },
@@ -227,7 +227,7 @@ pub fn raw_index(home: &CaoHome) -> cao_index::Index {
 mod tests {
     use super::*;
     use cao_core::Scope;
-    use cao_memory::RecallRequest;
+    use cao_memory::RecallArgs;
 
     #[test]
     fn builder_sets_the_caller_and_the_clock_and_reopen_shares_the_home() {
@@ -251,8 +251,8 @@ mod tests {
         let got = other
             .recall(
                 &fx.ctx,
-                RecallRequest {
-                    scope: Some(Scope::Project.as_str().into()),
+                RecallArgs {
+                    scope: Some(Scope::Project),
                     ..Default::default()
                 },
             )

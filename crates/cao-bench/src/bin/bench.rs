@@ -38,8 +38,8 @@
 
 use anyhow::{Context, Result};
 use cao_bench::{Stats, locomo};
-use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
-use cao_memory::{ExplainRequest, MemoryService, RecallRequest, StoreRequest};
+use cao_core::{CaoHome, Scope, SearchMode, Settings, SortBy, SystemClock, TerminalContext};
+use cao_memory::{ExplainRequest, MemoryService, RecallArgs, StoreArgs};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -134,16 +134,22 @@ fn main() -> Result<()> {
         project_id: Some("bench-project".into()),
         ..Default::default()
     };
-    let scopes = ["project", "project", "project", "global", "session"];
+    let scopes = [
+        Scope::Project,
+        Scope::Project,
+        Scope::Project,
+        Scope::Global,
+        Scope::Session,
+    ];
     let content = |i: usize| format!("{} (note {i})", turns[i % turns.len()]);
     let mut stored = 0usize;
     let store_via = |svc: &MemoryService, i: usize| -> Result<std::time::Duration> {
         let t = Instant::now();
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: content(i),
-                scope: Some(scopes[i % scopes.len()].into()),
+                scope: Some(scopes[i % scopes.len()]),
                 key: Some(format!("m{i}")),
                 tags: Some(format!("t{}", i % 50)),
                 ..Default::default()
@@ -243,41 +249,49 @@ fn main() -> Result<()> {
             t.elapsed().as_secs_f64() * 1e3
         );
         for (mode, sort) in [
-            ("metadata", "recency"),
-            ("bm25", "recency"),
-            ("hybrid", "recency"),
-            ("hybrid", "score"),
-            ("bm25", "score"),
-            ("hybrid", "usage"),
-            ("hybrid", "relevance"),
+            (SearchMode::Metadata, SortBy::Recency),
+            (SearchMode::Bm25, SortBy::Recency),
+            (SearchMode::Hybrid, SortBy::Recency),
+            (SearchMode::Hybrid, SortBy::Score),
+            (SearchMode::Bm25, SortBy::Score),
+            (SearchMode::Hybrid, SortBy::Usage),
+            (SearchMode::Hybrid, SortBy::Relevance),
         ] {
             let mut st = Stats::default();
             for q in questions.iter().cycle().take(args.queries) {
                 let t = Instant::now();
                 let r = svc.recall(
                     &ctx,
-                    RecallRequest {
-                        query: Some(q.clone()),
-                        search_mode: Some(mode.into()),
-                        sort_by: Some(sort.into()),
-                        record_access: true,
-                        ..Default::default()
-                    },
+                    cao_memory::Call::new(
+                        RecallArgs {
+                            query: Some(q.clone()),
+                            search_mode: Some(mode),
+                            sort_by: Some(sort),
+                            ..Default::default()
+                        },
+                        cao_memory::CallOptions {
+                            record_access: true,
+                            ..Default::default()
+                        },
+                    ),
                 )?;
                 st.push(t.elapsed());
                 std::hint::black_box(r);
             }
-            row(size, &format!("recall {mode}/{sort}"), &st);
+            row(size, &format!("recall {}/{}", mode.as_str(), sort.as_str()), &st);
         }
         let mut st = Stats::default();
         for _ in 0..args.queries {
             let t = Instant::now();
             std::hint::black_box(svc.recall(
                 &ctx,
-                RecallRequest {
-                    record_access: true,
-                    ..Default::default()
-                },
+                cao_memory::Call::new(
+                    RecallArgs { ..Default::default() },
+                    cao_memory::CallOptions {
+                        record_access: true,
+                        ..Default::default()
+                    },
+                ),
             )?);
             st.push(t.elapsed());
         }
@@ -550,7 +564,7 @@ fn first_open_import(size: usize, turns: &[String]) -> Result<()> {
     anyhow::ensure!(out.report.imported == size, "import: {:?}", out.report);
     drop(svc);
     let target = cao_memory::JournalTarget {
-        scope: Some("global".into()),
+        scope: Some(Scope::Global),
         container: None,
     };
     let mut st = Stats::default();
@@ -572,7 +586,7 @@ fn first_open_import(size: usize, turns: &[String]) -> Result<()> {
 /// an agent scope of `min(size, 10000)` lessons, every one recalled once, planned for promotion (dry run against a
 /// profile) and injected into the agent's context block.
 fn learning_rows(size: usize, turns: &[String], queries: usize) -> Result<()> {
-    use cao_memory::{ContextRequest, OutcomeDraft, OutcomeQuery, PromoteRequest};
+    use cao_memory::{ContextRequest, ListOutcomesArgs, OutcomeDraft, PromoteRequest};
     let tmp = tempfile::tempdir()?;
     let agents = tmp.path().join("agents");
     cao_core::fs::create_dir_all(&agents)?;
@@ -603,7 +617,7 @@ fn learning_rows(size: usize, turns: &[String], queries: usize) -> Result<()> {
     let mut st = Stats::default();
     for i in 0..queries {
         let t = Instant::now();
-        std::hint::black_box(svc.list_outcomes(&OutcomeQuery {
+        std::hint::black_box(svc.list_outcomes(&ListOutcomesArgs {
             session_name: Some(format!("s{}", i % 100)),
             ..Default::default()
         })?);
@@ -619,13 +633,13 @@ fn learning_rows(size: usize, turns: &[String], queries: usize) -> Result<()> {
     for i in 0..lessons {
         svc.store(
             &worker,
-            StoreRequest {
+            StoreArgs {
                 content: format!(
                     "{} Applies when: case {i}.",
                     turns[i % turns.len()].chars().take(200).collect::<String>()
                 ),
-                scope: Some("agent".into()),
-                memory_type: Some("feedback".into()),
+                scope: Some(cao_core::Scope::Agent),
+                memory_type: Some(cao_core::MemoryType::Feedback),
                 key: Some(format!("lesson-{i}")),
                 ..Default::default()
             },
@@ -633,12 +647,17 @@ fn learning_rows(size: usize, turns: &[String], queries: usize) -> Result<()> {
     }
     std::hint::black_box(svc.recall(
         &worker,
-        RecallRequest {
-            scope: Some("agent".into()),
-            limit: Some(100),
-            record_access: true,
-            ..Default::default()
-        },
+        cao_memory::Call::new(
+            RecallArgs {
+                scope: Some(cao_core::Scope::Agent),
+                limit: Some(100),
+                ..Default::default()
+            },
+            cao_memory::CallOptions {
+                record_access: true,
+                ..Default::default()
+            },
+        ),
     )?);
     let req = PromoteRequest {
         agent: "worker".into(),
@@ -1238,17 +1257,23 @@ impl Dense {
     /// vector), and hybrid recall (hybrid/recency and bm25/score with the model: query embedding, lexical pool, scan,
     /// fusion) p50/p99, with the lexical recall of the same modes first when `lexical_too`.
     fn rows(&self, size: usize, svc: &MemoryService, ctx: &TerminalContext, lexical_too: bool) -> Result<()> {
-        const MODES: [(&str, &str); 2] = [("hybrid", "recency"), ("bm25", "score")];
-        let recall = |svc: &MemoryService, mode: &str, sort: &str, q: &str| -> Result<()> {
+        const MODES: [(SearchMode, SortBy); 2] =
+            [(SearchMode::Hybrid, SortBy::Recency), (SearchMode::Bm25, SortBy::Score)];
+        let recall = |svc: &MemoryService, mode: SearchMode, sort: SortBy, q: &str| -> Result<()> {
             std::hint::black_box(svc.recall(
                 ctx,
-                RecallRequest {
-                    query: Some(q.to_owned()),
-                    search_mode: Some(mode.into()),
-                    sort_by: Some(sort.into()),
-                    record_access: true,
-                    ..Default::default()
-                },
+                cao_memory::Call::new(
+                    RecallArgs {
+                        query: Some(q.to_owned()),
+                        search_mode: Some(mode),
+                        sort_by: Some(sort),
+                        ..Default::default()
+                    },
+                    cao_memory::CallOptions {
+                        record_access: true,
+                        ..Default::default()
+                    },
+                ),
             )?);
             Ok(())
         };
@@ -1260,11 +1285,11 @@ impl Dense {
                     recall(svc, mode, sort, q)?;
                     st.push(t.elapsed());
                 }
-                row(size, &format!("recall {mode}/{sort}"), &st);
+                row(size, &format!("recall {}/{}", mode.as_str(), sort.as_str()), &st);
             }
         }
         // The first call loads the model (once per process).
-        recall(&self.svc, "hybrid", "recency", "warm up")?;
+        recall(&self.svc, SearchMode::Hybrid, SortBy::Recency, "warm up")?;
         let synthetic = self.synthetic_vectors(size)?;
         let report = self.svc.embed_backfill(&cao_memory::NoProgress)?;
         anyhow::ensure!(report.remaining == 0, "the backfill left {} memories", report.remaining);
@@ -1284,7 +1309,7 @@ impl Dense {
             String::new()
         };
         let rss_before = proc_status_kib("VmRSS");
-        recall(&self.svc, "hybrid", "recency", "warm up")?;
+        recall(&self.svc, SearchMode::Hybrid, SortBy::Recency, "warm up")?;
         if let (Some(a), Some(b)) = (proc_status_kib("VmRSS"), rss_before) {
             println!(
                 "| {size} | bench RSS growth of the first hybrid recall after the backfill (the vector copy) | {:.1} MiB | | | |",
@@ -1329,7 +1354,11 @@ impl Dense {
             }
             row(
                 size,
-                &format!("recall {mode}/{sort} + dense (query embedding included){label}"),
+                &format!(
+                    "recall {}/{} + dense (query embedding included){label}",
+                    mode.as_str(),
+                    sort.as_str()
+                ),
                 &st,
             );
         }

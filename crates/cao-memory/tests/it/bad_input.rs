@@ -1,8 +1,10 @@
 //! Bad input gets a specific error and writes nothing.
 
-use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
-use cao_memory::{ForgetRequest, MemoryError, MemoryService, RecallRequest, StoreRequest};
+use cao_core::{CaoHome, Scope, Settings, SystemClock, TerminalContext};
+use cao_memory::{Call, CallOptions, ForgetArgs, MemoryError, MemoryService, RecallArgs, StoreArgs};
+use cao_protocol::{Tool, ToolCall};
 use cao_testkit::service::ServiceFixture;
+use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -29,8 +31,8 @@ fn files(dir: &Path) -> Vec<String> {
     out
 }
 
-fn store(content: &str) -> StoreRequest {
-    StoreRequest {
+fn store(content: &str) -> StoreArgs {
+    StoreArgs {
         content: content.into(),
         ..Default::default()
     }
@@ -40,30 +42,16 @@ fn store(content: &str) -> StoreRequest {
 fn invalid_store_arguments_write_nothing() {
     let (dir, svc, ctx) = setup();
     let before = files(dir.path());
-    let cases: Vec<(StoreRequest, &str)> = vec![
+    let plain: Vec<(StoreArgs, &str)> = vec![
         (
-            StoreRequest {
-                scope: Some("user".into()),
-                ..store("x")
-            },
-            "invalid scope",
-        ),
-        (
-            StoreRequest {
-                memory_type: Some("bogus".into()),
-                ..store("x")
-            },
-            "invalid memory_type",
-        ),
-        (
-            StoreRequest {
+            StoreArgs {
                 key: Some("---".into()),
                 ..store("x")
             },
             "invalid key",
         ),
         (
-            StoreRequest {
+            StoreArgs {
                 key: Some("\0\0".into()),
                 ..store("x")
             },
@@ -78,49 +66,57 @@ fn invalid_store_arguments_write_nothing() {
         (store("nul \0 byte"), "NUL"),
         (store("中文 内容"), "cannot derive a key"),
         (
-            StoreRequest {
+            StoreArgs {
                 tags: Some("a\nb".into()),
                 ..store("x")
             },
             "tags",
         ),
         (
-            StoreRequest {
+            StoreArgs {
                 tags: Some("x -->".into()),
                 ..store("x")
             },
             "tags",
         ),
         (
-            StoreRequest {
-                scope: Some("session".into()),
+            StoreArgs {
+                scope: Some(Scope::Session),
                 ..store("x")
             },
             "session_name",
         ),
         (
-            StoreRequest {
-                scope: Some("agent".into()),
+            StoreArgs {
+                scope: Some(Scope::Agent),
                 ..store("x")
             },
             "agent_profile",
         ),
         (
-            StoreRequest {
-                scope: Some("federated".into()),
+            StoreArgs {
+                scope: Some(Scope::Federated),
                 ..store("key AKIAABCDEFGHIJKLMNOP")
             },
             "aws_access_key",
         ),
-        (
-            StoreRequest {
-                scope: Some("global".into()),
-                caller_scope: Some("session".into()),
+    ];
+    let cases: Vec<(Call<StoreArgs>, &str)> = [(
+        Call::new(
+            StoreArgs {
+                scope: Some(Scope::Global),
                 ..store("x")
             },
-            "may not write",
+            CallOptions {
+                caller_scope: Some(Scope::Session),
+                ..Default::default()
+            },
         ),
-    ];
+        "may not write",
+    )]
+    .into_iter()
+    .chain(plain.into_iter().map(|(args, want)| (Call::from(args), want)))
+    .collect();
     for (req, want) in cases {
         let err = svc.store(&ctx, req.clone()).expect_err(&format!("{req:?} must fail"));
         assert!(
@@ -129,7 +125,35 @@ fn invalid_store_arguments_write_nothing() {
         );
         assert!(err.is_client_error(), "{err:?} is the caller's fault");
     }
+    // Names outside a closed set are refused where the strings are read (an agent's call, the CLI's flags), with
+    // the message the service has always given; the call never reaches the store.
+    for (args, want) in [
+        (json!({"content": "x", "scope": "user"}), "invalid scope \"user\""),
+        (
+            json!({"content": "x", "memory_type": "bogus"}),
+            "invalid memory_type \"bogus\"",
+        ),
+    ] {
+        let err = store_call(&svc, &ctx, args.clone()).expect_err(&format!("{args} must fail"));
+        assert!(err.contains(want), "{args}: error {err:?} should mention {want:?}");
+    }
     assert_eq!(files(dir.path()), before, "failed stores wrote files");
+}
+
+/// A `memory_store` call as an agent sends it: the arguments read as `ToolCall::parse` reads them, then stored.
+fn store_call(svc: &MemoryService, ctx: &TerminalContext, args: serde_json::Value) -> Result<(), String> {
+    let ToolCall::Store(args) = ToolCall::parse(Tool::Store, args).map_err(|e| e.to_string())? else {
+        return Err("not a store call".into());
+    };
+    svc.store(ctx, args).map(drop).map_err(|e| e.to_string())
+}
+
+/// A `memory_recall` call as an agent sends it (see [`store_call`]).
+fn recall_call(svc: &MemoryService, ctx: &TerminalContext, args: serde_json::Value) -> Result<(), String> {
+    let ToolCall::Recall(args) = ToolCall::parse(Tool::Recall, args).map_err(|e| e.to_string())? else {
+        return Err("not a recall call".into());
+    };
+    svc.recall(ctx, Call::tool(args)).map(drop).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -145,9 +169,9 @@ fn hostile_keys_stay_inside_the_home() {
         let r = svc
             .store(
                 &ctx,
-                StoreRequest {
+                StoreArgs {
                     key: Some(key.into()),
-                    scope: Some("global".into()),
+                    scope: Some(Scope::Global),
                     ..store("content")
                 },
             )
@@ -170,31 +194,15 @@ fn hostile_keys_stay_inside_the_home() {
 fn invalid_recall_arguments_are_refused_before_io() {
     let (_dir, svc, ctx) = setup();
     let bad = [
-        RecallRequest {
+        RecallArgs {
             limit: Some(0),
             ..Default::default()
         },
-        RecallRequest {
+        RecallArgs {
             limit: Some(101),
             ..Default::default()
         },
-        RecallRequest {
-            search_mode: Some("semantic".into()),
-            ..Default::default()
-        },
-        RecallRequest {
-            sort_by: Some("random".into()),
-            ..Default::default()
-        },
-        RecallRequest {
-            scope: Some("everywhere".into()),
-            ..Default::default()
-        },
-        RecallRequest {
-            memory_type: Some("x".into()),
-            ..Default::default()
-        },
-        RecallRequest {
+        RecallArgs {
             query: Some("q".repeat(5000)),
             ..Default::default()
         },
@@ -205,10 +213,19 @@ fn invalid_recall_arguments_are_refused_before_io() {
             "{req:?}"
         );
     }
+    for (args, want) in [
+        (json!({"search_mode": "semantic"}), "invalid search_mode \"semantic\""),
+        (json!({"sort_by": "random"}), "invalid sort_by \"random\""),
+        (json!({"scope": "everywhere"}), "invalid scope \"everywhere\""),
+        (json!({"memory_type": "x"}), "invalid memory_type \"x\""),
+    ] {
+        let err = recall_call(&svc, &ctx, args.clone()).expect_err(&format!("{args} must fail"));
+        assert!(err.contains(want), "{args}: error {err:?} should mention {want:?}");
+    }
     let err = svc
         .forget(
             &ctx,
-            ForgetRequest {
+            ForgetArgs {
                 key: "///".into(),
                 scope: None,
             },
@@ -223,7 +240,7 @@ fn corrupt_topic_file_is_reported_and_left_alone() {
     let r = svc
         .store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 key: Some("k".into()),
                 ..store("first")
             },
@@ -233,7 +250,7 @@ fn corrupt_topic_file_is_reported_and_left_alone() {
     let err = svc
         .store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 key: Some("k".into()),
                 ..store("second")
             },
@@ -258,13 +275,13 @@ fn disabled_memory_refuses_every_call() {
     let ctx = TerminalContext::default();
     assert!(matches!(svc.store(&ctx, store("x")), Err(MemoryError::Disabled)));
     assert!(matches!(
-        svc.recall(&ctx, RecallRequest::default()),
+        svc.recall(&ctx, RecallArgs::default()),
         Err(MemoryError::Disabled)
     ));
     assert!(matches!(
         svc.forget(
             &ctx,
-            ForgetRequest {
+            ForgetArgs {
                 key: "x".into(),
                 scope: None
             }
@@ -278,13 +295,13 @@ fn federated_secrets_are_refused_in_tags_and_keys_too() {
     let (dir, svc, ctx) = setup();
     let before = files(dir.path());
     for req in [
-        StoreRequest {
-            scope: Some("federated".into()),
+        StoreArgs {
+            scope: Some(Scope::Federated),
             tags: Some("AKIAABCDEFGHIJKLMNOP".into()),
             ..store("fine")
         },
-        StoreRequest {
-            scope: Some("federated".into()),
+        StoreArgs {
+            scope: Some(Scope::Federated),
             key: Some("ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into()),
             ..store("fine")
         },
@@ -300,9 +317,9 @@ fn a_missing_index_is_rebuilt_from_the_wiki_files_on_open() {
     for k in ["a", "b", "c"] {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 key: Some(k.into()),
-                scope: Some("global".into()),
+                scope: Some(Scope::Global),
                 ..store(k)
             },
         )
@@ -351,7 +368,7 @@ fn control_characters_in_tags_are_refused() {
         let err = svc
             .store(
                 &ctx,
-                StoreRequest {
+                StoreArgs {
                     tags: Some(tags.into()),
                     ..store("fine")
                 },
@@ -377,8 +394,8 @@ fn federated_secrets_in_compatibility_forms_and_every_pem_header_are_refused() {
         let err = svc
             .store(
                 &ctx,
-                StoreRequest {
-                    scope: Some("federated".into()),
+                StoreArgs {
+                    scope: Some(Scope::Federated),
                     ..store(content)
                 },
             )
@@ -396,9 +413,9 @@ fn reads_through_a_removed_or_replaced_database_are_refused() {
         let (_dir, svc, ctx) = setup();
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 key: Some("k".into()),
-                scope: Some("global".into()),
+                scope: Some(Scope::Global),
                 ..store("the build uses cargo")
             },
         )
@@ -410,7 +427,7 @@ fn reads_through_a_removed_or_replaced_database_are_refused() {
         }
         let recall = svc.recall(
             &ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some("cargo".into()),
                 ..Default::default()
             },

@@ -5,7 +5,7 @@
 //! nothing; a topic changed while the model was writing is skipped; with the `none` provider there is nothing to do.
 
 use cao_core::{Key, Scope, Settings};
-use cao_memory::{CompactReport, CompactRequest, CompactStatus, MemoryError, MemoryService, NoProgress, StoreRequest};
+use cao_memory::{CompactReport, CompactRequest, CompactStatus, MemoryError, MemoryService, NoProgress, StoreArgs};
 use cao_model::{OpenAiConfig, OpenAiModel, RetryPolicy, SharedModel};
 use cao_testkit::fake_model::{FakeModel, Reply};
 use cao_testkit::service::RawStorage;
@@ -24,9 +24,9 @@ fn store(fx: &ServiceFixture, key: &str, content: &str) {
     fx.svc
         .store(
             &fx.ctx,
-            StoreRequest {
+            StoreArgs {
                 content: content.into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some(key.into()),
                 tags: Some("deploy".into()),
                 ..Default::default()
@@ -335,9 +335,9 @@ fn a_topic_changed_while_the_model_was_writing_is_skipped() {
         other
             .store(
                 &ctx,
-                StoreRequest {
+                StoreArgs {
                     content: "A store that raced the compaction.".into(),
-                    scope: Some("project".into()),
+                    scope: Some(cao_core::Scope::Project),
                     key: Some("raced".into()),
                     tags: Some("deploy".into()),
                     ..Default::default()
@@ -428,9 +428,9 @@ fn automatic_compaction_queues_only_where_enabled_and_compacts_through_the_valid
     off.auto_compaction().enable();
     off.store(
         &fx.ctx,
-        StoreRequest {
+        StoreArgs {
             content: "Another entry while off.".into(),
-            scope: Some("project".into()),
+            scope: Some(cao_core::Scope::Project),
             key: Some("good".into()),
             ..Default::default()
         },

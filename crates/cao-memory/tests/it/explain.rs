@@ -5,7 +5,7 @@
 
 use cao_core::{Scope, Settings};
 use cao_lifecycle::{NewRelationship, RelationshipService};
-use cao_memory::{ExplainReport, ExplainRequest, MemoryError, MemoryService, RecallRequest};
+use cao_memory::{ExplainReport, ExplainRequest, MemoryError, MemoryService, RecallArgs};
 use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::Duration;
@@ -72,13 +72,18 @@ impl Fx {
         self.svc
             .recall(
                 &self.ctx,
-                RecallRequest {
-                    query: Some(query.into()),
-                    sort_by: Some("relevance".into()),
-                    limit: Some(limit),
-                    record_access: true,
-                    ..Default::default()
-                },
+                cao_memory::Call::new(
+                    RecallArgs {
+                        query: Some(query.into()),
+                        sort_by: Some(cao_core::SortBy::Relevance),
+                        limit: Some(limit),
+                        ..Default::default()
+                    },
+                    cao_memory::CallOptions {
+                        record_access: true,
+                        ..Default::default()
+                    },
+                ),
             )
             .expect("recall")
             .memories
@@ -266,10 +271,10 @@ fn partial_only_matches_golden() {
         .svc
         .recall(
             &f.ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some("kafka zebra".into()),
-                scope: Some("global".into()),
-                sort_by: Some("relevance".into()),
+                scope: Some(cao_core::Scope::Global),
+                sort_by: Some(cao_core::SortBy::Relevance),
                 ..Default::default()
             },
         )
@@ -450,9 +455,9 @@ fn relevance_without_a_query_is_the_recency_path() {
         f.svc
             .recall(
                 &f.ctx,
-                RecallRequest {
+                RecallArgs {
                     query: query.map(str::to_owned),
-                    sort_by: Some(sort.into()),
+                    sort_by: Some(sort.parse().expect("a valid sort_by")),
                     ..Default::default()
                 },
             )
@@ -529,10 +534,10 @@ fn one_supersedes_snapshot_per_call() {
             .svc
             .recall(
                 &f.ctx,
-                RecallRequest {
+                RecallArgs {
                     query: Some("deploy scripts".into()),
-                    scope: Some("project".into()),
-                    sort_by: Some(sort.into()),
+                    scope: Some(cao_core::Scope::Project),
+                    sort_by: Some(sort.parse().expect("a valid sort_by")),
                     ..Default::default()
                 },
             )
@@ -569,11 +574,11 @@ fn one_supersedes_snapshot_per_call() {
             .svc
             .recall(
                 &f.ctx,
-                RecallRequest {
+                RecallArgs {
                     query: Some("helm".into()),
-                    scope: Some("project".into()),
-                    sort_by: Some(sort.into()),
-                    include_related: true,
+                    scope: Some(cao_core::Scope::Project),
+                    sort_by: Some(sort.parse().expect("a valid sort_by")),
+                    include_related: Some(true),
                     ..Default::default()
                 },
             )

@@ -3,7 +3,7 @@
 //! writers are removed.
 
 use cao_core::{CaoHome, Key, Scope, Settings, SystemClock, TerminalContext};
-use cao_memory::{ContextRequest, ListRequest, MemoryService, RecallRequest, StoreRequest};
+use cao_memory::{ContextRequest, ListRequest, MemoryService, RecallArgs, StoreArgs};
 use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
 use std::path::{Path, PathBuf};
@@ -18,9 +18,9 @@ fn store(svc: &MemoryService, ctx: &TerminalContext, scope: &str, key: &str, con
     PathBuf::from(
         svc.store(
             ctx,
-            StoreRequest {
+            StoreArgs {
                 content: content.into(),
-                scope: Some(scope.into()),
+                scope: Some(scope.parse().expect("a valid scope")),
                 key: Some(key.into()),
                 ..Default::default()
             },
@@ -33,7 +33,7 @@ fn store(svc: &MemoryService, ctx: &TerminalContext, scope: &str, key: &str, con
 fn recall_keys(svc: &MemoryService, ctx: &TerminalContext, query: &str) -> Vec<(String, String)> {
     svc.recall(
         ctx,
-        RecallRequest {
+        RecallArgs {
             query: Some(query.into()),
             ..Default::default()
         },

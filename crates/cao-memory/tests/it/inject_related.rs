@@ -284,10 +284,10 @@ fn recall_include_related_follows_active_relates_to_edges_like_the_block() {
         .svc
         .recall(
             &f.ctx,
-            cao_memory::RecallRequest {
+            cao_memory::RecallArgs {
                 query: Some("kafka".into()),
-                scope: Some("project".into()),
-                include_related: true,
+                scope: Some(cao_core::Scope::Project),
+                include_related: Some(true),
                 ..Default::default()
             },
         )

@@ -5,7 +5,7 @@
 
 use cao_core::{Key, Scope, Settings, SystemClock, TerminalContext};
 use cao_index::{EntryKind, EntryRow, Index};
-use cao_memory::{ConflictPolicy, ForgetRequest, ImportRequest, MemoryService, NoProgress, StoreRequest};
+use cao_memory::{ConflictPolicy, ForgetArgs, ImportRequest, MemoryService, NoProgress, StoreArgs};
 use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use std::path::Path;
@@ -70,9 +70,9 @@ fn store_forget_delete_and_clear_append_their_entries_with_the_writer_and_name_t
         .svc
         .forget(
             &ctx,
-            ForgetRequest {
+            ForgetArgs {
                 key: "ci-cache".into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget");
@@ -81,9 +81,9 @@ fn store_forget_delete_and_clear_append_their_entries_with_the_writer_and_name_t
         .svc
         .forget(
             &ctx,
-            ForgetRequest {
+            ForgetArgs {
                 key: "ci-cache".into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget again");
@@ -265,7 +265,7 @@ fn the_first_opening_imports_existing_topics_oldest_first_by_mtime_and_leaves_th
     other
         .store(
             &f.ctx,
-            StoreRequest {
+            StoreArgs {
                 content: "From another process.".into(),
                 key: Some("other".into()),
                 ..Default::default()
@@ -370,7 +370,7 @@ fn an_index_rebuilt_from_the_files_imports_them_once_at_the_first_opening() {
     );
     svc.store(
         &f.ctx,
-        StoreRequest {
+        StoreArgs {
             content: "third".into(),
             key: Some("c".into()),
             ..Default::default()

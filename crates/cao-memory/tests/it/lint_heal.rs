@@ -8,7 +8,7 @@ use cao_core::{Key, Scope, Settings, TerminalContext};
 use cao_memory::heal::HEAL_LOCK_FILE;
 use cao_memory::{
     ActionStatus, FindingKind, HealActionKind, HealRequest, IssueType, LintFinding, LintReport, LintRequest,
-    MemoryError, NoProgress, Severity, StoreRequest,
+    MemoryError, NoProgress, Severity, StoreArgs,
 };
 use cao_model::{OpenAiConfig, OpenAiModel, RetryPolicy};
 use cao_testkit::fake_model::{FakeModel, Reply};
@@ -40,9 +40,9 @@ fn store(fx: &ServiceFixture, key: &str, tags: &str, content: &str) {
     fx.svc
         .store(
             &fx.ctx,
-            StoreRequest {
+            StoreArgs {
                 content: content.into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some(key.into()),
                 tags: Some(tags.into()),
                 ..Default::default()
@@ -423,7 +423,7 @@ fn a_topic_file_the_index_has_not_picked_up_is_indexed_not_deleted() {
     store(&fx, "ahead", "", "A memory whose file was written ahead of its row.");
     // A read walks now; the next walk of this process is not due for a while.
     fx.svc
-        .recall(&fx.ctx, cao_memory::RecallRequest::default())
+        .recall(&fx.ctx, cao_memory::RecallArgs::default())
         .expect("recall");
     fx.svc
         .raw_index()
@@ -552,9 +552,9 @@ fn heal_never_crosses_containers() {
         fx.svc
             .store(
                 ctx,
-                StoreRequest {
+                StoreArgs {
                     content: content.into(),
-                    scope: Some("project".into()),
+                    scope: Some(cao_core::Scope::Project),
                     key: Some("shared".into()),
                     ..Default::default()
                 },

@@ -5,9 +5,7 @@
 //! archive, prune and refusal rules around them.
 
 use cao_core::{Scope, TerminalContext};
-use cao_memory::{
-    ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, MemoryError, NoProgress, StoreRequest,
-};
+use cao_memory::{ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, MemoryError, NoProgress, StoreArgs};
 use cao_testkit::conformance_cases;
 use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
@@ -75,13 +73,12 @@ fn store_in(fx: &ServiceFixture, ctx: &TerminalContext, scope: Scope, call: &Val
     fx.svc
         .store(
             ctx,
-            StoreRequest {
+            StoreArgs {
                 content: str_field(call, "content").to_owned(),
-                scope: Some(scope.as_str().to_owned()),
+                scope: Some(scope),
                 key: call["key"].as_str().map(str::to_owned),
                 tags: call["tags"].as_str().map(str::to_owned),
-                memory_type: call["type"].as_str().map(str::to_owned),
-                ..Default::default()
+                memory_type: call["type"].as_str().map(|t| t.parse().expect("a valid type")),
             },
         )
         .unwrap_or_else(|e| panic!("store {call}: {e}"));

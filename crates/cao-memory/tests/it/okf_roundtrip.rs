@@ -5,8 +5,7 @@
 
 use cao_core::{Scope, TerminalContext};
 use cao_memory::{
-    ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, MemoryService, NoProgress, RecallRequest,
-    StoreRequest,
+    ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, MemoryService, NoProgress, RecallArgs, StoreArgs,
 };
 use cao_testkit::locomo;
 use cao_testkit::service::{ServiceFixture, utc};
@@ -64,13 +63,18 @@ fn export_both(svc: &MemoryService, ctx: &TerminalContext, root: &Path) -> Vec<(
 fn recall_keys(svc: &MemoryService, ctx: &TerminalContext, query: &str, sort: &str) -> Vec<String> {
     svc.recall(
         ctx,
-        RecallRequest {
-            query: Some(query.to_owned()),
-            sort_by: Some(sort.to_owned()),
-            limit: Some(10),
-            record_access: false,
-            ..Default::default()
-        },
+        cao_memory::Call::new(
+            RecallArgs {
+                query: Some(query.to_owned()),
+                sort_by: Some(sort.parse().expect("a valid sort_by")),
+                limit: Some(10),
+                ..Default::default()
+            },
+            cao_memory::CallOptions {
+                record_access: false,
+                ..Default::default()
+            },
+        ),
     )
     .expect("recall")
     .memories
@@ -109,9 +113,9 @@ fn locomo_export_import_export_is_byte_identical_and_recalls_the_same() {
         a.svc
             .store(
                 &a.ctx,
-                StoreRequest {
+                StoreArgs {
                     content: content.clone(),
-                    scope: Some(scope.as_str().to_owned()),
+                    scope: Some(*scope),
                     key: Some(key.clone()),
                     tags: Some("locomo".into()),
                     ..Default::default()

@@ -4,7 +4,7 @@
 //! alias again.
 
 use cao_core::identity::{IDENTITY_TTL, git_spawns_on_this_thread};
-use cao_memory::RecallRequest;
+use cao_memory::{Call, CallOptions, RecallArgs};
 use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
 use std::process::{Command, Stdio};
@@ -13,10 +13,13 @@ fn recall(fx: &ServiceFixture, record_access: bool) -> Vec<String> {
     fx.svc
         .recall(
             &fx.ctx,
-            RecallRequest {
-                record_access,
-                ..Default::default()
-            },
+            Call::new(
+                RecallArgs::default(),
+                CallOptions {
+                    record_access,
+                    ..Default::default()
+                },
+            ),
         )
         .expect("recall")
         .memories

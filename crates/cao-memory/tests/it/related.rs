@@ -4,7 +4,7 @@
 
 use cao_core::{Key, Scope};
 use cao_lifecycle::{NewRelationship, RelOrigin, RelStatus, RelType, RelationshipFilter};
-use cao_memory::{ContextRequest, RecallRequest};
+use cao_memory::{ContextRequest, RecallArgs};
 use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::Duration;
@@ -244,12 +244,12 @@ fn recall_with_related_and_the_context_block_show_compiler_found_memories() {
         .svc
         .recall(
             &fx.ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some("partitioned".into()),
-                scope: Some("project".into()),
-                include_related: true,
+                scope: Some(cao_core::Scope::Project),
+                include_related: Some(true),
                 limit: Some(1),
-                ..RecallRequest::default()
+                ..RecallArgs::default()
             },
         )
         .expect("recall");
@@ -386,9 +386,9 @@ fn a_removed_memory_leaves_no_dangling_related_key_behind() {
         .svc
         .forget(
             &fx.ctx,
-            cao_memory::ForgetRequest {
+            cao_memory::ForgetArgs {
                 key: "kafka-retries".into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget");

@@ -3,7 +3,7 @@
 
 use cao_core::Scope;
 use cao_lifecycle::{LifecycleError, NewRelationship};
-use cao_memory::{ForgetRequest, MemoryService, StoreRequest};
+use cao_memory::{ForgetArgs, MemoryService, StoreArgs};
 use cao_testkit::service::{ServiceFixture, utc};
 use std::collections::HashMap;
 
@@ -65,9 +65,9 @@ fn relationship_changes_and_purges_are_audited_without_content() {
     for key in ["a", "b", "c"] {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: format!("content of {key}"),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some(key.into()),
                 ..Default::default()
             },
@@ -100,9 +100,9 @@ fn relationship_changes_and_purges_are_audited_without_content() {
     // Forgetting c purges every edge into or out of it, each with its own line, by the forgetting actor.
     svc.forget(
         &ctx,
-        ForgetRequest {
+        ForgetArgs {
             key: "c".into(),
-            scope: Some("project".into()),
+            scope: Some(cao_core::Scope::Project),
         },
     )
     .expect("forget");

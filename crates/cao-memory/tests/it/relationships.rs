@@ -3,7 +3,7 @@
 
 use cao_core::{Scope, TerminalContext};
 use cao_lifecycle::{NewRelationship, RelationshipFilter, RelationshipService};
-use cao_memory::{ForgetRequest, MemoryService, StoreRequest};
+use cao_memory::{ForgetArgs, MemoryService, StoreArgs};
 use cao_testkit::service::ServiceFixture;
 
 fn setup() -> (tempfile::TempDir, MemoryService, RelationshipService, TerminalContext) {
@@ -17,10 +17,10 @@ fn setup() -> (tempfile::TempDir, MemoryService, RelationshipService, TerminalCo
 fn store(svc: &MemoryService, ctx: &TerminalContext, scope: &str, key: &str) {
     svc.store(
         ctx,
-        StoreRequest {
+        StoreArgs {
             // One-letter keys as the whole content: no term the related pass queries, so every edge is hand-made.
             content: key.to_owned(),
-            scope: Some(scope.into()),
+            scope: Some(scope.parse().expect("a valid scope")),
             key: Some(key.into()),
             ..Default::default()
         },
@@ -73,9 +73,9 @@ fn forgetting_a_memory_purges_its_edges_in_both_directions() {
     let out = svc
         .forget(
             &ctx,
-            ForgetRequest {
+            ForgetArgs {
                 key: "a".into(),
-                scope: Some("global".into()),
+                scope: Some(cao_core::Scope::Global),
             },
         )
         .expect("forget");
@@ -111,9 +111,9 @@ fn forgetting_an_absent_memory_still_purges_stale_edges() {
     let out = svc
         .forget(
             &ctx,
-            ForgetRequest {
+            ForgetArgs {
                 key: "b".into(),
-                scope: Some("global".into()),
+                scope: Some(cao_core::Scope::Global),
             },
         )
         .expect("forget");

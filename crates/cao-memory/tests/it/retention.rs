@@ -1,7 +1,7 @@
 //! Retention (`cleanup`) and the daily audit log, through the public service API with a fixed clock.
 
 use cao_core::{Key, Scope, Settings, TerminalContext};
-use cao_memory::{AuditLog, ForgetRequest, StoreRequest};
+use cao_memory::{AuditLog, ForgetArgs, StoreArgs};
 use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::{DateTime, Duration, TimeZone, Utc};
@@ -43,13 +43,12 @@ impl Fixture {
         self.svc
             .store(
                 &self.ctx,
-                StoreRequest {
+                StoreArgs {
                     content: content.into(),
-                    scope: Some(scope.into()),
-                    memory_type: Some(memory_type.into()),
+                    scope: Some(scope.parse().expect("a valid scope")),
+                    memory_type: Some(memory_type.parse().expect("a valid memory_type")),
                     key: Some(key.into()),
                     tags: Some(tags.into()),
-                    ..Default::default()
                 },
             )
             .unwrap_or_else(|e| panic!("store {key}: {e}"));
@@ -262,7 +261,7 @@ fn every_change_writes_one_content_free_audit_line() {
     f.svc
         .forget(
             &f.ctx,
-            ForgetRequest {
+            ForgetArgs {
                 key: "secret-plan".into(),
                 scope: None,
             },
