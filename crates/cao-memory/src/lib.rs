@@ -76,6 +76,9 @@ pub use cao_rank::{
 };
 pub use cao_store::MemoryError;
 pub use cao_store::audit::{AuditEvent, AuditLog};
+/// Long-running processes embed written memories in the background and load the model at start (see
+/// `cao_store::background`).
+pub use cao_store::enable_background_embedding;
 pub use cao_store::index_recovery::{DamagedIndex, LostTable, recover_damaged_index};
 pub use cao_store::{audit, plan_digest, visibility};
 pub use cao_store::{sweep_at_startup, sweep_temp_files};

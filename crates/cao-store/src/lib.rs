@@ -27,6 +27,7 @@
 
 pub mod audit;
 mod backend;
+pub mod background;
 mod embedded;
 mod error;
 pub mod index_recovery;
@@ -45,6 +46,7 @@ pub use backend::{
     Backend, ContentFiles, Embedding, FileScan, NewEntry, PendingVector, Presence, Purged, Recoverable, Removed,
     ScannedFile, StoredEntry, StoredTopic, Written, journal_writer,
 };
+pub use background::{ModelState, enable_background_embedding};
 pub use embedded::{sweep_at_startup, sweep_temp_files};
 pub use error::{MemoryError, StoreError};
 pub use journal::{JournalRules, PurgeReport, check_container, container_problem};
