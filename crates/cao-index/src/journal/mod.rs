@@ -530,6 +530,35 @@ impl Index {
     }
 }
 
+impl Index {
+    /// Rows rebuilt from topic files changed outside the tool (a walk or a repair that finds many: a home written by
+    /// another program, an upgrade), in one transaction: [`Index::upsert_journaled`] of each row and note, in order,
+    /// with the append decided by `when`; the append hook runs once per container that got an entry, after every
+    /// row. Either every row is written or none is. Returns the number of entries appended.
+    ///
+    /// Errors: as [`Index::upsert_journaled`] for any row (nothing written).
+    pub fn upsert_many_journaled(&self, rows: &[(MemoryRow, JournalNote)], when: AppendWhen) -> Result<usize> {
+        for (row, _) in rows {
+            crate::write::check_related_keys(row)?;
+        }
+        self.write(|tx| {
+            let mut containers = std::collections::BTreeSet::new();
+            let mut appended = 0;
+            for (row, note) in rows {
+                let entry = note_entry(row, note);
+                if upsert_journaled_in(tx, row, &entry, when, None)?.1.is_some() {
+                    appended += 1;
+                    containers.insert(entry.container());
+                }
+            }
+            for c in &containers {
+                self.after_append(tx, c)?;
+            }
+            Ok(appended)
+        })
+    }
+}
+
 /// The body of [`Index::upsert_journaled_with_vector`] inside an open write transaction.
 fn upsert_journaled_in(
     tx: &rusqlite::Transaction<'_>,
