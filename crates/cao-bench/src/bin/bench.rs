@@ -589,6 +589,9 @@ fn first_open_import(size: usize, turns: &[String]) -> Result<()> {
 /// `memory_metadata` row per memory whose `file_path` points where the reference wrote it
 /// (`/tmp/cao-reference-home/...`), without any of this tool's tables filled. Three memories in five are project
 /// memories of `bench-project`, the rest global.
+// The home is written as another program writes it (plain file creation, no temp file and rename), not through
+// this tool's file module.
+#[allow(clippy::disallowed_methods)]
 fn write_reference_home(root: &std::path::Path, size: usize, turns: &[String], with_index: bool) -> Result<()> {
     use std::io::Write as _;
     let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")?.to_utc();

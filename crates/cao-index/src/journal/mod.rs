@@ -544,11 +544,30 @@ impl Index {
         self.write(|tx| {
             let mut containers = std::collections::BTreeSet::new();
             let mut appended = 0;
-            for (row, note) in rows {
-                let entry = note_entry(row, note);
-                if upsert_journaled_in(tx, row, &entry, when, None)?.1.is_some() {
-                    appended += 1;
-                    containers.insert(entry.container());
+            // A batch of new identities (an index rebuilt from the files) is inserted as a whole, each row indexed
+            // once, as an import's batch is; then each entry is appended as `when` decides.
+            let fresh: Vec<&MemoryRow> = rows.iter().map(|(row, _)| row).collect();
+            if insert_new_many(tx, &fresh)?.is_some() {
+                let j = JournalTx::new(tx);
+                for (row, note) in rows {
+                    let entry = note_entry(row, note);
+                    let open = match when {
+                        AppendWhen::IfOpen => j.has_journal(&entry_container(row.scope, row.scope_id.as_deref())?)?,
+                        AppendWhen::Always => true,
+                    };
+                    if open {
+                        j.append(&entry)?;
+                        appended += 1;
+                        containers.insert(entry.container());
+                    }
+                }
+            } else {
+                for (row, note) in rows {
+                    let entry = note_entry(row, note);
+                    if upsert_journaled_in(tx, row, &entry, when, None)?.1.is_some() {
+                        appended += 1;
+                        containers.insert(entry.container());
+                    }
                 }
             }
             for c in &containers {

@@ -95,6 +95,9 @@ pub(crate) const FIRST_WALK_BATCH: usize = 512;
 /// descriptor each, well under the usual limit of 1024) and whose changed rows it writes in one index transaction.
 pub(crate) const RECONCILE_BATCH: usize = 256;
 
+/// A memory and the path of its topic file.
+type TopicFile = (MemoryRef, PathBuf);
+
 /// One memory home, open. Safe to use from many threads, and many processes may open the same home at once.
 pub(crate) struct Embedded {
     home: CaoHome,
@@ -603,7 +606,7 @@ impl Embedded {
         &self,
         mut files: Vec<(MemoryRef, PathBuf)>,
         always_read: bool,
-    ) -> Result<Vec<((MemoryRef, PathBuf), FileOutcome)>, MemoryError> {
+    ) -> Result<Vec<(TopicFile, FileOutcome)>, MemoryError> {
         files.sort_by(|a, b| a.1.cmp(&b.1));
         files.dedup_by(|a, b| a.1 == b.1);
         let mut out = Vec::with_capacity(files.len());
