@@ -81,7 +81,7 @@ pub use cao_store::audit::{AuditEvent, AuditLog};
 pub use cao_store::enable_background_embedding;
 pub use cao_store::index_recovery::{DamagedIndex, LostTable, recover_damaged_index};
 pub use cao_store::{audit, plan_digest, visibility};
-pub use cao_store::{sweep_at_startup, sweep_temp_files};
+pub use cao_store::{set_bulk_progress, sweep_at_startup, sweep_temp_files};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };

@@ -478,3 +478,106 @@ fn an_unparsable_file_is_reported_once_and_picked_up_when_fixed() {
     let walk = running.pick_up_changes().expect("walk");
     assert_eq!(walk.added, ["global/broken"], "{walk:?}");
 }
+
+/// A home whose rows point elsewhere and record no stamps (a home written by the reference implementation and
+/// copied, or moved): every file disagrees with its row, and the first walk of a new process rebuilds the rows in
+/// a few transactions (one per batch of 256 files), not one per file, with every memory listed as its file says.
+#[test]
+fn a_home_of_foreign_unstamped_rows_is_adopted_in_batched_transactions() {
+    let f = setup();
+    let n = 600;
+    for i in 0..n {
+        store(
+            &f.svc,
+            &f.ctx,
+            "global",
+            &format!("note-{i}"),
+            &format!("note number {i}"),
+        );
+    }
+    let moved: Vec<_> = f
+        .svc
+        .raw_index()
+        .all_rows()
+        .expect("rows")
+        .into_iter()
+        .map(|mut row| {
+            row.file_stamp = None;
+            row.file_path = format!("/tmp/cao-reference-home/memory/global/wiki/global/{}.md", row.key);
+            row
+        })
+        .collect();
+    f.svc
+        .raw_index()
+        .upsert_many(&moved)
+        .expect("rows as another machine wrote them");
+
+    let other = another_process(&f.home);
+    let before = other.storage().write_transactions();
+    let walk = other.pick_up_changes().expect("walk");
+    let transactions = other.storage().write_transactions() - before;
+    assert_eq!(walk.updated.len(), n, "every row is rebuilt from its file: {walk:?}");
+    assert!(
+        transactions <= 8,
+        "{n} rebuilt rows took {transactions} write transactions (one per batch expected)"
+    );
+    let rows = f.svc.raw_index().all_rows().expect("rows");
+    assert_eq!(rows.len(), n);
+    for row in &rows {
+        let path = f
+            .svc
+            .wiki_layout()
+            .topic_path(row.scope, None, &row.key)
+            .expect("topic path");
+        assert_eq!(Path::new(&row.file_path), path, "{}", row.key);
+        assert!(row.file_stamp.is_some(), "{} has its stamp", row.key);
+        assert_eq!(row.content, format!("note number {}", &row.key.as_str()[5..]));
+    }
+    assert!(
+        another_process(&f.home).pick_up_changes().expect("walk").is_clean(),
+        "a second process finds nothing to do"
+    );
+}
+
+/// What file systems guarantee about an edit made in place (same inode; `open(O_TRUNC)` + `write`, as `cp` or an
+/// editor writing in place does): the directory's modification time does not change, and neither may the file's
+/// size nor its modification time, which the editing program may set back (`touch -r`, `utimensat`). Its change
+/// time (ctime) always changes: the kernel sets it on every write and every metadata change, and no system call
+/// sets it to a chosen value. The stamp a row records includes the ctime, so such an edit is still found by the
+/// rotation over the rows.
+#[test]
+fn an_in_place_edit_of_the_same_size_with_its_mtime_restored_is_found() {
+    let f = setup();
+    let path = store(&f.svc, &f.ctx, "project", "deploy", "deploy with kafka streams");
+    std::thread::sleep(SETTLED);
+    let running = another_process(&f.home);
+    running.pick_up_changes().expect("walk");
+    assert!(recorded_dirs(&running).contains(&"project/proj-a".to_owned()));
+    let before = std::fs::metadata(&path).expect("stat");
+    let dir_before = std::fs::metadata(path.parent().expect("dir")).expect("stat dir");
+
+    edit_in_place(&path, "deploy with kafka streams", "deploy with kafka pigeons");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(before.modified().expect("mtime")))
+        .expect("restore the mtime");
+    let after = std::fs::metadata(&path).expect("stat");
+    assert_eq!(after.len(), before.len(), "same size");
+    assert_eq!(after.modified().ok(), before.modified().ok(), "same mtime");
+    assert_eq!(
+        std::fs::metadata(path.parent().expect("dir"))
+            .expect("stat dir")
+            .modified()
+            .ok(),
+        dir_before.modified().ok(),
+        "the directory did not change"
+    );
+
+    let walk = running.pick_up_changes().expect("walk");
+    assert_eq!(walk.updated, ["project/proj-a/deploy"], "{walk:?}");
+    assert_eq!(
+        recall_keys(&running, &f.ctx, "pigeons"),
+        [("deploy".to_owned(), "deploy with kafka pigeons".to_owned())]
+    );
+}
