@@ -40,6 +40,9 @@ fn vectors(fx: &ServiceFixture) -> i64 {
 
 #[test]
 fn a_configured_model_stores_vectors_and_finds_what_lexical_recall_cannot() {
+    if cao_testkit::service::skip_on_postgres("reads the vectors table of the SQLite index file directly (rusqlite)") {
+        return;
+    }
     let model = tempfile::tempdir().expect("tempdir");
     cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
     let fx = ServiceFixture::builder()
@@ -144,6 +147,9 @@ fn a_configured_model_stores_vectors_and_finds_what_lexical_recall_cannot() {
 
 #[test]
 fn an_update_replaces_the_vector_and_a_delete_removes_it() {
+    if cao_testkit::service::skip_on_postgres("reads the vectors table of the SQLite index file directly (rusqlite)") {
+        return;
+    }
     let model = tempfile::tempdir().expect("tempdir");
     cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
     let fx = ServiceFixture::builder()
@@ -172,6 +178,9 @@ fn an_update_replaces_the_vector_and_a_delete_removes_it() {
 
 #[test]
 fn a_broken_model_directory_leaves_recall_lexical() {
+    if cao_testkit::service::skip_on_postgres("reads the vectors table of the SQLite index file directly (rusqlite)") {
+        return;
+    }
     let empty = tempfile::tempdir().expect("tempdir");
     let fx = ServiceFixture::builder()
         .at(utc(2026, 3, 1, 9, 0, 0))
@@ -186,6 +195,9 @@ fn a_broken_model_directory_leaves_recall_lexical() {
 
 #[test]
 fn a_backfill_embeds_what_was_stored_without_a_model_and_only_that() {
+    if cao_testkit::service::skip_on_postgres("reads the vectors table of the SQLite index file directly (rusqlite)") {
+        return;
+    }
     let model = tempfile::tempdir().expect("tempdir");
     cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
     let fx = ServiceFixture::builder()
@@ -219,6 +231,9 @@ fn a_backfill_embeds_what_was_stored_without_a_model_and_only_that() {
 
 #[test]
 fn switching_the_model_on_backfilling_and_off_again_changes_nothing_lexical() {
+    if cao_testkit::service::skip_on_postgres("reads the vectors table of the SQLite index file directly (rusqlite)") {
+        return;
+    }
     let model = tempfile::tempdir().expect("tempdir");
     cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
     let fx = ServiceFixture::builder()

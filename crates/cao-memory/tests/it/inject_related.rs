@@ -43,7 +43,9 @@ impl Fixture {
         let key = Key::parse_strict(key).expect("key");
         let mut row = self
             .svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(scope, scope_id, &key)
             .expect("get")
             .expect("row");

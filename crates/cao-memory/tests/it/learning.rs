@@ -10,7 +10,6 @@ use cao_memory::{
     StoreRequest,
 };
 use cao_testkit::conformance_dir;
-use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -42,7 +41,8 @@ fn register(fx: &ServiceFixture, id: &str, profile: Option<&str>) -> TerminalCon
         updated_at: None,
     };
     fx.svc
-        .raw_index()
+        .storage()
+        .write()
         .upsert_terminal(&row, fx.clock.now())
         .expect("register");
     TerminalContext {
@@ -213,7 +213,9 @@ fn agents_report_and_list_their_own_session_only() {
 fn cao_mcp_like_resolve(fx: &ServiceFixture, ctx: TerminalContext) -> TerminalContext {
     let row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .terminal(ctx.terminal_id.as_deref().expect("id"))
         .expect("read")
         .expect("registered");
@@ -278,7 +280,9 @@ fn store_lesson_resolves_the_caller_from_its_terminal_record_only() {
     );
     let row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(
             Scope::Agent,
             Some("worker"),

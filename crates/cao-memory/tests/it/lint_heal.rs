@@ -210,10 +210,10 @@ fn each_detector_finds_its_planted_problem_and_nothing_else() {
 fn lint_writes_nothing_and_counts_no_access() {
     let (fx, root) = planted();
     let before = fx.svc.storage().write_transactions();
-    let rows_before = fx.svc.raw_index().all_rows().expect("rows");
+    let rows_before = crate::all_rows(&fx.svc).expect("rows");
     lint(&fx, &root);
     assert_eq!(fx.svc.storage().write_transactions(), before, "no write transaction");
-    assert_eq!(fx.svc.raw_index().all_rows().expect("rows"), rows_before);
+    assert_eq!(crate::all_rows(&fx.svc).expect("rows"), rows_before);
 }
 
 fn heal(fx: &ServiceFixture, root: &std::path::Path, apply: bool, aggressive: bool) -> cao_memory::HealReport {
@@ -317,7 +317,9 @@ fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
     assert!(!stray_path.exists());
     let notes = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("build-notes"))
         .expect("get")
         .expect("row");
@@ -331,14 +333,18 @@ fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
     );
     let pointer = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("pointer"))
         .expect("get")
         .expect("row");
     assert_eq!(pointer.related_keys.as_deref(), Some(""));
     let poisoned = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("poisoned"))
         .expect("get")
         .expect("row");
@@ -372,7 +378,9 @@ fn poisoned_counts_need_aggressive() {
     );
     let poisoned = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("poisoned"))
         .expect("get")
         .expect("row");
@@ -451,7 +459,9 @@ fn a_topic_file_the_index_has_not_picked_up_is_indexed_not_deleted() {
     assert!(path.exists(), "the topic file is kept");
     let row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("ahead"))
         .expect("get")
         .expect("indexed by heal's pickup");
@@ -529,7 +539,9 @@ fn unparsable_topic_files_are_reported_with_their_cause() {
     );
     let row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("broken"))
         .expect("get")
         .expect("row kept");
@@ -569,7 +581,9 @@ fn heal_never_crosses_containers() {
     let b_bytes = std::fs::read(&b_path).expect("read b");
     let b_row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some("proj-b"), &key("shared"))
         .expect("get");
     let done = heal(&fx, &root, true, false);
@@ -587,7 +601,9 @@ fn heal_never_crosses_containers() {
     );
     assert_eq!(
         fx.svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Project, Some("proj-b"), &key("shared"))
             .expect("get"),
         b_row,
@@ -595,7 +611,9 @@ fn heal_never_crosses_containers() {
     );
     let a = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("shared"))
         .expect("get")
         .expect("row");
@@ -760,14 +778,18 @@ fn contradictions_are_judged_strictly_and_bad_answers_are_counted() {
     assert_eq!(deleted, [("port-old", Some("port-new"))]);
     assert!(
         fx.svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Project, Some(PROJECT), &key("port-old"))
             .expect("get")
             .is_none()
     );
     assert!(
         fx.svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Project, Some(PROJECT), &key("port-new"))
             .expect("get")
             .is_some()

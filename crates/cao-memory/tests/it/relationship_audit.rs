@@ -53,6 +53,7 @@ fn lines(svc: &MemoryService) -> Vec<String> {
 fn relationship_changes_and_purges_are_audited_without_content() {
     let ServiceFixture {
         dir: _dir,
+        database: _database,
         svc,
         ctx,
         clock,
