@@ -138,18 +138,9 @@ fn run(fx: &ServiceFixture, m: &SharedModel, key: Option<&str>, dry_run: bool) -
 }
 
 fn audit_lines(fx: &ServiceFixture, event: &str) -> Vec<Value> {
-    let dir = fx.home.memory_dir().join("logs");
-    let Ok(files) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    files
-        .flat_map(|e| {
-            std::fs::read_to_string(e.expect("entry").path())
-                .expect("read")
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).expect("json line"))
-                .collect::<Vec<_>>()
-        })
+    crate::audit_text(&fx.svc)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json line"))
         .filter(|l| l["event"] == event)
         .collect()
 }

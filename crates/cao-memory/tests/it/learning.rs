@@ -296,7 +296,7 @@ fn store_lesson_resolves_the_caller_from_its_terminal_record_only() {
         (Some("t-retro"), Some("codex")),
         "provenance names the caller"
     );
-    let audit = std::fs::read_to_string(fx.svc.audit_log().path_for(fx.clock.now().date_naive())).expect("audit");
+    let audit = crate::audit_day(&fx.svc, fx.clock.now().date_naive());
     assert!(
         audit.contains("\"actor\":\"t-retro\"") && audit.contains("keep-cache"),
         "{audit}"
@@ -503,7 +503,7 @@ fn promotion_plans_applies_and_then_proposes_nothing() {
         std::fs::metadata(&path).expect("stat").permissions().mode() & 0o7777,
         0o640
     );
-    let audit = std::fs::read_to_string(fx.svc.audit_log().path_for(fx.clock.now().date_naive())).expect("audit");
+    let audit = crate::audit_day(&fx.svc, fx.clock.now().date_naive());
     let line = audit
         .lines()
         .find(|l| l.contains("\"event\":\"promote\""))

@@ -41,6 +41,29 @@ mod storage_faults;
 mod store_copy;
 mod vault;
 
+/// Every audit line of `svc`'s store, days in order, oldest first (each with its `\n`): the home's daily files, or
+/// the audit table of a PostgreSQL store.
+pub(crate) fn audit_text(svc: &cao_memory::MemoryService) -> String {
+    svc.audit_log()
+        .days()
+        .expect("audit log")
+        .into_iter()
+        .flat_map(|(_, lines)| lines)
+        .collect()
+}
+
+/// The audit lines of one UTC day (as [`audit_text`]).
+pub(crate) fn audit_day(svc: &cao_memory::MemoryService, day: chrono::NaiveDate) -> String {
+    let day = day.format("%Y-%m-%d").to_string();
+    svc.audit_log()
+        .days()
+        .expect("audit log")
+        .into_iter()
+        .filter(|(d, _)| *d == day)
+        .flat_map(|(_, lines)| lines)
+        .collect()
+}
+
 /// Every native row of `svc`'s store, read through the store interface (either backend).
 pub(crate) fn all_rows(svc: &cao_memory::MemoryService) -> Result<Vec<cao_store::MemoryRow>, cao_store::StoreError> {
     svc.storage()
