@@ -218,6 +218,20 @@ impl RawStorage for MemoryService {
     }
 }
 
+/// The `count(*)`-like `bigint` that `query` returns from the PostgreSQL database `svc`'s home names (a look below the
+/// store interface, as another process would); `None` for an embedded home. Panics on failure.
+pub fn database_count(svc: &MemoryService, query: &str) -> Option<i64> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = svc.home().database() {
+        let mut c = postgres::Client::connect(url.expose(), postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot connect to the test database: {e}"));
+        let row = c.query_one(query, &[]).unwrap_or_else(|e| panic!("{query}: {e}"));
+        return Some(row.get(0));
+    }
+    let _ = (svc, query);
+    None
+}
+
 /// Set every memory's legacy `related_keys` back to NULL below the store interface, as another process would: in the
 /// SQLite index of an embedded home, or in the `memory_metadata` table of the PostgreSQL database the home names.
 /// Panics on failure.

@@ -27,22 +27,20 @@ fn keys(svc: &MemoryService, fx: &ServiceFixture, query: &str, mode: &str, sort:
     .collect()
 }
 
+/// Stored vectors: the `cao_memory_vectors` rows holding one, in the SQLite index or the PostgreSQL database.
 fn vectors(fx: &ServiceFixture) -> i64 {
+    const COUNT: &str = "SELECT count(*) FROM cao_memory_vectors WHERE vector IS NOT NULL";
+    if let Some(n) = cao_testkit::service::database_count(&fx.svc, COUNT) {
+        return n;
+    }
     rusqlite::Connection::open(fx.home.db_path())
         .expect("open db")
-        .query_row(
-            "SELECT count(*) FROM cao_memory_vectors WHERE vector IS NOT NULL",
-            [],
-            |r| r.get(0),
-        )
+        .query_row(COUNT, [], |r| r.get(0))
         .expect("count")
 }
 
 #[test]
 fn a_configured_model_stores_vectors_and_finds_what_lexical_recall_cannot() {
-    if cao_testkit::service::skip_on_postgres("reads the vectors table of the SQLite index file directly (rusqlite)") {
-        return;
-    }
     let model = tempfile::tempdir().expect("tempdir");
     cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
     let fx = ServiceFixture::builder()
@@ -147,9 +145,6 @@ fn a_configured_model_stores_vectors_and_finds_what_lexical_recall_cannot() {
 
 #[test]
 fn an_update_replaces_the_vector_and_a_delete_removes_it() {
-    if cao_testkit::service::skip_on_postgres("reads the vectors table of the SQLite index file directly (rusqlite)") {
-        return;
-    }
     let model = tempfile::tempdir().expect("tempdir");
     cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
     let fx = ServiceFixture::builder()
@@ -178,9 +173,6 @@ fn an_update_replaces_the_vector_and_a_delete_removes_it() {
 
 #[test]
 fn a_broken_model_directory_leaves_recall_lexical() {
-    if cao_testkit::service::skip_on_postgres("reads the vectors table of the SQLite index file directly (rusqlite)") {
-        return;
-    }
     let empty = tempfile::tempdir().expect("tempdir");
     let fx = ServiceFixture::builder()
         .at(utc(2026, 3, 1, 9, 0, 0))
@@ -195,9 +187,6 @@ fn a_broken_model_directory_leaves_recall_lexical() {
 
 #[test]
 fn a_backfill_embeds_what_was_stored_without_a_model_and_only_that() {
-    if cao_testkit::service::skip_on_postgres("reads the vectors table of the SQLite index file directly (rusqlite)") {
-        return;
-    }
     let model = tempfile::tempdir().expect("tempdir");
     cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
     let fx = ServiceFixture::builder()
@@ -231,9 +220,6 @@ fn a_backfill_embeds_what_was_stored_without_a_model_and_only_that() {
 
 #[test]
 fn switching_the_model_on_backfilling_and_off_again_changes_nothing_lexical() {
-    if cao_testkit::service::skip_on_postgres("reads the vectors table of the SQLite index file directly (rusqlite)") {
-        return;
-    }
     let model = tempfile::tempdir().expect("tempdir");
     cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
     let fx = ServiceFixture::builder()

@@ -101,7 +101,7 @@ fn injection_does_not_count_accesses() {
         ..Default::default()
     };
     let counts = |svc: &MemoryService| -> Vec<(String, i64)> {
-        let mut v: Vec<(String, i64)> = crate::all_rows(&svc)
+        let mut v: Vec<(String, i64)> = crate::all_rows(svc)
             .expect("rows")
             .into_iter()
             .map(|r| (r.key.to_string(), r.access_count))
