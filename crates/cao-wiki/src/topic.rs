@@ -563,3 +563,36 @@ mod tests {
         assert_eq!(p.render(), t);
     }
 }
+
+#[cfg(test)]
+mod fuzz_regressions {
+    use super::*;
+
+    /// fuzz/crashes/wiki_topic/crash-f508…: a file not written by upserts whose first entry's text ends in a
+    /// newline before the `\n\n` separator. Rendering drops that newline, as an upsert would have (the contract of
+    /// [`Topic::render`]); every other byte of every entry survives, and a second render is a fixed point.
+    #[test]
+    fn render_drops_only_the_trailing_newlines_of_earlier_entries() {
+        let data = include_bytes!("../../../fuzz/crashes/wiki_topic/crash-f508955b9255c94b9122bf1dd70e532cef15b843");
+        let topic = Topic::parse_bytes(&data[1..]).expect("parses");
+        assert!(
+            topic.entries()[0].content.ends_with("# current-task\n"),
+            "the input's shape"
+        );
+        let rendered = topic.render();
+        let again = Topic::parse(&rendered).expect("a rendered topic parses");
+        assert_eq!(again.entry_count(), topic.entry_count());
+        let last = topic.entry_count() - 1;
+        for (i, (a, b)) in again.entries().iter().zip(topic.entries()).enumerate() {
+            assert_eq!(a.timestamp, b.timestamp);
+            let want = if i == last {
+                b.content.as_str()
+            } else {
+                b.content.trim_end_matches('\n')
+            };
+            assert_eq!(a.content, want, "entry {i}");
+        }
+        assert_eq!(again.header(), topic.header());
+        assert_eq!(again.render(), rendered, "render is a fixed point after one round");
+    }
+}
