@@ -41,9 +41,10 @@ pub struct ServiceFixture {
     pub svc: MemoryService,
     /// The caller: cwd = [`ServiceFixture::root`] plus the ids given to the builder.
     pub ctx: TerminalContext,
-    /// The database of this fixture when the suite runs against PostgreSQL ([`on_postgres`]); dropped with it.
+    /// The database of this fixture when the suite runs against PostgreSQL ([`on_postgres`]); dropped with it (a
+    /// test that takes the fixture apart keeps it as long as it uses [`ServiceFixture::svc`]).
     #[cfg(feature = "postgres")]
-    _database: Option<crate::postgres::TestDatabase>,
+    pub database: Option<crate::postgres::TestDatabase>,
 }
 
 /// Whether this test process runs the service suites against PostgreSQL: `CAO_TEST_BACKEND=postgres` (with
@@ -191,7 +192,7 @@ impl ServiceFixtureBuilder {
             svc,
             ctx,
             #[cfg(feature = "postgres")]
-            _database: database,
+            database,
         }
     }
 }
@@ -214,6 +215,40 @@ impl RawStorage for MemoryService {
 
     fn wiki_layout(&self) -> cao_wiki::WikiLayout {
         cao_wiki::WikiLayout::new(self.home().memory_dir())
+    }
+}
+
+/// The `count(*)`-like `bigint` that `query` returns from the PostgreSQL database `svc`'s home names (a look below the
+/// store interface, as another process would); `None` for an embedded home. Panics on failure.
+pub fn database_count(svc: &MemoryService, query: &str) -> Option<i64> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = svc.home().database() {
+        let mut c = postgres::Client::connect(url.expose(), postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot connect to the test database: {e}"));
+        let row = c.query_one(query, &[]).unwrap_or_else(|e| panic!("{query}: {e}"));
+        return Some(row.get(0));
+    }
+    let _ = (svc, query);
+    None
+}
+
+/// Set every memory's legacy `related_keys` back to NULL below the store interface, as another process would: in the
+/// SQLite index of an embedded home, or in the `memory_metadata` table of the PostgreSQL database the home names.
+/// Panics on failure.
+pub fn clear_related_keys(svc: &MemoryService) {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = svc.home().database() {
+        let mut c = postgres::Client::connect(url.expose(), postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot connect to the test database: {e}"));
+        c.execute("UPDATE memory_metadata SET related_keys = NULL", &[])
+            .unwrap_or_else(|e| panic!("clearing related_keys: {e}"));
+        return;
+    }
+    let index = svc.raw_index();
+    for row in index.all_rows().unwrap_or_else(|e| panic!("rows: {e}")) {
+        index
+            .set_related_keys(row.scope, row.scope_id.as_deref(), &row.key, None)
+            .unwrap_or_else(|e| panic!("related_keys of {}: {e}", row.key));
     }
 }
 

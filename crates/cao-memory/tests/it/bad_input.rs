@@ -8,9 +8,34 @@ use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 
-fn setup() -> (tempfile::TempDir, MemoryService, TerminalContext) {
-    let ServiceFixture { dir, svc, ctx, .. } = ServiceFixture::builder().project("p").open();
-    (dir, svc, ctx)
+/// The fixture's temp dir, and its database when the suite runs on PostgreSQL (kept as long as the service).
+struct Dir {
+    dir: tempfile::TempDir,
+    _database: Option<cao_testkit::postgres::TestDatabase>,
+}
+
+impl Dir {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn setup() -> (Dir, MemoryService, TerminalContext) {
+    let ServiceFixture {
+        dir,
+        svc,
+        ctx,
+        database,
+        ..
+    } = ServiceFixture::builder().project("p").open();
+    (
+        Dir {
+            dir,
+            _database: database,
+        },
+        svc,
+        ctx,
+    )
 }
 
 /// Every file under `dir` (relative paths), to prove a failed call wrote nothing.
@@ -176,11 +201,13 @@ fn hostile_keys_stay_inside_the_home() {
                 },
             )
             .expect("sanitised keys are stored");
-        assert!(
-            Path::new(&r.file_path).starts_with(dir.path().join("home").join("memory")),
-            "{key:?} -> {}",
-            r.file_path
-        );
+        // A topic file inside the home's memory directory, or on PostgreSQL a locator of the global container.
+        let inside = if cao_testkit::service::on_postgres() {
+            r.file_path.starts_with("postgres:/global/wiki/") && !r.file_path.contains("..")
+        } else {
+            Path::new(&r.file_path).starts_with(dir.path().join("home").join("memory"))
+        };
+        assert!(inside, "{key:?} -> {}", r.file_path);
         assert!(
             r.key.len() <= 60
                 && r.key
@@ -236,6 +263,11 @@ fn invalid_recall_arguments_are_refused_before_io() {
 
 #[test]
 fn corrupt_topic_file_is_reported_and_left_alone() {
+    if cao_testkit::service::skip_on_postgres(
+        "writes a corrupt topic file by hand; a PostgreSQL store keeps no topic files",
+    ) {
+        return;
+    }
     let (_dir, svc, ctx) = setup();
     let r = svc
         .store(
@@ -313,6 +345,11 @@ fn federated_secrets_are_refused_in_tags_and_keys_too() {
 
 #[test]
 fn a_missing_index_is_rebuilt_from_the_wiki_files_on_open() {
+    if cao_testkit::service::skip_on_postgres(
+        "removes the SQLite index and rebuilds it from the wiki files; a PostgreSQL store has neither",
+    ) {
+        return;
+    }
     let (dir, svc, ctx) = setup();
     for k in ["a", "b", "c"] {
         svc.store(
@@ -342,6 +379,9 @@ fn a_missing_index_is_rebuilt_from_the_wiki_files_on_open() {
 
 #[test]
 fn writes_through_a_replaced_database_are_refused() {
+    if cao_testkit::service::skip_on_postgres("replaces the SQLite index file under a running service") {
+        return;
+    }
     let (_dir, svc, ctx) = setup();
     svc.store(&ctx, store("before")).expect("store");
     let db = svc.home().db_path();
@@ -409,6 +449,9 @@ fn federated_secrets_in_compatibility_forms_and_every_pem_header_are_refused() {
 /// `cao memory repair`, like writes do, instead of answering from the unlinked file.
 #[test]
 fn reads_through_a_removed_or_replaced_database_are_refused() {
+    if cao_testkit::service::skip_on_postgres("removes or replaces the SQLite index file under a running service") {
+        return;
+    }
     for replace in [false, true] {
         let (_dir, svc, ctx) = setup();
         svc.store(

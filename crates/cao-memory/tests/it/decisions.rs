@@ -5,7 +5,6 @@
 use cao_memory::decisions::EXCERPT_MAX_BYTES;
 use cao_memory::{AdviseArgs, SearchArgs, SearchResult, StoreArgs};
 use cao_testkit::fake_model::{FakeModel, Reply};
-use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -397,7 +396,13 @@ fn recall_advice_adds_nothing_when_the_engine_fails_times_out_or_refuses() {
         assert!(r.memories.is_empty() && r.reminder.is_none(), "{name}: {r:?}");
         // Nothing was recorded as named: a working engine names them later in the same conversation.
         assert!(
-            fx.svc.raw_index().decisions_named("c").expect("named").is_empty(),
+            fx.svc
+                .storage()
+                .read()
+                .expect("read")
+                .decisions_named("c")
+                .expect("named")
+                .is_empty(),
             "{name}"
         );
     }
@@ -515,9 +520,7 @@ fn duplicate_advice_adds_nothing_when_the_engine_fails_times_out_or_refuses() {
             "{name}"
         );
         assert!(
-            fx.svc
-                .raw_index()
-                .all_rows()
+            crate::all_rows(&fx.svc)
                 .expect("rows")
                 .iter()
                 .any(|row| row.key.as_str() == "nightly-postgres-dumps")

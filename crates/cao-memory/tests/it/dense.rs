@@ -27,14 +27,15 @@ fn keys(svc: &MemoryService, fx: &ServiceFixture, query: &str, mode: &str, sort:
     .collect()
 }
 
+/// Stored vectors: the `cao_memory_vectors` rows holding one, in the SQLite index or the PostgreSQL database.
 fn vectors(fx: &ServiceFixture) -> i64 {
+    const COUNT: &str = "SELECT count(*) FROM cao_memory_vectors WHERE vector IS NOT NULL";
+    if let Some(n) = cao_testkit::service::database_count(&fx.svc, COUNT) {
+        return n;
+    }
     rusqlite::Connection::open(fx.home.db_path())
         .expect("open db")
-        .query_row(
-            "SELECT count(*) FROM cao_memory_vectors WHERE vector IS NOT NULL",
-            [],
-            |r| r.get(0),
-        )
+        .query_row(COUNT, [], |r| r.get(0))
         .expect("count")
 }
 

@@ -10,7 +10,6 @@ use cao_memory::{
     StoreLessonArgs,
 };
 use cao_testkit::conformance_dir;
-use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -42,7 +41,8 @@ fn register(fx: &ServiceFixture, id: &str, profile: Option<&str>) -> TerminalCon
         updated_at: None,
     };
     fx.svc
-        .raw_index()
+        .storage()
+        .write()
         .upsert_terminal(&row, fx.clock.now())
         .expect("register");
     TerminalContext {
@@ -213,7 +213,9 @@ fn agents_report_and_list_their_own_session_only() {
 fn cao_mcp_like_resolve(fx: &ServiceFixture, ctx: TerminalContext) -> TerminalContext {
     let row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .terminal(ctx.terminal_id.as_deref().expect("id"))
         .expect("read")
         .expect("registered");
@@ -278,7 +280,9 @@ fn store_lesson_resolves_the_caller_from_its_terminal_record_only() {
     );
     let row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(
             Scope::Agent,
             Some("worker"),
@@ -292,7 +296,7 @@ fn store_lesson_resolves_the_caller_from_its_terminal_record_only() {
         (Some("t-retro"), Some("codex")),
         "provenance names the caller"
     );
-    let audit = std::fs::read_to_string(fx.svc.audit_log().path_for(fx.clock.now().date_naive())).expect("audit");
+    let audit = crate::audit_day(&fx.svc, fx.clock.now().date_naive());
     assert!(
         audit.contains("\"actor\":\"t-retro\"") && audit.contains("keep-cache"),
         "{audit}"
@@ -504,7 +508,7 @@ fn promotion_plans_applies_and_then_proposes_nothing() {
         std::fs::metadata(&path).expect("stat").permissions().mode() & 0o7777,
         0o640
     );
-    let audit = std::fs::read_to_string(fx.svc.audit_log().path_for(fx.clock.now().date_naive())).expect("audit");
+    let audit = crate::audit_day(&fx.svc, fx.clock.now().date_naive());
     let line = audit
         .lines()
         .find(|l| l.contains("\"event\":\"promote\""))

@@ -85,6 +85,12 @@ fn recall_keys(svc: &MemoryService, ctx: &TerminalContext, query: &str, sort: &s
 
 #[test]
 fn locomo_export_import_export_is_byte_identical_and_recalls_the_same() {
+    if cao_testkit::service::skip_on_postgres(
+        "stores all 3,000+ LoCoMo turns twice, ~8 minutes against PostgreSQL on two cores (it passes there); the \
+         backends' LoCoMo answers are compared by locomo_parity and the OKF cases by okf::okf_import_cases_through_the_store",
+    ) {
+        return;
+    }
     let samples = locomo::load().expect("LoCoMo data in ../shared/data/locomo");
     let a = ServiceFixture::builder()
         .at(utc(2023, 1, 1, 0, 0, 0))

@@ -349,3 +349,32 @@ fn an_unreachable_database_is_store_unavailable_and_its_password_is_not_shown() 
         "names the database without its password: {err}"
     );
 }
+
+/// `url` with its user info replaced by `user_info` (`user:password`).
+fn with_user_info(url: &str, user_info: &str) -> String {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let authority_end = url[start..].find(['/', '?']).map_or(url.len(), |i| start + i);
+    let host_start = url[start..authority_end].rfind('@').map_or(start, |i| start + i + 1);
+    format!("{}{user_info}@{}", &url[..start], &url[host_start..])
+}
+
+#[test]
+fn a_refused_login_names_the_user_and_the_servers_reason_never_the_password() {
+    let Some(db) = TestDatabase::create() else { return };
+    let url = with_user_info(db.url.expose(), "cao_no_such_role:hunter2");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = cao_core::CaoHome::new(dir.path().join("home"))
+        .with_database(Some(cao_core::DatabaseUrl::parse(&url).expect("url")));
+    let err = MemoryService::open(home).expect_err("the server refuses an unknown role");
+    assert_eq!(err.kind(), "store_unavailable", "{err}");
+    let text = err.to_string();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(
+        text.contains("cao_no_such_role:***@"),
+        "names the user and the server (the URL without its password): {text}"
+    );
+    assert!(
+        text.contains("role \"cao_no_such_role\" does not exist"),
+        "gives the server's reason, not just \"db error\": {text}"
+    );
+}

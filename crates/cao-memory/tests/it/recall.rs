@@ -2,7 +2,6 @@
 
 use cao_core::{Key, Scope, TerminalContext};
 use cao_memory::RecallArgs;
-use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 
 /// The service fixture with this file's steps (each store ten seconds after the previous one).
@@ -191,7 +190,9 @@ fn access_is_counted_once_per_minute_per_returned_row() {
     let key = Key::parse_strict("a").expect("key");
     let count = |w: &World| {
         w.svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Global, None, &key)
             .expect("get")
             .expect("row")
@@ -230,7 +231,9 @@ fn access_is_counted_once_per_minute_per_returned_row() {
     let b = Key::parse_strict("b").expect("key");
     assert_eq!(
         w.svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Global, None, &b)
             .expect("get")
             .expect("row")

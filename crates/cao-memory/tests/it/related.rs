@@ -5,7 +5,6 @@
 use cao_core::{Key, Scope};
 use cao_lifecycle::{NewRelationship, RelOrigin, RelStatus, RelType, RelationshipFilter};
 use cao_memory::{ContextRequest, RecallArgs};
-use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::Duration;
 
@@ -24,7 +23,9 @@ fn store(fx: &ServiceFixture, scope: &str, key: &str, content: &str) {
 fn related_keys(fx: &ServiceFixture, scope: Scope, scope_id: Option<&str>, key: &str) -> Option<String> {
     let key = Key::parse_strict(key).expect("key");
     fx.svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(scope, scope_id, &key)
         .expect("get")
         .expect("row")
@@ -369,7 +370,9 @@ fn a_removed_memory_leaves_no_dangling_related_key_behind() {
         .filter(|k| {
             let row = fx
                 .svc
-                .raw_index()
+                .storage()
+                .read()
+                .expect("read")
                 .get(Scope::Project, pid, &Key::parse_strict(k).expect("key"))
                 .expect("get");
             row.and_then(|r| r.related_keys)

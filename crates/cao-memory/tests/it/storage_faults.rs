@@ -493,7 +493,9 @@ fn writes_succeed_and_lint_is_clean(
     for key in ["fresh", "kept", "imported-a", "imported-b", "deploy"] {
         let k = Key::parse_strict(key).expect("key");
         assert!(
-            svc.raw_index()
+            svc.storage()
+                .read()
+                .expect("read")
                 .get(Scope::Project, Some(PROJECT), &k)
                 .expect("get")
                 .is_some(),
