@@ -3,8 +3,8 @@
 //! key, each recorded by a migration receipt; a receipt is rolled back by restoring the statuses of the native
 //! edges the move superseded.
 //!
-//! - The scope must be bound to the writable mapping ("scope '<s>' is not mapped to a configured vault; migration
-//!   requires a vault binding" / "scope '<s>' vault mapping is not writable").
+//! - The scope must be bound to the writable mapping ("scope '`<s>`' is not mapped to a configured vault; migration
+//!   requires a vault binding" / "scope '`<s>`' vault mapping is not writable").
 //! - A dry run (the default) reads the native topic files and the stored edges and reports what an apply would do;
 //!   it writes nothing and counts no access.
 //! - Per native memory, ordered by key, [`cao_vault::migrate::plan_item`] gives the note (body sections within
