@@ -1,6 +1,8 @@
 """An Obsidian vault as a knowledge source, end to end with real processes: a hostile sample vault reconciled by
-`cao memory vault reconcile --apply`, recalled by an agent over MCP (stdio) with each note's vault path, and a note
-edited while cao-server runs recalled with its new text without any command."""
+`cao memory vault reconcile --apply`, recalled by an agent over MCP (stdio) with each note's vault path, an agent's
+store written to the managed folder and recalled, read and searched at once, forget keeping the file, the context
+block carrying only `inject: true` mappings, and a note edited while cao-server runs recalled with its new text
+without any command."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from test_mcp_stdio import stdio_session
 PROJECT = "demo-proj"
 
 
-def hostile_vault(ws: Workspace) -> pathlib.Path:
+def hostile_vault(ws: Workspace, inject: bool = False) -> pathlib.Path:
     """A vault with good notes and every kind of note the scanner must refuse or skip."""
     root = ws.cwd.parent / "vault"
     notes = root / "Notes"
@@ -51,7 +53,7 @@ def hostile_vault(ws: Workspace) -> pathlib.Path:
                         "managed_folder": "_cao",
                         "mappings": [
                             {"folder": "_cao", "scope": "global", "writable": True},
-                            {"folder": "Notes", "scope": "project", "scope_id": PROJECT},
+                            {"folder": "Notes", "scope": "project", "scope_id": PROJECT, "inject": inject},
                         ],
                     }
                 ],
@@ -63,11 +65,11 @@ def hostile_vault(ws: Workspace) -> pathlib.Path:
     return root
 
 
-def cao(ws: Workspace, *args: str) -> subprocess.CompletedProcess:
+def cao(ws: Workspace, *args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [str(binary("cao")), *args],
         cwd=ws.cwd,
-        env=clean_env(CAO_HOME=str(ws.home), HOME=str(ws.cwd.parent)),
+        env=clean_env(CAO_HOME=str(ws.home), HOME=str(ws.cwd.parent), **env),
         capture_output=True,
         text=True,
         timeout=60,
@@ -134,5 +136,79 @@ def test_a_note_edited_while_the_server_runs_is_recalled_fresh(ws: Workspace) ->
         ], got
         status = httpx.get(f"{srv.url}/memory/vault/status", timeout=10).json()
         assert status["configured"] is True and status["vaults"][0]["vault_id"] == "demo", status
+    finally:
+        assert srv.stop() == 0
+
+
+def test_an_agent_writes_reads_and_forgets_through_the_vault_and_the_block_injects_only_inject_mappings(
+    ws: Workspace,
+) -> None:
+    root = hostile_vault(ws, inject=True)
+    assert cao(ws, "memory", "vault", "reconcile", "--apply").returncode == 0
+
+    async def main() -> None:
+        async with stdio_session(ws, CAO_PROJECT_ID=PROJECT, HOME=str(ws.cwd.parent)) as (session, errors):
+            # A store into the vault-bound global scope goes to the managed folder and is recalled at once.
+            stored = await _flow.call(
+                session, "memory_store", content="Rollbacks use the previous green pool.", scope="global",
+                key="rollback-plan", tags="ops",
+            )
+            assert stored["success"] is True and stored["action"] == "created", stored
+            note = root / "_cao" / "rollback-plan.md"
+            assert stored["file_path"] == str(note), stored
+            text = note.read_text()
+            assert "  key: rollback-plan\n  managed: true\n---\n" in text, text
+            hit = await _flow.call(session, "memory_recall", query="green pool", scope="global", search_mode="metadata")
+            assert [(m["key"], m["source_path"], m["source_kind"]) for m in hit["memories"]] == [
+                ("rollback-plan", "_cao/rollback-plan.md", "vault")
+            ], hit
+            read = await _flow.call(session, "memory_read", key="rollback-plan", scope="global")
+            assert "Rollbacks use the previous green pool." in read["content"], read
+            found = await _flow.call(session, "memory_search", query="rollbacks")
+            assert [h["key"] for h in found["hits"]] == ["rollback-plan"], found
+            # A read-only mapping refuses the write and writes nothing.
+            refused = await _flow.call(session, "memory_store", content="x", scope="project", key="nope")
+            assert refused.get("success") is False and "not writable" in json.dumps(refused), refused
+            assert not (root / "Notes" / "nope.md").exists()
+
+            # Forget de-indexes the note and keeps its file.
+            deploy = await _flow.call(session, "memory_recall", query="blue-green", scope="project", search_mode="metadata")
+            key = next(m["key"] for m in deploy["memories"] if m["source_path"] == "Notes/deploy.md")
+            forgot = await _flow.call(session, "memory_forget", key=key, scope="project")
+            assert (forgot["action"], forgot["path"]) == ("deindexed", "Notes/deploy.md"), forgot
+            assert (root / "Notes" / "deploy.md").is_file()
+            again = await _flow.call(session, "memory_recall", query="blue-green", scope="project", search_mode="metadata")
+            assert "Notes/deploy.md" not in [m["source_path"] for m in again["memories"]], again
+            assert errors == []
+
+    asyncio.run(main())
+
+    # The forgotten note is listed as excluded by the scan; the file is still there.
+    scan = cao(ws, "memory", "vault", "scan")
+    assert "excluded: Notes/deploy.md" in scan.stdout.splitlines(), scan.stdout
+
+    # The block: the project mapping has inject: true (its notes are injected), the global managed folder does not.
+    block = cao(ws, "memory", "context", CAO_PROJECT_ID=PROJECT)
+    assert block.returncode == 0, block.stderr
+    assert "Rollouts start in the blue-green staging pool." in block.stdout, block.stdout
+    assert "rollback-plan" not in block.stdout and "AKIAIOSFODNN7EXAMPLE" not in block.stdout, block.stdout
+
+
+def test_a_broken_vault_config_fails_closed_with_its_reason(ws: Workspace) -> None:
+    ws.home.mkdir(parents=True, exist_ok=True)
+    (ws.home / "settings.json").write_text(json.dumps({"memory": {"vault": {"enabled": "yes"}}}))
+    status = cao(ws, "memory", "vault", "status")
+    assert status.returncode == 1 and "vault configuration unavailable" in status.stderr, (status.stdout, status.stderr)
+    srv = start_server(ws, HOME=str(ws.cwd.parent))
+    try:
+        body = httpx.get(f"{srv.url}/memory/vault/status", timeout=10).json()
+        assert body["configured"] is False and body["vaults"] == [], body
+        assert body["error"].startswith("vault configuration unavailable: "), body
+        stored = httpx.post(
+            f"{srv.url}/internal/memory/store",
+            json={"key": "k", "content": "text", "scope": "global", "context": {}},
+            timeout=30,
+        )
+        assert stored.status_code >= 400 and "vault configuration unavailable" in stored.text, stored.text
     finally:
         assert srv.stop() == 0

@@ -35,7 +35,7 @@ use cao_core::time::truncate_secs;
 use cao_core::{Key, MemoryRef, Scope, Settings, TerminalContext};
 use cao_okf::FilePlan;
 use cao_okf::import::{ConflictPolicy, FileOutcome, ImportOptions, ImportReport, WriteAction, check_import_scope};
-use cao_ops::types::{Progress, StoreRequest};
+use cao_ops::types::{Progress, StoreArgs};
 use cao_ops::write;
 use cao_store::MemoryError;
 use cao_store::Store;
@@ -425,14 +425,16 @@ fn prepare_all(scope: Scope, files: &mut [FilePlan]) -> Vec<Option<write::Prepar
             prepared.push(None);
             continue;
         };
-        let checked = write::prepare(&StoreRequest {
-            content: std::mem::take(&mut w.content),
-            scope: Some(scope.as_str().to_owned()),
-            memory_type: Some(w.memory_type.as_str().to_owned()),
-            key: Some(w.key.as_str().to_owned()),
-            tags: Some(w.tags.clone()),
-            caller_scope: None,
-        });
+        let checked = write::prepare(
+            &StoreArgs {
+                content: std::mem::take(&mut w.content),
+                scope: Some(scope),
+                memory_type: Some(w.memory_type),
+                key: Some(w.key.as_str().to_owned()),
+                tags: Some(w.tags.clone()),
+            },
+            None,
+        );
         match checked {
             Ok(p) => prepared.push(Some(p)),
             Err(e) => {

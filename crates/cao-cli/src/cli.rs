@@ -387,6 +387,13 @@ pub(crate) struct RepairArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = TextFormat::Text)]
     pub format: TextFormat,
+    /// Roll back the vault migration receipt with this id (`cao memory vault migrate --apply` prints it): a plan
+    /// unless --apply.
+    #[arg(long)]
+    pub receipt: Option<String>,
+    /// With --receipt: perform the rollback.
+    #[arg(long, requires = "receipt")]
+    pub apply: bool,
 }
 
 /// A scope as spelled on the command line.

@@ -291,9 +291,9 @@ fn hook_text(
             };
             let advice = match prompt {
                 Some(message) if settings.decisions_recall_advised() => {
-                    let req = cao_memory::decisions::AdviseRequest {
+                    let req = cao_memory::AdviseArgs {
                         message: message.to_owned(),
-                        conversation: session_id.map(str::to_owned),
+                        conversation_id: session_id.map(str::to_owned),
                     };
                     // Advice failing adds nothing; the block and the reminder are still given.
                     svc.advise(ctx, &req).map_or_else(

@@ -17,7 +17,7 @@
 use crate::cli::{ListFormat, TextFormat};
 use crate::error::CliError;
 use crate::output::{self, one_line};
-use cao_memory::{MemoryService, Outcome, OutcomeQuery, PromoteRequest, PromotionReport};
+use cao_memory::{ListOutcomesArgs, MemoryService, Outcome, PromoteRequest, PromotionReport};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -87,7 +87,7 @@ pub(crate) fn run_outcomes(svc: &MemoryService, cmd: &OutcomesCommand) -> Result
     if !svc.settings().learning_enabled() {
         tracing::warn!("learning is disabled (memory.learning_enabled is false): no outcomes are being recorded");
     }
-    let rows = svc.list_outcomes(&OutcomeQuery {
+    let rows = svc.list_outcomes(&ListOutcomesArgs {
         session_name: a.session.clone(),
         agent_profile: a.agent.clone(),
         workflow_name: a.workflow.clone(),

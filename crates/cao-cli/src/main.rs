@@ -55,6 +55,9 @@ fn main() -> ExitCode {
         }
     };
     init_logging();
+    // A first open of a large home written by another program indexes its files inside the first command: a bar
+    // on a terminal shows that work (stderr; nothing when stderr is not a terminal).
+    cao_memory::set_bulk_progress(Box::new(|| Box::new(progress::Bar::for_stderr())));
     if let Some(url) = cli.database_url.clone() {
         cao_core::home::use_database(url);
     }

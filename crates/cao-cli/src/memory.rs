@@ -50,7 +50,9 @@ pub(crate) fn run(cmd: MemoryCommand, out: &mut dyn Write, prompter: &mut dyn Pr
     if !Settings::load(&home).memory_enabled() {
         return Err(MemoryError::Disabled.into());
     }
-    if let Plan::Repair(a) = &plan {
+    if let Plan::Repair(a) = &plan
+        && a.receipt.is_none()
+    {
         // A damaged database is moved aside before the store opens (opening fails on a file that is not a
         // database); the open then rebuilds the index from the wiki files into a fresh one.
         if let Some(damaged) = cao_memory::recover_damaged_index(&home, chrono::Utc::now())? {
@@ -214,7 +216,7 @@ impl Plan {
                 }
                 Plan::View {
                     target: JournalTarget {
-                        scope: scope.map(|s| Scope::from(s).to_string()),
+                        scope: scope.map(Scope::from),
                         container,
                     },
                     format,
@@ -354,6 +356,27 @@ impl Plan {
                     format!("No {scope}-scoped memories to clear.\n")
                 } else {
                     format!("Cleared {n} {scope}-scoped memory(ies).\n")
+                };
+                emit(out, &text)
+            }
+            Plan::Repair(a) if a.receipt.is_some() => {
+                let id = a.receipt.as_deref().unwrap_or_default();
+                let settings = svc.storage().settings();
+                let r = cao_memory::vault_migrate::roll_back(svc.storage(), &settings, id, a.apply)?;
+                let text = match a.format {
+                    TextFormat::Text => {
+                        let mut t = format!(
+                            "receipt: {}\nkey: {}\napplied: {}\n",
+                            r.receipt_id,
+                            r.key,
+                            if r.applied { "True" } else { "False" }
+                        );
+                        for e in &r.restore {
+                            t.push_str(&format!("restore: {} -> {}\n", e.id, e.status));
+                        }
+                        t
+                    }
+                    TextFormat::Json => output::json(&r).map_err(CliError::failure)?,
                 };
                 emit(out, &text)
             }

@@ -150,7 +150,19 @@ fn run_copy(args: CopyArgs, out: &mut dyn Write) -> Result<(), CliError> {
         )));
     }
     let source = MemoryService::open(from.home())?;
-    let target = MemoryService::open(to.home())?;
+    // A dry run creates nothing: a target home without a store yet is read as the empty store it would start as
+    // (a throwaway home, deleted on return), so neither its directories nor its index are made.
+    let empty_target = match &to {
+        Endpoint::Home(dir) if args.dry_run && !dir.join("memory").is_dir() => {
+            Some(tempfile::tempdir().map_err(|e| CliError::failure(format!("creating a temporary directory: {e}")))?)
+        }
+        _ => None,
+    };
+    let target_home = match &empty_target {
+        Some(tmp) => CaoHome::new(tmp.path().join("home")).with_database(None),
+        None => to.home(),
+    };
+    let target = MemoryService::open(target_home)?;
     let report = source.copy_store(&target, args.dry_run, &crate::progress::Bar::for_stderr())?;
     let text = match args.format {
         TextFormat::Text => render(&report, &from.shown(), &to.shown()),

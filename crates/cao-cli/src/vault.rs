@@ -1,8 +1,10 @@
-//! `cao memory vault status|scan|reconcile|rebuild` (spec/vault-facts.md section 8; conformance `vault_cli.json`):
+//! `cao memory vault status|scan|reconcile|rebuild|migrate` (spec/vault-facts.md sections 7 and 8; conformance
+//! `vault_cli.json`, `vault_migrate.json`):
 //! the operator surface of the Obsidian vault. Scan, status and a reconcile without `--apply` write nothing;
 //! `reconcile --apply` and `rebuild --apply` write the projection in one transaction. Text output is the
 //! reference's; `--format json` prints `cao.memory.vault-status/1`, `cao.memory.vault-scan/1` or
-//! `cao.memory.vault-reconcile/1` (docs/schemas).
+//! `cao.memory.vault-reconcile/1` or `cao.memory.vault-migrate/1` (docs/schemas). `migrate` is a dry run unless
+//! `--apply`.
 
 use crate::error::CliError;
 use crate::output::{self, emit};
@@ -41,6 +43,43 @@ pub(crate) enum VaultCommand {
     /// Drop the vault's derived state and derive it again (exclusions and migration receipts survive); needs
     /// --apply.
     Rebuild(ReconcileArgs),
+    /// Move the native memories of a vault-bound scope into the managed folder: a dry run by default; --apply
+    /// writes the notes and one receipt per note (roll one back with `cao memory repair --receipt <id>`).
+    Migrate(MigrateArgs),
+}
+
+/// A scope a vault mapping can bind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum MappedScopeArg {
+    /// Cross-project facts.
+    Global,
+    /// Facts of one project.
+    Project,
+    /// Notes of one agent profile.
+    Agent,
+}
+
+/// Arguments of `cao memory vault migrate`.
+#[derive(Debug, Args)]
+pub(crate) struct MigrateArgs {
+    /// The scope to migrate (must be bound to the writable mapping).
+    #[arg(long, value_enum)]
+    scope: MappedScopeArg,
+    /// The project id or agent profile (default: the current project or agent); not with global.
+    #[arg(long)]
+    scope_id: Option<String>,
+    /// Write the notes and receipts (without it: a dry run that reports what would be written).
+    #[arg(long)]
+    apply: bool,
+    /// Remove each migrated native memory afterwards; needs --apply and --confirm-delete-source.
+    #[arg(long)]
+    delete_source: bool,
+    /// Confirms --delete-source.
+    #[arg(long)]
+    confirm_delete_source: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: VaultFormat,
 }
 
 /// Output format of the vault commands.
@@ -93,6 +132,16 @@ pub(crate) fn run(cmd: VaultCommand, out: &mut dyn Write) -> Result<(), CliError
         return Err(CliError::failure(
             "--apply is required because vault rebuild deletes and re-derives derived state",
         ));
+    }
+    if let VaultCommand::Migrate(a) = &cmd {
+        if a.delete_source && !(a.apply && a.confirm_delete_source) {
+            return Err(CliError::failure(
+                "--delete-source requires --apply and --confirm-delete-source",
+            ));
+        }
+        if a.scope == MappedScopeArg::Global && a.scope_id.is_some() {
+            return Err(CliError::failure("--scope-id is not allowed with --scope global"));
+        }
     }
     let svc = MemoryService::open(CaoHome::from_env())?;
     match cmd {
@@ -148,7 +197,67 @@ pub(crate) fn run(cmd: VaultCommand, out: &mut dyn Write) -> Result<(), CliError
         }
         VaultCommand::Reconcile(a) => reconcile(&svc, a, false, out),
         VaultCommand::Rebuild(a) => reconcile(&svc, a, true, out),
+        VaultCommand::Migrate(a) => migrate(&svc, a, out),
     }
+}
+
+/// Schema of `cao memory vault migrate --format json`.
+pub(crate) const MIGRATE_SCHEMA: &str = "cao.memory.vault-migrate/1";
+
+fn migrate(svc: &MemoryService, a: MigrateArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let scope = match a.scope {
+        MappedScopeArg::Global => cao_core::Scope::Global,
+        MappedScopeArg::Project => cao_core::Scope::Project,
+        MappedScopeArg::Agent => cao_core::Scope::Agent,
+    };
+    let settings = svc.storage().settings();
+    let ctx = cao_core::TerminalContext::from_env();
+    let scope_id = match a.scope_id {
+        Some(id) => Some(id),
+        None => cao_memory::visibility::target_scope_id(svc.storage(), &ctx, scope, &settings)?,
+    };
+    let r = cao_memory::vault_migrate::migrate(
+        svc.storage(),
+        &settings,
+        &ctx,
+        scope,
+        scope_id.as_deref(),
+        a.apply,
+        a.delete_source,
+    )?;
+    match a.format {
+        VaultFormat::Table => emit(out, &migrate_text(&r)),
+        VaultFormat::Json => emit(out, &json(MIGRATE_SCHEMA, &r)?),
+    }
+}
+
+/// The migration report as `key: value` lines, then one line per lossy field, skipped key, error and receipt.
+pub(crate) fn migrate_text(r: &cao_memory::vault_migrate::MigrateReport) -> String {
+    let mut text = format!(
+        "planned: {}\nmigrated: {}\ndeleted_source: {}\nfailed: {}\ndry_run: {}\n",
+        r.planned,
+        r.migrated,
+        r.deleted_source,
+        r.failed,
+        py_bool(r.dry_run)
+    );
+    for (key, fields) in &r.lossy_fields {
+        text.push_str(&format!("lossy: {}: {}\n", output::one_line(key), counts(fields)));
+    }
+    for (key, reason) in &r.skipped_vault_authoritative {
+        text.push_str(&format!("skipped: {}: {reason}\n", output::one_line(key)));
+    }
+    for (key, error) in &r.errors {
+        text.push_str(&format!(
+            "error: {}: {}\n",
+            output::one_line(key),
+            output::one_line(error)
+        ));
+    }
+    for id in &r.receipts {
+        text.push_str(&format!("receipt: {id}\n"));
+    }
+    text
 }
 
 fn reconcile(svc: &MemoryService, a: ReconcileArgs, rebuild: bool, out: &mut dyn Write) -> Result<(), CliError> {

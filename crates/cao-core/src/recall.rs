@@ -84,6 +84,24 @@ impl SortBy {
     }
 }
 
+impl std::str::FromStr for SearchMode {
+    type Err = String;
+
+    /// [`SearchMode::parse`] (the same message for a name outside the set).
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::parse(s)
+    }
+}
+
+impl std::str::FromStr for SortBy {
+    type Err = String;
+
+    /// [`SortBy::parse`] (the same message for a name outside the set).
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::parse(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +113,8 @@ mod tests {
             assert_eq!(serde_json::to_value(m).ok(), Some(serde_json::json!(m.as_str())));
         }
         assert!(SearchMode::parse("Hybrid").is_err());
+        assert_eq!("bm25".parse::<SearchMode>(), Ok(SearchMode::Bm25));
+        assert_eq!("best".parse::<SortBy>(), SortBy::parse("best"));
         assert!(SortBy::parse("relevance").is_ok() && SortBy::parse("best").is_err());
         for s in [SortBy::Recency, SortBy::Score, SortBy::Usage, SortBy::Relevance] {
             assert_eq!(SortBy::parse(s.as_str()), Ok(s));

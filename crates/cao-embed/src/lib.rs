@@ -371,6 +371,9 @@ pub struct Embedder {
     info: ModelInfo,
     /// The thread of [`Embedder::spawn_one`], started on its first call (`None` inside: it could not be started).
     worker: OnceLock<Option<rayon::ThreadPool>>,
+    /// The thread of [`Embedder::embed_in_background`], started on its first call (`None` inside: it could not be
+    /// started).
+    background: OnceLock<Option<rayon::ThreadPool>>,
 }
 
 /// A text being embedded on the embedder's own thread ([`Embedder::spawn_one`]); [`PendingEmbedding::wait`] gives
@@ -385,6 +388,16 @@ pub struct PendingEmbedding {
 type Embedded = Result<Vec<f32>, EmbedError>;
 
 impl PendingEmbedding {
+    /// A pending embedding that is already done: `vector` (a cached query vector, for instance).
+    pub fn ready(vector: Vec<f32>) -> PendingEmbedding {
+        let pending = PendingEmbedding {
+            result: OnceLock::new(),
+            receiver: Mutex::new(None),
+        };
+        let _ = pending.result.set(Ok(vector));
+        pending
+    }
+
     /// The vector (as [`Embedder::embed_one`] returns it), waiting for it on the first call.
     ///
     /// Errors: [`Embedder::embed_one`]'s, and [`EmbedError::Inference`] when the thread stopped without an answer.
@@ -510,6 +523,7 @@ impl Embedder {
             dim: config.hidden_size,
             info,
             worker: OnceLock::new(),
+            background: OnceLock::new(),
         })
     }
 
@@ -596,19 +610,29 @@ impl Embedder {
         pending
     }
 
+    /// [`Embedder::embed`] run on a second single-thread pool of this embedder, separate from
+    /// [`Embedder::spawn_one`]'s, waiting for it: background work (the vectors of memories written a moment ago)
+    /// keeps at most one core busy and never queues in front of a query being embedded. When that thread cannot be
+    /// started, the texts are embedded on the caller's thread.
+    ///
+    /// Errors: as [`Embedder::embed`]; [`EmbedError::Inference`] when the model library panicked.
+    pub fn embed_in_background(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let pool = self
+            .background
+            .get_or_init(|| single_thread_pool("cao-embed-bg"))
+            .as_ref();
+        match pool {
+            Some(pool) => pool.install(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.embed(texts)))
+                    .unwrap_or_else(|_| Err(EmbedError::Inference("the model library panicked".into())))
+            }),
+            None => self.embed(texts),
+        }
+    }
+
     /// The single-thread pool of [`Embedder::spawn_one`], started on first use.
     fn worker(&self) -> Option<&rayon::ThreadPool> {
-        self.worker
-            .get_or_init(|| {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(1)
-                    .thread_name(|_| "cao-embed".into())
-                    .panic_handler(|_| {})
-                    .build()
-                    .map_err(|e| tracing::warn!("embedding in the caller's thread: cannot start a thread: {e}"))
-                    .ok()
-            })
-            .as_ref()
+        self.worker.get_or_init(|| single_thread_pool("cao-embed")).as_ref()
     }
 
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -660,6 +684,18 @@ impl Embedder {
             })
             .collect()
     }
+}
+
+/// A rayon pool of one thread named `name` (the encoder's matrix products inside it run on that thread alone);
+/// `None` with a warning when the thread cannot be started.
+fn single_thread_pool(name: &'static str) -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .thread_name(move |_| name.into())
+        .panic_handler(|_| {})
+        .build()
+        .map_err(|e| tracing::warn!("embedding in the caller's thread: cannot start a thread: {e}"))
+        .ok()
 }
 
 /// The tensors of a safetensors file (`weights`, consumed), in f32, with every matrix of a linear layer (rank 2,

@@ -380,9 +380,9 @@ impl Index {
         self.read(|tx| ordered(tx, vis, memory_type, limit, USAGE_ORDER))
     }
 
-    /// The newest visible native row with this exact key (any scope/scope id allowed by `vis`), if any. Uses the
-    /// `(key, scope, scope_id, source_kind)` unique index. Errors: [`crate::IndexError::Sqlite`] /
-    /// [`crate::IndexError::Pool`].
+    /// The newest visible row with this exact key (any scope/scope id allowed by `vis`; a vault row only through a
+    /// vault term of `vis`), if any. Uses the `(key, scope, scope_id, source_kind)` unique index. Errors:
+    /// [`crate::IndexError::Sqlite`] / [`crate::IndexError::Pool`].
     pub fn find_key(&self, vis: &Visibility, key: &Key) -> Result<Option<MemoryRow>> {
         if vis.is_empty() {
             return Ok(None);
@@ -392,7 +392,7 @@ impl Index {
             let vis_sql = vis.sql(&mut params);
             let sql = format!(
                 "SELECT {ROW_COLUMNS} FROM memory_metadata m
-                 WHERE m.\"key\" = ? AND m.source_kind = 'native' AND {vis_sql} ORDER BY {RECENCY_ORDER} LIMIT 1"
+                 WHERE m.\"key\" = ? AND {vis_sql} ORDER BY {RECENCY_ORDER} LIMIT 1"
             );
             Ok(query_rows(tx, &sql, &params, |_| Ok(()))?
                 .into_iter()

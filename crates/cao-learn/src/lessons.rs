@@ -18,24 +18,12 @@
 
 use crate::{STORE_LESSON_CAPABILITY, learned, profile};
 use cao_core::key::sanitize_scope_id;
+use cao_core::{MemoryType, Scope};
 use cao_core::{Settings, TerminalContext};
-use cao_ops::types::{StoreRequest, StoreResult};
+use cao_ops::types::{StoreArgs, StoreLessonArgs, StoreResult};
 use cao_ops::write;
 use cao_store::MemoryError;
 use cao_store::Store;
-
-/// `store_lesson` arguments.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LessonRequest {
-    /// The agent profile whose scope receives the lesson.
-    pub target_agent_profile: String,
-    /// The lesson: 1-2 sentences ending with `Applies when: <trigger>`.
-    pub content: String,
-    /// Key; derived from the content when absent (as `memory_store`).
-    pub key: Option<String>,
-    /// Comma-separated tags.
-    pub tags: Option<String>,
-}
 
 /// Store a lesson (rules in the module documentation). Returns the `memory_store` result of the write.
 ///
@@ -46,7 +34,7 @@ pub fn store_lesson(
     store: &Store,
     settings: &Settings,
     ctx: &TerminalContext,
-    req: LessonRequest,
+    req: StoreLessonArgs,
 ) -> Result<StoreResult, MemoryError> {
     if !settings.learning_enabled() {
         return Err(MemoryError::LearningDisabled);
@@ -54,14 +42,16 @@ pub fn store_lesson(
     let target = req.target_agent_profile.trim().to_owned();
     profile::validate_name(&target)?;
     check_lesson_content(&req.content)?;
-    let prepared = write::prepare(&StoreRequest {
-        content: req.content,
-        scope: Some("agent".into()),
-        memory_type: Some("feedback".into()),
-        key: req.key,
-        tags: req.tags,
-        caller_scope: None,
-    })?;
+    let prepared = write::prepare(
+        &StoreArgs {
+            content: req.content,
+            scope: Some(Scope::Agent),
+            memory_type: Some(MemoryType::Feedback),
+            key: req.key,
+            tags: req.tags,
+        },
+        None,
+    )?;
 
     let Some(terminal_id) = ctx.terminal_id.as_deref().filter(|t| !t.trim().is_empty()) else {
         return Err(MemoryError::CallerUnresolved(

@@ -16,104 +16,26 @@
 use crate::outcome::{self, OutcomeDraft};
 use cao_core::time::format_ts;
 use cao_core::{Settings, TerminalContext};
+use cao_ops::types::{ListOutcomesArgs, ReportOutcomeArgs};
+pub use cao_protocol::{Outcome, OutcomeList, ReportOutcomeResult};
 use cao_store::MemoryError;
 use cao_store::Store;
 use cao_store::{OutcomeFilter, OutcomeRow};
-use serde::Serialize;
-use serde_json::Value;
 
-/// One stored outcome as tools and routes return it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Outcome {
-    /// Its id (uuid4).
-    pub id: String,
-    /// The session it belongs to.
-    pub session_name: String,
-    /// Its workflow label, if any.
-    pub workflow_name: Option<String>,
-    /// What was attempted.
-    pub task_label: String,
-    /// The agent profile that did the work, if known.
-    pub agent_profile: Option<String>,
-    /// The terminal that reported it, if known.
-    pub source_terminal_id: Option<String>,
-    /// Whether it succeeded.
-    pub success: bool,
-    /// The 0..100 quality metric, if any.
-    pub score: Option<i64>,
-    /// What was hard or wrong (`""` when nothing).
-    pub friction_notes: String,
-    /// When it was recorded, `YYYY-MM-DDTHH:MM:SSZ` (`null` when a stored value cannot be read).
-    pub created_at: Option<String>,
-}
-
-impl From<OutcomeRow> for Outcome {
-    fn from(r: OutcomeRow) -> Self {
-        Self {
-            id: r.id,
-            session_name: r.session_name,
-            workflow_name: r.workflow_name,
-            task_label: r.task_label,
-            agent_profile: r.agent_profile,
-            source_terminal_id: r.source_terminal_id,
-            success: r.success,
-            score: r.score,
-            friction_notes: r.friction_notes,
-            created_at: r.created_at.map(format_ts),
-        }
+/// The wire view of a stored row.
+pub fn outcome_of(r: OutcomeRow) -> Outcome {
+    Outcome {
+        id: r.id,
+        session_name: r.session_name,
+        workflow_name: r.workflow_name,
+        task_label: r.task_label,
+        agent_profile: r.agent_profile,
+        source_terminal_id: r.source_terminal_id,
+        success: r.success,
+        score: r.score,
+        friction_notes: r.friction_notes,
+        created_at: r.created_at.map(format_ts),
     }
-}
-
-/// `report_outcome` arguments: the outcome without its session and terminal, which come from the caller.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ReportOutcomeRequest {
-    /// What was attempted (required).
-    pub task_label: Option<String>,
-    /// Whether it succeeded (required): a boolean, or 0 / 1.
-    pub success: Option<Value>,
-    /// Optional integer 0..=100.
-    pub score: Option<Value>,
-    /// 1-3 sentences of root cause, conclusions only.
-    pub friction_notes: Option<String>,
-    /// The workflow label.
-    pub workflow_name: Option<String>,
-    /// The agent profile that did the work; default the caller's.
-    pub agent_profile: Option<String>,
-}
-
-/// `report_outcome` result: `{success: true, outcome: {...}}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ReportOutcomeResult {
-    /// Always true (failures are errors).
-    pub success: bool,
-    /// The stored outcome.
-    pub outcome: Outcome,
-}
-
-/// Filters of a listing. `limit` is clamped to 1..=200 (default 50), as the reference does.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OutcomeQuery {
-    /// Only this session (trimmed; blank = none).
-    pub session_name: Option<String>,
-    /// Only this agent profile.
-    pub agent_profile: Option<String>,
-    /// Only this workflow.
-    pub workflow_name: Option<String>,
-    /// Most rows.
-    pub limit: Option<i64>,
-}
-
-/// `list_outcomes` result: `{success: true, outcomes: [...]}`, plus `disabled: true` (and no outcomes) while
-/// learning is off.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OutcomeList {
-    /// Always true (failures are errors).
-    pub success: bool,
-    /// Newest first.
-    pub outcomes: Vec<Outcome>,
-    /// Present (true) only when learning is off.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub disabled: bool,
 }
 
 /// Record an outcome with every field explicit (the operator's way in). Learning must be on.
@@ -138,7 +60,7 @@ pub fn record(store: &Store, settings: &Settings, draft: &OutcomeDraft) -> Resul
         created_at: Some(store.now()),
     };
     store.write().insert_outcome(&row, store.now())?;
-    Ok(Outcome::from(row))
+    Ok(outcome_of(row))
 }
 
 /// Record an outcome reported by the agent `ctx` (see the module documentation): session and source terminal from
@@ -150,7 +72,7 @@ pub fn record_for_caller(
     store: &Store,
     settings: &Settings,
     ctx: &TerminalContext,
-    req: ReportOutcomeRequest,
+    req: ReportOutcomeArgs,
 ) -> Result<ReportOutcomeResult, MemoryError> {
     if !settings.learning_enabled() {
         return Err(MemoryError::LearningDisabled);
@@ -164,8 +86,8 @@ pub fn record_for_caller(
     };
     let draft = OutcomeDraft {
         session_name: Some(session_name),
-        task_label: req.task_label,
-        success: req.success,
+        task_label: Some(req.task_label),
+        success: Some(req.success),
         score: req.score,
         friction_notes: req.friction_notes,
         workflow_name: req.workflow_name,
@@ -182,7 +104,7 @@ pub fn record_for_caller(
 /// while learning is off.
 ///
 /// Errors: index errors.
-pub fn list(store: &Store, settings: &Settings, query: &OutcomeQuery) -> Result<Vec<Outcome>, MemoryError> {
+pub fn list(store: &Store, settings: &Settings, query: &ListOutcomesArgs) -> Result<Vec<Outcome>, MemoryError> {
     if !settings.learning_enabled() {
         return Ok(Vec::new());
     }
@@ -195,7 +117,7 @@ pub fn list(store: &Store, settings: &Settings, query: &OutcomeQuery) -> Result<
         workflow_name: workflow.as_deref(),
         limit: outcome::clamp_limit(query.limit),
     })?;
-    Ok(rows.into_iter().map(Outcome::from).collect())
+    Ok(rows.into_iter().map(outcome_of).collect())
 }
 
 /// The outcomes an agent may read (see the module documentation): of `query.session_name`, else of the caller's
@@ -207,7 +129,7 @@ pub fn list_for_caller(
     store: &Store,
     settings: &Settings,
     ctx: &TerminalContext,
-    mut query: OutcomeQuery,
+    mut query: ListOutcomesArgs,
 ) -> Result<OutcomeList, MemoryError> {
     if !settings.learning_enabled() {
         return Ok(OutcomeList {

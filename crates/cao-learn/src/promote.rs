@@ -229,10 +229,13 @@ pub fn promote(store: &Store, settings: &Settings, req: &PromoteRequest) -> Resu
     let _lock = if req.apply {
         let lock_path = store.home().memory_dir().join(".promote.lock");
         Some(
-            cao_core::fs::lock_exclusive(&lock_path).map_err(|source| MemoryError::Io {
-                context: format!("locking {}", lock_path.display()),
-                source,
-            })?,
+            // A store on a shared database keeps no files under `memory/`, which then may not exist yet.
+            cao_core::fs::create_dir_all(&store.home().memory_dir())
+                .and_then(|()| cao_core::fs::lock_exclusive(&lock_path))
+                .map_err(|source| MemoryError::Io {
+                    context: format!("locking {}", lock_path.display()),
+                    source,
+                })?,
         )
     } else {
         None

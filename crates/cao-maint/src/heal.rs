@@ -299,7 +299,10 @@ pub fn heal(
     progress: &dyn Progress,
 ) -> Result<HealReport, MemoryError> {
     let lock_path = store.home().memory_dir().join(HEAL_LOCK_FILE);
-    let _lock = match cao_core::fs::try_lock_exclusive(&lock_path) {
+    // A store on a shared database keeps no files under `memory/`, which then may not exist yet.
+    let _lock = match cao_core::fs::create_dir_all(&store.home().memory_dir())
+        .and_then(|()| cao_core::fs::try_lock_exclusive(&lock_path))
+    {
         Ok(Some(file)) => file,
         Ok(None) => return Err(MemoryError::HealBusy { lock: lock_path }),
         Err(e) => {

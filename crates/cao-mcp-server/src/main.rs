@@ -151,6 +151,8 @@ async fn run(no_view: bool) -> anyhow::Result<()> {
             }
             Err(e) => tracing::warn!(error = %e, "could not take the memory view; serving without it"),
         }
+        // Stores embed on a background worker; the model starts loading now, on its own thread.
+        cao_memory::enable_background_embedding(svc.settings().embedding_model_dir());
         summarizer = Some(tokio::spawn(run_summarizer(svc.clone(), stop.clone())));
         svc.enable_auto_compaction();
         compactor = Some(tokio::spawn(run_compactor(svc.clone(), stop.clone())));

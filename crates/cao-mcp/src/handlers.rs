@@ -7,10 +7,7 @@
 
 use crate::error::ToolError;
 use cao_core::TerminalContext;
-use cao_memory::{
-    ForgetRequest, JournalTarget, LessonRequest, MemoryError, MemoryService, OutcomeQuery, ReadRequest, RecallRequest,
-    ReportOutcomeRequest, SearchRequest, StoreRequest, ZoomRequest,
-};
+use cao_memory::{Call, MemoryError, MemoryService};
 use cao_protocol::{
     AdviseArgs, Arguments, ForgetArgs, ListOutcomesArgs, ReadArgs, RecallArgs, ReportOutcomeArgs, SearchArgs,
     StoreArgs, StoreLessonArgs, Tool, ToolArgs, ViewArgs, ZoomArgs,
@@ -105,7 +102,7 @@ impl ToolHandler for StoreArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.store(ctx, store_request(self))
+        svc.store(ctx, Call::tool(self))
     }
 }
 
@@ -118,7 +115,7 @@ impl ToolHandler for RecallArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.recall(ctx, recall_request(self))
+        svc.recall(ctx, Call::tool(self))
     }
 }
 
@@ -135,7 +132,7 @@ impl ToolHandler for ForgetArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.forget(ctx, forget_request(self))
+        svc.forget(ctx, self)
     }
 }
 
@@ -156,7 +153,7 @@ impl ToolHandler for ViewArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.view(ctx, &journal_target(self.scope))
+        svc.view(ctx, &self.into())
     }
 }
 
@@ -169,7 +166,7 @@ impl ToolHandler for ZoomArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.zoom(ctx, &zoom_request(self))
+        svc.zoom(ctx, &self.into())
     }
 }
 
@@ -182,7 +179,7 @@ impl ToolHandler for SearchArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.search(ctx, &SearchRequest { query: self.query })
+        svc.search(ctx, &self)
     }
 }
 
@@ -199,7 +196,7 @@ impl ToolHandler for AdviseArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.advise(ctx, &advise_request(self))
+        svc.advise(ctx, &self)
     }
 }
 
@@ -212,7 +209,7 @@ impl ToolHandler for ReadArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.read(ctx, &read_request(self))
+        svc.read(ctx, &self)
     }
 }
 
@@ -246,7 +243,7 @@ impl ToolHandler for ReportOutcomeArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.report_outcome(ctx, report_outcome_request(self))
+        svc.report_outcome(ctx, self)
     }
 }
 
@@ -259,7 +256,7 @@ impl ToolHandler for ListOutcomesArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.list_outcomes_for(ctx, outcome_query(self))
+        svc.list_outcomes_for(ctx, self)
     }
 }
 
@@ -276,7 +273,7 @@ impl ToolHandler for StoreLessonArgs {
     }
 
     fn run(self, svc: &MemoryService, ctx: &TerminalContext) -> Result<Self::Served, MemoryError> {
-        svc.store_lesson(ctx, lesson_request(self))
+        svc.store_lesson(ctx, self)
     }
 }
 
@@ -322,108 +319,6 @@ impl<H: ToolHandler> Handler for Erased<H> {
     }
 }
 
-/// The service request of a `memory_store` call: no caller scope (the operator default), as the reference server
-/// passes none.
-fn store_request(a: StoreArgs) -> StoreRequest {
-    StoreRequest {
-        content: a.content,
-        scope: a.scope.map(|s| s.as_str().to_owned()),
-        memory_type: a.memory_type.map(|t| t.as_str().to_owned()),
-        key: a.key,
-        tags: a.tags,
-        caller_scope: None,
-    }
-}
-
-/// The service request of a `memory_recall` call: the tool counts accesses (`record_access`) and only sees the
-/// caller's own project, session and agent (no `scan_all`).
-fn recall_request(a: RecallArgs) -> RecallRequest {
-    RecallRequest {
-        query: a.query,
-        scope: a.scope.map(|s| s.as_str().to_owned()),
-        memory_type: a.memory_type.map(|t| t.as_str().to_owned()),
-        limit: a.limit,
-        search_mode: a.search_mode.map(|m| m.as_str().to_owned()),
-        sort_by: a.sort_by.map(|s| s.as_str().to_owned()),
-        include_related: a.include_related.unwrap_or(false),
-        scan_all: false,
-        record_access: true,
-    }
-}
-
-/// The service request of a `memory_forget` call.
-fn forget_request(a: ForgetArgs) -> ForgetRequest {
-    ForgetRequest {
-        key: a.key,
-        scope: a.scope.map(|s| s.as_str().to_owned()),
-    }
-}
-
-/// The journal a journal tool's `scope` names (the tools never name a container outright).
-fn journal_target(scope: Option<cao_core::Scope>) -> JournalTarget {
-    JournalTarget {
-        scope: scope.map(|s| s.as_str().to_owned()),
-        container: None,
-    }
-}
-
-/// The service request of a `memory_zoom` call.
-fn zoom_request(a: ZoomArgs) -> ZoomRequest {
-    ZoomRequest {
-        id: a.id,
-        n: a.n,
-        target: journal_target(a.scope),
-    }
-}
-
-/// The service request of a `memory_advise` call.
-fn advise_request(a: AdviseArgs) -> cao_memory::decisions::AdviseRequest {
-    cao_memory::decisions::AdviseRequest {
-        message: a.message,
-        conversation: a.conversation_id,
-    }
-}
-
-/// The service request of a `memory_read` call.
-fn read_request(a: ReadArgs) -> ReadRequest {
-    ReadRequest {
-        key: a.key,
-        scope: a.scope.map(|s| s.as_str().to_owned()),
-    }
-}
-
-/// The service request of a `report_outcome` call (the session and the terminal come from the caller).
-fn report_outcome_request(a: ReportOutcomeArgs) -> ReportOutcomeRequest {
-    ReportOutcomeRequest {
-        task_label: Some(a.task_label),
-        success: Some(a.success),
-        score: a.score,
-        friction_notes: a.friction_notes,
-        workflow_name: a.workflow_name,
-        agent_profile: a.agent_profile,
-    }
-}
-
-/// The service query of a `list_outcomes` call.
-fn outcome_query(a: ListOutcomesArgs) -> OutcomeQuery {
-    OutcomeQuery {
-        session_name: a.session_name,
-        agent_profile: a.agent_profile,
-        workflow_name: a.workflow_name,
-        limit: a.limit,
-    }
-}
-
-/// The service request of a `store_lesson` call.
-fn lesson_request(a: StoreLessonArgs) -> LessonRequest {
-    LessonRequest {
-        target_agent_profile: a.target_agent_profile,
-        content: a.content,
-        key: a.key,
-        tags: a.tags,
-    }
-}
-
 /// The `inputSchema` of `T`; an object schema is guaranteed for the protocol's argument types, and a
 /// permissive object schema is used should generation ever fail, so listing tools cannot fail.
 fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
@@ -436,6 +331,7 @@ fn input_schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cao_memory::ZoomRequest;
 
     #[test]
     fn every_tool_has_the_handler_of_its_own_name() {
@@ -445,33 +341,25 @@ mod tests {
     }
 
     #[test]
-    fn recall_counts_access_within_the_callers_own_scopes() {
-        let r = recall_request(RecallArgs::default());
-        assert_eq!(r.limit, None, "the service applies the default");
-        assert!(r.record_access, "the tool records access");
-        assert!(!r.scan_all);
-        assert!(!r.include_related);
+    fn a_tool_call_counts_access_within_the_callers_own_scopes_with_the_operators_authorisation() {
+        let call = Call::tool(RecallArgs::default());
+        assert!(call.options.record_access, "the tool records access");
+        assert!(!call.options.scan_all);
+        assert_eq!(
+            call.options.caller_scope, None,
+            "the reference server passes no caller scope"
+        );
+        assert_eq!(call.args.limit, None, "the service applies the default");
     }
 
     #[test]
-    fn store_maps_every_argument_to_the_service_request() {
-        let args: StoreArgs = cao_protocol::parse_args(serde_json::json!({
-            "content": "c", "scope": "global", "memory_type": "user", "key": "k", "tags": "a,b"
-        }))
-        .expect("valid");
-        let r = store_request(args);
+    fn zoom_reads_the_journal_its_scope_names() {
+        let args: ZoomArgs =
+            cao_protocol::parse_args(serde_json::json!({"id": "368", "n": 8.0, "scope": "global"})).expect("zoom");
+        let z = ZoomRequest::from(args);
         assert_eq!(
-            (
-                r.content.as_str(),
-                r.scope.as_deref(),
-                r.memory_type.as_deref(),
-                r.key.as_deref(),
-                r.tags.as_deref()
-            ),
-            ("c", Some("global"), Some("user"), Some("k"), Some("a,b"))
+            (z.id, z.n, z.target.scope, z.target.container),
+            (368, 8, Some(cao_core::Scope::Global), None)
         );
-        assert_eq!(r.caller_scope, None);
-        let z = zoom_request(cao_protocol::parse_args(serde_json::json!({"id": "368", "n": 8.0})).expect("zoom"));
-        assert_eq!((z.id, z.n, z.target.scope, z.target.container), (368, 8, None, None));
     }
 }

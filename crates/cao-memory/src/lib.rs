@@ -27,7 +27,7 @@ mod service;
 
 /// The feature crates' modules under the paths embedders and the edge crates have always named.
 pub use cao_maint::{compact, compact_rules, heal, lint, retention};
-pub use cao_ops::{auto_compact, decisions, vault};
+pub use cao_ops::{auto_compact, decisions, vault, vault_migrate};
 
 pub use cao_bundle::bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
 pub use cao_bundle::export::{EXPORT_SCHEMA, ExportDestination, ExportOutcome, ExportRequest};
@@ -36,8 +36,7 @@ pub use cao_journal::{Worker as SummarizeWorker, WriterFilter};
 pub use cao_learn::OutcomeDraft;
 pub use cao_learn::learning::{AgentProfileSource, AgentSummary, LessonView};
 pub use cao_learn::lesson_writer::LessonWriter;
-pub use cao_learn::lessons::LessonRequest;
-pub use cao_learn::outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
+pub use cao_learn::outcomes::{Outcome, OutcomeList, ReportOutcomeResult};
 pub use cao_learn::promote::{
     IneligibleLesson, MAX_CANDIDATES, PROMOTE_SCHEMA, PlannedChange, PromoteRequest, PromotionReport, SkippedChange,
 };
@@ -65,9 +64,9 @@ pub use cao_ops::inject::{
 };
 pub use cao_ops::inject_related::{MAX_RELATED_PER_PRIMARY, RELATED_FANOUT_CAP};
 pub use cao_ops::journal::{
-    EntryWriter, JournalTarget, PurgeResult, REMINDER_MAX_ROWS, ReadRequest, ReadResult, SEARCH_MAX_HITS,
-    SEARCH_QUERY_MAX_BYTES, SearchHit, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport, ViewResult,
-    ZoomRequest, ZoomResult, ZoomedEntry, ZoomedLine,
+    EntryWriter, JournalTarget, PurgeResult, REMINDER_MAX_ROWS, ReadResult, SEARCH_MAX_HITS, SEARCH_QUERY_MAX_BYTES,
+    SearchHit, SearchResult, SessionSnapshot, SummarizeReport, ViewResult, ZoomRequest, ZoomResult, ZoomedEntry,
+    ZoomedLine,
 };
 pub use cao_ops::overview::{ContainerSummary, JournalSummary, SPARK_DAYS};
 pub use cao_ops::types::*;
@@ -77,9 +76,12 @@ pub use cao_rank::{
 };
 pub use cao_store::MemoryError;
 pub use cao_store::audit::{AuditEvent, AuditLog};
+/// Long-running processes embed written memories in the background and load the model at start (see
+/// `cao_store::background`).
+pub use cao_store::enable_background_embedding;
 pub use cao_store::index_recovery::{DamagedIndex, LostTable, recover_damaged_index};
 pub use cao_store::{audit, plan_digest, visibility};
-pub use cao_store::{sweep_at_startup, sweep_temp_files};
+pub use cao_store::{set_bulk_progress, sweep_at_startup, sweep_temp_files};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,
 };

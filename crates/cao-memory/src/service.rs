@@ -12,9 +12,8 @@ use cao_learn::OutcomeDraft;
 use cao_learn::learning;
 use cao_learn::learning::{AgentSummary, LessonView};
 use cao_learn::lessons;
-use cao_learn::lessons::LessonRequest;
 use cao_learn::outcomes;
-use cao_learn::outcomes::{Outcome, OutcomeList, OutcomeQuery, ReportOutcomeRequest, ReportOutcomeResult};
+use cao_learn::outcomes::{Outcome, OutcomeList, ReportOutcomeResult};
 use cao_learn::promote;
 use cao_learn::promote::{PromoteRequest, PromotionReport};
 use cao_lifecycle::RelationshipService;
@@ -38,8 +37,8 @@ use cao_ops::inject::ContextRequest;
 use cao_ops::inspect;
 use cao_ops::journal;
 use cao_ops::journal::{
-    JournalTarget, PurgeResult, ReadRequest, ReadResult, SearchRequest, SearchResult, SessionSnapshot, SummarizeReport,
-    ViewResult, ZoomRequest, ZoomResult, ZoomedEntry,
+    JournalTarget, PurgeResult, ReadResult, SearchResult, SessionSnapshot, SummarizeReport, ViewResult, ZoomRequest,
+    ZoomResult, ZoomedEntry,
 };
 use cao_ops::overview;
 use cao_ops::overview::ContainerSummary;
@@ -166,19 +165,21 @@ impl MemoryService {
     }
 
     /// Store (upsert) a memory: a new key creates its topic file; an existing key gets a new timestamped entry
-    /// and its header's type and tags are replaced (spec 000 "memory_store").
+    /// and its header's type and tags are replaced (spec 000 "memory_store"). `call` is the tool's arguments
+    /// ([`StoreArgs`], scope and type already the domain's enums), alone or in a [`Call`] whose
+    /// [`CallOptions::caller_scope`] is the caller's own scope (default: the operator, `global`).
     ///
-    /// Validation (before any I/O): content non-empty, at most [`MAX_CONTENT_BYTES`], no NUL; scope and type
-    /// names; the key (service sanitising rule, or auto key from content); tags at most [`MAX_TAGS_BYTES`];
-    /// the caller's write authorisation; federated content, tags and key pass the secret gate (the reference checks
-    /// content only); the scope id resolves.
+    /// Validation (before any I/O): content non-empty, at most [`MAX_CONTENT_BYTES`], no NUL; the key (service
+    /// sanitising rule, or auto key from content); tags at most [`MAX_TAGS_BYTES`]; the caller's write
+    /// authorisation; federated content, tags and key pass the secret gate (the reference checks content only); the
+    /// scope id resolves.
     ///
     /// Errors: [`MemoryError::Disabled`], [`MemoryError::Invalid`], [`MemoryError::Secret`],
     /// [`MemoryError::Unauthorized`], [`MemoryError::Corrupt`] (existing file unparsable; nothing written),
     /// [`MemoryError::PartialWrite`] (file written, index not), I/O and index errors.
-    pub fn store(&self, ctx: &TerminalContext, req: StoreRequest) -> Result<StoreResult, MemoryError> {
+    pub fn store(&self, ctx: &TerminalContext, call: impl Into<Call<StoreArgs>>) -> Result<StoreResult, MemoryError> {
         let settings = self.ensure_enabled()?;
-        write::store(&self.store, &settings, ctx, req, &self.auto)
+        write::store(&self.store, &settings, ctx, call.into(), &self.auto)
     }
 
     /// The automatic compaction of this process (`memory.compile_mode = model`; see [`AutoCompaction`]): shared by
@@ -187,14 +188,22 @@ impl MemoryService {
         AutoCompaction { svc: self }
     }
 
-    /// Ranked retrieval (the `memory_recall` tool). Every argument is validated before any I/O.
+    /// Ranked retrieval (the `memory_recall` tool). `call` is the tool's arguments ([`RecallArgs`]), alone (the
+    /// caller's own scopes, no access counted) or in a [`Call`] whose [`CallOptions`] widen it to every project,
+    /// session and agent (`scan_all`, operator `--all`) or count an access per returned row (`record_access`; the
+    /// MCP tool does, [`CallOptions::TOOL`]). Every argument is validated before any I/O.
     ///
-    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a bad limit (1..=100), search_mode,
-    /// sort_by, scope, memory_type or an over-long query; index errors.
-    pub fn recall(&self, ctx: &TerminalContext, req: RecallRequest) -> Result<RecallResult, MemoryError> {
-        let plan = recall::plan(&req)?;
+    /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a bad limit (1..=100) or an over-long query;
+    /// index errors.
+    pub fn recall(
+        &self,
+        ctx: &TerminalContext,
+        call: impl Into<Call<RecallArgs>>,
+    ) -> Result<RecallResult, MemoryError> {
+        let call = call.into();
+        let plan = recall::plan(&call.args)?;
         let settings = self.ensure_enabled()?;
-        recall::recall(&self.store, &settings, ctx, plan, &req)
+        recall::recall(&self.store, &settings, ctx, plan, &call)
     }
 
     /// Forget a memory by key (agent tool). The key uses the service sanitising rule; scope defaults to
@@ -203,7 +212,7 @@ impl MemoryService {
     /// out of the memory is purged either way.
     ///
     /// Errors: [`MemoryError::Disabled`], [`MemoryError::Invalid`], I/O and index errors.
-    pub fn forget(&self, ctx: &TerminalContext, req: ForgetRequest) -> Result<ForgetResult, MemoryError> {
+    pub fn forget(&self, ctx: &TerminalContext, req: ForgetArgs) -> Result<ForgetResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         write::forget(&self.store, &settings, ctx, req)
     }
@@ -484,7 +493,7 @@ impl MemoryService {
     ///
     /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`] for a query without a word or over 1000 bytes;
     /// index errors.
-    pub fn search(&self, ctx: &TerminalContext, req: &SearchRequest) -> Result<SearchResult, MemoryError> {
+    pub fn search(&self, ctx: &TerminalContext, req: &SearchArgs) -> Result<SearchResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         journal::search(&self.store, &settings, ctx, req)
     }
@@ -498,7 +507,7 @@ impl MemoryService {
     pub fn advise(
         &self,
         ctx: &TerminalContext,
-        req: &cao_ops::decisions::AdviseRequest,
+        req: &AdviseArgs,
     ) -> Result<cao_ops::decisions::AdviseResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         cao_ops::decisions::advise(&self.store, &settings, ctx, req)
@@ -508,7 +517,7 @@ impl MemoryService {
     /// given), with its newest journal entry.
     ///
     /// Errors: [`MemoryError::Disabled`]; [`MemoryError::Invalid`]; [`MemoryError::NotFound`]; index errors.
-    pub fn read(&self, ctx: &TerminalContext, req: &ReadRequest) -> Result<ReadResult, MemoryError> {
+    pub fn read(&self, ctx: &TerminalContext, req: &ReadArgs) -> Result<ReadResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         journal::read(&self.store, &settings, ctx, req)
     }
@@ -597,7 +606,7 @@ impl MemoryService {
     pub fn report_outcome(
         &self,
         ctx: &TerminalContext,
-        req: ReportOutcomeRequest,
+        req: ReportOutcomeArgs,
     ) -> Result<ReportOutcomeResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         outcomes::record_for_caller(&self.store, &settings, ctx, req)
@@ -616,7 +625,11 @@ impl MemoryService {
     ///
     /// Errors: [`MemoryError::Disabled`]; [`MemoryError::CallerUnresolved`] when no session is named or
     /// resolvable (never a cross-session listing); index errors.
-    pub fn list_outcomes_for(&self, ctx: &TerminalContext, query: OutcomeQuery) -> Result<OutcomeList, MemoryError> {
+    pub fn list_outcomes_for(
+        &self,
+        ctx: &TerminalContext,
+        query: ListOutcomesArgs,
+    ) -> Result<OutcomeList, MemoryError> {
         let settings = self.ensure_enabled()?;
         outcomes::list_for_caller(&self.store, &settings, ctx, query)
     }
@@ -625,7 +638,7 @@ impl MemoryService {
     /// session), newest first, at most `limit` (clamped to 1..200, default 50). Empty while learning is off.
     ///
     /// Errors: [`MemoryError::Disabled`]; index errors.
-    pub fn list_outcomes(&self, query: &OutcomeQuery) -> Result<Vec<Outcome>, MemoryError> {
+    pub fn list_outcomes(&self, query: &ListOutcomesArgs) -> Result<Vec<Outcome>, MemoryError> {
         let settings = self.ensure_enabled()?;
         outcomes::list(&self.store, &settings, query)
     }
@@ -637,7 +650,7 @@ impl MemoryService {
     /// Errors: [`MemoryError::Disabled`], [`MemoryError::LearningDisabled`], [`MemoryError::Invalid`]
     /// (a rule of the learning loop), [`MemoryError::Secret`], [`MemoryError::CallerUnresolved`],
     /// [`MemoryError::CapabilityRequired`], and those of `MemoryService::store`.
-    pub fn store_lesson(&self, ctx: &TerminalContext, req: LessonRequest) -> Result<StoreResult, MemoryError> {
+    pub fn store_lesson(&self, ctx: &TerminalContext, req: StoreLessonArgs) -> Result<StoreResult, MemoryError> {
         let settings = self.ensure_enabled()?;
         lessons::store_lesson(&self.store, &settings, ctx, req)
     }
@@ -756,7 +769,7 @@ mod tests {
         let svc = MemoryService::open_with(CaoHome::new(dir.path()), Settings::default(), clock.clone()).expect("open");
         svc.store(
             &ctx(),
-            StoreRequest {
+            StoreArgs {
                 content: "the build uses cargo xtask".into(),
                 key: Some("build".into()),
                 ..Default::default()
@@ -767,11 +780,16 @@ mod tests {
         let count = || {
             svc.recall(
                 &ctx(),
-                RecallRequest {
-                    query: Some("cargo".into()),
-                    record_access: true,
-                    ..Default::default()
-                },
+                crate::Call::new(
+                    RecallArgs {
+                        query: Some("cargo".into()),
+                        ..Default::default()
+                    },
+                    crate::CallOptions {
+                        record_access: true,
+                        ..Default::default()
+                    },
+                ),
             )
             .expect("recall");
             svc.storage()
@@ -798,7 +816,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = CaoHome::new(dir.path());
         let svc = MemoryService::open(home.clone()).expect("open");
-        let req = || RecallRequest {
+        let req = || RecallArgs {
             query: Some("anything".into()),
             ..Default::default()
         };

@@ -35,11 +35,13 @@
 
 use cao_core::{Scope, Settings, TerminalContext};
 use cao_model::{Limits, Model, ModelError, ModelProvider, Prompt};
+use cao_protocol::AdviseArgs;
+pub use cao_protocol::{AdviseResult, AdvisedMemory};
 use cao_store::MemoryError;
 use cao_store::Store;
 use cao_store::visibility;
 use cao_store::{MemoryRow, Visibility};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::time::Duration;
 
 /// Most word matches the engine scores for one search (spec 001).
@@ -411,51 +413,12 @@ pub const ADVISE_MESSAGE_MAX_BYTES: usize = 64 * 1024;
 /// Longest conversation id, in bytes.
 pub const CONVERSATION_MAX_BYTES: usize = 256;
 
-/// `memory_advise` arguments.
-#[derive(Debug, Clone, Default)]
-pub struct AdviseRequest {
-    /// The user's new message.
-    pub message: String,
-    /// The conversation it belongs to (memories are named once per conversation): the hook's `session_id`, or
-    /// for `memory_advise` the caller's choice; default the caller's terminal id, else its session name, else
-    /// `default`.
-    pub conversation: Option<String>,
-}
-
-/// One memory recall advice names.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AdvisedMemory {
-    /// The key.
-    pub key: String,
-    /// Its scope.
-    pub scope: Scope,
-    /// Its scope id.
-    pub scope_id: Option<String>,
-    /// Its first line. Untrusted memory text.
-    pub first_line: String,
-    /// The engine's score, 0..1.
-    pub score: f64,
-}
-
-/// `memory_advise` result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AdviseResult {
-    /// Always true (failures are errors; an engine failure is an empty result).
-    pub success: bool,
-    /// The memories named, most relevant first, at most [`RECALL_NAMED`]; empty when nothing new is relevant, the
-    /// feature is off or the engine failed.
-    pub memories: Vec<AdvisedMemory>,
-    /// The `# Memory advice` reminder naming them, when there are any. Untrusted memory text inside.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reminder: Option<String>,
-}
-
-/// The conversation id of a request (see [`AdviseRequest::conversation`]).
+/// The conversation id of a request (see `AdviseArgs::conversation_id`).
 ///
 /// Errors: [`MemoryError::Invalid`] for an empty id, one over [`CONVERSATION_MAX_BYTES`] or with control characters.
-fn conversation(req: &AdviseRequest, ctx: &TerminalContext) -> Result<String, MemoryError> {
+fn conversation(req: &AdviseArgs, ctx: &TerminalContext) -> Result<String, MemoryError> {
     let id = req
-        .conversation
+        .conversation_id
         .clone()
         .or_else(|| ctx.terminal_id.clone())
         .or_else(|| ctx.session_name.clone())
@@ -499,7 +462,7 @@ pub fn advise(
     store: &Store,
     settings: &Settings,
     ctx: &TerminalContext,
-    req: &AdviseRequest,
+    req: &AdviseArgs,
 ) -> Result<AdviseResult, MemoryError> {
     let conversation = conversation(req, ctx)?;
     let empty = AdviseResult {

@@ -11,8 +11,8 @@
 use cao_core::{MemoryType, Settings};
 use cao_rank::{Bm25, FUSION_POOL, FusionInput, fuse};
 use cao_store::MemoryError;
-use cao_store::Store;
 use cao_store::{MemoryRow, Visibility};
+use cao_store::{ModelState, Store};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,15 +43,38 @@ impl DenseQuery {
     }
 }
 
-/// Start embedding `query` when `settings` configure a model that loads; `None` otherwise (lexical recall). A query
-/// the model fails on is a warning and lexical recall, never a failed recall ([`DenseQuery::vector`]).
+/// Start embedding `query` when `settings` configure a model that is ready; `None` otherwise (lexical recall). A
+/// query the model fails on is a warning and lexical recall, never a failed recall ([`DenseQuery::vector`]).
 pub fn query(store: &Store, settings: &Settings, query: &str) -> Option<DenseQuery> {
-    let model = store.embedder(settings)?;
-    Some(DenseQuery {
+    start(store, settings, query).0
+}
+
+/// The explain note of a call that ranked lexically although a model is configured: the model was still loading
+/// in the background ([`cao_store::background`]).
+pub const NOTE_LOADING: &str = "lexical only for this call: the embedding model is still loading in the background";
+
+/// The explain note of a call that ranked lexically because the configured model cannot be loaded.
+pub const NOTE_FAILED: &str = "lexical only: the configured embedding model cannot be loaded (see the log)";
+
+/// [`query`], with the reason a configured model took no part when it did not ([`NOTE_LOADING`],
+/// [`NOTE_FAILED`]; `None` when no model is configured or the query is being embedded). In a process that embeds
+/// in the background this never waits for the model to load: while it loads, the call is lexical.
+pub fn start(store: &Store, settings: &Settings, query: &str) -> (Option<DenseQuery>, Option<&'static str>) {
+    let model = match store.embedder_now(settings) {
+        ModelState::Ready(m) => m,
+        ModelState::Off => return (None, None),
+        ModelState::Loading => {
+            tracing::debug!("{NOTE_LOADING}");
+            return (None, Some(NOTE_LOADING));
+        }
+        ModelState::Failed => return (None, Some(NOTE_FAILED)),
+    };
+    let dq = DenseQuery {
         model: model.model_id().to_owned(),
         pending: Arc::new(model.spawn_one(query)),
         warned: Arc::new(AtomicBool::new(false)),
-    })
+    };
+    (Some(dq), None)
 }
 
 /// One text-source hit: the row, the score it is ordered by (raw lexical without a model, fused `[0, 1]` with

@@ -53,7 +53,7 @@ pub fn explain(
         return Err(MemoryError::ExplainDisabled);
     }
     // Embedded on the model's thread while this one reads.
-    let dense = crate::dense::query(store, settings, query);
+    let (dense, dense_note) = crate::dense::start(store, settings, query);
     store.read()?;
     let lifecycle = settings.lifecycle_enabled();
     let limit = req.limit;
@@ -90,6 +90,7 @@ pub fn explain(
         .chain(default_top.iter().cloned())
         .collect();
     let mut report = report(store, query, req, lifecycle, ranked, default_top, &snapshot);
+    report.dense_note = dense_note.map(str::to_owned);
     if let Some(dq) = &dense
         && let Some(vector) = dq.vector()
     {

@@ -97,6 +97,9 @@ pub fn render_explain_table(report: &ExplainReport) -> String {
     let _ = writeln!(out, "overlap@{}: {overlap}", report.limit);
     let _ = writeln!(out, "lexical_degenerate: {}", report.lexical_degenerate);
     let _ = writeln!(out, "lifecycle_enabled: {}", report.lifecycle_enabled);
+    if let Some(note) = &report.dense_note {
+        let _ = writeln!(out, "dense: {}", escaped(note));
+    }
     if let Some(model) = &report.dense_model {
         let _ = writeln!(
             out,
@@ -262,6 +265,7 @@ mod tests {
             eligibility_errors: Vec::new(),
             candidates,
             dense_model: None,
+            dense_note: None,
         }
     }
 
@@ -325,6 +329,30 @@ recency: floor 0.85 + weight 0.15 / (1 + days_old / 30) for native project memor
         // Without a model the table keeps its columns.
         r.dense_model = None;
         assert!(!render_explain_table(&r).contains("SIMILARITY"));
+    }
+
+    #[test]
+    fn a_call_made_while_the_model_loads_says_it_was_lexical() {
+        let mut r = report(vec![candidate("kafka-setup", Some(1), Some(1))]);
+        r.dense_note = Some(crate::dense::NOTE_LOADING.to_owned());
+        let text = render_explain_table(&r);
+        assert!(
+            text.lines()
+                .any(|l| l == format!("dense: {}", crate::dense::NOTE_LOADING)),
+            "{text}"
+        );
+        assert!(
+            !text.contains("SIMILARITY"),
+            "no dense columns without dense components: {text}"
+        );
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["dense_note"], crate::dense::NOTE_LOADING);
+        r.dense_note = None;
+        let json = serde_json::to_value(&r).expect("json");
+        assert!(
+            json.get("dense_note").is_none(),
+            "absent unless a model was configured: {json}"
+        );
     }
 
     #[test]

@@ -39,7 +39,9 @@
 //! injection reads the wiki files directly and never touches `access_count`, so only explicit recalls and
 //! listings make a memory "used". A disabled memory system yields no block (the reference returns `""`).
 //!
-//! Not done here (yet): the reference's vault sources.
+//! A vault-bound scope (spec/vault-facts.md section 5 "Injection") contributes only the notes of its mapping when
+//! that mapping has `inject: true` (never an agent mapping); its native rows are hidden either way, and vault
+//! bodies pass secret redaction. An invalid vault configuration injects nothing (fail closed).
 
 use crate::eligibility::{memory_candidate, retain_eligible};
 use crate::types::{Memory, row_to_memory};
@@ -234,10 +236,10 @@ fn injection_candidates(
     scope: Scope,
     filter: &dyn EligibilityFilter,
 ) -> Result<Vec<Memory>, MemoryError> {
-    let Some(group) = visibility::groups(store, ctx, settings, Some(scope), false)?
-        .into_iter()
-        .next()
-    else {
+    let mut groups = visibility::groups(store, ctx, settings, Some(scope), false)?;
+    // A vault-bound scope injects only the notes of an `inject: true` mapping (spec/vault-facts.md section 5).
+    crate::vault::bind_injection_groups(store, settings, &mut groups);
+    let Some(group) = groups.into_iter().next() else {
         return Ok(Vec::new());
     };
     let vis = group.visibility();
@@ -245,13 +247,24 @@ fn injection_candidates(
     loop {
         let rows = store.snapshot().recency_pool(&vis, None, want)?;
         let exhausted = rows.len() < want;
-        let mut kept = filter.retain_eligible(scope, rows.iter().map(row_to_memory).collect());
+        let mut kept = filter.retain_eligible(scope, rows.iter().map(injected_memory).collect());
         if kept.len() >= MEMORY_MAX_PER_SCOPE || exhausted {
             kept.truncate(MEMORY_MAX_PER_SCOPE);
             return Ok(kept);
         }
         want = want.saturating_mul(4);
     }
+}
+
+/// A candidate row as a memory of the block: a vault note's body (only) passes secret redaction
+/// (`[REDACTED:<pattern>]`, spec/vault-facts.md section 5 "Injection": a `secret_gate: warn` note is recalled
+/// verbatim but injected redacted).
+fn injected_memory(row: &cao_store::MemoryRow) -> Memory {
+    let mut m = row_to_memory(row);
+    if row.source_kind == cao_core::SourceKind::Vault {
+        m.content = cao_core::secret::redact(&m.content);
+    }
+    m
 }
 
 /// Render the block from candidates grouped by scope (in output order), applying the per-scope entry cap and

@@ -11,9 +11,12 @@
 //! memories oldest first by file time). Memory text is untrusted wherever it is returned: the view defuses its own
 //! tags and control characters (`cao_journal::render`).
 
-use crate::types::parse_scope;
+use crate::types::{ReadArgs, SearchArgs, ViewArgs, ZoomArgs};
 use cao_core::{Container, Key, MemoryRef, Scope, Settings, TerminalContext};
 use cao_journal::{Address, WriterFilter, Zoom};
+pub use cao_protocol::{
+    EntryWriter, ReadResult, SearchHit, SearchResult, ViewResult, ZoomResult, ZoomedEntry, ZoomedLine,
+};
 use cao_store::MemoryError;
 use cao_store::MemoryRow;
 use cao_store::Store;
@@ -41,35 +44,27 @@ const KEY_WEIGHT: u32 = 3;
 pub const REMINDER_MAX_ROWS: usize = 50;
 
 /// Which journal a call reads: a scope (`project` by default) or, for operators, a container name.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JournalTarget {
     /// `project` (default), `global`, `session`, `agent` or `federated`.
-    pub scope: Option<String>,
+    pub scope: Option<Scope>,
     /// A container name (`global`, `federated` or a project id); wins over `scope`.
     pub container: Option<String>,
 }
 
-/// `memory_view` result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ViewResult {
-    /// Always true (failures are errors).
-    pub success: bool,
-    /// The container whose journal this is.
-    pub container: String,
-    /// The rendered view, `<memory>` ... `</memory>`, at most 32 KiB. Untrusted memory text inside.
-    pub view: String,
-    /// N, the number of entries in the journal.
-    pub entries: u64,
-    /// Lines shown.
-    pub lines: usize,
-    /// Oldest entries left out until their summaries are written (0 normally).
-    pub left_out: u64,
-    /// Bytes of `view`.
-    pub bytes: usize,
+impl From<ViewArgs> for JournalTarget {
+    /// The journal a `memory_view` call names: its scope (tools never name a container outright).
+    fn from(args: ViewArgs) -> Self {
+        JournalTarget {
+            scope: args.scope,
+            container: None,
+        }
+    }
 }
 
-/// `memory_zoom` arguments.
-#[derive(Debug, Clone, Default)]
+/// What `memory_zoom` opens: the tool's address ([`ZoomArgs`]) in a journal that operators may also name by
+/// container (`cao memory view`, the web UI).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ZoomRequest {
     /// The line's first entry.
     pub id: u64,
@@ -79,151 +74,18 @@ pub struct ZoomRequest {
     pub target: JournalTarget,
 }
 
-/// Who wrote an entry, as zoom shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EntryWriter {
-    /// The writing terminal, when known.
-    pub terminal_id: Option<String>,
-    /// The writing session, when known.
-    pub session: Option<String>,
-}
-
-/// One entry whole (zoom with n = 1).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ZoomedEntry {
-    /// `id+1`.
-    pub address: String,
-    /// `note` or `delete`.
-    pub kind: &'static str,
-    /// The memory's name in the container (its key, or `<scope>/<scope_id>/<key>`).
-    pub name: String,
-    /// The memory's key.
-    pub key: String,
-    /// The memory's scope.
-    pub scope: Scope,
-    /// Its scope id.
-    pub scope_id: Option<String>,
-    /// The memory's full text at this version (`""` for a delete or after a purge). Untrusted.
-    pub text: String,
-    /// `current`, `rewritten`, `deleted` or `purged`.
-    pub status: &'static str,
-    /// The entry that replaced this version, if any.
-    pub replaced_by: Option<u64>,
-    /// When it was written, `YYYY-MM-DDTHH:MM:SSZ`.
-    pub written_at: String,
-    /// Who wrote it.
-    pub writer: EntryWriter,
-}
-
-/// One of the two lines a zoomed line was made from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ZoomedLine {
-    /// Its address `id+n`.
-    pub address: String,
-    /// What a reader sees: the line, or `(not summarized yet) ...`. Untrusted.
-    pub text: String,
-    /// Whether the line is written.
-    pub summarized: bool,
-    /// Who wrote it (`verbatim`, `extractive` or the model), when written.
-    pub writer: Option<String>,
-}
-
-/// `memory_zoom` result: `entry` for n = 1, `lines` (two, older first) for n > 1.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ZoomResult {
-    /// Always true.
-    pub success: bool,
-    /// The container.
-    pub container: String,
-    /// The zoomed address.
-    pub address: String,
-    /// The entry, for n = 1.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub entry: Option<ZoomedEntry>,
-    /// The two child lines, for n > 1.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub lines: Vec<ZoomedLine>,
-}
-
-/// `memory_search` arguments.
-#[derive(Debug, Clone, Default)]
-pub struct SearchRequest {
-    /// Words to look for (case-insensitive; at least one letter or digit; at most [`SEARCH_QUERY_MAX_BYTES`]).
-    pub query: String,
-}
-
-/// One search hit.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SearchHit {
-    /// The memory's key.
-    pub key: String,
-    /// Its scope.
-    pub scope: Scope,
-    /// Its scope id.
-    pub scope_id: Option<String>,
-    /// Its first line (heading). Untrusted.
-    pub first_line: String,
-    /// The first line of its text holding a query word, or its first line when only the key matched (cut to 300
-    /// bytes). Untrusted.
-    pub matching_line: String,
-    /// The score: 3 per query word in the key, 1 per query word in the body.
-    pub score: u32,
-    /// The decision engine's relevance score (0..1), present only when `memory.decisions.search` is `enforce` and
-    /// the engine judged the matches.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub relevance: Option<f64>,
-    /// Its last write, `YYYY-MM-DDTHH:MM:SSZ`.
-    pub updated_at: String,
-}
-
-/// `memory_search` result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SearchResult {
-    /// Always true.
-    pub success: bool,
-    /// Best first: score, then the newer memory; at most [`SEARCH_MAX_HITS`]. With `memory.decisions.search =
-    /// enforce` and a judging engine: the matches it scored at or above `memory.decisions.relevance_floor`, most
-    /// relevant first.
-    pub hits: Vec<SearchHit>,
-    /// Present when the decision engine left word matches out: says so and names them (`memory_read` still opens
-    /// any of them).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub notice: Option<String>,
-    /// The word matches the decision engine left out (`key`, or `<scope>/<key>` outside the project), in word order.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub left_out: Vec<String>,
-}
-
-/// `memory_read` arguments.
-#[derive(Debug, Clone, Default)]
-pub struct ReadRequest {
-    /// The key (service sanitising rule).
-    pub key: String,
-    /// Only this scope; default: the first visible match in scope precedence order.
-    pub scope: Option<String>,
-}
-
-/// `memory_read` result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ReadResult {
-    /// Always true.
-    pub success: bool,
-    /// The key.
-    pub key: String,
-    /// Its scope.
-    pub scope: Scope,
-    /// Its scope id.
-    pub scope_id: Option<String>,
-    /// The current text. Untrusted.
-    pub content: String,
-    /// Its type label.
-    pub memory_type: cao_core::MemoryType,
-    /// Tags csv.
-    pub tags: String,
-    /// Its last write, `YYYY-MM-DDTHH:MM:SSZ`.
-    pub updated_at: String,
-    /// The newest journal entry of the memory (its current version), when the journal has one.
-    pub journal_entry: Option<u64>,
+impl From<ZoomArgs> for ZoomRequest {
+    /// A `memory_zoom` call: line `id+n` of the journal its scope names.
+    fn from(args: ZoomArgs) -> Self {
+        ZoomRequest {
+            id: args.id,
+            n: args.n,
+            target: JournalTarget {
+                scope: args.scope,
+                container: None,
+            },
+        }
+    }
 }
 
 /// What a purge did (`cao memory purge`, `DELETE /memory/{key}/history`).
@@ -290,7 +152,7 @@ pub fn container_of(
         }
         return Ok(Container::named(name.clone()));
     }
-    let scope = parse_scope(target.scope.as_deref(), Scope::Project)?;
+    let scope = target.scope.unwrap_or(Scope::Project);
     let scope_id = match scope {
         Scope::Project => visibility::target_scope_id(store, ctx, scope, settings)?,
         _ => None,
@@ -464,7 +326,7 @@ pub fn search(
     store: &Store,
     settings: &Settings,
     ctx: &TerminalContext,
-    req: &SearchRequest,
+    req: &SearchArgs,
 ) -> Result<SearchResult, MemoryError> {
     if req.query.len() > SEARCH_QUERY_MAX_BYTES {
         return Err(MemoryError::Invalid(format!(
@@ -479,7 +341,10 @@ pub fn search(
         ));
     }
     store.read()?;
-    let vis = visibility::union(&visibility::groups(store, ctx, settings, None, false)?);
+    let mut groups = visibility::groups(store, ctx, settings, None, false)?;
+    // Vault-bound scopes read their vault notes (spec/vault-facts.md section 5 "Sources per recall").
+    crate::vault::bind_groups(store, settings, &mut groups);
+    let vis = visibility::union(&groups);
     let index = store.snapshot();
     let mut candidates: Vec<MemoryRow> = index.metadata_pool(&vis, None, &req.query, SEARCH_POOL)?;
     let mut seen: std::collections::HashSet<String> = candidates.iter().map(|r| r.id.clone()).collect();
@@ -575,16 +440,16 @@ pub fn read(
     store: &Store,
     settings: &Settings,
     ctx: &TerminalContext,
-    req: &ReadRequest,
+    req: &ReadArgs,
 ) -> Result<ReadResult, MemoryError> {
     let key = Key::sanitize(&req.key)?;
-    let scope = match req.scope.as_deref() {
-        None => None,
-        Some(s) => Some(s.parse::<Scope>()?),
-    };
+    let scope = req.scope;
     store.read()?;
     let mut found = None;
-    for group in visibility::groups(store, ctx, settings, scope, false)? {
+    let mut groups = visibility::groups(store, ctx, settings, scope, false)?;
+    // Vault-bound scopes read their vault notes (spec/vault-facts.md section 5 "Sources per recall").
+    crate::vault::bind_groups(store, settings, &mut groups);
+    for group in groups {
         if let Some(row) = store.snapshot().find_key(&group.visibility(), &key)? {
             found = Some(row);
             break;
@@ -597,13 +462,18 @@ pub fn read(
         });
     };
     store.record_access(std::slice::from_ref(&row));
-    let container = row.container();
-    store.open_journal(&container)?;
-    let journal_entry = store
-        .snapshot()
-        .journal(|j| j.memory_entry_ids(container.as_str(), row.scope, row.scope_id.as_deref(), &row.key))?
-        .last()
-        .copied();
+    // A vault note has no journal: its history is the vault's.
+    let journal_entry = if row.source_kind == cao_core::SourceKind::Vault {
+        None
+    } else {
+        let container = row.container();
+        store.open_journal(&container)?;
+        store
+            .snapshot()
+            .journal(|j| j.memory_entry_ids(container.as_str(), row.scope, row.scope_id.as_deref(), &row.key))?
+            .last()
+            .copied()
+    };
     Ok(ReadResult {
         success: true,
         key: row.key.as_str().to_owned(),

@@ -15,7 +15,9 @@
 //! - [`auto_compact`]: the queue of topics automatic compaction waits for (the worker is `cao-maint`'s);
 //! - shared read rules: [`supersedes`], [`eligibility`], and [`audit_relationships`] (the audited relationship
 //!   service); the request and result shapes in [`types`];
-//! - [`vault`]: the Obsidian vault over the store (configuration, scan, reconcile and rebuild, status).
+//! - [`vault`]: the Obsidian vault over the store (configuration, scan, reconcile and rebuild, status, writes into
+//!   the managed folder).
+//! - [`vault_migrate`]: moving native memories into the managed folder, with receipts and their rollback.
 //!
 //! Invariants:
 //! - Every argument is validated before any I/O: a refused call writes nothing.
@@ -49,4 +51,5 @@ pub mod relevance;
 pub mod supersedes;
 pub mod types;
 pub mod vault;
+pub mod vault_migrate;
 pub mod write;

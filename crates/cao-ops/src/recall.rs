@@ -87,24 +87,21 @@ impl Lifecycle<'_> {
     }
 }
 
-/// Validate `req` (no I/O): limit 1..=100, search_mode, sort_by, scope, memory_type, query length.
+/// Validate `req` (no I/O): limit 1..=100 and query length (search_mode, sort_by, scope and memory_type are
+/// already the domain's enums, checked where the arguments were parsed); apply the defaults (`hybrid`, `recency`).
 ///
 /// Errors: [`MemoryError::Invalid`] naming the bad argument.
-pub fn plan(req: &RecallRequest) -> Result<Plan, MemoryError> {
+pub fn plan(req: &RecallArgs) -> Result<Plan, MemoryError> {
     let limit = req.limit.unwrap_or(DEFAULT_RECALL_LIMIT);
     if !(1..=MAX_RECALL_LIMIT).contains(&limit) {
         return Err(MemoryError::Invalid(format!(
             "limit must be between 1 and {MAX_RECALL_LIMIT}; got {limit}"
         )));
     }
-    let mode = SearchMode::parse(req.search_mode.as_deref().unwrap_or("hybrid")).map_err(MemoryError::Invalid)?;
-    let sort = SortBy::parse(req.sort_by.as_deref().unwrap_or("recency")).map_err(MemoryError::Invalid)?;
-    let scope = req
-        .scope
-        .as_deref()
-        .map(|s| parse_scope(Some(s), Scope::Project))
-        .transpose()?;
-    let memory_type = req.memory_type.as_deref().map(str::parse::<MemoryType>).transpose()?;
+    let mode = req.search_mode.unwrap_or(SearchMode::Hybrid);
+    let sort = req.sort_by.unwrap_or(SortBy::Recency);
+    let scope = req.scope;
+    let memory_type = req.memory_type;
     let query = req
         .query
         .as_deref()
@@ -147,8 +144,9 @@ pub fn check_query_len(query: &str) -> Result<(), MemoryError> {
     Ok(())
 }
 
-/// Ranked retrieval (the `memory_recall` tool) of a validated [`plan`] of `req`. Memory must be enabled in
-/// `settings` (the caller checks).
+/// Ranked retrieval (the `memory_recall` tool) of a validated [`plan`] of `call.args`, seeing every project,
+/// session and agent with `call.options.scan_all` and counting accesses with `call.options.record_access`. Memory
+/// must be enabled in `settings` (the caller checks).
 ///
 /// Errors: visibility and index errors.
 pub fn recall(
@@ -156,8 +154,9 @@ pub fn recall(
     settings: &Settings,
     ctx: &TerminalContext,
     mut plan: Plan,
-    req: &RecallRequest,
+    call: &Call<RecallArgs>,
 ) -> Result<RecallResult, MemoryError> {
+    let include_related = call.args.include_related.unwrap_or(false);
     // The query is embedded on the model's thread while this one reads (docs/decisions/0011-dense-recall.md).
     if let Some(q) = &plan.query
         && plan.mode != SearchMode::Metadata
@@ -166,9 +165,9 @@ pub fn recall(
         plan.dense = crate::dense::query(store, settings, q);
     }
     store.read()?;
-    plan.snapshot_related = req.include_related && settings.lifecycle_enabled();
+    plan.snapshot_related = include_related && settings.lifecycle_enabled();
     plan.lexical = lexical_scorer(settings);
-    let mut groups = cao_store::visibility::groups(store, ctx, settings, plan.scope, req.scan_all)?;
+    let mut groups = cao_store::visibility::groups(store, ctx, settings, plan.scope, call.options.scan_all)?;
     crate::vault::bind_groups(store, settings, &mut groups);
     let registry = eligibility::curator_registry(store, settings, ctx);
     let lc = Lifecycle {
@@ -183,10 +182,10 @@ pub fn recall(
         demote_by(&mut rows, |r| snap.row_superseded(r));
         snapshot = Some(snap);
     }
-    if req.record_access {
+    if call.options.record_access {
         store.record_access(&rows);
     }
-    let related = if req.include_related {
+    let related = if include_related {
         expand_related(store, &rows, &lc)?
     } else {
         Vec::new()

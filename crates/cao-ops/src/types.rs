@@ -1,8 +1,9 @@
-//! Request and result shapes of the service. Requests carry raw strings so that every argument is validated in
-//! one place, before any I/O; results serialise to the payloads of spec/reference-facts.md "MCP payloads".
+//! Request and result shapes of the service. A tool's arguments are its `cao_protocol` type (enumerated fields are
+//! the domain's enums, parsed where strings arrive: `cao_protocol::ToolCall::parse`, the CLI's flags); every other
+//! rule is checked by the service before any I/O. Results serialise to the payloads of spec/reference-facts.md
+//! "MCP payloads".
 
 use cao_core::{Key, MemoryRef, MemoryType, Scope};
-use cao_store::MemoryError;
 use cao_store::MemoryRow;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -19,55 +20,65 @@ pub const DEFAULT_RECALL_LIMIT: i64 = 10;
 /// The largest accepted recall limit.
 pub const MAX_RECALL_LIMIT: i64 = 100;
 
-/// `memory_store` arguments (spec 000 "memory_store").
-#[derive(Debug, Clone, Default)]
-pub struct StoreRequest {
-    /// The memory text (markdown). Required, non-empty, at most [`MAX_CONTENT_BYTES`], no NUL bytes.
-    pub content: String,
-    /// Target scope; default `project`.
-    pub scope: Option<String>,
-    /// Type label; default `project`.
-    pub memory_type: Option<String>,
-    /// Key; sanitised with the service rule, or derived from the first six words of content when absent.
-    pub key: Option<String>,
-    /// Comma-separated tags; normalised.
-    pub tags: Option<String>,
-    /// The caller's own scope for the write-authorisation rule; default `global` (operator).
-    pub caller_scope: Option<String>,
-}
-
 pub use cao_core::{SearchMode, SortBy};
+pub use cao_protocol::{
+    AdviseArgs, ForgetArgs, ListOutcomesArgs, ReadArgs, RecallArgs, ReportOutcomeArgs, SearchArgs, StoreArgs,
+    StoreLessonArgs, ViewArgs, ZoomArgs,
+};
 
-/// `memory_recall` arguments (spec 000 "memory_recall").
-#[derive(Debug, Clone, Default)]
-pub struct RecallRequest {
-    /// Keyword query; blank means "no query".
-    pub query: Option<String>,
-    /// Restrict to one scope; otherwise every visible scope in precedence order.
-    pub scope: Option<String>,
-    /// Restrict to one memory type.
-    pub memory_type: Option<String>,
-    /// 1..=100, default 10.
-    pub limit: Option<i64>,
-    /// `metadata` | `bm25` | `hybrid` (default).
-    pub search_mode: Option<String>,
-    /// `recency` (default) | `score` | `usage` | `relevance`.
-    pub sort_by: Option<String>,
-    /// Append memories cross-referenced by the results (one level, after the primaries).
-    pub include_related: bool,
-    /// See every project, session and agent (operator `--all`), not only the caller's.
+/// What a call carries besides its tool's arguments: who is asking and how far a read reaches. The tools'
+/// arguments are `cao_protocol`'s types (the same for the MCP tool list, the owner's internal routes, the remote
+/// client and the service); these options are never tool arguments.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallOptions {
+    /// The caller's own scope for the write-authorisation rule of a store (`cao_core::scope::scope_write_allowed`);
+    /// `None` is the operator (`global`), as the reference server passes no caller scope.
+    pub caller_scope: Option<Scope>,
+    /// A recall sees every project, session and agent (operator `--all`), not only the caller's.
     pub scan_all: bool,
-    /// Count an access for each returned primary row (at most once per 60 s per row). MCP recall: true.
+    /// A recall counts an access for each returned primary row (at most once per 60 s per row).
     pub record_access: bool,
 }
 
-/// `memory_forget` arguments.
-#[derive(Debug, Clone, Default)]
-pub struct ForgetRequest {
-    /// The key (service sanitising rule applies).
-    pub key: String,
-    /// The scope; default `project`.
-    pub scope: Option<String>,
+impl CallOptions {
+    /// The options of an agent's tool call: the operator's write authorisation (the reference passes no caller
+    /// scope), only the caller's own project, session and agent, and recall counts accesses (spec 000
+    /// "memory_recall").
+    pub const TOOL: CallOptions = CallOptions {
+        caller_scope: None,
+        scan_all: false,
+        record_access: true,
+    };
+}
+
+/// A tool's typed arguments with the [`CallOptions`] of the call. Any argument type converts into a call with the
+/// default options (operator authorisation, the caller's own scopes, no access counted), so
+/// `svc.recall(&ctx, RecallArgs { .. })` reads without counting.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Call<A> {
+    /// The tool's arguments.
+    pub args: A,
+    /// Everything else about the call.
+    pub options: CallOptions,
+}
+
+impl<A> Call<A> {
+    /// `args` with `options`.
+    pub fn new(args: A, options: CallOptions) -> Self {
+        Call { args, options }
+    }
+
+    /// `args` as an agent's tool call ([`CallOptions::TOOL`]).
+    pub fn tool(args: A) -> Self {
+        Call::new(args, CallOptions::TOOL)
+    }
+}
+
+impl<A> From<A> for Call<A> {
+    /// `args` with the default [`CallOptions`].
+    fn from(args: A) -> Self {
+        Call::new(args, CallOptions::default())
+    }
 }
 
 /// Arguments of the operator listing (`cao memory list`). The default lists the current scopes, 100 rows, and
@@ -163,14 +174,6 @@ pub fn row_to_memory(r: &MemoryRow) -> Memory {
         entry_count: r.entry_count,
         is_related: false,
         lifecycle_status: None,
-    }
-}
-
-/// A scope argument: `default` when absent. Errors: [`MemoryError::Invalid`] naming the valid scopes.
-pub fn parse_scope(s: Option<&str>, default: Scope) -> Result<Scope, MemoryError> {
-    match s {
-        None => Ok(default),
-        Some(v) => Ok(v.parse::<Scope>()?),
     }
 }
 

@@ -36,8 +36,8 @@ pub const KILL_SWITCH_ENV: &str = "CAO_MEMORY_VAULT_ENABLED";
 
 /// The project alias table of the store, as the vault configuration asks it: an id with recorded aliases is a
 /// known project id; any other id is unknown (an alias is not resolved to its project here).
-struct StoreProjects<'a> {
-    snapshot: Snapshot<'a>,
+pub(crate) struct StoreProjects<'a> {
+    pub(crate) snapshot: Snapshot<'a>,
 }
 
 impl ProjectDirectory for StoreProjects<'_> {
@@ -51,8 +51,11 @@ impl ProjectDirectory for StoreProjects<'_> {
     }
 }
 
-fn unavailable(reason: impl std::fmt::Display) -> MemoryError {
-    MemoryError::Invalid(format!("vault configuration unavailable: {reason}"))
+/// The start of every fail-closed refusal: `vault configuration unavailable: <reason>`.
+pub const UNAVAILABLE: &str = "vault configuration unavailable";
+
+pub(crate) fn unavailable(reason: impl std::fmt::Display) -> MemoryError {
+    MemoryError::Invalid(format!("{UNAVAILABLE}: {reason}"))
 }
 
 /// The validated `memory.vault` of this home's settings, the kill switch applied (disabled settings are returned,
@@ -99,17 +102,35 @@ fn configured(store: &Store) -> Result<(VaultSettings, VaultConfig), MemoryError
     Ok((s, vault))
 }
 
-/// `cao memory vault scan`: the read-only scan of the configured vault.
+/// `cao memory vault scan`: the read-only scan of the configured vault. A note the scan finds indexable but whose
+/// identity was forgotten (its stored row is `excluded`: the last applied reconcile kept it de-indexed) is listed
+/// as `excluded`, not `indexed`, so the listing says what recall will serve.
 ///
-/// Errors: as [`active`]; the vault root cannot be opened.
+/// Errors: as [`active`]; the vault root cannot be opened; store errors.
 pub fn scan(store: &Store) -> Result<ScanReport, MemoryError> {
     let s = settings(store)?;
     let vault = active(&s)?;
-    scan_vault(vault, ScanOptions::default()).map_err(|e| MemoryError::Invalid(e.to_string()))
+    let mut report = scan_vault(vault, ScanOptions::default()).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+    let snapshot = store.read()?;
+    if snapshot.supports_vault() {
+        let state = snapshot.vault_state(&vault.id)?;
+        let excluded: std::collections::HashSet<&str> = state
+            .notes
+            .iter()
+            .filter(|n| n.status == "excluded")
+            .map(|n| n.relpath.as_str())
+            .collect();
+        for n in &mut report.notes {
+            if n.status == NoteStatus::Indexed && excluded.contains(n.relpath.as_str()) {
+                n.status = NoteStatus::Excluded;
+            }
+        }
+    }
+    Ok(report)
 }
 
 /// The exclusive vault projection lock (spec/vault-facts.md section 10), held while the returned file is open.
-fn projection_lock(store: &Store, vault: &VaultConfig) -> Result<std::fs::File, MemoryError> {
+pub(crate) fn projection_lock(store: &Store, vault: &VaultConfig) -> Result<std::fs::File, MemoryError> {
     let path = cao_vault::writer::projection_lock_path(store.home().root(), &vault.root);
     if let Some(dir) = path.parent() {
         cao_core::fs::create_private_dir_all(dir)
@@ -148,12 +169,23 @@ fn reconcile_with(
     apply: bool,
     rebuild: bool,
 ) -> Result<Reconciled, MemoryError> {
-    let vault = vault.clone();
     let _lock = if apply {
-        Some(projection_lock(store, &vault)?)
+        Some(projection_lock(store, vault)?)
     } else {
         None
     };
+    reconcile_locked(store, s, vault, apply, rebuild)
+}
+
+/// [`reconcile_with`] when the caller already holds the projection lock (or does not apply).
+pub(crate) fn reconcile_locked(
+    store: &Store,
+    s: &VaultSettings,
+    vault: &VaultConfig,
+    apply: bool,
+    rebuild: bool,
+) -> Result<Reconciled, MemoryError> {
+    let vault = vault.clone();
     let state = store.read()?.vault_state(&vault.id)?;
     let current = indexed_vault(&state);
     let scan = scan_vault(&vault, ScanOptions::default()).map_err(|e| MemoryError::Invalid(e.to_string()))?;
@@ -518,6 +550,26 @@ pub fn status(store: &Store) -> Result<VaultStatus, MemoryError> {
 /// Fail closed: when the vault configuration does not validate, every group is dropped (the read returns nothing,
 /// native rows included) and a warning is logged.
 pub fn bind_groups(store: &Store, loaded: &cao_core::Settings, groups: &mut Vec<cao_store::visibility::ScopeGroup>) {
+    bind_groups_for(store, loaded, groups, false);
+}
+
+/// [`bind_groups`] for the context block (spec/vault-facts.md section 5 "Injection"): a vault-bound group reads
+/// only the rows of a mapping with `inject: true` (and `index: true`); agent mappings are never injected. A group
+/// bound to any other mapping reads nothing (its native rows stay hidden).
+pub fn bind_injection_groups(
+    store: &Store,
+    loaded: &cao_core::Settings,
+    groups: &mut Vec<cao_store::visibility::ScopeGroup>,
+) {
+    bind_groups_for(store, loaded, groups, true);
+}
+
+fn bind_groups_for(
+    store: &Store,
+    loaded: &cao_core::Settings,
+    groups: &mut Vec<cao_store::visibility::ScopeGroup>,
+    injection: bool,
+) {
     let s = match settings_of(store, loaded) {
         Ok(s) => s,
         Err(e) => {
@@ -542,8 +594,15 @@ pub fn bind_groups(store: &Store, loaded: &cao_core::Settings, groups: &mut Vec<
             _ => continue,
         };
         match cao_vault::binding::bind(&s, g.scope, id, &projects) {
-            Ok(cao_vault::binding::Binding::Vault { index, scope_id, .. }) => {
+            Ok(cao_vault::binding::Binding::Vault {
+                index,
+                inject,
+                scope,
+                scope_id,
+                ..
+            }) => {
                 g.vault = true;
+                let index = index && (!injection || (inject && scope != cao_core::Scope::Agent));
                 bound |= index;
                 g.ids = match (index, scope_id) {
                     (false, _) => Some(Vec::new()),
@@ -661,4 +720,152 @@ pub fn forget(
             Ok(Some(VaultForget::Deindexed { relpath }))
         }
     }
+}
+
+/// A store that went to the managed folder of the vault (spec/vault-facts.md section 6 "MemoryService.store").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VaultStored {
+    /// `created` (a new note) or `updated` (an entry appended to the existing note).
+    pub action: &'static str,
+    /// The note's absolute path.
+    pub file_path: String,
+    /// The note's vault-relative path.
+    pub relpath: String,
+    /// The scope id of the binding (the mapping's canonical id; `None` for global).
+    pub scope_id: Option<String>,
+}
+
+fn write_refused(e: cao_vault::writer::WriteError) -> MemoryError {
+    match e {
+        cao_vault::writer::WriteError::Secret(pattern) => MemoryError::Secret { pattern },
+        other => MemoryError::Invalid(other.to_string()),
+    }
+}
+
+/// Store `content` under `key` in `(scope, scope_id)` when that scope is vault-bound: the entry is appended to the
+/// managed note `<root>/<managed_folder>/<key>.md` (a new note gets `tags` and its `cao` block with `type`, `key`
+/// and `managed: true`), published atomically against the indexed hash, and a refresh reconcile is applied under
+/// the same projection lock, so the next recall sees it. `None` when the scope is not vault-bound (the vault is off
+/// or not configured, the scope is not mapped, session and federated scopes, or the store holds no vault): the
+/// caller stores natively.
+///
+/// Errors (nothing is written): `vault configuration unavailable: ...` (fail closed); `vault mapping '<folder>' is
+/// not writable`; an agent-scope write without an identified non-curator terminal; the cross-tier collision with a
+/// native memory of the key; a key already minted by another note of the mapping; the writer's refusals
+/// (conflict with an edited note, size, secret under `reject` as [`MemoryError::Secret`], boundary). A failed
+/// refresh after the publish is [`MemoryError::PartialWrite`].
+#[allow(clippy::too_many_arguments)]
+pub fn store(
+    store: &Store,
+    loaded: &cao_core::Settings,
+    ctx: &cao_core::TerminalContext,
+    scope: cao_core::Scope,
+    scope_id: Option<&str>,
+    key: &Key,
+    memory_type: cao_core::MemoryType,
+    tags: &str,
+    content: &str,
+) -> Result<Option<VaultStored>, MemoryError> {
+    use cao_vault::writer::{BodyEdit, Expected, WriteLimits, WriteRequest, publish, read_managed, render_managed};
+    if loaded.file_value("memory.vault").is_none() {
+        // No vault configured: every scope is native (and no snapshot is taken for the question).
+        return Ok(None);
+    }
+    let s = settings_of(store, loaded)?;
+    let Some(vault) = s.active() else { return Ok(None) };
+    let snapshot = store.read()?;
+    if !snapshot.supports_vault() {
+        return Ok(None);
+    }
+    let projects = StoreProjects { snapshot };
+    let (folder, bound_id, index, writable) =
+        match cao_vault::binding::bind(&s, scope, scope_id, &projects).map_err(unavailable)? {
+            cao_vault::binding::Binding::Vault {
+                folder,
+                scope_id,
+                index,
+                writable,
+                ..
+            } => (folder, scope_id, index, writable),
+            cao_vault::binding::Binding::Native { .. } => return Ok(None),
+        };
+    if !(index && writable) {
+        return Err(MemoryError::Invalid(format!(
+            "vault mapping '{folder}' is not writable"
+        )));
+    }
+    if scope == cao_core::Scope::Agent && (ctx.terminal_id.is_none() || crate::eligibility::is_curator(ctx)) {
+        return Err(MemoryError::Invalid(
+            "an agent-scoped vault write needs an identified terminal that is not the curator".to_owned(),
+        ));
+    }
+    let _lock = projection_lock(store, vault)?;
+    let snapshot = store.read()?;
+    if snapshot.get(scope, bound_id.as_deref(), key)?.is_some() {
+        return Err(MemoryError::Invalid(format!(
+            "memory key '{key}' already exists in the native store for '{scope}'; resolve the cross-tier collision \
+             before writing"
+        )));
+    }
+    let state = snapshot.vault_state(&vault.id)?;
+    let relpath = format!("{}/{key}.md", vault.managed_folder);
+    let same_scope = |n: &&VaultNoteRow| {
+        n.scope == scope && n.scope_id.as_deref().unwrap_or("") == bound_id.as_deref().unwrap_or("")
+    };
+    if let Some(other) = state
+        .notes
+        .iter()
+        .filter(same_scope)
+        .find(|n| n.key == key.as_str() && n.relpath != relpath && n.status != "excluded")
+    {
+        return Err(MemoryError::Invalid(format!(
+            "key '{key}' is already minted by '{}' in this mapping; choose another key or rename that note",
+            other.relpath
+        )));
+    }
+    let existing = read_managed(vault, key.as_str()).map_err(write_refused)?;
+    let existing = existing.filter(|t| !t.is_empty());
+    let now = DateTime::<Utc>::from_timestamp(store.now().timestamp(), 0).unwrap_or_else(Utc::now);
+    let request = WriteRequest {
+        key: key.as_str().to_owned(),
+        cao: vec![(
+            "type".to_owned(),
+            cao_vault::yaml::Yaml::Str(memory_type.as_str().to_owned()),
+        )],
+        seeds: if existing.is_none() && !tags.is_empty() {
+            vec![("tags".to_owned(), cao_vault::yaml::Yaml::Str(tags.to_owned()))]
+        } else {
+            Vec::new()
+        },
+        body: BodyEdit::Append {
+            content: content.to_owned(),
+            occurred_at: None,
+            now,
+        },
+    };
+    let path = vault.root.join(&relpath);
+    let rendered =
+        render_managed(existing.as_deref(), &request, WriteLimits::of(vault), &path).map_err(write_refused)?;
+    let expected = match &existing {
+        None => Expected::New,
+        Some(_) => Expected::Hash(
+            state
+                .notes
+                .iter()
+                .find(|n| n.relpath == relpath)
+                .and_then(|n| n.content_sha256.clone())
+                .unwrap_or_default(),
+        ),
+    };
+    let written = publish(vault, key.as_str(), &rendered.text, &expected).map_err(write_refused)?;
+    reconcile_locked(store, &s, vault, true, false).map_err(|e| MemoryError::PartialWrite {
+        path: written.clone(),
+        reason: format!("the vault refresh failed: {e}; run `cao memory vault reconcile --apply`"),
+    })?;
+    Ok(Some(VaultStored {
+        action: if existing.is_some() { "updated" } else { "created" },
+        file_path: written.to_string_lossy().into_owned(),
+        relpath,
+        scope_id: bound_id,
+    }))
 }

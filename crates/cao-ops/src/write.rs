@@ -7,7 +7,7 @@
 //! ([`crate::related`]). Removing a memory also purges every
 //! relationship edge into or out of it ([`remove`]), audited as the acting caller.
 
-use crate::types::{ForgetRequest, ForgetResult, MAX_TAGS_BYTES, StoreRequest, StoreResult, parse_scope};
+use crate::types::{Call, ForgetArgs, ForgetResult, MAX_TAGS_BYTES, StoreArgs, StoreResult};
 use cao_core::key::normalize_tags;
 use cao_core::scope::scope_write_allowed;
 use cao_core::{Key, MemoryRef, MemoryType, Scope, Settings, TerminalContext};
@@ -30,11 +30,44 @@ pub fn store(
     store: &Store,
     settings: &Settings,
     ctx: &TerminalContext,
-    req: StoreRequest,
+    call: Call<StoreArgs>,
     queue: &crate::auto_compact::Queue,
 ) -> Result<StoreResult, MemoryError> {
-    let prepared = prepare(&req)?;
+    let prepared = prepare(&call.args, call.options.caller_scope)?;
     let scope_id = visibility::target_scope_id(store, ctx, prepared.scope, settings)?;
+    // A vault-bound scope: the entry goes to the vault's managed folder (spec/vault-facts.md section 6).
+    if let Some(v) = crate::vault::store(
+        store,
+        settings,
+        ctx,
+        prepared.scope,
+        scope_id.as_deref(),
+        &prepared.key,
+        prepared.memory_type,
+        &prepared.tags,
+        &prepared.content,
+    )? {
+        audit::record(
+            store,
+            AuditEvent::Store,
+            actor_of(ctx),
+            prepared.scope,
+            v.scope_id.as_deref(),
+            prepared.key.as_str(),
+            v.action,
+        );
+        return Ok(StoreResult {
+            success: true,
+            key: prepared.key.as_str().to_owned(),
+            scope: prepared.scope,
+            scope_id: v.scope_id,
+            file_path: v.file_path,
+            action: v.action,
+            journal_entry: None,
+            possible_duplicates: Vec::new(),
+            duplicate_advice: None,
+        });
+    }
     commit_queued(store, settings, ctx, &prepared, scope_id, None, Some(queue))
 }
 
@@ -53,19 +86,17 @@ pub struct Prepared {
     pub content: String,
 }
 
-/// Every rule of `memory_store` that needs no I/O, in order: scope and type names, content (non-empty, at most
+/// Every rule of `memory_store` that needs no I/O, in order: content (non-empty, at most
 /// [`cao_store::MAX_CONTENT_BYTES`], no NUL), tags (normalised, at most [`MAX_TAGS_BYTES`], writable in the header),
-/// the key (service sanitising rule, or derived from content), the caller's write authorisation, and for federated
-/// the secret gate over content, tags and the given key. An import runs each planned topic through this same
-/// function.
+/// the key (service sanitising rule, or derived from content), the write authorisation of `caller` (`None`: the
+/// operator, `global`), and for federated the secret gate over content, tags and the given key. An import runs each
+/// planned topic through this same function. The scope and type names were checked where the arguments were parsed
+/// (`cao_protocol::ToolCall::parse`, the CLI); here they are already [`Scope`] and [`MemoryType`].
 ///
 /// Errors: [`MemoryError::Invalid`], [`MemoryError::Secret`], [`MemoryError::Unauthorized`].
-pub fn prepare(req: &StoreRequest) -> Result<Prepared, MemoryError> {
-    let scope = parse_scope(req.scope.as_deref(), Scope::Project)?;
-    let memory_type = match req.memory_type.as_deref() {
-        None => MemoryType::Project,
-        Some(t) => t.parse::<MemoryType>()?,
-    };
+pub fn prepare(req: &StoreArgs, caller: Option<Scope>) -> Result<Prepared, MemoryError> {
+    let scope = req.scope.unwrap_or(Scope::Project);
+    let memory_type = req.memory_type.unwrap_or(MemoryType::Project);
     validate_content(&req.content)?;
     let tags = normalize_tags(req.tags.as_deref().unwrap_or(""));
     if tags.len() > MAX_TAGS_BYTES {
@@ -83,7 +114,7 @@ pub fn prepare(req: &StoreRequest) -> Result<Prepared, MemoryError> {
             )
         })?,
     };
-    let caller = req.caller_scope.as_deref().unwrap_or("global");
+    let caller = caller.unwrap_or(Scope::Global).as_str();
     if !scope_write_allowed(caller, scope.as_str()) {
         return Err(MemoryError::Unauthorized {
             caller: caller.to_owned(),
@@ -233,9 +264,9 @@ pub fn forget(
     store: &Store,
     settings: &Settings,
     ctx: &TerminalContext,
-    req: ForgetRequest,
+    req: ForgetArgs,
 ) -> Result<ForgetResult, MemoryError> {
-    let scope = parse_scope(req.scope.as_deref(), Scope::Project)?;
+    let scope = req.scope.unwrap_or(Scope::Project);
     let key = Key::sanitize(&req.key)?;
     removed_by(store, settings, ctx, AuditEvent::Forget, scope, &key)
 }

@@ -175,6 +175,10 @@ pub struct ExplainReport {
     /// [`ExplainCandidate::dense`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dense_model: Option<String>,
+    /// Why this call ranked lexically although an embedding model is configured (it was still loading in the
+    /// background, or could not be loaded); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dense_note: Option<String>,
 }
 
 /// One row of default recall's top set, as the report reads it (borrowed; no content).
@@ -368,6 +372,7 @@ pub fn explain_report(
         eligibility_errors,
         candidates,
         dense_model: None,
+        dense_note: None,
     }
 }
 

@@ -226,6 +226,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     announce(bound);
     tracing::info!(home = %home.root().display(), "serving");
 
+    if local {
+        // Stores embed on a background worker; the model starts loading now, on its own thread.
+        cao_memory::enable_background_embedding(svc.settings().embedding_model_dir());
+    }
     tokio::spawn(run_retention(svc.clone()));
     let summarizer_stop = CancellationToken::new();
     let summarizer = local.then(|| tokio::spawn(run_summarizer(svc.clone(), summarizer_stop.clone())));

@@ -15,7 +15,7 @@
 //!   `cao-journal`), so every transaction that appends journal entries leaves the view settled.
 //! - Shared by the features: [`MemoryError`] (the one error of the memory system) and [`StoreError`], the daily
 //!   audit log ([`audit`]), who may read what ([`visibility`]), the store's reports ([`RepairReport`],
-//!   [`StoreHealth`]), plan digests ([`plan_digest`]), damaged-index recovery ([`index_recovery`]) and the sweep of
+//!   [`StoreHealth`]), the progress of the store's own bulk work ([`set_bulk_progress`]), plan digests ([`plan_digest`]), damaged-index recovery ([`index_recovery`]) and the sweep of
 //!   crash leftovers ([`sweep_temp_files`]).
 //!
 //! Invariants:
@@ -27,6 +27,8 @@
 
 pub mod audit;
 mod backend;
+pub mod background;
+mod bulk_progress;
 mod embedded;
 mod error;
 pub mod index_recovery;
@@ -45,6 +47,8 @@ pub use backend::{
     Backend, ContentFiles, Embedding, FileScan, NewEntry, PendingVector, Presence, Purged, Recoverable, Removed,
     ScannedFile, StoredEntry, StoredTopic, Written, journal_writer,
 };
+pub use background::{ModelState, enable_background_embedding};
+pub use bulk_progress::{ProgressFactory, set_bulk_progress};
 pub use embedded::{sweep_at_startup, sweep_temp_files};
 pub use error::{MemoryError, StoreError};
 pub use journal::{JournalRules, PurgeReport, check_container, container_problem};

@@ -6,6 +6,7 @@
 use crate::backend::{
     Backend, ContentFiles, NewEntry, PendingVector, Presence, Purged, Recoverable, Removed, StoredTopic, Written,
 };
+use crate::background::{Job, ModelState, Worker};
 use crate::embedded::Embedded;
 use crate::error::{MemoryError, StoreError};
 use crate::journal::JournalRules;
@@ -35,11 +36,21 @@ struct Inner {
     /// The embedding model of the last model directory asked for, loaded once ([`Store::embedder`]); `None` inside
     /// when it failed to load.
     embedder: Mutex<Option<(PathBuf, Option<Arc<cao_embed::Embedder>>)>>,
+    /// The embedding worker of a process that embeds in the background ([`crate::background`]), started on first
+    /// use; `None` inside when its thread could not be started.
+    worker: OnceLock<Option<Worker>>,
     backend: Box<dyn Backend>,
 }
 
 /// Whether this process has said that dense recall is off (said once).
 static DENSE_OFF_LOGGED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Say once per process that dense recall is off because no model is configured.
+fn log_dense_off() {
+    if !DENSE_OFF_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!("dense recall is off: no embedding model configured (memory.embeddings.model_dir)");
+    }
+}
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -221,16 +232,50 @@ impl Store {
             Some(url) => Box::new(crate::postgres::Postgres::open(url, clock.clone(), rules)?),
             None => Box::new(Embedded::open(home.clone(), clock.clone(), rules, durable)?),
         };
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(Inner {
                 home,
                 clock,
                 settings,
                 supersedes_lookup: OnceLock::new(),
                 embedder: Mutex::new(None),
+                worker: OnceLock::new(),
                 backend,
             }),
-        })
+        };
+        if crate::background::enabled()
+            && let Some(dir) = store.settings().embedding_model_dir()
+        {
+            // The start-up sweep: memories a process that died before embedding left without a vector.
+            let _ = store.worker(Some(dir));
+        }
+        Ok(store)
+    }
+
+    /// The embedding worker of this store in a process that embeds in the background, started now if needed (its
+    /// start-up sweep over `sweep`'s model when given). `None` when the process embeds inline or the thread cannot
+    /// be started.
+    fn worker(&self, sweep: Option<PathBuf>) -> Option<&Worker> {
+        if !crate::background::enabled() {
+            return None;
+        }
+        self.inner
+            .worker
+            .get_or_init(|| {
+                let weak = Arc::downgrade(&self.inner);
+                Worker::start(move || weak.upgrade().map(|inner| Store { inner }), sweep)
+            })
+            .as_ref()
+    }
+
+    /// Memories this store's writes queued for the background embedding worker and not yet embedded (plus one
+    /// while its start-up sweep runs); always 0 in a process that embeds inline. For tests and diagnostics.
+    pub fn embeddings_pending(&self) -> usize {
+        self.inner
+            .worker
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, Worker::pending)
     }
 
     /// The home this store works on (settings, agent profiles and logs live there whatever the backend).
@@ -268,14 +313,32 @@ impl Store {
         self.embedder_at(settings.embedding_model_dir())
     }
 
+    /// The embedding model `settings` name, for a recall: in a process that embeds in the background
+    /// ([`crate::enable_background_embedding`]) without waiting ([`ModelState::Loading`] while it loads, so the
+    /// call ranks lexically); elsewhere as [`Store::embedder`] (loaded now if needed).
+    pub fn embedder_now(&self, settings: &Settings) -> ModelState {
+        let Some(dir) = settings.embedding_model_dir() else {
+            log_dense_off();
+            return ModelState::Off;
+        };
+        if crate::background::enabled() {
+            return crate::background::model_now(&dir);
+        }
+        match self.embedder_at(Some(dir)) {
+            Some(m) => ModelState::Ready(m),
+            None => ModelState::Failed,
+        }
+    }
+
     /// [`Store::embedder`] of the model directory `dir` (`None` = none configured).
     fn embedder_at(&self, dir: Option<PathBuf>) -> Option<Arc<cao_embed::Embedder>> {
         let Some(dir) = dir else {
-            if !DENSE_OFF_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                tracing::info!("dense recall is off: no embedding model configured (memory.embeddings.model_dir)");
-            }
+            log_dense_off();
             return None;
         };
+        if crate::background::enabled() {
+            return crate::background::model_wait(&dir);
+        }
         let mut cached = self
             .inner
             .embedder
@@ -383,7 +446,15 @@ impl Store {
         entry: NewEntry<'_>,
         then: impl FnOnce(&dyn FollowUpOps, &MemoryRow) -> Result<T, MemoryError>,
     ) -> Result<(Written, Result<T, MemoryError>), MemoryError> {
-        let embedding = self.start_embedding(entry.model_dir.clone(), entry.content);
+        // In a process that embeds in the background, the write stores no vector and queues the memory instead.
+        let queue_to = entry
+            .model_dir
+            .clone()
+            .and_then(|dir| self.worker(None).map(|w| (w, dir)));
+        let embedding = match queue_to {
+            Some(_) => None,
+            None => self.start_embedding(entry.model_dir.clone(), entry.content),
+        };
         let mut then = Some(then);
         let mut out: Option<Result<T, MemoryError>> = None;
         let (written, followed) = self.inner.backend.put(entry, embedding, &mut |f, row| {
@@ -407,6 +478,13 @@ impl Store {
             (None, Err(e)) => Err(e),
             (None, Ok(())) => Err(MemoryError::Invalid("the write's follow-up did not run".into())),
         };
+        if let Some((worker, dir)) = queue_to {
+            worker.push(Job {
+                id: written.row.id.clone(),
+                content: written.row.content.clone(),
+                dir,
+            });
+        }
         Ok((written, followed))
     }
 

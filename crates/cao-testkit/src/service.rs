@@ -11,7 +11,7 @@
 //! test fixtures: a failure is the test failing, with the key and error in the message).
 
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
-use cao_memory::{MemoryService, StoreRequest, StoreResult};
+use cao_memory::{MemoryService, StoreArgs, StoreResult};
 use chrono::{DateTime, TimeZone, Utc};
 use std::path::Path;
 use std::sync::Arc;
@@ -41,9 +41,10 @@ pub struct ServiceFixture {
     pub svc: MemoryService,
     /// The caller: cwd = [`ServiceFixture::root`] plus the ids given to the builder.
     pub ctx: TerminalContext,
-    /// The database of this fixture when the suite runs against PostgreSQL ([`on_postgres`]); dropped with it.
+    /// The database of this fixture when the suite runs against PostgreSQL ([`on_postgres`]); dropped with it (a
+    /// test that takes the fixture apart keeps it as long as it uses [`ServiceFixture::svc`]).
     #[cfg(feature = "postgres")]
-    _database: Option<crate::postgres::TestDatabase>,
+    pub database: Option<crate::postgres::TestDatabase>,
 }
 
 /// Whether this test process runs the service suites against PostgreSQL: `CAO_TEST_BACKEND=postgres` (with
@@ -106,9 +107,9 @@ impl ServiceFixture {
         self.svc
             .store(
                 ctx,
-                StoreRequest {
+                StoreArgs {
                     content: content.into(),
-                    scope: Some(scope.into()),
+                    scope: Some(scope.parse().expect("a valid scope")),
                     key: Some(key.into()),
                     ..Default::default()
                 },
@@ -191,7 +192,7 @@ impl ServiceFixtureBuilder {
             svc,
             ctx,
             #[cfg(feature = "postgres")]
-            _database: database,
+            database,
         }
     }
 }
@@ -217,6 +218,40 @@ impl RawStorage for MemoryService {
     }
 }
 
+/// The `count(*)`-like `bigint` that `query` returns from the PostgreSQL database `svc`'s home names (a look below the
+/// store interface, as another process would); `None` for an embedded home. Panics on failure.
+pub fn database_count(svc: &MemoryService, query: &str) -> Option<i64> {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = svc.home().database() {
+        let mut c = postgres::Client::connect(url.expose(), postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot connect to the test database: {e}"));
+        let row = c.query_one(query, &[]).unwrap_or_else(|e| panic!("{query}: {e}"));
+        return Some(row.get(0));
+    }
+    let _ = (svc, query);
+    None
+}
+
+/// Set every memory's legacy `related_keys` back to NULL below the store interface, as another process would: in the
+/// SQLite index of an embedded home, or in the `memory_metadata` table of the PostgreSQL database the home names.
+/// Panics on failure.
+pub fn clear_related_keys(svc: &MemoryService) {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = svc.home().database() {
+        let mut c = postgres::Client::connect(url.expose(), postgres::NoTls)
+            .unwrap_or_else(|e| panic!("cannot connect to the test database: {e}"));
+        c.execute("UPDATE memory_metadata SET related_keys = NULL", &[])
+            .unwrap_or_else(|e| panic!("clearing related_keys: {e}"));
+        return;
+    }
+    let index = svc.raw_index();
+    for row in index.all_rows().unwrap_or_else(|e| panic!("rows: {e}")) {
+        index
+            .set_related_keys(row.scope, row.scope_id.as_deref(), &row.key, None)
+            .unwrap_or_else(|e| panic!("related_keys of {}: {e}", row.key));
+    }
+}
+
 /// A new handle on the SQLite index under `home` (see [`RawStorage`]). Panics when it cannot be opened.
 pub fn raw_index(home: &CaoHome) -> cao_index::Index {
     cao_index::Index::open(&home.db_path())
@@ -227,7 +262,7 @@ pub fn raw_index(home: &CaoHome) -> cao_index::Index {
 mod tests {
     use super::*;
     use cao_core::Scope;
-    use cao_memory::RecallRequest;
+    use cao_memory::RecallArgs;
 
     #[test]
     fn builder_sets_the_caller_and_the_clock_and_reopen_shares_the_home() {
@@ -251,8 +286,8 @@ mod tests {
         let got = other
             .recall(
                 &fx.ctx,
-                RecallRequest {
-                    scope: Some(Scope::Project.as_str().into()),
+                RecallArgs {
+                    scope: Some(Scope::Project),
                     ..Default::default()
                 },
             )

@@ -6,7 +6,7 @@
 use crate::error::TuiError;
 use cao_core::{MemoryRef, Scope, TerminalContext};
 use cao_journal::{Address, Mechanism, Node};
-use cao_memory::{JournalTarget, MemoryService, MemoryTarget, SearchRequest};
+use cao_memory::{JournalTarget, MemoryService, MemoryTarget, SearchArgs};
 use cao_store::{EntryKind, EntryRow, SnapshotRow};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
@@ -119,7 +119,7 @@ impl Source for LocalSource {
         let container = self.container()?;
         let result = self.svc.search(
             &self.ctx,
-            &SearchRequest {
+            &SearchArgs {
                 query: query.to_owned(),
             },
         )?;

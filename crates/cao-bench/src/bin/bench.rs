@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
 //! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--model DIR]
-//! [--only okf|journal|learning|ui|lint|dense]`. Prints one
+//! [--only okf|journal|learning|ui|lint|dense|firstopen]`. Prints one
 //! table row per (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair,
 //! hybrid/relevance included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo
 //! questions; lint and the heal dry run (no model) go over the whole corpus (`--only lint`: the store fill and
@@ -14,7 +14,10 @@
 //! fill and these alone. The learning rows (spec 004) record `size` outcomes and list a session's newest 50, and plan
 //! a promotion over an agent scope of `min(size, 10000)` lessons plus the context block with that agent scope
 //! injected; `--only learning` runs just those. The web UI rows time each main page over HTTP on the release
-//! `cao-server` (goal: p95 under 100 ms at 100,000 memories); `--only ui` runs the store fill and these alone.
+//! `cao-server` (goal: p95 under 100 ms at 100,000 memories); `--only ui` runs the store fill and these alone. The first-open rows (issue 31) time the
+//! first and second `cao memory list` process (release `cao` next to this binary) on a home the Python reference
+//! wrote (its topic files, lock files and `index.md`, with and without its index database); `--only firstopen` runs
+//! just those.
 //!
 //! Dense rows (docs/decisions/0011-dense-recall.md), with `--model DIR` (an embedding model directory: config.json,
 //! tokenizer.json, model.safetensors; `cargo xtask bench` turns `CAO_EMBED_MODEL` into this flag, and the variable
@@ -38,8 +41,8 @@
 
 use anyhow::{Context, Result};
 use cao_bench::{Stats, locomo};
-use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
-use cao_memory::{ExplainRequest, MemoryService, RecallRequest, StoreRequest};
+use cao_core::{CaoHome, Scope, SearchMode, Settings, SortBy, SystemClock, TerminalContext};
+use cao_memory::{ExplainRequest, MemoryService, RecallArgs, StoreArgs};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -53,6 +56,8 @@ struct Args {
     only_ui: bool,
     only_lint: bool,
     only_dense: bool,
+    /// Only the first open of a reference-written home (`--only firstopen`).
+    only_firstopen: bool,
     /// The embedding model directory of the dense rows (`--model DIR`).
     model: Option<std::path::PathBuf>,
     /// Child mode: measure the model's memory in this fresh process and exit (`--model-rss DIR`).
@@ -70,6 +75,7 @@ fn args() -> Result<Args> {
         only_ui: false,
         only_lint: false,
         only_dense: false,
+        only_firstopen: false,
         model: None,
         model_rss: None,
     };
@@ -86,6 +92,7 @@ fn args() -> Result<Args> {
             "--only" if v == "ui" => a.only_ui = true,
             "--only" if v == "lint" => a.only_lint = true,
             "--only" if v == "dense" => a.only_dense = true,
+            "--only" if v == "firstopen" => a.only_firstopen = true,
             "--model" => a.model = Some(std::path::absolute(&v)?),
             "--model-rss" => a.model_rss = Some(v.into()),
             other => anyhow::bail!("unknown flag {other}"),
@@ -134,16 +141,22 @@ fn main() -> Result<()> {
         project_id: Some("bench-project".into()),
         ..Default::default()
     };
-    let scopes = ["project", "project", "project", "global", "session"];
+    let scopes = [
+        Scope::Project,
+        Scope::Project,
+        Scope::Project,
+        Scope::Global,
+        Scope::Session,
+    ];
     let content = |i: usize| format!("{} (note {i})", turns[i % turns.len()]);
     let mut stored = 0usize;
     let store_via = |svc: &MemoryService, i: usize| -> Result<std::time::Duration> {
         let t = Instant::now();
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: content(i),
-                scope: Some(scopes[i % scopes.len()].into()),
+                scope: Some(scopes[i % scopes.len()]),
                 key: Some(format!("m{i}")),
                 tags: Some(format!("t{}", i % 50)),
                 ..Default::default()
@@ -168,6 +181,12 @@ fn main() -> Result<()> {
     if args.only_learning {
         for &size in &args.sizes {
             learning_rows(size, &turns, args.queries)?;
+        }
+        return Ok(());
+    }
+    if args.only_firstopen {
+        for &size in &args.sizes {
+            first_open_reference(size, &turns)?;
         }
         return Ok(());
     }
@@ -243,41 +262,49 @@ fn main() -> Result<()> {
             t.elapsed().as_secs_f64() * 1e3
         );
         for (mode, sort) in [
-            ("metadata", "recency"),
-            ("bm25", "recency"),
-            ("hybrid", "recency"),
-            ("hybrid", "score"),
-            ("bm25", "score"),
-            ("hybrid", "usage"),
-            ("hybrid", "relevance"),
+            (SearchMode::Metadata, SortBy::Recency),
+            (SearchMode::Bm25, SortBy::Recency),
+            (SearchMode::Hybrid, SortBy::Recency),
+            (SearchMode::Hybrid, SortBy::Score),
+            (SearchMode::Bm25, SortBy::Score),
+            (SearchMode::Hybrid, SortBy::Usage),
+            (SearchMode::Hybrid, SortBy::Relevance),
         ] {
             let mut st = Stats::default();
             for q in questions.iter().cycle().take(args.queries) {
                 let t = Instant::now();
                 let r = svc.recall(
                     &ctx,
-                    RecallRequest {
-                        query: Some(q.clone()),
-                        search_mode: Some(mode.into()),
-                        sort_by: Some(sort.into()),
-                        record_access: true,
-                        ..Default::default()
-                    },
+                    cao_memory::Call::new(
+                        RecallArgs {
+                            query: Some(q.clone()),
+                            search_mode: Some(mode),
+                            sort_by: Some(sort),
+                            ..Default::default()
+                        },
+                        cao_memory::CallOptions {
+                            record_access: true,
+                            ..Default::default()
+                        },
+                    ),
                 )?;
                 st.push(t.elapsed());
                 std::hint::black_box(r);
             }
-            row(size, &format!("recall {mode}/{sort}"), &st);
+            row(size, &format!("recall {}/{}", mode.as_str(), sort.as_str()), &st);
         }
         let mut st = Stats::default();
         for _ in 0..args.queries {
             let t = Instant::now();
             std::hint::black_box(svc.recall(
                 &ctx,
-                RecallRequest {
-                    record_access: true,
-                    ..Default::default()
-                },
+                cao_memory::Call::new(
+                    RecallArgs { ..Default::default() },
+                    cao_memory::CallOptions {
+                        record_access: true,
+                        ..Default::default()
+                    },
+                ),
             )?);
             st.push(t.elapsed());
         }
@@ -329,6 +356,7 @@ fn main() -> Result<()> {
         cold_cli(size, &root)?;
         server_rss(size, &root, &questions)?;
         okf_rows(size, &turns)?;
+        first_open_reference(size, &turns)?;
         learning_rows(size, &turns, args.queries)?;
         if let Some(d) = &dense {
             d.rows(size, &svc, &ctx, false)?;
@@ -550,7 +578,7 @@ fn first_open_import(size: usize, turns: &[String]) -> Result<()> {
     anyhow::ensure!(out.report.imported == size, "import: {:?}", out.report);
     drop(svc);
     let target = cao_memory::JournalTarget {
-        scope: Some("global".into()),
+        scope: Some(Scope::Global),
         container: None,
     };
     let mut st = Stats::default();
@@ -568,11 +596,156 @@ fn first_open_import(size: usize, turns: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// A home as the Python reference leaves it after `size` stores (fixtures/reference-home and
+/// ../shared/spec/reference-facts.md "Layout"): topic files under `memory/<container>/wiki/<scope>/` in the
+/// reference's format with their empty `.<key>.lock` files and each container's `index.md`, and, with
+/// `with_index`, the reference's database (the fixture's, every one of its 25 tables) holding one
+/// `memory_metadata` row per memory whose `file_path` points where the reference wrote it
+/// (`/tmp/cao-reference-home/...`), without any of this tool's tables filled. Three memories in five are project
+/// memories of `bench-project`, the rest global.
+// The home is written as another program writes it (plain file creation, no temp file and rename), not through
+// this tool's file module.
+#[allow(clippy::disallowed_methods)]
+fn write_reference_home(root: &std::path::Path, size: usize, turns: &[String], with_index: bool) -> Result<()> {
+    use std::io::Write as _;
+    let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")?.to_utc();
+    let db = if with_index {
+        let dir = root.join("db");
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("cli-agent-orchestrator.db");
+        std::fs::copy(
+            cao_testkit::fixture_path("reference-home").join("db/cli-agent-orchestrator.db"),
+            &path,
+        )?;
+        let conn = rusqlite::Connection::open(&path)?;
+        conn.execute_batch("DELETE FROM memory_metadata; DELETE FROM project_aliases; BEGIN;")?;
+        Some(conn)
+    } else {
+        None
+    };
+    let mut index_lines: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for i in 0..size {
+        let (container, scope, scope_id) = if i % 5 < 3 {
+            ("bench-project", "project", Some("bench-project"))
+        } else {
+            ("global", "global", None)
+        };
+        let key = format!("m{i}");
+        let at = t0 + chrono::Duration::seconds(i as i64);
+        let id = format!("{:08x}-0000-4000-8000-{:012x}", i, i);
+        let tags = format!("t{}", i % 50);
+        let content = format!("{} (note {i})", turns[i % turns.len()]);
+        let rel = format!("{scope}/{key}.md");
+        let dir = root.join("memory").join(container).join("wiki").join(scope);
+        if i < 5 {
+            std::fs::create_dir_all(&dir)?;
+        }
+        let text = format!(
+            "# {key}\n<!-- id: {id} | scope: {scope} | type: project | tags: {tags} -->\n\n## {}\n{content}\n",
+            at.format("%Y-%m-%dT%H:%M:%SZ")
+        );
+        std::fs::File::create(dir.join(format!("{key}.md")))?.write_all(text.as_bytes())?;
+        std::fs::File::create(dir.join(format!(".{key}.lock")))?;
+        let words = content.split_whitespace().count();
+        index_lines.entry(container).or_default().push(format!(
+            "- [{key}]({rel}) \u{2014} type:project tags:{tags} ~{}tok updated:{}",
+            words * 13 / 10,
+            at.format("%Y-%m-%dT%H:%M:%SZ")
+        ));
+        if let Some(conn) = &db {
+            let stamp = at.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
+            conn.execute(
+                "INSERT INTO memory_metadata (id, \"key\", memory_type, scope, scope_id, source_kind, file_path, \
+                 tags, token_estimate, created_at, updated_at, access_count) \
+                 VALUES (?1, ?2, 'project', ?3, ?4, 'native', ?5, ?6, ?7, ?8, ?8, 0)",
+                rusqlite::params![
+                    id,
+                    key,
+                    scope,
+                    scope_id,
+                    format!("/tmp/cao-reference-home/memory/{container}/wiki/{rel}"),
+                    tags,
+                    (content.len() / 4) as i64,
+                    stamp
+                ],
+            )?;
+        }
+    }
+    if let Some(conn) = db {
+        conn.execute_batch("COMMIT;")?;
+    }
+    for (container, lines) in index_lines {
+        let wiki = root.join("memory").join(container).join("wiki");
+        let scope = if container == "global" { "global" } else { "project" };
+        std::fs::write(
+            wiki.join("index.md"),
+            format!(
+                "# CAO Memory Index\n<!-- Updated: 2024-01-01T00:00:00Z -->\n\n\n## {scope}\n{}\n",
+                lines.join("\n")
+            ),
+        )?;
+        std::fs::File::create(wiki.join(".index.lock"))?;
+    }
+    Ok(())
+}
+
+/// The first start of this version on a home the Python reference wrote (issue 31 item 4): a release
+/// `cao memory list` process (next to this binary) on a home of `size` reference-written memories, with the
+/// reference's index database and without one (a home copied without its `db/`); then the same command again on
+/// the adopted home (n = 1 each, a fresh home per variant).
+fn first_open_reference(size: usize, turns: &[String]) -> Result<()> {
+    let exe = std::env::current_exe()?;
+    let Some(cao) = exe.parent().map(|d| d.join("cao")).filter(|p| p.exists()) else {
+        eprintln!("(cao binary not built; skipping the first open of a reference-written home)");
+        return Ok(());
+    };
+    for (with_index, variant) in [
+        (true, "with its index database"),
+        (false, "files only, no index database"),
+    ] {
+        let tmp = tempfile::tempdir()?;
+        let root = tmp.path().join("home");
+        let t = Instant::now();
+        write_reference_home(&root, size, turns, with_index)?;
+        eprintln!(
+            "[{size}] reference-written home ({variant}) in {:.1}s",
+            t.elapsed().as_secs_f64()
+        );
+        for run in ["first", "second"] {
+            let t = Instant::now();
+            let out = std::process::Command::new(&cao)
+                .args(["memory", "list", "--json"])
+                .env("CAO_HOME", &root)
+                .env("CAO_PROJECT_ID", "bench-project")
+                .output()?;
+            let elapsed = t.elapsed();
+            anyhow::ensure!(
+                out.status.success(),
+                "cao memory list failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let listed: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+            anyhow::ensure!(
+                listed.as_array().is_some_and(|a| !a.is_empty()),
+                "the {run} `cao memory list` listed nothing"
+            );
+            let mut st = Stats::default();
+            st.push(elapsed);
+            row(
+                size,
+                &format!("{run} open of a reference-written home ({variant}): `cao memory list` process"),
+                &st,
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The self-learning loop at `size`: `size` outcomes recorded (the last 200 timed) and a session's newest 50 listed;
 /// an agent scope of `min(size, 10000)` lessons, every one recalled once, planned for promotion (dry run against a
 /// profile) and injected into the agent's context block.
 fn learning_rows(size: usize, turns: &[String], queries: usize) -> Result<()> {
-    use cao_memory::{ContextRequest, OutcomeDraft, OutcomeQuery, PromoteRequest};
+    use cao_memory::{ContextRequest, ListOutcomesArgs, OutcomeDraft, PromoteRequest};
     let tmp = tempfile::tempdir()?;
     let agents = tmp.path().join("agents");
     cao_core::fs::create_dir_all(&agents)?;
@@ -603,7 +776,7 @@ fn learning_rows(size: usize, turns: &[String], queries: usize) -> Result<()> {
     let mut st = Stats::default();
     for i in 0..queries {
         let t = Instant::now();
-        std::hint::black_box(svc.list_outcomes(&OutcomeQuery {
+        std::hint::black_box(svc.list_outcomes(&ListOutcomesArgs {
             session_name: Some(format!("s{}", i % 100)),
             ..Default::default()
         })?);
@@ -619,13 +792,13 @@ fn learning_rows(size: usize, turns: &[String], queries: usize) -> Result<()> {
     for i in 0..lessons {
         svc.store(
             &worker,
-            StoreRequest {
+            StoreArgs {
                 content: format!(
                     "{} Applies when: case {i}.",
                     turns[i % turns.len()].chars().take(200).collect::<String>()
                 ),
-                scope: Some("agent".into()),
-                memory_type: Some("feedback".into()),
+                scope: Some(cao_core::Scope::Agent),
+                memory_type: Some(cao_core::MemoryType::Feedback),
                 key: Some(format!("lesson-{i}")),
                 ..Default::default()
             },
@@ -633,12 +806,17 @@ fn learning_rows(size: usize, turns: &[String], queries: usize) -> Result<()> {
     }
     std::hint::black_box(svc.recall(
         &worker,
-        RecallRequest {
-            scope: Some("agent".into()),
-            limit: Some(100),
-            record_access: true,
-            ..Default::default()
-        },
+        cao_memory::Call::new(
+            RecallArgs {
+                scope: Some(cao_core::Scope::Agent),
+                limit: Some(100),
+                ..Default::default()
+            },
+            cao_memory::CallOptions {
+                record_access: true,
+                ..Default::default()
+            },
+        ),
     )?);
     let req = PromoteRequest {
         agent: "worker".into(),
@@ -1238,17 +1416,23 @@ impl Dense {
     /// vector), and hybrid recall (hybrid/recency and bm25/score with the model: query embedding, lexical pool, scan,
     /// fusion) p50/p99, with the lexical recall of the same modes first when `lexical_too`.
     fn rows(&self, size: usize, svc: &MemoryService, ctx: &TerminalContext, lexical_too: bool) -> Result<()> {
-        const MODES: [(&str, &str); 2] = [("hybrid", "recency"), ("bm25", "score")];
-        let recall = |svc: &MemoryService, mode: &str, sort: &str, q: &str| -> Result<()> {
+        const MODES: [(SearchMode, SortBy); 2] =
+            [(SearchMode::Hybrid, SortBy::Recency), (SearchMode::Bm25, SortBy::Score)];
+        let recall = |svc: &MemoryService, mode: SearchMode, sort: SortBy, q: &str| -> Result<()> {
             std::hint::black_box(svc.recall(
                 ctx,
-                RecallRequest {
-                    query: Some(q.to_owned()),
-                    search_mode: Some(mode.into()),
-                    sort_by: Some(sort.into()),
-                    record_access: true,
-                    ..Default::default()
-                },
+                cao_memory::Call::new(
+                    RecallArgs {
+                        query: Some(q.to_owned()),
+                        search_mode: Some(mode),
+                        sort_by: Some(sort),
+                        ..Default::default()
+                    },
+                    cao_memory::CallOptions {
+                        record_access: true,
+                        ..Default::default()
+                    },
+                ),
             )?);
             Ok(())
         };
@@ -1260,11 +1444,11 @@ impl Dense {
                     recall(svc, mode, sort, q)?;
                     st.push(t.elapsed());
                 }
-                row(size, &format!("recall {mode}/{sort}"), &st);
+                row(size, &format!("recall {}/{}", mode.as_str(), sort.as_str()), &st);
             }
         }
         // The first call loads the model (once per process).
-        recall(&self.svc, "hybrid", "recency", "warm up")?;
+        recall(&self.svc, SearchMode::Hybrid, SortBy::Recency, "warm up")?;
         let synthetic = self.synthetic_vectors(size)?;
         let report = self.svc.embed_backfill(&cao_memory::NoProgress)?;
         anyhow::ensure!(report.remaining == 0, "the backfill left {} memories", report.remaining);
@@ -1284,7 +1468,7 @@ impl Dense {
             String::new()
         };
         let rss_before = proc_status_kib("VmRSS");
-        recall(&self.svc, "hybrid", "recency", "warm up")?;
+        recall(&self.svc, SearchMode::Hybrid, SortBy::Recency, "warm up")?;
         if let (Some(a), Some(b)) = (proc_status_kib("VmRSS"), rss_before) {
             println!(
                 "| {size} | bench RSS growth of the first hybrid recall after the backfill (the vector copy) | {:.1} MiB | | | |",
@@ -1329,7 +1513,11 @@ impl Dense {
             }
             row(
                 size,
-                &format!("recall {mode}/{sort} + dense (query embedding included){label}"),
+                &format!(
+                    "recall {}/{} + dense (query embedding included){label}",
+                    mode.as_str(),
+                    sort.as_str()
+                ),
                 &st,
             );
         }

@@ -5,7 +5,7 @@
 use crate::common;
 use crate::common::{cao, full_context, json, seeded_home};
 use cao_core::{CaoHome, Settings, SystemClock};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use std::sync::Arc;
 
 /// Add a project memory written now (real clock), which retention must keep.
@@ -14,9 +14,9 @@ fn store_fresh(home: &cao_testkit::TempHome) {
         .expect("service opens");
     svc.store(
         &full_context(home),
-        StoreRequest {
+        StoreArgs {
             content: "Fresh project note".into(),
-            scope: Some("project".into()),
+            scope: Some(cao_core::Scope::Project),
             key: Some("fresh-note".into()),
             ..Default::default()
         },

@@ -4,7 +4,7 @@
 #![allow(dead_code, reason = "each test binary uses a different subset of the helpers")]
 
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use cao_testkit::service::RawStorage;
 use cao_testkit::{DEFAULT_TIMEOUT, RunOutput, TempHome};
 use chrono::{DateTime, Duration, TimeZone, Utc};
@@ -91,13 +91,12 @@ pub(crate) fn seed(home: &TempHome, seeds: &[Seed]) {
     for (scope, memory_type, key, tags, content) in seeds {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: (*content).to_owned(),
-                scope: Some((*scope).to_owned()),
-                memory_type: Some((*memory_type).to_owned()),
+                scope: Some((*scope).parse().expect("a valid scope")),
+                memory_type: Some((*memory_type).parse().expect("a valid memory_type")),
                 key: Some((*key).to_owned()),
                 tags: Some((*tags).to_owned()),
-                ..Default::default()
             },
         )
         .unwrap_or_else(|e| panic!("seeding {key} failed: {e}"));

@@ -7,7 +7,7 @@
 
 use crate::common::{PROJECT, cao_env, filters, full_context, json, t0};
 use cao_core::{CaoHome, FixedClock, Settings};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use cao_testkit::fake_model::{FakeModel, Reply};
 use cao_testkit::{RunOutput, TempHome};
 use serde_json::Value;
@@ -31,9 +31,9 @@ fn home_with_topics() -> TempHome {
     let store = |key: &str, content: &str| {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: content.to_owned(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some(key.to_owned()),
                 tags: Some("locomo".into()),
                 ..Default::default()

@@ -2,7 +2,7 @@
 
 use crate::common::{assert_sane, cao, cao_env, filters, seeded_home, t0};
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use cao_testkit::{DEFAULT_TIMEOUT, RunOutput, TempHome};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -48,9 +48,9 @@ fn cwd_project(home: &TempHome) -> PathBuf {
     ] {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: content.into(),
-                scope: Some(scope.into()),
+                scope: Some(scope.parse().expect("a valid scope")),
                 key: Some(key.into()),
                 ..Default::default()
             },
@@ -265,9 +265,9 @@ fn a_memory_cannot_break_out_of_the_printed_block_or_the_hook_context() {
             cwd: Some(dir.clone()),
             ..Default::default()
         },
-        StoreRequest {
+        StoreArgs {
             content: BREAKOUT.into(),
-            scope: Some("project".into()),
+            scope: Some(cao_core::Scope::Project),
             key: Some("hostile".into()),
             ..Default::default()
         },

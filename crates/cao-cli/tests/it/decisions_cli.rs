@@ -5,7 +5,7 @@
 
 use crate::common::PROJECT;
 use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use cao_testkit::fake_model::{FakeModel, Reply};
 use cao_testkit::{DEFAULT_TIMEOUT, TempHome};
 use serde_json::{Value, json};
@@ -39,9 +39,9 @@ fn seed(home: &TempHome, ep: &FakeModel, timeout_ms: u64) {
     ] {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: text.into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some(key.into()),
                 ..Default::default()
             },

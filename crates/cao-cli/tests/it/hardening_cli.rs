@@ -4,7 +4,7 @@
 use crate::common::{cao, full_context, json, listed};
 use cao_core::{CaoHome, FixedClock, Scope, Settings};
 use cao_lifecycle::NewRelationship;
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use cao_testkit::TempHome;
 use chrono::{Duration, TimeZone, Utc};
 use std::sync::Arc;
@@ -27,9 +27,9 @@ fn service_at_subsecond(home: &TempHome) -> MemoryService {
 fn store(svc: &MemoryService, home: &TempHome, scope: &str, key: &str, content: &str) {
     svc.store(
         &full_context(home),
-        StoreRequest {
+        StoreArgs {
             content: content.into(),
-            scope: Some(scope.into()),
+            scope: Some(scope.parse().expect("a valid scope")),
             key: Some(key.into()),
             ..Default::default()
         },

@@ -4,7 +4,7 @@
 
 use crate::common::{PROJECT, cao, cao_env, json, seeded_home};
 use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use cao_testkit::service::RawStorage;
 use cao_testkit::{DEFAULT_TIMEOUT, RunOutput, TempHome};
 use serde_json::Value;
@@ -33,7 +33,7 @@ fn service(home: &TempHome) -> MemoryService {
 fn store_as(svc: &MemoryService, ctx: &TerminalContext, key: &str, content: &str) -> Option<u64> {
     svc.store(
         ctx,
-        StoreRequest {
+        StoreArgs {
             content: content.into(),
             key: Some(key.into()),
             ..Default::default()

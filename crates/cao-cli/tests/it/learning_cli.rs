@@ -5,7 +5,7 @@
 use crate::common::{cao, cao_env, json};
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
 use cao_index::TerminalRow;
-use cao_memory::{LessonRequest, MemoryService, OutcomeDraft, RecallRequest};
+use cao_memory::{MemoryService, OutcomeDraft, RecallArgs, StoreLessonArgs};
 use cao_testkit::TempHome;
 use cao_testkit::service::RawStorage;
 use chrono::{Duration, TimeZone, Utc};
@@ -76,7 +76,7 @@ fn home_with_lessons() -> (TempHome, PathBuf) {
     ] {
         svc.store_lesson(
             &retro,
-            LessonRequest {
+            StoreLessonArgs {
                 target_agent_profile: "worker".into(),
                 content: text.into(),
                 key: Some(key.into()),
@@ -93,11 +93,16 @@ fn home_with_lessons() -> (TempHome, PathBuf) {
         clock.advance(Duration::seconds(61));
         svc.recall(
             &worker,
-            RecallRequest {
-                query: Some("lookup cache".into()),
-                record_access: true,
-                ..Default::default()
-            },
+            cao_memory::Call::new(
+                RecallArgs {
+                    query: Some("lookup cache".into()),
+                    ..Default::default()
+                },
+                cao_memory::CallOptions {
+                    record_access: true,
+                    ..Default::default()
+                },
+            ),
         )
         .expect("recall");
     }

@@ -8,7 +8,7 @@
 
 use crate::common::{PROJECT, cao_env, filters, forget_compiled_relations, full_context, json, t0};
 use cao_core::{CaoHome, FixedClock, Settings};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use cao_testkit::fake_model::{FakeModel, Reply};
 use cao_testkit::service::RawStorage;
 use cao_testkit::{RunOutput, TempHome};
@@ -63,9 +63,9 @@ fn planted_home() -> TempHome {
     let store = |key: &str, tags: &str, content: &str| {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: content.to_owned(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some(key.to_owned()),
                 tags: Some(tags.to_owned()),
                 ..Default::default()

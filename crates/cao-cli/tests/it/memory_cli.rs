@@ -42,9 +42,9 @@ fn list_shows_at_most_100_rows() {
     for i in 0..105 {
         svc.store(
             &ctx,
-            cao_memory::StoreRequest {
+            cao_memory::StoreArgs {
                 content: format!("note number {i}"),
-                scope: Some("global".to_owned()),
+                scope: Some(cao_core::Scope::Global),
                 key: Some(format!("note-{i:03}")),
                 ..Default::default()
             },

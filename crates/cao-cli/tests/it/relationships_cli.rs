@@ -4,7 +4,7 @@
 use crate::common::{PROJECT, cao, filters, full_context, json, seed, seeded_home, t0};
 use cao_core::{CaoHome, FixedClock, Scope, Settings};
 use cao_lifecycle::{NewRelationship, ProducerEdgeInput, RelOrigin, RelStatus, RelType, RelationshipService};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use cao_testkit::TempHome;
 use chrono::Duration;
 use std::sync::Arc;
@@ -96,10 +96,10 @@ fn home_with_edges() -> (TempHome, Edges) {
     clock.advance(Duration::hours(1));
     svc.store(
         &full_context(&home),
-        StoreRequest {
+        StoreArgs {
             content: "Build: cargo build --locked".into(),
-            scope: Some("project".into()),
-            memory_type: Some("reference".into()),
+            scope: Some(cao_core::Scope::Project),
+            memory_type: Some(cao_core::MemoryType::Reference),
             key: Some("build-commands".into()),
             ..Default::default()
         },

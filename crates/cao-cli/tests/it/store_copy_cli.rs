@@ -162,6 +162,9 @@ fn a_home_copied_to_postgres_and_back_is_byte_identical_and_recalls_alike() {
     assert_eq!(dry["dry_run"], true);
     assert_eq!(count(&dry, "memories", "copied"), topics);
     assert!(topic_files(&b).is_empty(), "a dry run wrote topic files");
+    for made in ["memory", "db"] {
+        assert!(!b.home().join(made).exists(), "a dry run made the target's {made}/");
+    }
 
     // PostgreSQL -> a new home: the same bytes, rows, recall and journal view as the original home.
     let back = copy(&b, &url, &b_path, &[]);

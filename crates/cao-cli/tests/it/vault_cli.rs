@@ -179,3 +179,108 @@ fn vault_commands_refuse_a_disabled_or_missing_vault() {
         out.stderr
     );
 }
+
+/// `cao memory vault migrate` and `cao memory repair --receipt` through the binary: native memories stored while
+/// the vault was off, a dry run (writes nothing), an apply (notes in the managed folder, receipts, JSON per its
+/// schema), a repeated apply skipping the key, a rollback plan then its apply, and the refusals before anything runs.
+#[test]
+fn migrate_dry_run_apply_and_rollback_by_receipt() {
+    let c = case("status-scan-reconcile-table");
+    let home = vault_home(&c);
+    let root = home.root().join("vault");
+    let settings = home.home().join("settings.json");
+    let configured = std::fs::read_to_string(&settings).expect("settings");
+    std::fs::write(&settings, "{}").expect("vault off");
+    {
+        let svc = cao_memory::MemoryService::open(cao_core::CaoHome::new(home.home())).expect("service");
+        for (key, content) in [("testing", "Prefer pytest."), ("deploy", "Deploys are blue-green.")] {
+            svc.store(
+                &cao_core::TerminalContext::default(),
+                cao_memory::StoreArgs {
+                    content: content.into(),
+                    scope: Some(cao_core::Scope::Global),
+                    key: Some(key.into()),
+                    ..Default::default()
+                },
+            )
+            .expect("store");
+        }
+    }
+    std::fs::write(&settings, configured).expect("vault on");
+
+    let refused = cao(
+        &home,
+        &["memory", "vault", "migrate", "--scope", "global", "--delete-source"],
+    );
+    assert_eq!(refused.code, Some(1), "{}", refused.transcript());
+    assert!(
+        refused.stderr.contains("--delete-source requires --apply"),
+        "{}",
+        refused.stderr
+    );
+    let unbound = cao(
+        &home,
+        &["memory", "vault", "migrate", "--scope", "agent", "--scope-id", "nobody"],
+    );
+    assert_eq!(unbound.code, Some(1), "{}", unbound.transcript());
+    assert!(
+        unbound.stderr.contains("is not mapped to a configured vault"),
+        "{}",
+        unbound.stderr
+    );
+
+    let dry = cao(&home, &["memory", "vault", "migrate", "--scope", "global"]);
+    assert_eq!(dry.code, Some(0), "{}", dry.transcript());
+    assert!(
+        dry.stdout
+            .starts_with("planned: 2\nmigrated: 0\ndeleted_source: 0\nfailed: 0\ndry_run: True\n"),
+        "{}",
+        dry.stdout
+    );
+    assert!(!root.join("_cao/testing.md").exists(), "a dry run writes nothing");
+
+    let applied = cao(
+        &home,
+        &[
+            "memory", "vault", "migrate", "--scope", "global", "--apply", "--format", "json",
+        ],
+    );
+    assert_eq!(applied.code, Some(0), "{}", applied.transcript());
+    let report: Value = serde_json::from_str(&applied.stdout).expect("json");
+    assert_valid(&validator("cao.memory.vault-migrate-1.json"), &report);
+    assert_eq!(
+        (report["migrated"].clone(), report["dry_run"].clone()),
+        (2.into(), Value::Bool(false))
+    );
+    assert!(
+        std::fs::read_to_string(root.join("_cao/testing.md"))
+            .expect("note")
+            .contains("Prefer pytest.")
+    );
+    let again = cao(&home, &["memory", "vault", "migrate", "--scope", "global", "--apply"]);
+    assert!(
+        again.stdout.contains("skipped: testing: already_migrated\n"),
+        "{}",
+        again.stdout
+    );
+
+    let receipt = report["receipts"][1].as_str().expect("receipt of testing");
+    let plan = cao(&home, &["memory", "repair", "--receipt", receipt]);
+    assert_eq!(plan.code, Some(0), "{}", plan.transcript());
+    assert!(
+        plan.stdout.contains("key: testing\napplied: False\n"),
+        "{}",
+        plan.stdout
+    );
+    let done = cao(&home, &["memory", "repair", "--receipt", receipt, "--apply"]);
+    assert_eq!(done.code, Some(0), "{}", done.transcript());
+    assert!(done.stdout.contains("applied: True\n"), "{}", done.stdout);
+    let status = cao(&home, &["memory", "vault", "status"]);
+    assert!(
+        status.stdout.contains("migration_receipts: active=1, inconsistent=0\n"),
+        "{}",
+        status.stdout
+    );
+    let twice = cao(&home, &["memory", "repair", "--receipt", receipt, "--apply"]);
+    assert_eq!(twice.code, Some(1), "{}", twice.transcript());
+}

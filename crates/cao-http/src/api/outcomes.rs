@@ -11,7 +11,7 @@ use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use cao_memory::{MemoryError, MemoryService, Outcome, OutcomeDraft, OutcomeQuery};
+use cao_memory::{ListOutcomesArgs, MemoryError, MemoryService, Outcome, OutcomeDraft};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -158,7 +158,7 @@ pub async fn list_outcomes(
     with_service(&state, move |svc| {
         learning(&svc)?;
         let Query(q) = query?;
-        let rows = svc.list_outcomes(&OutcomeQuery {
+        let rows = svc.list_outcomes(&ListOutcomesArgs {
             session_name: q.session_name,
             agent_profile: q.agent_profile,
             workflow_name: q.workflow_name,

@@ -1,6 +1,7 @@
 //! `GET /memory/vault/status`: the durable status of the configured Obsidian vault (spec/vault-facts.md section
 //! 8). An invalid, disabled or absent vault configuration answers `{"configured": false, "vaults": []}` (as the
-//! reference does), never an error.
+//! reference does), never an error; an invalid one (fail closed: no vault is served) also names the reason in
+//! `error` (`vault configuration unavailable: ...`), so an operator sees why the vault is off.
 
 use super::{ApiResult, ApiState, ErrorBody, with_service};
 use axum::Json;
@@ -48,6 +49,10 @@ pub struct VaultStatusBody {
     pub configured: bool,
     /// The configured vault (at most one in this release).
     pub vaults: Vec<VaultStatusEntry>,
+    /// Why no vault is served when `memory.vault` does not validate (`vault configuration unavailable: <reason>`);
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The status of the configured Obsidian vault.
@@ -66,16 +71,18 @@ pub async fn vault_status(
         let status = match cao_memory::vault::status(svc.storage()) {
             Ok(s) => s,
             // Disabled, not configured, invalid configuration, or a store that holds no vault.
-            Err(MemoryError::Invalid(_)) => {
+            Err(MemoryError::Invalid(reason)) => {
                 return Ok(Json(VaultStatusBody {
                     configured: false,
                     vaults: Vec::new(),
+                    error: reason.starts_with(cao_memory::vault::UNAVAILABLE).then_some(reason),
                 }));
             }
             Err(MemoryError::Store(e)) if e.invalid_argument().is_some() => {
                 return Ok(Json(VaultStatusBody {
                     configured: false,
                     vaults: Vec::new(),
+                    error: None,
                 }));
             }
             Err(e) => return Err(e.into()),
@@ -98,6 +105,7 @@ pub async fn vault_status(
         Ok(Json(VaultStatusBody {
             configured: true,
             vaults,
+            error: None,
         }))
     })
     .await

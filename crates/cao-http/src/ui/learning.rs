@@ -14,7 +14,7 @@ use crate::auth::ApiScope;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use cao_core::Scope;
-use cao_memory::{AgentProfileSource, MemoryError, OutcomeQuery, PromoteRequest, PromotionReport};
+use cao_memory::{AgentProfileSource, ListOutcomesArgs, MemoryError, PromoteRequest, PromotionReport};
 use maud::{Markup, html};
 use serde::Deserialize;
 
@@ -121,10 +121,10 @@ pub(crate) async fn agent(
     let (outcomes, (lessons, more)) = {
         let agent = agent.clone();
         with_service(&state.api, move |svc| {
-            let outcomes = svc.list_outcomes(&OutcomeQuery {
+            let outcomes = svc.list_outcomes(&ListOutcomesArgs {
                 agent_profile: Some(agent.clone()),
                 limit: Some(OUTCOMES_SHOWN),
-                ..OutcomeQuery::default()
+                ..ListOutcomesArgs::default()
             })?;
             let lessons = svc.agent_lessons(&agent, min, page_no * PAGE_SIZE, PAGE_SIZE)?;
             Ok((outcomes, lessons))

@@ -12,11 +12,12 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use cao_core::MemoryRef;
 use cao_core::time::format_ts;
-use cao_core::{MemoryType, Scope, TerminalContext};
+use cao_core::{MemoryType, Scope, SearchMode, SortBy, TerminalContext};
 use cao_lifecycle::{RelStatus, Relationship, RelationshipFilter};
+use cao_memory::{Call, CallOptions, MemoryError};
 use cao_memory::{
     ExplainRequest, HealReport, HealRequest, JournalTarget, LintReport, LintRequest, ListCursor, ListRequest, Memory,
-    MemoryService, NoProgress, RecallRequest, ZoomRequest, ZoomedEntry,
+    MemoryService, NoProgress, RecallArgs, ZoomRequest, ZoomedEntry,
 };
 use cao_memory::{MemoryTarget, ShowRequest};
 use maud::{Markup, html};
@@ -346,17 +347,23 @@ pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, UiQuery(q): U
                     let limit = ((page_no + 1) * PAGE_SIZE + 1).min(100);
                     let found = svc.recall(
                         &call_ctx,
-                        RecallRequest {
-                            query: Some(text.clone()),
-                            scope: scope.map(|s| s.as_str().to_owned()),
-                            memory_type: memory_type.map(|t| t.as_str().to_owned()),
-                            limit: Some(limit as i64),
-                            search_mode: Some(mode),
-                            sort_by: Some(sort),
-                            include_related: false,
-                            scan_all: all,
-                            record_access,
-                        },
+                        Call::new(
+                            RecallArgs {
+                                query: Some(text.clone()),
+                                scope,
+                                memory_type,
+                                limit: Some(limit as i64),
+                                // Refused with the message a tool call gets for the same value.
+                                search_mode: Some(SearchMode::parse(&mode).map_err(MemoryError::Invalid)?),
+                                sort_by: Some(SortBy::parse(&sort).map_err(MemoryError::Invalid)?),
+                                include_related: None,
+                            },
+                            CallOptions {
+                                caller_scope: None,
+                                scan_all: all,
+                                record_access,
+                            },
+                        ),
                     )?;
                     let start = page_no * PAGE_SIZE;
                     let has_next = found.memories.len() > start + PAGE_SIZE;

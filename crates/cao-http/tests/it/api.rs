@@ -1000,6 +1000,21 @@ async fn vault_status_reports_the_configured_vault_or_configured_false() {
     assert_eq!(body["vaults"][0]["boundary_write_refusals"], 0);
     let (_, other) = get(&f.app, "/memory/vault/status?vault_id=other").await;
     assert_eq!(other, json!({"configured": true, "vaults": []}));
+
+    // An invalid configuration fails closed (no vault is served) and says why.
+    let f = fixture_with(Some(json!({"memory": {"vault": {"enabled": "true"}}})));
+    let (status, body) = get(&f.app, "/memory/vault/status").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        (&body["configured"], &body["vaults"]),
+        (&json!(false), &json!([])),
+        "{body}"
+    );
+    let error = body["error"].as_str().expect("error");
+    assert!(
+        error.starts_with("vault configuration unavailable: ") && error.contains("enabled"),
+        "{error}"
+    );
 }
 
 /// A home whose file system is full or read-only (fault injection through `cao_core::fs` and the SQLite index,

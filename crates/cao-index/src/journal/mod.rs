@@ -530,6 +530,54 @@ impl Index {
     }
 }
 
+impl Index {
+    /// Rows rebuilt from topic files changed outside the tool (a walk or a repair that finds many: a home written by
+    /// another program, an upgrade), in one transaction: [`Index::upsert_journaled`] of each row and note, in order,
+    /// with the append decided by `when`; the append hook runs once per container that got an entry, after every
+    /// row. Either every row is written or none is. Returns the number of entries appended.
+    ///
+    /// Errors: as [`Index::upsert_journaled`] for any row (nothing written).
+    pub fn upsert_many_journaled(&self, rows: &[(MemoryRow, JournalNote)], when: AppendWhen) -> Result<usize> {
+        for (row, _) in rows {
+            crate::write::check_related_keys(row)?;
+        }
+        self.write(|tx| {
+            let mut containers = std::collections::BTreeSet::new();
+            let mut appended = 0;
+            // A batch of new identities (an index rebuilt from the files) is inserted as a whole, each row indexed
+            // once, as an import's batch is; then each entry is appended as `when` decides.
+            let fresh: Vec<&MemoryRow> = rows.iter().map(|(row, _)| row).collect();
+            if insert_new_many(tx, &fresh)?.is_some() {
+                let j = JournalTx::new(tx);
+                for (row, note) in rows {
+                    let entry = note_entry(row, note);
+                    let open = match when {
+                        AppendWhen::IfOpen => j.has_journal(&entry_container(row.scope, row.scope_id.as_deref())?)?,
+                        AppendWhen::Always => true,
+                    };
+                    if open {
+                        j.append(&entry)?;
+                        appended += 1;
+                        containers.insert(entry.container());
+                    }
+                }
+            } else {
+                for (row, note) in rows {
+                    let entry = note_entry(row, note);
+                    if upsert_journaled_in(tx, row, &entry, when, None)?.1.is_some() {
+                        appended += 1;
+                        containers.insert(entry.container());
+                    }
+                }
+            }
+            for c in &containers {
+                self.after_append(tx, c)?;
+            }
+            Ok(appended)
+        })
+    }
+}
+
 /// The body of [`Index::upsert_journaled_with_vector`] inside an open write transaction.
 fn upsert_journaled_in(
     tx: &rusqlite::Transaction<'_>,

@@ -10,4 +10,5 @@
 mod auto_compact;
 mod cli;
 mod decisions;
+mod dense_background;
 mod summarizer;

@@ -5,7 +5,7 @@
 //! finished by another process once its leases expire (model timeout + 30 s).
 
 use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
-use cao_memory::{JournalTarget, MemoryService, StoreRequest};
+use cao_memory::{JournalTarget, MemoryService, StoreArgs};
 use cao_testkit::TempHome;
 use cao_testkit::service::RawStorage;
 use std::collections::BTreeSet;
@@ -60,7 +60,7 @@ fn setup() -> Setup {
     for i in 0..ENTRIES {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: format!(
                     "# Note {i}\n{}",
                     format!("fact {i} about the deploy pipeline. ").repeat(25)

@@ -1,14 +1,41 @@
 //! Bad input gets a specific error and writes nothing.
 
-use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
-use cao_memory::{ForgetRequest, MemoryError, MemoryService, RecallRequest, StoreRequest};
+use cao_core::{CaoHome, Scope, Settings, SystemClock, TerminalContext};
+use cao_memory::{Call, CallOptions, ForgetArgs, MemoryError, MemoryService, RecallArgs, StoreArgs};
+use cao_protocol::{Tool, ToolCall};
 use cao_testkit::service::ServiceFixture;
+use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 
-fn setup() -> (tempfile::TempDir, MemoryService, TerminalContext) {
-    let ServiceFixture { dir, svc, ctx, .. } = ServiceFixture::builder().project("p").open();
-    (dir, svc, ctx)
+/// The fixture's temp dir, and its database when the suite runs on PostgreSQL (kept as long as the service).
+struct Dir {
+    dir: tempfile::TempDir,
+    _database: Option<cao_testkit::postgres::TestDatabase>,
+}
+
+impl Dir {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn setup() -> (Dir, MemoryService, TerminalContext) {
+    let ServiceFixture {
+        dir,
+        svc,
+        ctx,
+        database,
+        ..
+    } = ServiceFixture::builder().project("p").open();
+    (
+        Dir {
+            dir,
+            _database: database,
+        },
+        svc,
+        ctx,
+    )
 }
 
 /// Every file under `dir` (relative paths), to prove a failed call wrote nothing.
@@ -29,8 +56,8 @@ fn files(dir: &Path) -> Vec<String> {
     out
 }
 
-fn store(content: &str) -> StoreRequest {
-    StoreRequest {
+fn store(content: &str) -> StoreArgs {
+    StoreArgs {
         content: content.into(),
         ..Default::default()
     }
@@ -40,30 +67,16 @@ fn store(content: &str) -> StoreRequest {
 fn invalid_store_arguments_write_nothing() {
     let (dir, svc, ctx) = setup();
     let before = files(dir.path());
-    let cases: Vec<(StoreRequest, &str)> = vec![
+    let plain: Vec<(StoreArgs, &str)> = vec![
         (
-            StoreRequest {
-                scope: Some("user".into()),
-                ..store("x")
-            },
-            "invalid scope",
-        ),
-        (
-            StoreRequest {
-                memory_type: Some("bogus".into()),
-                ..store("x")
-            },
-            "invalid memory_type",
-        ),
-        (
-            StoreRequest {
+            StoreArgs {
                 key: Some("---".into()),
                 ..store("x")
             },
             "invalid key",
         ),
         (
-            StoreRequest {
+            StoreArgs {
                 key: Some("\0\0".into()),
                 ..store("x")
             },
@@ -78,49 +91,57 @@ fn invalid_store_arguments_write_nothing() {
         (store("nul \0 byte"), "NUL"),
         (store("中文 内容"), "cannot derive a key"),
         (
-            StoreRequest {
+            StoreArgs {
                 tags: Some("a\nb".into()),
                 ..store("x")
             },
             "tags",
         ),
         (
-            StoreRequest {
+            StoreArgs {
                 tags: Some("x -->".into()),
                 ..store("x")
             },
             "tags",
         ),
         (
-            StoreRequest {
-                scope: Some("session".into()),
+            StoreArgs {
+                scope: Some(Scope::Session),
                 ..store("x")
             },
             "session_name",
         ),
         (
-            StoreRequest {
-                scope: Some("agent".into()),
+            StoreArgs {
+                scope: Some(Scope::Agent),
                 ..store("x")
             },
             "agent_profile",
         ),
         (
-            StoreRequest {
-                scope: Some("federated".into()),
+            StoreArgs {
+                scope: Some(Scope::Federated),
                 ..store("key AKIAABCDEFGHIJKLMNOP")
             },
             "aws_access_key",
         ),
-        (
-            StoreRequest {
-                scope: Some("global".into()),
-                caller_scope: Some("session".into()),
+    ];
+    let cases: Vec<(Call<StoreArgs>, &str)> = [(
+        Call::new(
+            StoreArgs {
+                scope: Some(Scope::Global),
                 ..store("x")
             },
-            "may not write",
+            CallOptions {
+                caller_scope: Some(Scope::Session),
+                ..Default::default()
+            },
         ),
-    ];
+        "may not write",
+    )]
+    .into_iter()
+    .chain(plain.into_iter().map(|(args, want)| (Call::from(args), want)))
+    .collect();
     for (req, want) in cases {
         let err = svc.store(&ctx, req.clone()).expect_err(&format!("{req:?} must fail"));
         assert!(
@@ -129,7 +150,35 @@ fn invalid_store_arguments_write_nothing() {
         );
         assert!(err.is_client_error(), "{err:?} is the caller's fault");
     }
+    // Names outside a closed set are refused where the strings are read (an agent's call, the CLI's flags), with
+    // the message the service has always given; the call never reaches the store.
+    for (args, want) in [
+        (json!({"content": "x", "scope": "user"}), "invalid scope \"user\""),
+        (
+            json!({"content": "x", "memory_type": "bogus"}),
+            "invalid memory_type \"bogus\"",
+        ),
+    ] {
+        let err = store_call(&svc, &ctx, args.clone()).expect_err(&format!("{args} must fail"));
+        assert!(err.contains(want), "{args}: error {err:?} should mention {want:?}");
+    }
     assert_eq!(files(dir.path()), before, "failed stores wrote files");
+}
+
+/// A `memory_store` call as an agent sends it: the arguments read as `ToolCall::parse` reads them, then stored.
+fn store_call(svc: &MemoryService, ctx: &TerminalContext, args: serde_json::Value) -> Result<(), String> {
+    let ToolCall::Store(args) = ToolCall::parse(Tool::Store, args).map_err(|e| e.to_string())? else {
+        return Err("not a store call".into());
+    };
+    svc.store(ctx, args).map(drop).map_err(|e| e.to_string())
+}
+
+/// A `memory_recall` call as an agent sends it (see [`store_call`]).
+fn recall_call(svc: &MemoryService, ctx: &TerminalContext, args: serde_json::Value) -> Result<(), String> {
+    let ToolCall::Recall(args) = ToolCall::parse(Tool::Recall, args).map_err(|e| e.to_string())? else {
+        return Err("not a recall call".into());
+    };
+    svc.recall(ctx, Call::tool(args)).map(drop).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -145,18 +194,20 @@ fn hostile_keys_stay_inside_the_home() {
         let r = svc
             .store(
                 &ctx,
-                StoreRequest {
+                StoreArgs {
                     key: Some(key.into()),
-                    scope: Some("global".into()),
+                    scope: Some(Scope::Global),
                     ..store("content")
                 },
             )
             .expect("sanitised keys are stored");
-        assert!(
-            Path::new(&r.file_path).starts_with(dir.path().join("home").join("memory")),
-            "{key:?} -> {}",
-            r.file_path
-        );
+        // A topic file inside the home's memory directory, or on PostgreSQL a locator of the global container.
+        let inside = if cao_testkit::service::on_postgres() {
+            r.file_path.starts_with("postgres:/global/wiki/") && !r.file_path.contains("..")
+        } else {
+            Path::new(&r.file_path).starts_with(dir.path().join("home").join("memory"))
+        };
+        assert!(inside, "{key:?} -> {}", r.file_path);
         assert!(
             r.key.len() <= 60
                 && r.key
@@ -170,31 +221,15 @@ fn hostile_keys_stay_inside_the_home() {
 fn invalid_recall_arguments_are_refused_before_io() {
     let (_dir, svc, ctx) = setup();
     let bad = [
-        RecallRequest {
+        RecallArgs {
             limit: Some(0),
             ..Default::default()
         },
-        RecallRequest {
+        RecallArgs {
             limit: Some(101),
             ..Default::default()
         },
-        RecallRequest {
-            search_mode: Some("semantic".into()),
-            ..Default::default()
-        },
-        RecallRequest {
-            sort_by: Some("random".into()),
-            ..Default::default()
-        },
-        RecallRequest {
-            scope: Some("everywhere".into()),
-            ..Default::default()
-        },
-        RecallRequest {
-            memory_type: Some("x".into()),
-            ..Default::default()
-        },
-        RecallRequest {
+        RecallArgs {
             query: Some("q".repeat(5000)),
             ..Default::default()
         },
@@ -205,10 +240,19 @@ fn invalid_recall_arguments_are_refused_before_io() {
             "{req:?}"
         );
     }
+    for (args, want) in [
+        (json!({"search_mode": "semantic"}), "invalid search_mode \"semantic\""),
+        (json!({"sort_by": "random"}), "invalid sort_by \"random\""),
+        (json!({"scope": "everywhere"}), "invalid scope \"everywhere\""),
+        (json!({"memory_type": "x"}), "invalid memory_type \"x\""),
+    ] {
+        let err = recall_call(&svc, &ctx, args.clone()).expect_err(&format!("{args} must fail"));
+        assert!(err.contains(want), "{args}: error {err:?} should mention {want:?}");
+    }
     let err = svc
         .forget(
             &ctx,
-            ForgetRequest {
+            ForgetArgs {
                 key: "///".into(),
                 scope: None,
             },
@@ -219,11 +263,16 @@ fn invalid_recall_arguments_are_refused_before_io() {
 
 #[test]
 fn corrupt_topic_file_is_reported_and_left_alone() {
+    if cao_testkit::service::skip_on_postgres(
+        "writes a corrupt topic file by hand; a PostgreSQL store keeps no topic files",
+    ) {
+        return;
+    }
     let (_dir, svc, ctx) = setup();
     let r = svc
         .store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 key: Some("k".into()),
                 ..store("first")
             },
@@ -233,7 +282,7 @@ fn corrupt_topic_file_is_reported_and_left_alone() {
     let err = svc
         .store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 key: Some("k".into()),
                 ..store("second")
             },
@@ -258,13 +307,13 @@ fn disabled_memory_refuses_every_call() {
     let ctx = TerminalContext::default();
     assert!(matches!(svc.store(&ctx, store("x")), Err(MemoryError::Disabled)));
     assert!(matches!(
-        svc.recall(&ctx, RecallRequest::default()),
+        svc.recall(&ctx, RecallArgs::default()),
         Err(MemoryError::Disabled)
     ));
     assert!(matches!(
         svc.forget(
             &ctx,
-            ForgetRequest {
+            ForgetArgs {
                 key: "x".into(),
                 scope: None
             }
@@ -278,13 +327,13 @@ fn federated_secrets_are_refused_in_tags_and_keys_too() {
     let (dir, svc, ctx) = setup();
     let before = files(dir.path());
     for req in [
-        StoreRequest {
-            scope: Some("federated".into()),
+        StoreArgs {
+            scope: Some(Scope::Federated),
             tags: Some("AKIAABCDEFGHIJKLMNOP".into()),
             ..store("fine")
         },
-        StoreRequest {
-            scope: Some("federated".into()),
+        StoreArgs {
+            scope: Some(Scope::Federated),
             key: Some("ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into()),
             ..store("fine")
         },
@@ -296,13 +345,18 @@ fn federated_secrets_are_refused_in_tags_and_keys_too() {
 
 #[test]
 fn a_missing_index_is_rebuilt_from_the_wiki_files_on_open() {
+    if cao_testkit::service::skip_on_postgres(
+        "removes the SQLite index and rebuilds it from the wiki files; a PostgreSQL store has neither",
+    ) {
+        return;
+    }
     let (dir, svc, ctx) = setup();
     for k in ["a", "b", "c"] {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 key: Some(k.into()),
-                scope: Some("global".into()),
+                scope: Some(Scope::Global),
                 ..store(k)
             },
         )
@@ -325,6 +379,9 @@ fn a_missing_index_is_rebuilt_from_the_wiki_files_on_open() {
 
 #[test]
 fn writes_through_a_replaced_database_are_refused() {
+    if cao_testkit::service::skip_on_postgres("replaces the SQLite index file under a running service") {
+        return;
+    }
     let (_dir, svc, ctx) = setup();
     svc.store(&ctx, store("before")).expect("store");
     let db = svc.home().db_path();
@@ -351,7 +408,7 @@ fn control_characters_in_tags_are_refused() {
         let err = svc
             .store(
                 &ctx,
-                StoreRequest {
+                StoreArgs {
                     tags: Some(tags.into()),
                     ..store("fine")
                 },
@@ -377,8 +434,8 @@ fn federated_secrets_in_compatibility_forms_and_every_pem_header_are_refused() {
         let err = svc
             .store(
                 &ctx,
-                StoreRequest {
-                    scope: Some("federated".into()),
+                StoreArgs {
+                    scope: Some(Scope::Federated),
                     ..store(content)
                 },
             )
@@ -392,13 +449,16 @@ fn federated_secrets_in_compatibility_forms_and_every_pem_header_are_refused() {
 /// `cao memory repair`, like writes do, instead of answering from the unlinked file.
 #[test]
 fn reads_through_a_removed_or_replaced_database_are_refused() {
+    if cao_testkit::service::skip_on_postgres("removes or replaces the SQLite index file under a running service") {
+        return;
+    }
     for replace in [false, true] {
         let (_dir, svc, ctx) = setup();
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 key: Some("k".into()),
-                scope: Some("global".into()),
+                scope: Some(Scope::Global),
                 ..store("the build uses cargo")
             },
         )
@@ -410,7 +470,7 @@ fn reads_through_a_removed_or_replaced_database_are_refused() {
         }
         let recall = svc.recall(
             &ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some("cargo".into()),
                 ..Default::default()
             },

@@ -7,7 +7,7 @@
 //! files and rows change together, so no walk may report one of their writes as an external change.
 
 use cao_core::{CaoHome, Key, Scope, TerminalContext};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use cao_testkit::service::RawStorage;
 use std::process::Command;
 
@@ -41,16 +41,20 @@ fn child_writer() {
     let svc = MemoryService::open(CaoHome::new(&home)).expect("open service");
     let ctx = ctx(std::path::Path::new(&home));
     for j in 0..PER_PROC {
-        let req = StoreRequest {
+        let req = StoreArgs {
             content: format!("process {id} entry {j}: the quick brown fox {id}x{j}"),
             key: Some(key_for(id, j)),
-            scope: Some(if j.is_multiple_of(2) { "project" } else { "global" }.into()),
+            scope: Some(
+                if j.is_multiple_of(2) { "project" } else { "global" }
+                    .parse()
+                    .expect("a valid scope"),
+            ),
             ..Default::default()
         };
         // Shared keys always go to project scope so that all processes hit the same file.
         let req = if j.is_multiple_of(10) {
-            StoreRequest {
-                scope: Some("project".into()),
+            StoreArgs {
+                scope: Some(cao_core::Scope::Project),
                 ..req
             }
         } else {

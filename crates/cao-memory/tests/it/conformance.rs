@@ -3,7 +3,7 @@
 //! normalisation (ids -> `<ID>`, timestamps -> `<TS>`, project id -> `<PROJECT>`).
 
 use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use regex::Regex;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,19 +35,11 @@ fn wiki_store_cases() {
         };
         let mut last = None;
         for s in case["stores"].as_array().expect("stores") {
-            let opt = |k: &str| s[k].as_str().map(str::to_owned);
+            // The reference's arguments, read as an agent's call is.
+            let args: StoreArgs =
+                cao_protocol::parse_args(s.clone()).unwrap_or_else(|e| panic!("case {i}: arguments: {e}"));
             let r = svc
-                .store(
-                    &ctx,
-                    StoreRequest {
-                        content: opt("content").expect("content"),
-                        scope: opt("scope"),
-                        memory_type: opt("memory_type"),
-                        key: opt("key"),
-                        tags: opt("tags"),
-                        ..Default::default()
-                    },
-                )
+                .store(&ctx, args)
                 .unwrap_or_else(|e| panic!("case {i}: store failed: {e}"));
             last = Some(r);
         }

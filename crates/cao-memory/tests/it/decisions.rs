@@ -2,10 +2,9 @@
 //! local OpenAI-compatible endpoint (`cao_testkit::fake_model`), including its failure (5xx), timeout and refusal
 //! (prose, malformed JSON), and what the engine is shown (keys, first lines, redacted excerpts of at most 400 bytes).
 
-use cao_memory::decisions::{AdviseRequest, EXCERPT_MAX_BYTES};
-use cao_memory::{SearchRequest, SearchResult, StoreRequest};
+use cao_memory::decisions::EXCERPT_MAX_BYTES;
+use cao_memory::{AdviseArgs, SearchArgs, SearchResult, StoreArgs};
 use cao_testkit::fake_model::{FakeModel, Reply};
-use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -60,7 +59,7 @@ fn plant_deploy_memories(fx: &ServiceFixture) {
 
 fn search(fx: &ServiceFixture, query: &str) -> SearchResult {
     fx.svc
-        .search(&fx.ctx, &SearchRequest { query: query.into() })
+        .search(&fx.ctx, &SearchArgs { query: query.into() })
         .expect("search")
 }
 
@@ -71,7 +70,7 @@ fn keys(r: &SearchResult) -> Vec<String> {
 /// The word matches of the same home without the feature.
 fn word_matches(fx: &ServiceFixture, query: &str) -> SearchResult {
     fx.reopen(cao_core::Settings::default())
-        .search(&fx.ctx, &SearchRequest { query: query.into() })
+        .search(&fx.ctx, &SearchArgs { query: query.into() })
         .expect("search")
 }
 
@@ -112,7 +111,7 @@ fn enforced_search_shows_the_relevant_matches_most_relevant_first_and_names_the_
         .svc
         .read(
             &fx.ctx,
-            &cao_memory::ReadRequest {
+            &cao_memory::ReadArgs {
                 key: "deploy-note-02".into(),
                 scope: None,
             },
@@ -221,16 +220,16 @@ fn a_secret_reaches_the_engine_only_redacted_and_excerpts_fit_400_bytes() {
     assert_eq!(ep.requests(), 0, "stores with the features off ask nothing");
     on.search(
         &fx.ctx,
-        &SearchRequest {
+        &SearchArgs {
             query: "deploy token".into(),
         },
     )
     .expect("search");
     on.advise(
         &fx.ctx,
-        &AdviseRequest {
+        &AdviseArgs {
             message: format!("how do we deploy with token {secret}?"),
-            conversation: Some("c".into()),
+            conversation_id: Some("c".into()),
         },
     )
     .expect("advise");
@@ -298,9 +297,9 @@ fn advise(fx: &ServiceFixture, message: &str, conversation: &str) -> cao_memory:
     fx.svc
         .advise(
             &fx.ctx,
-            &AdviseRequest {
+            &AdviseArgs {
                 message: message.into(),
-                conversation: Some(conversation.into()),
+                conversation_id: Some(conversation.into()),
             },
         )
         .expect("advise")
@@ -397,7 +396,13 @@ fn recall_advice_adds_nothing_when_the_engine_fails_times_out_or_refuses() {
         assert!(r.memories.is_empty() && r.reminder.is_none(), "{name}: {r:?}");
         // Nothing was recorded as named: a working engine names them later in the same conversation.
         assert!(
-            fx.svc.raw_index().decisions_named("c").expect("named").is_empty(),
+            fx.svc
+                .storage()
+                .read()
+                .expect("read")
+                .decisions_named("c")
+                .expect("named")
+                .is_empty(),
             "{name}"
         );
     }
@@ -423,9 +428,9 @@ fn store_new(
 ) -> cao_memory::StoreResult {
     svc.store(
         &fx.ctx,
-        StoreRequest {
+        StoreArgs {
             content: content.into(),
-            scope: Some("project".into()),
+            scope: Some(cao_core::Scope::Project),
             key: Some(key.into()),
             ..Default::default()
         },
@@ -463,7 +468,7 @@ fn a_new_key_names_possible_duplicates_without_changing_the_write() {
         .svc
         .read(
             &fx.ctx,
-            &cao_memory::ReadRequest {
+            &cao_memory::ReadArgs {
                 key: "nightly-postgres-dumps".into(),
                 scope: None,
             },
@@ -515,9 +520,7 @@ fn duplicate_advice_adds_nothing_when_the_engine_fails_times_out_or_refuses() {
             "{name}"
         );
         assert!(
-            fx.svc
-                .raw_index()
-                .all_rows()
+            crate::all_rows(&fx.svc)
                 .expect("rows")
                 .iter()
                 .any(|row| row.key.as_str() == "nightly-postgres-dumps")

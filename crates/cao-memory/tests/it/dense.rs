@@ -3,7 +3,7 @@
 //! components, and without the model recall is lexical exactly as before.
 
 use cao_core::Settings;
-use cao_memory::{ExplainRequest, MemoryService, RecallRequest};
+use cao_memory::{ExplainRequest, MemoryService, RecallArgs};
 use cao_testkit::service::{ServiceFixture, utc};
 
 fn model_settings(dir: &std::path::Path) -> Settings {
@@ -13,10 +13,10 @@ fn model_settings(dir: &std::path::Path) -> Settings {
 fn keys(svc: &MemoryService, fx: &ServiceFixture, query: &str, mode: &str, sort: &str) -> Vec<String> {
     svc.recall(
         &fx.ctx,
-        RecallRequest {
+        RecallArgs {
             query: Some(query.into()),
-            search_mode: Some(mode.into()),
-            sort_by: Some(sort.into()),
+            search_mode: Some(mode.parse().expect("a valid search_mode")),
+            sort_by: Some(sort.parse().expect("a valid sort_by")),
             ..Default::default()
         },
     )
@@ -27,14 +27,15 @@ fn keys(svc: &MemoryService, fx: &ServiceFixture, query: &str, mode: &str, sort:
     .collect()
 }
 
+/// Stored vectors: the `cao_memory_vectors` rows holding one, in the SQLite index or the PostgreSQL database.
 fn vectors(fx: &ServiceFixture) -> i64 {
+    const COUNT: &str = "SELECT count(*) FROM cao_memory_vectors WHERE vector IS NOT NULL";
+    if let Some(n) = cao_testkit::service::database_count(&fx.svc, COUNT) {
+        return n;
+    }
     rusqlite::Connection::open(fx.home.db_path())
         .expect("open db")
-        .query_row(
-            "SELECT count(*) FROM cao_memory_vectors WHERE vector IS NOT NULL",
-            [],
-            |r| r.get(0),
-        )
+        .query_row(COUNT, [], |r| r.get(0))
         .expect("count")
 }
 
@@ -160,9 +161,9 @@ fn an_update_replaces_the_vector_and_a_delete_removes_it() {
         .svc
         .forget(
             &fx.ctx,
-            cao_memory::ForgetRequest {
+            cao_memory::ForgetArgs {
                 key: "db".into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget");
@@ -245,7 +246,7 @@ fn switching_the_model_on_backfilling_and_off_again_changes_nothing_lexical() {
         let mut all: Vec<(String, String)> = svc
             .recall(
                 &fx.ctx,
-                RecallRequest {
+                RecallArgs {
                     limit: Some(100),
                     ..Default::default()
                 },

@@ -3,7 +3,7 @@
 //! writers are removed.
 
 use cao_core::{CaoHome, Key, Scope, Settings, SystemClock, TerminalContext};
-use cao_memory::{ContextRequest, ListRequest, MemoryService, RecallRequest, StoreRequest};
+use cao_memory::{ContextRequest, ListRequest, MemoryService, RecallArgs, StoreArgs};
 use cao_testkit::service::RawStorage;
 use cao_testkit::service::ServiceFixture;
 use std::path::{Path, PathBuf};
@@ -18,9 +18,9 @@ fn store(svc: &MemoryService, ctx: &TerminalContext, scope: &str, key: &str, con
     PathBuf::from(
         svc.store(
             ctx,
-            StoreRequest {
+            StoreArgs {
                 content: content.into(),
-                scope: Some(scope.into()),
+                scope: Some(scope.parse().expect("a valid scope")),
                 key: Some(key.into()),
                 ..Default::default()
             },
@@ -33,7 +33,7 @@ fn store(svc: &MemoryService, ctx: &TerminalContext, scope: &str, key: &str, con
 fn recall_keys(svc: &MemoryService, ctx: &TerminalContext, query: &str) -> Vec<(String, String)> {
     svc.recall(
         ctx,
-        RecallRequest {
+        RecallArgs {
             query: Some(query.into()),
             ..Default::default()
         },
@@ -60,6 +60,11 @@ fn edit_in_place(path: &Path, old: &str, new: &str) {
 
 #[test]
 fn an_in_place_edit_is_seen_by_every_read_without_a_repair() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = setup();
     let path = store(&f.svc, &f.ctx, "project", "deploy", "deploy with kafka streams");
     assert_eq!(recall_keys(&f.svc, &f.ctx, "kafka").len(), 1);
@@ -103,6 +108,11 @@ fn an_in_place_edit_is_seen_by_every_read_without_a_repair() {
 
 #[test]
 fn a_hand_added_file_is_indexed_and_a_removed_one_dropped() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = setup();
     let kept = store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
     let gone = store(&f.svc, &f.ctx, "global", "gone", "a note removed by hand");
@@ -139,7 +149,9 @@ fn a_hand_added_file_is_indexed_and_a_removed_one_dropped() {
     );
     assert!(
         other
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Global, None, &gone_key)
             .expect("get")
             .is_none(),
@@ -170,6 +182,11 @@ fn temp_file(dir: &Path, target: &str, pid: u32, age: Duration) -> PathBuf {
 
 #[test]
 fn temp_files_of_dead_writers_are_removed_and_live_or_recent_ones_kept() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = setup();
     let topic = store(&f.svc, &f.ctx, "global", "note", "a note");
     let topic_dir = topic.parent().expect("topic dir").to_path_buf();
@@ -216,6 +233,11 @@ fn temp_files_of_dead_writers_are_removed_and_live_or_recent_ones_kept() {
 
 #[test]
 fn health_reports_a_replaced_database() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = setup();
     store(&f.svc, &f.ctx, "global", "note", "a note");
     let ok = f.svc.health();
@@ -239,6 +261,11 @@ fn health_reports_a_replaced_database() {
 /// reported as external changes.
 #[test]
 fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_changes() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = setup();
     for i in 0..5 {
         store(
@@ -249,7 +276,7 @@ fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_chan
             &format!("note number {i}"),
         );
     }
-    for row in f.svc.raw_index().all_rows().expect("rows") {
+    for row in crate::all_rows(&f.svc).expect("rows") {
         let mut row = row;
         row.file_stamp = None;
         f.svc.raw_index().upsert(&row).expect("forget the stamp");
@@ -259,9 +286,7 @@ fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_chan
     assert_eq!(first.scanned, 5, "{first:?}");
     assert!(first.is_clean(), "every row agrees with its file: {first:?}");
     assert!(
-        f.svc
-            .raw_index()
-            .all_rows()
+        crate::all_rows(&f.svc)
             .expect("rows")
             .iter()
             .all(|r| r.file_stamp.is_some()),
@@ -294,6 +319,11 @@ fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_chan
 /// process, is still dropped: the running process notices the index holds a row it never saw a file for.
 #[test]
 fn a_row_created_and_orphaned_between_two_walks_is_dropped() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = setup();
     store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
     let running = another_process(&f.home);
@@ -312,7 +342,13 @@ fn a_row_created_and_orphaned_between_two_walks_is_dropped() {
     }
     let key = Key::parse_strict("short-lived").expect("key");
     assert!(
-        f.svc.raw_index().get(Scope::Global, None, &key).expect("get").is_none(),
+        f.svc
+            .storage()
+            .read()
+            .expect("read")
+            .get(Scope::Global, None, &key)
+            .expect("get")
+            .is_none(),
         "the orphaned row is gone"
     );
     assert!(f.svc.repair().expect("repair").is_clean());
@@ -342,6 +378,11 @@ fn recorded_dirs(svc: &MemoryService) -> Vec<String> {
 /// file system's clock could leave the stamp as it was), and only while every file in it agrees with its row.
 #[test]
 fn a_directory_is_recorded_once_settled_and_forgotten_when_it_changes() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = setup();
     store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
     store(&f.svc, &f.ctx, "project", "proj-note", "a project note");
@@ -370,6 +411,11 @@ fn a_directory_is_recorded_once_settled_and_forgotten_when_it_changes() {
 /// gives it another stamp, and then every file added is found.
 #[test]
 fn a_directory_with_its_recorded_stamp_is_not_listed() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = setup();
     let kept = store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
     let dir = kept.parent().expect("dir").to_path_buf();
@@ -404,6 +450,11 @@ fn a_directory_with_its_recorded_stamp_is_not_listed() {
 /// recorded (not listed) as in one that changed.
 #[test]
 fn an_in_place_edit_in_a_recorded_directory_is_found_by_the_rotation() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = setup();
     let path = store(&f.svc, &f.ctx, "project", "deploy", "deploy with kafka streams");
     store(&f.svc, &f.ctx, "project", "other", "another project note");
@@ -433,6 +484,11 @@ fn an_in_place_edit_in_a_recorded_directory_is_found_by_the_rotation() {
 /// A scope directory removed by hand with everything in it (a session's notes) takes its rows with it.
 #[test]
 fn a_removed_scope_directory_drops_its_rows() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = ServiceFixture::builder().project("proj-a").session("sess-gone").open();
     let note = store(&f.svc, &f.ctx, "session", "sess-note", "a session note");
     store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
@@ -451,6 +507,11 @@ fn a_removed_scope_directory_drops_its_rows() {
 /// place is still seen), and is indexed once it parses.
 #[test]
 fn an_unparsable_file_is_reported_once_and_picked_up_when_fixed() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
     let f = setup();
     let kept = store(&f.svc, &f.ctx, "global", "kept", "a note that stays");
     let broken = kept.with_file_name("broken.md");
@@ -477,4 +538,117 @@ fn an_unparsable_file_is_reported_once_and_picked_up_when_fixed() {
     drop(file);
     let walk = running.pick_up_changes().expect("walk");
     assert_eq!(walk.added, ["global/broken"], "{walk:?}");
+}
+
+/// A home whose rows point elsewhere and record no stamps (a home written by the reference implementation and
+/// copied, or moved): every file disagrees with its row, and the first walk of a new process rebuilds the rows in
+/// a few transactions (one per batch of 256 files), not one per file, with every memory listed as its file says.
+#[test]
+fn a_home_of_foreign_unstamped_rows_is_adopted_in_batched_transactions() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
+    let f = setup();
+    let n = 600;
+    for i in 0..n {
+        store(
+            &f.svc,
+            &f.ctx,
+            "global",
+            &format!("note-{i}"),
+            &format!("note number {i}"),
+        );
+    }
+    let moved: Vec<_> = f
+        .svc
+        .raw_index()
+        .all_rows()
+        .expect("rows")
+        .into_iter()
+        .map(|mut row| {
+            row.file_stamp = None;
+            row.file_path = format!("/tmp/cao-reference-home/memory/global/wiki/global/{}.md", row.key);
+            row
+        })
+        .collect();
+    f.svc
+        .raw_index()
+        .upsert_many(&moved)
+        .expect("rows as another machine wrote them");
+
+    let other = another_process(&f.home);
+    let before = other.storage().write_transactions();
+    let walk = other.pick_up_changes().expect("walk");
+    let transactions = other.storage().write_transactions() - before;
+    assert_eq!(walk.updated.len(), n, "every row is rebuilt from its file: {walk:?}");
+    assert!(
+        transactions <= 8,
+        "{n} rebuilt rows took {transactions} write transactions (one per batch expected)"
+    );
+    let rows = f.svc.raw_index().all_rows().expect("rows");
+    assert_eq!(rows.len(), n);
+    for row in &rows {
+        let path = f
+            .svc
+            .wiki_layout()
+            .topic_path(row.scope, None, &row.key)
+            .expect("topic path");
+        assert_eq!(Path::new(&row.file_path), path, "{}", row.key);
+        assert!(row.file_stamp.is_some(), "{} has its stamp", row.key);
+        assert_eq!(row.content, format!("note number {}", &row.key.as_str()[5..]));
+    }
+    assert!(
+        another_process(&f.home).pick_up_changes().expect("walk").is_clean(),
+        "a second process finds nothing to do"
+    );
+}
+
+/// What file systems guarantee about an edit made in place (same inode; `open(O_TRUNC)` + `write`, as `cp` or an
+/// editor writing in place does): the directory's modification time does not change, and neither may the file's
+/// size nor its modification time, which the editing program may set back (`touch -r`, `utimensat`). Its change
+/// time (ctime) always changes: the kernel sets it on every write and every metadata change, and no system call
+/// sets it to a chosen value. The stamp a row records includes the ctime, so such an edit is still found by the
+/// rotation over the rows.
+#[test]
+fn an_in_place_edit_of_the_same_size_with_its_mtime_restored_is_found() {
+    if cao_testkit::service::skip_on_postgres(
+        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
+    ) {
+        return;
+    }
+    let f = setup();
+    let path = store(&f.svc, &f.ctx, "project", "deploy", "deploy with kafka streams");
+    std::thread::sleep(SETTLED);
+    let running = another_process(&f.home);
+    running.pick_up_changes().expect("walk");
+    assert!(recorded_dirs(&running).contains(&"project/proj-a".to_owned()));
+    let before = std::fs::metadata(&path).expect("stat");
+    let dir_before = std::fs::metadata(path.parent().expect("dir")).expect("stat dir");
+
+    edit_in_place(&path, "deploy with kafka streams", "deploy with kafka pigeons");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_modified(before.modified().expect("mtime")))
+        .expect("restore the mtime");
+    let after = std::fs::metadata(&path).expect("stat");
+    assert_eq!(after.len(), before.len(), "same size");
+    assert_eq!(after.modified().ok(), before.modified().ok(), "same mtime");
+    assert_eq!(
+        std::fs::metadata(path.parent().expect("dir"))
+            .expect("stat dir")
+            .modified()
+            .ok(),
+        dir_before.modified().ok(),
+        "the directory did not change"
+    );
+
+    let walk = running.pick_up_changes().expect("walk");
+    assert_eq!(walk.updated, ["project/proj-a/deploy"], "{walk:?}");
+    assert_eq!(
+        recall_keys(&running, &f.ctx, "pigeons"),
+        [("deploy".to_owned(), "deploy with kafka pigeons".to_owned())]
+    );
 }

@@ -3,7 +3,6 @@
 
 use cao_core::{Scope, Settings, TerminalContext};
 use cao_memory::{ContextRequest, EligibilityFilter, ListRequest, MEMORY_MAX_PER_SCOPE, Memory, MemoryService};
-use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::Duration;
 
@@ -102,9 +101,7 @@ fn injection_does_not_count_accesses() {
         ..Default::default()
     };
     let counts = |svc: &MemoryService| -> Vec<(String, i64)> {
-        let mut v: Vec<(String, i64)> = svc
-            .raw_index()
-            .all_rows()
+        let mut v: Vec<(String, i64)> = crate::all_rows(svc)
             .expect("rows")
             .into_iter()
             .map(|r| (r.key.to_string(), r.access_count))

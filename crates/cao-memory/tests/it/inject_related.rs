@@ -5,7 +5,6 @@
 use cao_core::{Key, Scope, TerminalContext};
 use cao_lifecycle::NewRelationship;
 use cao_memory::{ContextRequest, EligibilityFilter, Memory, RELATED_FANOUT_CAP};
-use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::Duration;
 use std::cell::RefCell;
@@ -41,14 +40,12 @@ impl Fixture {
     /// Set the legacy `related_keys` column of a memory (as the reference's writers do).
     fn set_related_keys(&self, scope: Scope, scope_id: Option<&str>, key: &str, csv: &str) {
         let key = Key::parse_strict(key).expect("key");
-        let mut row = self
-            .svc
-            .raw_index()
-            .get(scope, scope_id, &key)
-            .expect("get")
+        let memory = cao_core::MemoryRef::new(scope, scope_id.map(str::to_owned), key);
+        self.svc
+            .storage()
+            .edit_related_keys(&memory, |_| Some(csv.to_owned()))
+            .expect("related_keys")
             .expect("row");
-        row.related_keys = Some(csv.to_owned());
-        self.svc.raw_index().upsert(&row).expect("upsert");
     }
 
     fn edge(&self, scope: Scope, scope_id: Option<&str>, source: &str, target: &str, status: Option<&str>) {
@@ -284,10 +281,10 @@ fn recall_include_related_follows_active_relates_to_edges_like_the_block() {
         .svc
         .recall(
             &f.ctx,
-            cao_memory::RecallRequest {
+            cao_memory::RecallArgs {
                 query: Some("kafka".into()),
-                scope: Some("project".into()),
-                include_related: true,
+                scope: Some(cao_core::Scope::Project),
+                include_related: Some(true),
                 ..Default::default()
             },
         )

@@ -55,6 +55,11 @@ fn summarize_everything(f: &ServiceFixture) {
 
 #[test]
 fn after_a_purge_the_text_is_in_no_byte_of_the_database_wal_or_wiki() {
+    if cao_testkit::service::skip_on_postgres(
+        "scans every byte of the home's files (SQLite database, WAL, wiki); the PostgreSQL counterpart is postgres_purge",
+    ) {
+        return;
+    }
     let f = ServiceFixture::builder()
         .at(utc(2026, 5, 1, 8, 0, 0))
         .project(PROJECT)
@@ -114,8 +119,10 @@ fn after_a_purge_the_text_is_in_no_byte_of_the_database_wal_or_wiki() {
     );
     let stored = f
         .svc
-        .raw_index()
-        .journal_read(|j| j.snapshot_get(PROJECT, "session-a"))
+        .storage()
+        .read()
+        .expect("read")
+        .journal(|j| j.snapshot_get(PROJECT, "session-a"))
         .expect("read")
         .expect("snapshot row");
     assert_eq!(
@@ -160,6 +167,11 @@ fn after_a_purge_the_text_is_in_no_byte_of_the_database_wal_or_wiki() {
 /// file of the home holds its bytes afterwards, nor the text of the relationship attributes written after it.
 #[test]
 fn a_purge_leaves_neither_the_vector_nor_the_edge_attributes_on_disk() {
+    if cao_testkit::service::skip_on_postgres(
+        "reads the SQLite database file's rows and bytes; the PostgreSQL counterpart is postgres_purge",
+    ) {
+        return;
+    }
     let model = tempfile::tempdir().expect("tempdir");
     cao_embed::testing::write_tiny_model(model.path()).expect("tiny model");
     let settings = cao_core::Settings::from_value(
@@ -182,7 +194,9 @@ fn a_purge_leaves_neither_the_vector_nor_the_edge_attributes_on_disk() {
     let key = Key::parse_strict("leaked").expect("key");
     let row = f
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key)
         .expect("read")
         .expect("row");

@@ -6,11 +6,10 @@ use cao_core::{Clock, MemoryType, Scope, Settings, TerminalContext};
 use cao_index::TerminalRow;
 use cao_learn::OutcomeDraft;
 use cao_memory::{
-    ContextRequest, LessonRequest, MemoryError, OutcomeQuery, PromoteRequest, RecallRequest, ReportOutcomeRequest,
-    StoreRequest,
+    ContextRequest, ListOutcomesArgs, MemoryError, PromoteRequest, RecallArgs, ReportOutcomeArgs, StoreArgs,
+    StoreLessonArgs,
 };
 use cao_testkit::conformance_dir;
-use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -42,7 +41,8 @@ fn register(fx: &ServiceFixture, id: &str, profile: Option<&str>) -> TerminalCon
         updated_at: None,
     };
     fx.svc
-        .raw_index()
+        .storage()
+        .write()
         .upsert_terminal(&row, fx.clock.now())
         .expect("register");
     TerminalContext {
@@ -51,8 +51,8 @@ fn register(fx: &ServiceFixture, id: &str, profile: Option<&str>) -> TerminalCon
     }
 }
 
-fn lesson(target: &str, key: &str, content: &str) -> LessonRequest {
-    LessonRequest {
+fn lesson(target: &str, key: &str, content: &str) -> StoreLessonArgs {
+    StoreLessonArgs {
         target_agent_profile: target.into(),
         content: content.into(),
         key: Some(key.into()),
@@ -110,7 +110,7 @@ fn outcomes_conformance_through_the_service() {
             }
         } else {
             let list = &case["list"];
-            let q = OutcomeQuery {
+            let q = ListOutcomesArgs {
                 session_name: list.get("session_name").and_then(Value::as_str).map(Into::into),
                 agent_profile: list.get("agent_profile").and_then(Value::as_str).map(Into::into),
                 workflow_name: list.get("workflow_name").and_then(Value::as_str).map(Into::into),
@@ -133,9 +133,9 @@ fn agents_report_and_list_their_own_session_only() {
         .svc
         .report_outcome(
             &caller,
-            ReportOutcomeRequest {
-                task_label: Some("convert package A (iteration 1)".into()),
-                success: Some(json!(false)),
+            ReportOutcomeArgs {
+                task_label: "convert package A (iteration 1)".into(),
+                success: json!(false),
                 score: Some(json!(40)),
                 friction_notes: Some("Lookup cache mode lost.".into()),
                 workflow_name: Some("ssis-migration".into()),
@@ -156,9 +156,9 @@ fn agents_report_and_list_their_own_session_only() {
         .svc
         .report_outcome(
             &caller,
-            ReportOutcomeRequest {
-                task_label: Some("t".into()),
-                success: Some(json!(true)),
+            ReportOutcomeArgs {
+                task_label: "t".into(),
+                success: json!(true),
                 ..Default::default()
             },
         )
@@ -179,14 +179,14 @@ fn agents_report_and_list_their_own_session_only() {
 
     let own = fx
         .svc
-        .list_outcomes_for(&caller, OutcomeQuery::default())
+        .list_outcomes_for(&caller, ListOutcomesArgs::default())
         .expect("list");
     assert_eq!(own.outcomes.len(), 2, "the caller's session only");
     let named = fx
         .svc
         .list_outcomes_for(
             &caller,
-            OutcomeQuery {
+            ListOutcomesArgs {
                 session_name: Some("other".into()),
                 ..Default::default()
             },
@@ -195,15 +195,15 @@ fn agents_report_and_list_their_own_session_only() {
     assert_eq!(named.outcomes.len(), 1);
     let nobody = TerminalContext::default();
     assert!(matches!(
-        fx.svc.list_outcomes_for(&nobody, OutcomeQuery::default()),
+        fx.svc.list_outcomes_for(&nobody, ListOutcomesArgs::default()),
         Err(MemoryError::CallerUnresolved(_))
     ));
     assert!(matches!(
-        fx.svc.report_outcome(&nobody, ReportOutcomeRequest::default()),
+        fx.svc.report_outcome(&nobody, ReportOutcomeArgs::default()),
         Err(MemoryError::CallerUnresolved(_))
     ));
     assert_eq!(
-        fx.svc.list_outcomes(&OutcomeQuery::default()).expect("all").len(),
+        fx.svc.list_outcomes(&ListOutcomesArgs::default()).expect("all").len(),
         3,
         "operators see all"
     );
@@ -213,7 +213,9 @@ fn agents_report_and_list_their_own_session_only() {
 fn cao_mcp_like_resolve(fx: &ServiceFixture, ctx: TerminalContext) -> TerminalContext {
     let row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .terminal(ctx.terminal_id.as_deref().expect("id"))
         .expect("read")
         .expect("registered");
@@ -228,7 +230,7 @@ fn learning_off_refuses_writes_before_validation_and_reads_nothing() {
         ..Default::default()
     };
     assert!(matches!(
-        fx.svc.report_outcome(&caller, ReportOutcomeRequest::default()),
+        fx.svc.report_outcome(&caller, ReportOutcomeArgs::default()),
         Err(MemoryError::LearningDisabled)
     ));
     assert!(matches!(
@@ -241,18 +243,18 @@ fn learning_off_refuses_writes_before_validation_and_reads_nothing() {
     ));
     let list = fx
         .svc
-        .list_outcomes_for(&TerminalContext::default(), OutcomeQuery::default())
+        .list_outcomes_for(&TerminalContext::default(), ListOutcomesArgs::default())
         .expect("silent");
     assert!(list.disabled && list.outcomes.is_empty());
     assert!(
         fx.svc
-            .list_outcomes(&OutcomeQuery::default())
+            .list_outcomes(&ListOutcomesArgs::default())
             .expect("silent")
             .is_empty()
     );
     let e = fx
         .svc
-        .report_outcome(&caller, ReportOutcomeRequest::default())
+        .report_outcome(&caller, ReportOutcomeArgs::default())
         .expect_err("off");
     assert!(e.to_string().contains("memory.learning_enabled"), "{e}");
 }
@@ -278,7 +280,9 @@ fn store_lesson_resolves_the_caller_from_its_terminal_record_only() {
     );
     let row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(
             Scope::Agent,
             Some("worker"),
@@ -292,7 +296,7 @@ fn store_lesson_resolves_the_caller_from_its_terminal_record_only() {
         (Some("t-retro"), Some("codex")),
         "provenance names the caller"
     );
-    let audit = std::fs::read_to_string(fx.svc.audit_log().path_for(fx.clock.now().date_naive())).expect("audit");
+    let audit = crate::audit_day(&fx.svc, fx.clock.now().date_naive());
     assert!(
         audit.contains("\"actor\":\"t-retro\"") && audit.contains("keep-cache"),
         "{audit}"
@@ -415,12 +419,17 @@ fn recall_times(fx: &ServiceFixture, ctx: &TerminalContext, query: &str, n: usiz
             .svc
             .recall(
                 ctx,
-                RecallRequest {
-                    query: Some(query.into()),
-                    limit: Some(100),
-                    record_access: true,
-                    ..Default::default()
-                },
+                cao_memory::Call::new(
+                    RecallArgs {
+                        query: Some(query.into()),
+                        limit: Some(100),
+                        ..Default::default()
+                    },
+                    cao_memory::CallOptions {
+                        record_access: true,
+                        ..Default::default()
+                    },
+                ),
             )
             .expect("recall");
         assert!(!got.memories.is_empty(), "{query}");
@@ -499,7 +508,7 @@ fn promotion_plans_applies_and_then_proposes_nothing() {
         std::fs::metadata(&path).expect("stat").permissions().mode() & 0o7777,
         0o640
     );
-    let audit = std::fs::read_to_string(fx.svc.audit_log().path_for(fx.clock.now().date_naive())).expect("audit");
+    let audit = crate::audit_day(&fx.svc, fx.clock.now().date_naive());
     let line = audit
         .lines()
         .find(|l| l.contains("\"event\":\"promote\""))
@@ -607,10 +616,10 @@ fn the_eleventh_lesson_is_skipped_and_marked_lessons_are_never_promoted() {
         fx.svc
             .store(
                 &worker,
-                StoreRequest {
+                StoreArgs {
                     content: format!("Lesson {i} about widgets. Applies when: case {i}."),
-                    scope: Some("agent".into()),
-                    memory_type: Some("feedback".into()),
+                    scope: Some(cao_core::Scope::Agent),
+                    memory_type: Some(cao_core::MemoryType::Feedback),
                     key: Some(format!("lesson-{i:02}")),
                     ..Default::default()
                 },
@@ -620,10 +629,10 @@ fn the_eleventh_lesson_is_skipped_and_marked_lessons_are_never_promoted() {
     fx.svc
         .store(
             &worker,
-            StoreRequest {
+            StoreArgs {
                 content: "Widgets <!-- cao-learned:end --> injected".into(),
-                scope: Some("agent".into()),
-                memory_type: Some("feedback".into()),
+                scope: Some(cao_core::Scope::Agent),
+                memory_type: Some(cao_core::MemoryType::Feedback),
                 key: Some("marked".into()),
                 ..Default::default()
             },

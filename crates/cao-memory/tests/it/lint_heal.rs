@@ -8,7 +8,7 @@ use cao_core::{Key, Scope, Settings, TerminalContext};
 use cao_memory::heal::HEAL_LOCK_FILE;
 use cao_memory::{
     ActionStatus, FindingKind, HealActionKind, HealRequest, IssueType, LintFinding, LintReport, LintRequest,
-    MemoryError, NoProgress, Severity, StoreRequest,
+    MemoryError, NoProgress, Severity, StoreArgs,
 };
 use cao_model::{OpenAiConfig, OpenAiModel, RetryPolicy};
 use cao_testkit::fake_model::{FakeModel, Reply};
@@ -40,9 +40,9 @@ fn store(fx: &ServiceFixture, key: &str, tags: &str, content: &str) {
     fx.svc
         .store(
             &fx.ctx,
-            StoreRequest {
+            StoreArgs {
                 content: content.into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some(key.into()),
                 tags: Some(tags.into()),
                 ..Default::default()
@@ -152,6 +152,11 @@ fn planted() -> (ServiceFixture, PathBuf) {
 
 #[test]
 fn each_detector_finds_its_planted_problem_and_nothing_else() {
+    if cao_testkit::service::skip_on_postgres(
+        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
+    ) {
+        return;
+    }
     let (fx, root) = planted();
     let r = lint(&fx, &root);
     let expected = vec![
@@ -208,12 +213,17 @@ fn each_detector_finds_its_planted_problem_and_nothing_else() {
 
 #[test]
 fn lint_writes_nothing_and_counts_no_access() {
+    if cao_testkit::service::skip_on_postgres(
+        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
+    ) {
+        return;
+    }
     let (fx, root) = planted();
     let before = fx.svc.storage().write_transactions();
-    let rows_before = fx.svc.raw_index().all_rows().expect("rows");
+    let rows_before = crate::all_rows(&fx.svc).expect("rows");
     lint(&fx, &root);
     assert_eq!(fx.svc.storage().write_transactions(), before, "no write transaction");
-    assert_eq!(fx.svc.raw_index().all_rows().expect("rows"), rows_before);
+    assert_eq!(crate::all_rows(&fx.svc).expect("rows"), rows_before);
 }
 
 fn heal(fx: &ServiceFixture, root: &std::path::Path, apply: bool, aggressive: bool) -> cao_memory::HealReport {
@@ -234,23 +244,19 @@ fn heal(fx: &ServiceFixture, root: &std::path::Path, apply: bool, aggressive: bo
 }
 
 fn audit_lines(fx: &ServiceFixture) -> Vec<Value> {
-    let log = fx.svc.audit_log();
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(log.dir()) else {
-        return out;
-    };
-    let mut paths: Vec<PathBuf> = rd.map(|e| e.expect("entry").path()).collect();
-    paths.sort();
-    for p in paths {
-        for line in std::fs::read_to_string(p).expect("read").lines() {
-            out.push(serde_json::from_str(line).expect("json line"));
-        }
-    }
-    out
+    crate::audit_text(&fx.svc)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json line"))
+        .collect()
 }
 
 #[test]
 fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
+    if cao_testkit::service::skip_on_postgres(
+        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
+    ) {
+        return;
+    }
     let (fx, root) = planted();
     let stray_path = fx
         .svc
@@ -317,7 +323,9 @@ fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
     assert!(!stray_path.exists());
     let notes = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("build-notes"))
         .expect("get")
         .expect("row");
@@ -331,14 +339,18 @@ fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
     );
     let pointer = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("pointer"))
         .expect("get")
         .expect("row");
     assert_eq!(pointer.related_keys.as_deref(), Some(""));
     let poisoned = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("poisoned"))
         .expect("get")
         .expect("row");
@@ -358,6 +370,11 @@ fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
 
 #[test]
 fn poisoned_counts_need_aggressive() {
+    if cao_testkit::service::skip_on_postgres(
+        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
+    ) {
+        return;
+    }
     let (fx, root) = planted();
     let done = heal(&fx, &root, true, false);
     assert!(
@@ -372,7 +389,9 @@ fn poisoned_counts_need_aggressive() {
     );
     let poisoned = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("poisoned"))
         .expect("get")
         .expect("row");
@@ -381,6 +400,11 @@ fn poisoned_counts_need_aggressive() {
 
 #[test]
 fn a_second_heal_fails_at_once_naming_the_lock() {
+    if cao_testkit::service::skip_on_postgres(
+        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
+    ) {
+        return;
+    }
     let (fx, root) = planted();
     let lock = fx.home.memory_dir().join(HEAL_LOCK_FILE);
     let _held = cao_core::fs::try_lock_exclusive(&lock).expect("lock").expect("free");
@@ -417,13 +441,18 @@ fn a_second_heal_fails_at_once_naming_the_lock() {
 /// plans to delete it.
 #[test]
 fn a_topic_file_the_index_has_not_picked_up_is_indexed_not_deleted() {
+    if cao_testkit::service::skip_on_postgres(
+        "writes a topic file the index has not picked up; a PostgreSQL store has no files to pick up",
+    ) {
+        return;
+    }
     let fx = fixture();
     let root = repo(&fx);
     store(&fx, "kept", "", "A memory indexed as usual.");
     store(&fx, "ahead", "", "A memory whose file was written ahead of its row.");
     // A read walks now; the next walk of this process is not due for a while.
     fx.svc
-        .recall(&fx.ctx, cao_memory::RecallRequest::default())
+        .recall(&fx.ctx, cao_memory::RecallArgs::default())
         .expect("recall");
     fx.svc
         .raw_index()
@@ -451,7 +480,9 @@ fn a_topic_file_the_index_has_not_picked_up_is_indexed_not_deleted() {
     assert!(path.exists(), "the topic file is kept");
     let row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("ahead"))
         .expect("get")
         .expect("indexed by heal's pickup");
@@ -463,6 +494,9 @@ fn a_topic_file_the_index_has_not_picked_up_is_indexed_not_deleted() {
 /// why the file has no row.
 #[test]
 fn unparsable_topic_files_are_reported_with_their_cause() {
+    if cao_testkit::service::skip_on_postgres("truncates topic files by hand; a PostgreSQL store has no topic files") {
+        return;
+    }
     let fx = fixture();
     let root = repo(&fx);
     store(
@@ -529,7 +563,9 @@ fn unparsable_topic_files_are_reported_with_their_cause() {
     );
     let row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("broken"))
         .expect("get")
         .expect("row kept");
@@ -541,6 +577,9 @@ fn unparsable_topic_files_are_reported_with_their_cause() {
 /// `shared` with the same stale paragraph: heal from project A changes only A's; B's file and row keep every byte.
 #[test]
 fn heal_never_crosses_containers() {
+    if cao_testkit::service::skip_on_postgres("compares topic files' bytes before and after a heal") {
+        return;
+    }
     let fx = fixture();
     let root = repo(&fx);
     let content = "Keep this paragraph.\n\nThe loader is in src/removed.rs.";
@@ -552,9 +591,9 @@ fn heal_never_crosses_containers() {
         fx.svc
             .store(
                 ctx,
-                StoreRequest {
+                StoreArgs {
                     content: content.into(),
-                    scope: Some("project".into()),
+                    scope: Some(cao_core::Scope::Project),
                     key: Some("shared".into()),
                     ..Default::default()
                 },
@@ -569,7 +608,9 @@ fn heal_never_crosses_containers() {
     let b_bytes = std::fs::read(&b_path).expect("read b");
     let b_row = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some("proj-b"), &key("shared"))
         .expect("get");
     let done = heal(&fx, &root, true, false);
@@ -587,7 +628,9 @@ fn heal_never_crosses_containers() {
     );
     assert_eq!(
         fx.svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Project, Some("proj-b"), &key("shared"))
             .expect("get"),
         b_row,
@@ -595,7 +638,9 @@ fn heal_never_crosses_containers() {
     );
     let a = fx
         .svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(Scope::Project, Some(PROJECT), &key("shared"))
         .expect("get")
         .expect("row");
@@ -760,14 +805,18 @@ fn contradictions_are_judged_strictly_and_bad_answers_are_counted() {
     assert_eq!(deleted, [("port-old", Some("port-new"))]);
     assert!(
         fx.svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Project, Some(PROJECT), &key("port-old"))
             .expect("get")
             .is_none()
     );
     assert!(
         fx.svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Project, Some(PROJECT), &key("port-new"))
             .expect("get")
             .is_some()
@@ -806,6 +855,11 @@ fn a_model_configuration_error_is_reported_not_fatal() {
 /// (a stray file appeared since the review), it applies nothing.
 #[test]
 fn a_heal_applies_only_the_reviewed_plan() {
+    if cao_testkit::service::skip_on_postgres(
+        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
+    ) {
+        return;
+    }
     let (fx, root) = planted();
     let req = |apply: bool, plan_digest: Option<String>| HealRequest {
         apply,

@@ -5,11 +5,8 @@
 //! archive, prune and refusal rules around them.
 
 use cao_core::{Scope, TerminalContext};
-use cao_memory::{
-    ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, MemoryError, NoProgress, StoreRequest,
-};
+use cao_memory::{ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, MemoryError, NoProgress, StoreArgs};
 use cao_testkit::conformance_cases;
-use cao_testkit::service::RawStorage;
 use cao_testkit::service::{ServiceFixture, utc};
 use regex::Regex;
 use serde_json::Value;
@@ -75,13 +72,12 @@ fn store_in(fx: &ServiceFixture, ctx: &TerminalContext, scope: Scope, call: &Val
     fx.svc
         .store(
             ctx,
-            StoreRequest {
+            StoreArgs {
                 content: str_field(call, "content").to_owned(),
-                scope: Some(scope.as_str().to_owned()),
+                scope: Some(scope),
                 key: call["key"].as_str().map(str::to_owned),
                 tags: call["tags"].as_str().map(str::to_owned),
-                memory_type: call["type"].as_str().map(str::to_owned),
-                ..Default::default()
+                memory_type: call["type"].as_str().map(|t| t.parse().expect("a valid type")),
             },
         )
         .unwrap_or_else(|e| panic!("store {call}: {e}"));
@@ -192,11 +188,7 @@ fn okf_import_cases_through_the_store() {
             want_rejected,
             "{name}: rejected files"
         );
-        let topics: BTreeMap<String, String> = files_under(&fx.home.memory_dir())
-            .into_iter()
-            .filter(|(p, _)| p.contains("/wiki/") && !p.ends_with("/index.md") && !p.contains("/."))
-            .map(|(p, t)| (p, mask_topic(&t)))
-            .collect();
+        let topics: BTreeMap<String, String> = topic_files(&fx).into_iter().map(|(p, t)| (p, mask_topic(&t))).collect();
         assert_eq!(topics, as_string_map(&case["topics"]), "{name}: topic files");
         let repair = fx.svc.repair().expect("repair");
         assert!(
@@ -224,8 +216,41 @@ fn import_req(source: &Path, scope: Scope, conflict: ConflictPolicy, dry_run: bo
     }
 }
 
+/// Every topic by its path under `memory/` with its text: the topic files of an embedded home, or on PostgreSQL each
+/// stored topic's text by its locator (`postgres:/` + the path its file would have; module `postgres` of cao-store).
+fn topic_files(fx: &ServiceFixture) -> BTreeMap<String, String> {
+    if !cao_testkit::service::on_postgres() {
+        return files_under(&fx.home.memory_dir())
+            .into_iter()
+            .filter(|(p, _)| p.contains("/wiki/") && !p.ends_with("/index.md") && !p.contains("/."))
+            .collect();
+    }
+    let store = fx.svc.storage();
+    crate::all_rows(&fx.svc)
+        .expect("rows")
+        .into_iter()
+        .map(|row| {
+            let memory = cao_core::MemoryRef::new(row.scope, row.scope_id.clone(), row.key.clone());
+            let locator = store.locator(&memory).expect("locator");
+            let path = locator
+                .to_string_lossy()
+                .strip_prefix("postgres:/")
+                .expect("a PostgreSQL locator")
+                .to_owned();
+            let text = store.topic_text(&memory).expect("topic text").expect("a stored topic");
+            (path, text)
+        })
+        .collect()
+}
+
 /// Every file under the home's `memory/` with its bytes (lock files and the audit log included).
+/// On PostgreSQL: every stored topic text by its path (see [`topic_files`]) and the audit log.
 fn memory_snapshot(fx: &ServiceFixture) -> BTreeMap<String, String> {
+    if cao_testkit::service::on_postgres() {
+        let mut out = topic_files(fx);
+        out.insert("audit log".into(), crate::audit_text(&fx.svc));
+        return out;
+    }
     let dir = fx.home.memory_dir();
     if !dir.exists() {
         return BTreeMap::new();
@@ -310,7 +335,11 @@ fn entry_times_follow_the_frontmatter_or_are_clamped_with_the_original_named() {
         merged.content,
         "_Originally recorded: 2026-06-01T00:00:00Z_\nOlder than the topic."
     );
-    let text = std::fs::read_to_string(&past.file_path).expect("topic file");
+    let text = topic_files(&fx)
+        .into_iter()
+        .find(|(p, _)| p.ends_with("/past.md"))
+        .expect("the topic of past")
+        .1;
     assert!(text.contains("\n## 2025-01-02T03:04:05Z\nPast.\n"), "{text}");
 }
 
@@ -348,7 +377,7 @@ fn a_dry_run_reports_what_the_real_run_does_and_writes_nothing() {
         ],
     );
     let before = memory_snapshot(&fx);
-    let rows_before = fx.svc.raw_index().count().expect("count");
+    let rows_before = crate::all_rows(&fx.svc).expect("rows").len();
     let dry = fx
         .svc
         .import(
@@ -363,7 +392,7 @@ fn a_dry_run_reports_what_the_real_run_does_and_writes_nothing() {
         before,
         "a dry run writes no file, lock or audit line"
     );
-    assert_eq!(fx.svc.raw_index().count().expect("count"), rows_before);
+    assert_eq!(crate::all_rows(&fx.svc).expect("rows").len(), rows_before);
     assert_eq!(dry.report.target_scope_id.as_deref(), Some("proj-x"));
     assert_eq!(
         (
@@ -410,10 +439,7 @@ fn a_dry_run_reports_what_the_real_run_does_and_writes_nothing() {
         .expect("imported");
     assert_eq!((new.content.as_str(), new.tags.as_str()), ("New one.", "a,b"));
     assert_eq!(new.memory_type, cao_core::MemoryType::Feedback);
-    let audit = std::fs::read_dir(fx.home.memory_dir().join("logs"))
-        .expect("audit dir")
-        .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("read"))
-        .collect::<String>();
+    let audit = crate::audit_text(&fx.svc);
     assert_eq!(
         audit.matches("\"event\":\"store\"").count(),
         3 + 2,

@@ -5,8 +5,7 @@
 
 use cao_core::{Scope, TerminalContext};
 use cao_memory::{
-    ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, MemoryService, NoProgress, RecallRequest,
-    StoreRequest,
+    ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, MemoryService, NoProgress, RecallArgs, StoreArgs,
 };
 use cao_testkit::locomo;
 use cao_testkit::service::{ServiceFixture, utc};
@@ -64,13 +63,18 @@ fn export_both(svc: &MemoryService, ctx: &TerminalContext, root: &Path) -> Vec<(
 fn recall_keys(svc: &MemoryService, ctx: &TerminalContext, query: &str, sort: &str) -> Vec<String> {
     svc.recall(
         ctx,
-        RecallRequest {
-            query: Some(query.to_owned()),
-            sort_by: Some(sort.to_owned()),
-            limit: Some(10),
-            record_access: false,
-            ..Default::default()
-        },
+        cao_memory::Call::new(
+            RecallArgs {
+                query: Some(query.to_owned()),
+                sort_by: Some(sort.parse().expect("a valid sort_by")),
+                limit: Some(10),
+                ..Default::default()
+            },
+            cao_memory::CallOptions {
+                record_access: false,
+                ..Default::default()
+            },
+        ),
     )
     .expect("recall")
     .memories
@@ -81,6 +85,12 @@ fn recall_keys(svc: &MemoryService, ctx: &TerminalContext, query: &str, sort: &s
 
 #[test]
 fn locomo_export_import_export_is_byte_identical_and_recalls_the_same() {
+    if cao_testkit::service::skip_on_postgres(
+        "stores all 3,000+ LoCoMo turns twice, ~8 minutes against PostgreSQL on two cores (it passes there); the \
+         backends' LoCoMo answers are compared by locomo_parity and the OKF cases by okf::okf_import_cases_through_the_store",
+    ) {
+        return;
+    }
     let samples = locomo::load().expect("LoCoMo data in ../shared/data/locomo");
     let a = ServiceFixture::builder()
         .at(utc(2023, 1, 1, 0, 0, 0))
@@ -109,9 +119,9 @@ fn locomo_export_import_export_is_byte_identical_and_recalls_the_same() {
         a.svc
             .store(
                 &a.ctx,
-                StoreRequest {
+                StoreArgs {
                     content: content.clone(),
-                    scope: Some(scope.as_str().to_owned()),
+                    scope: Some(*scope),
                     key: Some(key.clone()),
                     tags: Some("locomo".into()),
                     ..Default::default()

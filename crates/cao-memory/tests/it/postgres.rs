@@ -4,7 +4,7 @@
 //! database on the server of `CAO_TEST_DATABASE_URL` (`cao_testkit::postgres`; skipped without it, except in CI).
 
 use cao_core::{Container, Key, MemoryRef, Scope, TerminalContext};
-use cao_memory::{ForgetRequest, JournalTarget, ListRequest, MemoryService, RecallRequest, StoreRequest};
+use cao_memory::{ForgetArgs, JournalTarget, ListRequest, MemoryService, RecallArgs, StoreArgs};
 use cao_store::{PoolBudget, Visibility};
 use cao_testkit::postgres::TestDatabase;
 use cao_testkit::service::{ServiceFixture, utc};
@@ -43,9 +43,9 @@ fn write_history(fx: &ServiceFixture, session: &TerminalContext) {
         fx.svc
             .store(
                 ctx,
-                StoreRequest {
+                StoreArgs {
                     content: format!("{} {}", text(i, 6 + i % 9), if i % 11 == 0 { "zebra" } else { "" }),
-                    scope: Some(scope.into()),
+                    scope: Some(scope.parse().expect("a valid scope")),
                     key: Some(key.clone()),
                     tags: (i % 3 == 0).then(|| "ops,deploy".to_owned()),
                     ..Default::default()
@@ -60,9 +60,9 @@ fn write_history(fx: &ServiceFixture, session: &TerminalContext) {
         fx.svc
             .forget(
                 &fx.ctx,
-                ForgetRequest {
+                ForgetArgs {
                     key: key.into(),
-                    scope: Some("project".into()),
+                    scope: Some(cao_core::Scope::Project),
                 },
             )
             .expect("forget");
@@ -119,12 +119,12 @@ fn observe(svc: &MemoryService, ctx: &TerminalContext, session: &TerminalContext
                 for who in [ctx, session] {
                     let r = svc.recall(
                         who,
-                        RecallRequest {
+                        RecallArgs {
                             query: Some(query.into()),
-                            search_mode: Some(mode.into()),
-                            sort_by: Some(sort.into()),
+                            search_mode: Some(mode.parse().expect("a valid search_mode")),
+                            sort_by: Some(sort.parse().expect("a valid sort_by")),
                             limit: Some(7),
-                            include_related: true,
+                            include_related: Some(true),
                             ..Default::default()
                         },
                     );
@@ -252,9 +252,9 @@ fn a_second_replica_reads_what_the_first_wrote_and_journal_ids_stay_dense() {
                 for i in 0..20 {
                     svc.store(
                         &ctx,
-                        StoreRequest {
+                        StoreArgs {
                             content: format!("replica {n} note {i} about kafka"),
-                            scope: Some("project".into()),
+                            scope: Some(cao_core::Scope::Project),
                             key: Some(format!("r{n}-{i}")),
                             ..Default::default()
                         },
@@ -271,7 +271,7 @@ fn a_second_replica_reads_what_the_first_wrote_and_journal_ids_stay_dense() {
         .svc
         .recall(
             &b.ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some("kafka".into()),
                 limit: Some(100),
                 ..Default::default()
@@ -315,9 +315,9 @@ fn hostile_values_are_stored_as_values() {
         .svc
         .recall(
             &fx.ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some("DROP TABLE".into()),
-                search_mode: Some("metadata".into()),
+                search_mode: Some(cao_core::SearchMode::Metadata),
                 ..Default::default()
             },
         )
@@ -347,5 +347,34 @@ fn an_unreachable_database_is_store_unavailable_and_its_password_is_not_shown() 
     assert!(
         err.to_string().contains("cao:***@"),
         "names the database without its password: {err}"
+    );
+}
+
+/// `url` with its user info replaced by `user_info` (`user:password`).
+fn with_user_info(url: &str, user_info: &str) -> String {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let authority_end = url[start..].find(['/', '?']).map_or(url.len(), |i| start + i);
+    let host_start = url[start..authority_end].rfind('@').map_or(start, |i| start + i + 1);
+    format!("{}{user_info}@{}", &url[..start], &url[host_start..])
+}
+
+#[test]
+fn a_refused_login_names_the_user_and_the_servers_reason_never_the_password() {
+    let Some(db) = TestDatabase::create() else { return };
+    let url = with_user_info(db.url.expose(), "cao_no_such_role:hunter2");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = cao_core::CaoHome::new(dir.path().join("home"))
+        .with_database(Some(cao_core::DatabaseUrl::parse(&url).expect("url")));
+    let err = MemoryService::open(home).expect_err("the server refuses an unknown role");
+    assert_eq!(err.kind(), "store_unavailable", "{err}");
+    let text = err.to_string();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(
+        text.contains("cao_no_such_role:***@"),
+        "names the user and the server (the URL without its password): {text}"
+    );
+    assert!(
+        text.contains("role \"cao_no_such_role\" does not exist"),
+        "gives the server's reason, not just \"db error\": {text}"
     );
 }

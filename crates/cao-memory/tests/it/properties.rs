@@ -2,7 +2,7 @@
 //! sequence of stores and forgets leaves the wiki and SQLite in agreement.
 
 use cao_core::{CaoHome, FixedClock, Key, Scope, Settings, TerminalContext};
-use cao_memory::{ForgetRequest, MemoryService, StoreRequest};
+use cao_memory::{ForgetArgs, MemoryService, StoreArgs};
 use chrono::TimeZone;
 use proptest::prelude::*;
 use std::sync::Arc;
@@ -61,7 +61,7 @@ proptest! {
         let c = ctx(dir.path());
         let key = Key::parse_strict("round-trip").expect("key");
         for body in [&first, &second] {
-            let r = svc.store(&c, StoreRequest { content: body.clone(), key: Some(key.to_string()), scope: Some("global".into()), ..Default::default() }).expect("store");
+            let r = svc.store(&c, StoreArgs { content: body.clone(), key: Some(key.to_string()), scope: Some(cao_core::Scope::Global), ..Default::default() }).expect("store");
             clock.advance(chrono::Duration::seconds(5));
             // file -> parse
             let text = std::fs::read_to_string(&r.file_path).expect("read topic");
@@ -98,9 +98,9 @@ proptest! {
         for (k, s, is_store, text) in ops {
             let key = format!("k{k}");
             if is_store && !text.trim().is_empty() {
-                svc.store(&c, StoreRequest { content: text, key: Some(key), scope: Some(scopes[s].into()), ..Default::default() }).expect("store");
+                svc.store(&c, StoreArgs { content: text, key: Some(key), scope: Some(scopes[s].parse().expect("a valid scope")), ..Default::default() }).expect("store");
             } else {
-                svc.forget(&c, ForgetRequest { key, scope: Some(scopes[s].into()) }).expect("forget");
+                svc.forget(&c, ForgetArgs { key, scope: Some(scopes[s].parse().expect("a valid scope")) }).expect("forget");
             }
             clock.advance(chrono::Duration::seconds(1));
         }

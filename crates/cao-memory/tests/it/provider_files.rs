@@ -5,7 +5,7 @@
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
 use cao_memory::provider_files::{BEGIN_MARKER, END_MARKER, splice_block};
 use cao_memory::{
-    MemoryError, MemoryService, Provider, ProviderWrite, SkipReason, StoreRequest, write_provider_block,
+    MemoryError, MemoryService, Provider, ProviderWrite, SkipReason, StoreArgs, write_provider_block,
     write_provider_file,
 };
 use chrono::{TimeZone, Utc};
@@ -445,9 +445,9 @@ fn write_provider_file_injects_the_callers_block() {
     assert!(!cwd.join("AGENTS.md").exists());
     svc.store(
         &ctx,
-        StoreRequest {
+        StoreArgs {
             content: "Always use pytest".into(),
-            scope: Some("project".into()),
+            scope: Some(cao_core::Scope::Project),
             key: Some("testing-framework".into()),
             ..Default::default()
         },
@@ -516,9 +516,9 @@ fn a_memory_cannot_break_out_of_a_provider_file_block() {
     };
     svc.store(
         &ctx,
-        StoreRequest {
+        StoreArgs {
             content: BREAKOUT.into(),
-            scope: Some("project".into()),
+            scope: Some(cao_core::Scope::Project),
             key: Some("hostile".into()),
             ..Default::default()
         },

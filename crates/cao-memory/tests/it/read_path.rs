@@ -4,8 +4,7 @@
 //! alias again.
 
 use cao_core::identity::{IDENTITY_TTL, git_spawns_on_this_thread};
-use cao_memory::RecallRequest;
-use cao_testkit::service::RawStorage;
+use cao_memory::{Call, CallOptions, RecallArgs};
 use cao_testkit::service::ServiceFixture;
 use std::process::{Command, Stdio};
 
@@ -13,10 +12,13 @@ fn recall(fx: &ServiceFixture, record_access: bool) -> Vec<String> {
     fx.svc
         .recall(
             &fx.ctx,
-            RecallRequest {
-                record_access,
-                ..Default::default()
-            },
+            Call::new(
+                RecallArgs::default(),
+                CallOptions {
+                    record_access,
+                    ..Default::default()
+                },
+            ),
         )
         .expect("recall")
         .memories
@@ -49,7 +51,13 @@ fn assert_warm_recall_is_read_only(fx: &ServiceFixture, expect_project: &str) {
     let stored = fx.store("project", "build-commands", "cargo build");
     assert_eq!(stored.scope_id.as_deref(), Some(expect_project));
     fx.store("global", "prefer-pytest", "pytest over unittest");
-    let aliases = fx.svc.raw_index().aliases(expect_project).expect("aliases");
+    let aliases = fx
+        .svc
+        .storage()
+        .read()
+        .expect("read")
+        .aliases(expect_project)
+        .expect("aliases");
     assert_eq!(aliases.len(), 1, "the cwd hash is recorded as the project's alias");
 
     // Access counts are due: this recall writes them (one transaction), and spawns nothing.

@@ -1,8 +1,7 @@
 //! Recall behaviour: visibility, scope precedence, search modes, sort orders, access counting.
 
 use cao_core::{Key, Scope, TerminalContext};
-use cao_memory::RecallRequest;
-use cao_testkit::service::RawStorage;
+use cao_memory::RecallArgs;
 use cao_testkit::service::{ServiceFixture, utc};
 
 /// The service fixture with this file's steps (each store ten seconds after the previous one).
@@ -35,7 +34,7 @@ impl World {
         self.fx.store_as(ctx, scope, key, content);
         self.clock.advance(chrono::Duration::seconds(10));
     }
-    fn keys(&self, req: RecallRequest) -> Vec<String> {
+    fn keys(&self, req: RecallArgs) -> Vec<String> {
         self.svc
             .recall(&self.ctx, req)
             .expect("recall")
@@ -46,11 +45,11 @@ impl World {
     }
 }
 
-fn q(query: &str, mode: &str, sort: &str) -> RecallRequest {
-    RecallRequest {
+fn q(query: &str, mode: &str, sort: &str) -> RecallArgs {
+    RecallArgs {
         query: Some(query.into()),
-        search_mode: Some(mode.into()),
-        sort_by: Some(sort.into()),
+        search_mode: Some(mode.parse().expect("a valid search_mode")),
+        sort_by: Some(sort.parse().expect("a valid sort_by")),
         ..Default::default()
     }
 }
@@ -73,16 +72,16 @@ fn scope_precedence_orders_results_without_a_scope_filter() {
     ] {
         assert_eq!(w.keys(q("kafka", mode, sort)), want, "{mode}/{sort}");
     }
-    assert_eq!(w.keys(RecallRequest::default()), want, "no query");
+    assert_eq!(w.keys(RecallArgs::default()), want, "no query");
     assert_eq!(
-        w.keys(RecallRequest {
-            scope: Some("global".into()),
+        w.keys(RecallArgs {
+            scope: Some(cao_core::Scope::Global),
             ..q("kafka", "hybrid", "recency")
         }),
         ["glob"]
     );
     assert_eq!(
-        w.keys(RecallRequest {
+        w.keys(RecallArgs {
             limit: Some(2),
             ..q("kafka", "hybrid", "score")
         }),
@@ -108,10 +107,15 @@ fn other_sessions_agents_and_projects_are_invisible() {
         .svc
         .recall(
             &w.ctx,
-            RecallRequest {
-                scan_all: true,
-                ..q("secret", "hybrid", "recency")
-            },
+            cao_memory::Call::new(
+                RecallArgs {
+                    ..q("secret", "hybrid", "recency")
+                },
+                cao_memory::CallOptions {
+                    scan_all: true,
+                    ..Default::default()
+                },
+            ),
         )
         .expect("recall");
     assert_eq!(all.memories.len(), 4, "scan_all (operator --all) sees every scope id");
@@ -162,10 +166,15 @@ fn score_prefers_relevance_recency_and_usage() {
         w.svc
             .recall(
                 &w.ctx,
-                RecallRequest {
-                    record_access: true,
-                    ..q("daily", "bm25", "recency")
-                },
+                cao_memory::Call::new(
+                    RecallArgs {
+                        ..q("daily", "bm25", "recency")
+                    },
+                    cao_memory::CallOptions {
+                        record_access: true,
+                        ..Default::default()
+                    },
+                ),
             )
             .expect("recall");
         w.clock.advance(chrono::Duration::seconds(61));
@@ -181,7 +190,9 @@ fn access_is_counted_once_per_minute_per_returned_row() {
     let key = Key::parse_strict("a").expect("key");
     let count = |w: &World| {
         w.svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Global, None, &key)
             .expect("get")
             .expect("row")
@@ -191,10 +202,15 @@ fn access_is_counted_once_per_minute_per_returned_row() {
         w.svc
             .recall(
                 &w.ctx,
-                RecallRequest {
-                    record_access: true,
-                    ..q("alpha", "bm25", "recency")
-                },
+                cao_memory::Call::new(
+                    RecallArgs {
+                        ..q("alpha", "bm25", "recency")
+                    },
+                    cao_memory::CallOptions {
+                        record_access: true,
+                        ..Default::default()
+                    },
+                ),
             )
             .expect("recall")
     };
@@ -215,7 +231,9 @@ fn access_is_counted_once_per_minute_per_returned_row() {
     let b = Key::parse_strict("b").expect("key");
     assert_eq!(
         w.svc
-            .raw_index()
+            .storage()
+            .read()
+            .expect("read")
             .get(Scope::Global, None, &b)
             .expect("get")
             .expect("row")

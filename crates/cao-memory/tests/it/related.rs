@@ -4,8 +4,7 @@
 
 use cao_core::{Key, Scope};
 use cao_lifecycle::{NewRelationship, RelOrigin, RelStatus, RelType, RelationshipFilter};
-use cao_memory::{ContextRequest, RecallRequest};
-use cao_testkit::service::RawStorage;
+use cao_memory::{ContextRequest, RecallArgs};
 use cao_testkit::service::{ServiceFixture, utc};
 use chrono::Duration;
 
@@ -24,7 +23,9 @@ fn store(fx: &ServiceFixture, scope: &str, key: &str, content: &str) {
 fn related_keys(fx: &ServiceFixture, scope: Scope, scope_id: Option<&str>, key: &str) -> Option<String> {
     let key = Key::parse_strict(key).expect("key");
     fx.svc
-        .raw_index()
+        .storage()
+        .read()
+        .expect("read")
         .get(scope, scope_id, &key)
         .expect("get")
         .expect("row")
@@ -244,12 +245,12 @@ fn recall_with_related_and_the_context_block_show_compiler_found_memories() {
         .svc
         .recall(
             &fx.ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some("partitioned".into()),
-                scope: Some("project".into()),
-                include_related: true,
+                scope: Some(cao_core::Scope::Project),
+                include_related: Some(true),
                 limit: Some(1),
-                ..RecallRequest::default()
+                ..RecallArgs::default()
             },
         )
         .expect("recall");
@@ -369,7 +370,9 @@ fn a_removed_memory_leaves_no_dangling_related_key_behind() {
         .filter(|k| {
             let row = fx
                 .svc
-                .raw_index()
+                .storage()
+                .read()
+                .expect("read")
                 .get(Scope::Project, pid, &Key::parse_strict(k).expect("key"))
                 .expect("get");
             row.and_then(|r| r.related_keys)
@@ -386,9 +389,9 @@ fn a_removed_memory_leaves_no_dangling_related_key_behind() {
         .svc
         .forget(
             &fx.ctx,
-            cao_memory::ForgetRequest {
+            cao_memory::ForgetArgs {
                 key: "kafka-retries".into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget");

@@ -3,7 +3,7 @@
 
 use cao_core::Scope;
 use cao_lifecycle::{LifecycleError, NewRelationship};
-use cao_memory::{ForgetRequest, MemoryService, StoreRequest};
+use cao_memory::{ForgetArgs, MemoryService, StoreArgs};
 use cao_testkit::service::{ServiceFixture, utc};
 use std::collections::HashMap;
 
@@ -24,16 +24,10 @@ fn new_edge(source: &str, target: &str, rel_type: &str, status: &str) -> NewRela
 
 /// The audit lines, ids replaced by `<id-N>` in order of first appearance.
 fn lines(svc: &MemoryService) -> Vec<String> {
-    let mut files: Vec<_> = std::fs::read_dir(svc.audit_log().dir())
-        .expect("log dir")
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
     let mut ids: HashMap<String, String> = HashMap::new();
     let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).expect("log readable");
+    for (_, day) in svc.audit_log().days().expect("log readable") {
+        let text: String = day.concat();
         assert!(!text.contains("ATTRIBUTE-TEXT"), "attributes leaked: {text}");
         assert!(!text.contains("content of"), "content leaked: {text}");
         for line in text.lines() {
@@ -53,6 +47,7 @@ fn lines(svc: &MemoryService) -> Vec<String> {
 fn relationship_changes_and_purges_are_audited_without_content() {
     let ServiceFixture {
         dir: _dir,
+        database: _database,
         svc,
         ctx,
         clock,
@@ -65,9 +60,9 @@ fn relationship_changes_and_purges_are_audited_without_content() {
     for key in ["a", "b", "c"] {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: format!("content of {key}"),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some(key.into()),
                 ..Default::default()
             },
@@ -100,9 +95,9 @@ fn relationship_changes_and_purges_are_audited_without_content() {
     // Forgetting c purges every edge into or out of it, each with its own line, by the forgetting actor.
     svc.forget(
         &ctx,
-        ForgetRequest {
+        ForgetArgs {
             key: "c".into(),
-            scope: Some("project".into()),
+            scope: Some(cao_core::Scope::Project),
         },
     )
     .expect("forget");

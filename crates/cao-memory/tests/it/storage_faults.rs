@@ -15,7 +15,7 @@ use cao_core::fs::fault::{self, StorageFault};
 use cao_core::{CaoHome, Key, Scope, Settings, TerminalContext};
 use cao_memory::{
     CompactRequest, ConflictPolicy, ExportDestination, ExportRequest, HealRequest, ImportRequest, JournalTarget,
-    LintRequest, MemoryError, MemoryService, NoProgress, StoreRequest,
+    LintRequest, MemoryError, MemoryService, NoProgress, StoreArgs,
 };
 use cao_model::{OpenAiConfig, OpenAiModel, RetryPolicy, SharedModel};
 use cao_protocol::ErrorCode;
@@ -172,9 +172,9 @@ fn open(disk: &Disk) -> Result<MemoryService, MemoryError> {
 fn store(svc: &MemoryService, ctx: &TerminalContext, key: &str, content: &str) -> Result<(), MemoryError> {
     svc.store(
         ctx,
-        StoreRequest {
+        StoreArgs {
             content: content.into(),
-            scope: Some("project".into()),
+            scope: Some(cao_core::Scope::Project),
             key: Some(key.into()),
             ..Default::default()
         },
@@ -493,7 +493,9 @@ fn writes_succeed_and_lint_is_clean(
     for key in ["fresh", "kept", "imported-a", "imported-b", "deploy"] {
         let k = Key::parse_strict(key).expect("key");
         assert!(
-            svc.raw_index()
+            svc.storage()
+                .read()
+                .expect("read")
                 .get(Scope::Project, Some(PROJECT), &k)
                 .expect("get")
                 .is_some(),

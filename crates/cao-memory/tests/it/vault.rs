@@ -2,11 +2,12 @@
 //! that scope hidden, other scopes untouched), hostile notes kept out, and edits picked up before a read.
 
 use cao_core::{CaoHome, TerminalContext};
-use cao_memory::{MemoryService, RecallRequest, StoreRequest};
+use cao_memory::{MemoryService, RecallArgs, StoreArgs};
 use std::path::{Path, PathBuf};
 
 struct Vault {
     _dir: tempfile::TempDir,
+    home: PathBuf,
     root: PathBuf,
     svc: MemoryService,
     ctx: TerminalContext,
@@ -47,6 +48,7 @@ fn vault() -> Vault {
     };
     Vault {
         _dir: dir,
+        home,
         root,
         svc,
         ctx,
@@ -57,10 +59,10 @@ fn recall(v: &Vault, query: &str) -> Vec<(String, String, Option<String>)> {
     v.svc
         .recall(
             &v.ctx,
-            RecallRequest {
+            RecallArgs {
                 query: Some(query.into()),
-                scope: Some("project".into()),
-                search_mode: Some("metadata".into()),
+                scope: Some(cao_core::Scope::Project),
+                search_mode: Some(cao_core::SearchMode::Metadata),
                 ..Default::default()
             },
         )
@@ -74,18 +76,22 @@ fn recall(v: &Vault, query: &str) -> Vec<(String, String, Option<String>)> {
 #[test]
 fn a_reconciled_vault_is_recalled_with_its_paths_and_hostile_notes_stay_out() {
     let v = vault();
-    // A native memory stored in the scope before the vault was reconciled is hidden once the scope is vault-bound.
+    // A native memory stored in the scope before the vault was configured is hidden once the scope is vault-bound.
+    let settings = v.home.join("settings.json");
+    let configured = std::fs::read_to_string(&settings).expect("settings");
+    std::fs::write(&settings, "{}").expect("no vault");
     v.svc
         .store(
             &v.ctx,
-            StoreRequest {
+            StoreArgs {
                 content: "native blue-green note".into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some("native-deploy".into()),
                 ..Default::default()
             },
         )
         .expect("store");
+    std::fs::write(&settings, configured).expect("vault again");
     let report = cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("reconcile");
     // Indexed: the deploy note and the managed folder's empty note; quarantined: bad frontmatter, the secret, the
     // symlink; the `.obsidian` folder is never read.
@@ -123,15 +129,26 @@ fn forget_deindexes_a_note_keeps_its_file_and_survives_a_reconcile() {
         .svc
         .forget(
             &v.ctx,
-            cao_memory::ForgetRequest {
+            cao_memory::ForgetArgs {
                 key: key.clone(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget");
     assert_eq!((forgot.action, forgot.path.as_str()), ("deindexed", "Notes/deploy.md"));
     assert!(recall(&v, "blue-green").is_empty());
     assert!(v.root.join("Notes/deploy.md").is_file(), "the file is kept");
+    // The scan lists the forgotten note as excluded, not indexed.
+    let scanned = cao_memory::vault::scan(v.svc.storage()).expect("scan");
+    let status = |path: &str| {
+        scanned
+            .notes
+            .iter()
+            .find(|n| n.relpath == path)
+            .map(|n| n.status.as_str())
+    };
+    assert_eq!(status("Notes/deploy.md"), Some("excluded"));
+    assert_eq!(status("_cao/.keep.md"), Some("indexed"));
     // A reconcile keeps it de-indexed; forgetting again de-indexes again; an unknown key is absent.
     cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("reconcile");
     assert!(recall(&v, "blue-green").is_empty());
@@ -146,9 +163,9 @@ fn forget_deindexes_a_note_keeps_its_file_and_survives_a_reconcile() {
         .svc
         .forget(
             &v.ctx,
-            cao_memory::ForgetRequest {
+            cao_memory::ForgetArgs {
                 key,
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget");
@@ -157,9 +174,9 @@ fn forget_deindexes_a_note_keeps_its_file_and_survives_a_reconcile() {
         .svc
         .forget(
             &v.ctx,
-            cao_memory::ForgetRequest {
+            cao_memory::ForgetArgs {
                 key: "no-such-note".into(),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
             },
         )
         .expect("forget");
@@ -180,4 +197,283 @@ fn names_differing_only_in_unicode_form_do_not_stop_the_vault() {
     cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("a later reconcile applies too");
     let got = recall(&v, "canary");
     assert_eq!(got.len(), 1, "{got:?}");
+}
+
+fn store(v: &Vault, scope: &str, key: &str, content: &str) -> Result<cao_memory::StoreResult, cao_memory::MemoryError> {
+    v.svc.store(
+        &v.ctx,
+        StoreArgs {
+            content: content.into(),
+            scope: Some(scope.parse().expect("a scope")),
+            key: Some(key.into()),
+            tags: Some("ops,deploy".into()),
+            ..Default::default()
+        },
+    )
+}
+
+/// A store into the vault-bound global scope writes the managed note (`_cao/<key>.md`, a `cao` block with the key
+/// and `managed: true`), and the note is recalled, read and searched at once; a second store appends an entry.
+#[test]
+fn a_store_into_a_writable_vault_scope_goes_to_the_managed_folder_and_is_recalled_at_once() {
+    let v = vault();
+    cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("reconcile");
+    let first = store(&v, "global", "rollback-plan", "Rollbacks use the previous green pool.").expect("store");
+    let file = v.root.join("_cao/rollback-plan.md");
+    assert_eq!(
+        (first.action, first.file_path.as_str()),
+        ("created", &*file.to_string_lossy())
+    );
+    let text = std::fs::read_to_string(&file).expect("managed note");
+    assert!(text.starts_with("---\ntags: ops,deploy\ncao:\n"), "{text}");
+    assert!(text.contains("  key: rollback-plan\n  managed: true\n---\n"), "{text}");
+    assert!(text.ends_with("\nRollbacks use the previous green pool.\n"), "{text}");
+    // No native topic file was written for it.
+    assert!(
+        !v.home.join("memory/global").exists()
+            || std::fs::read_dir(v.home.join("memory/global")).expect("dir").count() == 0
+    );
+
+    let recalled = v
+        .svc
+        .recall(
+            &v.ctx,
+            RecallArgs {
+                query: Some("green pool".into()),
+                scope: Some(cao_core::Scope::Global),
+                search_mode: Some(cao_core::SearchMode::Metadata),
+                ..Default::default()
+            },
+        )
+        .expect("recall")
+        .memories;
+    assert_eq!(recalled.len(), 1, "{recalled:?}");
+    assert_eq!(recalled[0].key, "rollback-plan");
+    assert_eq!(recalled[0].source_path.as_deref(), Some("_cao/rollback-plan.md"));
+    assert!(
+        recalled[0].content.contains("Rollbacks use the previous green pool."),
+        "{recalled:?}"
+    );
+
+    let read = v
+        .svc
+        .read(
+            &v.ctx,
+            &cao_memory::ReadArgs {
+                key: "rollback-plan".into(),
+                scope: Some(cao_core::Scope::Global),
+            },
+        )
+        .expect("memory_read sees the vault note");
+    assert!(read.content.contains("previous green pool"), "{read:?}");
+    assert_eq!(read.journal_entry, None);
+    let hits = v
+        .svc
+        .search(
+            &v.ctx,
+            &cao_memory::SearchArgs {
+                query: "rollbacks".into(),
+            },
+        )
+        .expect("search")
+        .hits;
+    assert_eq!(
+        hits.iter().map(|h| h.key.as_str()).collect::<Vec<_>>(),
+        ["rollback-plan"]
+    );
+    // memory_read and memory_search also see the notes of the vault-bound project scope.
+    let deploy = v
+        .svc
+        .search(
+            &v.ctx,
+            &cao_memory::SearchArgs {
+                query: "blue-green".into(),
+            },
+        )
+        .expect("search")
+        .hits;
+    assert!(deploy.iter().any(|h| h.key.starts_with("deploy-")), "{deploy:?}");
+    let key = deploy
+        .iter()
+        .find(|h| h.key.starts_with("deploy-"))
+        .expect("deploy")
+        .key
+        .clone();
+    let read = v
+        .svc
+        .read(&v.ctx, &cao_memory::ReadArgs { key, scope: None })
+        .expect("memory_read of a vault note");
+    assert_eq!(read.content, "We deploy with blue-green releases.");
+
+    let second = store(&v, "global", "rollback-plan", "Keep the old pool warm for an hour.").expect("append");
+    assert_eq!(second.action, "updated");
+    let text = std::fs::read_to_string(&file).expect("managed note");
+    assert_eq!(text.matches("\n## ").count(), 2, "two entries: {text}");
+    let read = v
+        .svc
+        .read(
+            &v.ctx,
+            &cao_memory::ReadArgs {
+                key: "rollback-plan".into(),
+                scope: Some(cao_core::Scope::Global),
+            },
+        )
+        .expect("read");
+    assert!(read.content.contains("old pool warm"), "{read:?}");
+}
+
+/// Writes that the vault refuses write nothing: a read-only mapping, a note edited since it was indexed, a secret
+/// under the `reject` gate, and the cross-tier collision with a native memory of the key.
+#[test]
+fn refused_vault_writes_write_nothing() {
+    let v = vault();
+    cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("reconcile");
+    let e = store(&v, "project", "deploy-notes", "text").expect_err("read-only mapping");
+    assert_eq!(e.to_string(), "vault mapping 'Notes' is not writable");
+    assert!(!v.root.join("Notes/deploy-notes.md").exists());
+
+    let e = store(&v, "global", "aws", "key AKIAIOSFODNN7EXAMPLE").expect_err("secret");
+    assert!(matches!(e, cao_memory::MemoryError::Secret { .. }), "{e}");
+    assert!(!v.root.join("_cao/aws.md").exists());
+
+    store(&v, "global", "plan", "first").expect("store");
+    // Edited outside CAO and not yet picked up: the write is a conflict, the edit is kept.
+    let file = v.root.join("_cao/plan.md");
+    let edited = std::fs::read_to_string(&file).expect("note") + "hand edit\n";
+    std::fs::write(&file, &edited).expect("edit");
+    let e = store(&v, "global", "plan", "second").expect_err("conflict");
+    assert!(
+        e.to_string()
+            .contains("run `cao memory vault reconcile --apply` before writing"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).expect("note"), edited);
+
+    // A native memory of the key in the scope (stored while the vault was off) blocks a vault write of that key.
+    let settings = v.home.join("settings.json");
+    let configured = std::fs::read_to_string(&settings).expect("settings");
+    std::fs::write(&settings, "{}").expect("no vault");
+    store(&v, "global", "native-one", "native text").expect("native store");
+    std::fs::write(&settings, configured).expect("vault again");
+    let e = store(&v, "global", "native-one", "vault text").expect_err("collision");
+    assert!(e.to_string().contains("cross-tier collision"), "{e}");
+    assert!(!v.root.join("_cao/native-one.md").exists());
+}
+
+/// `cao memory vault migrate` through the service: a dry run writes nothing; an apply writes one managed note per
+/// native memory (entries, tags, `cao.links` from the edges), records a receipt and supersedes the copied edge;
+/// the migrated note is recalled from the vault; a second run skips the key (`already_migrated`); the rollback
+/// restores the edge's status, and a second rollback is refused.
+#[test]
+fn migrate_moves_native_memories_into_the_managed_folder_and_a_receipt_rolls_back() {
+    use cao_core::Scope;
+    let v = vault();
+    let settings_file = v.home.join("settings.json");
+    let configured = std::fs::read_to_string(&settings_file).expect("settings");
+    std::fs::write(&settings_file, "{}").expect("no vault");
+    store(&v, "global", "testing", "Prefer pytest.").expect("store");
+    store(&v, "global", "testing", "Use xdist too.").expect("store");
+    store(&v, "global", "deploy", "Deploys are blue-green.").expect("store");
+    let edge = v
+        .svc
+        .relationships("test")
+        .create(cao_lifecycle::NewRelationship {
+            scope: Scope::Global,
+            scope_id: None,
+            source_key: "testing".into(),
+            target_key: "deploy".into(),
+            rel_type: "relates_to".into(),
+            origin: None,
+            status: None,
+            confidence: None,
+            rank: None,
+            attributes: None,
+        })
+        .expect("edge");
+    std::fs::write(&settings_file, configured).expect("vault on");
+    let loaded = v.svc.storage().settings();
+    let migrate = |apply: bool| {
+        cao_memory::vault_migrate::migrate(v.svc.storage(), &loaded, &v.ctx, Scope::Global, None, apply, false)
+            .expect("migrate")
+    };
+
+    let dry = migrate(false);
+    assert_eq!(
+        (dry.planned, dry.migrated, dry.failed, dry.dry_run),
+        (2, 0, 0, true),
+        "{dry:?}"
+    );
+    assert!(!v.root.join("_cao/testing.md").exists(), "a dry run writes nothing");
+
+    let applied = migrate(true);
+    assert_eq!(
+        (applied.planned, applied.migrated, applied.failed),
+        (2, 2, 0),
+        "{applied:?}"
+    );
+    assert_eq!(applied.receipts.len(), 2);
+    let text = std::fs::read_to_string(v.root.join("_cao/testing.md")).expect("migrated note");
+    assert!(
+        text.contains("Prefer pytest.") && text.contains("Use xdist too."),
+        "{text}"
+    );
+    assert!(
+        text.contains("  - to: deploy\n") && text.contains("  key: testing\n  managed: true\n"),
+        "{text}"
+    );
+    let rel = v.svc.relationships("test");
+    let status = || {
+        rel.get(&edge.id)
+            .expect("get")
+            .expect("edge")
+            .status
+            .as_str()
+            .to_owned()
+    };
+    assert_eq!(status(), "superseded");
+    // The migrated note is the scope's memory now.
+    let recalled = v
+        .svc
+        .recall(
+            &v.ctx,
+            RecallArgs {
+                query: Some("xdist".into()),
+                scope: Some(cao_core::Scope::Global),
+                search_mode: Some(cao_core::SearchMode::Metadata),
+                ..Default::default()
+            },
+        )
+        .expect("recall")
+        .memories;
+    assert_eq!(
+        recalled
+            .iter()
+            .map(|m| (m.key.as_str(), m.source_path.as_deref()))
+            .collect::<Vec<_>>(),
+        [("testing", Some("_cao/testing.md"))]
+    );
+    assert_eq!(
+        cao_memory::vault::status(v.svc.storage())
+            .expect("status")
+            .receipts_active,
+        2
+    );
+
+    let again = migrate(true);
+    assert_eq!(again.migrated, 0);
+    assert_eq!(
+        again.skipped_vault_authoritative.get("testing").map(String::as_str),
+        Some("already_migrated")
+    );
+
+    // Receipts in key order: `deploy`, then `testing` (the one whose edge was superseded).
+    let receipt = applied.receipts[1].clone();
+    let plan = cao_memory::vault_migrate::roll_back(v.svc.storage(), &loaded, &receipt, false).expect("plan");
+    assert_eq!((plan.applied, plan.restore.len()), (false, 1));
+    assert_eq!(status(), "superseded", "a plan writes nothing");
+    let done = cao_memory::vault_migrate::roll_back(v.svc.storage(), &loaded, &receipt, true).expect("rollback");
+    assert!(done.applied);
+    assert_eq!(status(), "active");
+    let e = cao_memory::vault_migrate::roll_back(v.svc.storage(), &loaded, &receipt, true).expect_err("not active");
+    assert!(e.to_string().contains("not active"), "{e}");
 }

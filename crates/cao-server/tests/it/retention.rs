@@ -2,7 +2,7 @@
 //! listening, and the count is logged on stderr.
 
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
-use cao_memory::{MemoryService, StoreRequest};
+use cao_memory::{MemoryService, StoreArgs};
 use chrono::{Duration as ChronoDuration, Utc};
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
@@ -23,9 +23,9 @@ fn start_removes_expired_memories_in_the_background_and_logs_the_count() {
     let store = |svc: &MemoryService, key: &str| {
         svc.store(
             &ctx,
-            StoreRequest {
+            StoreArgs {
                 content: format!("note {key}"),
-                scope: Some("project".into()),
+                scope: Some(cao_core::Scope::Project),
                 key: Some(key.into()),
                 ..Default::default()
             },

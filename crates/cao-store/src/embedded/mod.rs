@@ -26,7 +26,7 @@
 //!   inode numbers from the directory entries with the rows; and it `stat`s the files of [`ROTATION_BATCH`] rows
 //!   ([`FIRST_WALK_BATCH`] in a process's first walk) in
 //!   rotation over the index, which finds edits made in place. Only files that disagree with their rows are read,
-//!   under their topic lock, and each change goes through one hook, [`Embedded::apply_external_change`], in one index
+//!   under their topic lock, and each change goes through one hook, [`Embedded::apply_external_changes`], in one index
 //!   transaction. A process walks at most once per [`PICKUP_INTERVAL`] (and at most every 20 times the last walk's
 //!   duration, so the walk uses at most 5 % of a busy process), the first read of a process always walks, and
 //!   while one thread walks the others answer from the index as it is. The walk also removes the temp files of
@@ -91,6 +91,13 @@ pub(crate) const ROTATION_BATCH: usize = 4096;
 /// this many rows is checked whole by every process.
 pub(crate) const FIRST_WALK_BATCH: usize = 512;
 
+/// Topic files [`Embedded::reconcile_files`] compares with their rows under one set of topic locks (one open
+/// descriptor each, well under the usual limit of 1024) and whose changed rows it writes in one index transaction.
+pub(crate) const RECONCILE_BATCH: usize = 256;
+
+/// A memory and the path of its topic file.
+type TopicFile = (MemoryRef, PathBuf);
+
 /// One memory home, open. Safe to use from many threads, and many processes may open the same home at once.
 pub(crate) struct Embedded {
     home: CaoHome,
@@ -137,7 +144,7 @@ struct Walk {
     temp_files: Vec<PathBuf>,
 }
 
-/// A change made to the wiki outside the tool, as [`Embedded::apply_external_change`] records it.
+/// A change made to the wiki outside the tool, as [`Embedded::apply_external_changes`] records it.
 #[derive(Debug)]
 pub(crate) enum ExternalChange {
     /// A topic file was added or changed: its row as rebuilt from the file (new, or replacing the stored one).
@@ -457,6 +464,7 @@ impl Embedded {
         let rows = self.index.file_stamps_in(dir.scope, dir.scope_id.as_deref())?;
         let mut by_key: HashMap<&str, &RowStamp> = rows.iter().map(|r| (r.memory.key.as_str(), r)).collect();
         let mut agreeing = StampBatch::new(&self.index);
+        let mut candidates = Vec::new();
         for topic in &listing.topics {
             let path = topic.path();
             let row = by_key.remove(topic.key.as_str());
@@ -468,9 +476,9 @@ impl Embedded {
             {
                 continue;
             }
-            let memory = MemoryRef::new(dir.scope, dir.scope_id.clone(), topic.key.clone());
-            clean &= self.bring_in(&memory, &path, walk, &mut agreeing)?;
+            candidates.push((MemoryRef::new(dir.scope, dir.scope_id.clone(), topic.key.clone()), path));
         }
+        clean &= self.bring_in(candidates, walk, &mut agreeing)?;
         agreeing.flush()?;
         for row in by_key.into_values() {
             if walk.reconciled.contains(&row.memory) {
@@ -522,7 +530,7 @@ impl Embedded {
             match FileStamp::read(&path) {
                 Ok(s) if Some(s) == recorded => {}
                 Ok(_) => {
-                    self.bring_in(memory, &path, walk, &mut agreeing)?;
+                    self.bring_in(vec![(memory.clone(), path)], walk, &mut agreeing)?;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     if self.reconcile_removal(memory)? {
@@ -535,50 +543,46 @@ impl Embedded {
         agreeing.flush()
     }
 
-    /// Compare one topic file with its row under its topic lock and record the outcome in `walk`. Returns whether
-    /// the row agrees with the file now.
+    /// Compare topic files with their rows under their topic locks ([`Embedded::reconcile_files`], in batches of
+    /// [`RECONCILE_BATCH`]) and record the outcomes in `walk`. Returns whether every row agrees with its file now.
     ///
     /// Errors: lock, wiki (other than an unparsable file) and index errors.
     fn bring_in(
         &self,
-        memory: &MemoryRef,
-        path: &Path,
+        mut files: Vec<(MemoryRef, PathBuf)>,
         walk: &mut Walk,
         agreeing: &mut StampBatch<'_>,
     ) -> Result<bool, MemoryError> {
-        let reported = self.pickup_state().unparsable.get(path).copied();
-        if reported.is_some_and(|r| FileStamp::read(path).is_ok_and(|s| s == r)) {
-            return Ok(false);
-        }
-        walk.report.scanned += 1;
-        walk.reconciled.insert(memory.clone());
-        let label = memory.to_string();
-        Ok(match self.reconcile_file(memory, path, false)? {
-            FileOutcome::Current => true,
-            FileOutcome::Agrees(s) => {
-                agreeing.push(memory, s)?;
-                true
-            }
-            FileOutcome::Added => {
-                walk.report.added.push(label);
-                true
-            }
-            FileOutcome::Updated => {
-                walk.report.updated.push(label);
-                true
-            }
-            FileOutcome::Unparsable(s, reason) => {
-                walk.report.unparsable.push(format!("{}: {reason}", path.display()));
-                let mut p = self.pickup_state();
-                if p.unparsable.len() >= UNPARSABLE_MEMORY {
-                    p.unparsable.clear();
+        let mut all_agree = true;
+        files.retain(|(_, path)| {
+            let reported = self.pickup_state().unparsable.get(path).copied();
+            let same = reported.is_some_and(|r| FileStamp::read(path).is_ok_and(|s| s == r));
+            all_agree &= !same;
+            !same
+        });
+        walk.report.scanned += files.len();
+        walk.reconciled.extend(files.iter().map(|(m, _)| m.clone()));
+        for ((memory, path), outcome) in self.reconcile_files(files, false)? {
+            let label = memory.to_string();
+            match outcome {
+                FileOutcome::Current => {}
+                FileOutcome::Agrees(s) => agreeing.push(&memory, s)?,
+                FileOutcome::Added => walk.report.added.push(label),
+                FileOutcome::Updated => walk.report.updated.push(label),
+                FileOutcome::Unparsable(s, reason) => {
+                    all_agree = false;
+                    walk.report.unparsable.push(format!("{}: {reason}", path.display()));
+                    let mut p = self.pickup_state();
+                    if p.unparsable.len() >= UNPARSABLE_MEMORY {
+                        p.unparsable.clear();
+                    }
+                    p.unparsable.insert(path, s);
                 }
-                p.unparsable.insert(path.to_owned(), s);
-                false
+                // Gone since it was listed: the next walk decides (the row goes when the file is still gone).
+                FileOutcome::Vanished => all_agree = false,
             }
-            // Gone since it was listed: the next walk decides (the row goes when the file is still gone).
-            FileOutcome::Vanished => false,
-        })
+        }
+        Ok(all_agree)
     }
 
     /// Lock the pickup state (a panic in another thread while holding it leaves plain data: keep going).
@@ -586,17 +590,71 @@ impl Embedded {
         self.pickup.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Bring the row of `memory` in line with its topic file at `path`, under the topic lock: the file's stamp is
-    /// read before its text, so a change racing with the read is seen again at the next walk. Without `always_read`,
-    /// a row whose recorded stamp and path match the file (another process's write) is taken as current without
-    /// reading the file.
+    /// Bring the rows of `files` (memory, topic file path) in line with their files, [`RECONCILE_BATCH`] at a time:
+    /// the batch's topic locks are taken in path order (so two processes reconciling overlapping batches cannot
+    /// deadlock; every other holder takes one topic lock at a time), each file's stamp is read before its text (a
+    /// change racing with the read is seen again at the next walk), and the rows rebuilt from the batch's files are
+    /// written in one index transaction ([`Embedded::apply_external_changes`]) before the locks are released, so a
+    /// home of many files changed outside the tool (written by the reference implementation, or copied without its
+    /// index) costs one transaction per batch instead of one per file. Without `always_read`, a row whose recorded
+    /// stamp and path match the file (another process's write) is taken as current without reading the file.
+    /// Duplicate paths are reconciled once. Returns each file with its outcome, in path order.
     ///
-    /// Errors: lock, wiki (other than an unparsable file) and index errors.
-    fn reconcile_file(&self, memory: &MemoryRef, path: &Path, always_read: bool) -> Result<FileOutcome, MemoryError> {
-        let _lock = TopicLock::acquire(path).map_err(|e| io_err(format!("locking {}", path.display()), e))?;
+    /// Errors: lock, wiki (other than an unparsable file) and index errors; the batch that failed is not written
+    /// (earlier batches are).
+    fn reconcile_files(
+        &self,
+        mut files: Vec<(MemoryRef, PathBuf)>,
+        always_read: bool,
+    ) -> Result<Vec<(TopicFile, FileOutcome)>, MemoryError> {
+        files.sort_by(|a, b| a.1.cmp(&b.1));
+        files.dedup_by(|a, b| a.1 == b.1);
+        let mut out = Vec::with_capacity(files.len());
+        // Many files to compare (a home written by another program): report the work (a bar on a terminal).
+        let progress = (files.len() > RECONCILE_BATCH).then(crate::bulk_progress::bulk_progress);
+        if let Some(p) = &progress {
+            p.start("indexing topic files written outside cao", files.len() as u64);
+        }
+        let mut rest = files.into_iter().peekable();
+        while rest.peek().is_some() {
+            let batch: Vec<(MemoryRef, PathBuf)> = rest.by_ref().take(RECONCILE_BATCH).collect();
+            let mut locks = Vec::with_capacity(batch.len());
+            for (_, path) in &batch {
+                locks.push(TopicLock::acquire(path).map_err(|e| io_err(format!("locking {}", path.display()), e))?);
+            }
+            let mut changes = Vec::new();
+            let mut outcomes = Vec::with_capacity(batch.len());
+            for (memory, path) in &batch {
+                let (outcome, change) = self.compare_file(memory, path, always_read)?;
+                changes.extend(change);
+                outcomes.push(outcome);
+            }
+            self.apply_external_changes(changes)?;
+            drop(locks);
+            if let Some(p) = &progress {
+                p.advance(batch.len() as u64);
+            }
+            out.extend(batch.into_iter().zip(outcomes));
+        }
+        if let Some(p) = &progress {
+            p.finish();
+        }
+        Ok(out)
+    }
+
+    /// Compare one topic file with its row (its topic lock held by the caller): the outcome, and the row to write
+    /// when the file is new or disagrees with it ([`Embedded::reconcile_files`]).
+    ///
+    /// Errors: wiki (other than an unparsable file) and index errors.
+    fn compare_file(
+        &self,
+        memory: &MemoryRef,
+        path: &Path,
+        always_read: bool,
+    ) -> Result<(FileOutcome, Option<ExternalChange>), MemoryError> {
         let stamp = match FileStamp::read(path) {
             Ok(s) => s,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FileOutcome::Vanished),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((FileOutcome::Vanished, None)),
             Err(e) => return Err(io_err(format!("reading {}", path.display()), e)),
         };
         let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
@@ -607,26 +665,22 @@ impl Embedded {
                 .as_ref()
                 .is_some_and(|p| p.file_stamp == Some(stamp) && p.file_path == path_text)
         {
-            return Ok(FileOutcome::Current);
+            return Ok((FileOutcome::Current, None));
         }
         let stored = match cao_wiki::read_topic_file(path) {
             Ok(Some(stored)) => stored,
-            Ok(None) => return Ok(FileOutcome::Vanished),
-            Err(e) => return Ok(FileOutcome::Unparsable(stamp, e.to_string())),
+            Ok(None) => return Ok((FileOutcome::Vanished, None)),
+            Err(e) => return Ok((FileOutcome::Unparsable(stamp, e.to_string()), None)),
         };
         let desired = row_from_topic(&stored.topic, memory, path, prior.as_ref(), Some(stamp));
-        match &prior {
-            None => {
-                self.apply_external_change(ExternalChange::Upsert(Box::new(desired)))?;
-                Ok(FileOutcome::Added)
-            }
+        Ok(match &prior {
+            None => (FileOutcome::Added, Some(ExternalChange::Upsert(Box::new(desired)))),
             Some(p) if !rows_agree(p, &desired) => {
-                self.apply_external_change(ExternalChange::Upsert(Box::new(desired)))?;
-                Ok(FileOutcome::Updated)
+                (FileOutcome::Updated, Some(ExternalChange::Upsert(Box::new(desired))))
             }
-            Some(p) if p.file_stamp != Some(stamp) => Ok(FileOutcome::Agrees(stamp)),
-            Some(_) => Ok(FileOutcome::Current),
-        }
+            Some(p) if p.file_stamp != Some(stamp) => (FileOutcome::Agrees(stamp), None),
+            Some(_) => (FileOutcome::Current, None),
+        })
     }
 
     /// Remove the row of `memory` when its topic file is really gone (checked under the topic lock, so a file being
@@ -645,38 +699,51 @@ impl Embedded {
         if !is_gone(&path) || self.index.get(memory.scope, memory.scope_id(), &memory.key)?.is_none() {
             return Ok(false);
         }
-        self.apply_external_change(ExternalChange::Remove(memory.clone()))?;
+        self.apply_external_changes(vec![ExternalChange::Remove(memory.clone())])?;
         Ok(true)
     }
 
-    /// The one place a change made to the wiki outside the tool reaches the index, in one transaction: the rebuilt
-    /// row is upserted (its container marked dirty), or the row of a vanished file deleted (its container marked
-    /// dirty). Called under the memory's topic lock by [`Embedded::pick_up_changes`] and [`Embedded::repair`]. The journal
-    /// records each picked-up change (a note or a delete entry) here, in the same transaction.
+    /// The one place changes made to the wiki outside the tool reach the index, in one transaction: each rebuilt row
+    /// is upserted (its container marked dirty), or the row of a vanished file deleted (its container marked
+    /// dirty). Called under the memories' topic locks by [`Embedded::pick_up_changes`] and [`Embedded::repair`]. The
+    /// journal records each picked-up change (a note or a delete entry) here, in the same transaction, when the
+    /// container's journal is open (a container without one imports its rows oldest first when first opened).
     ///
     /// Errors: index errors (nothing written).
-    fn apply_external_change(&self, change: ExternalChange) -> Result<(), MemoryError> {
+    fn apply_external_changes(&self, changes: Vec<ExternalChange>) -> Result<(), MemoryError> {
         // An edit outside the tool has no terminal or session; the process that found it is recorded.
         let writer = journal_writer(None, None);
         let now = self.now();
-        match change {
-            ExternalChange::Upsert(row) => {
-                let note = JournalNote {
-                    text: row.content.clone(),
-                    writer,
-                    at: now,
-                };
-                self.index.upsert_journaled(&row, &note, AppendWhen::IfOpen)?;
+        let mut upserts = Vec::new();
+        for change in changes {
+            match change {
+                ExternalChange::Upsert(row) => {
+                    let note = JournalNote {
+                        text: row.content.clone(),
+                        writer: writer.clone(),
+                        at: now,
+                    };
+                    upserts.push((*row, note));
+                }
+                ExternalChange::Remove(memory) => {
+                    self.index.delete_journaled(
+                        memory.scope,
+                        memory.scope_id(),
+                        &memory.key,
+                        &writer,
+                        now,
+                        AppendWhen::IfOpen,
+                    )?;
+                }
             }
-            ExternalChange::Remove(memory) => {
-                self.index.delete_journaled(
-                    memory.scope,
-                    memory.scope_id(),
-                    &memory.key,
-                    &writer,
-                    now,
-                    AppendWhen::IfOpen,
-                )?;
+        }
+        match upserts.as_slice() {
+            [] => {}
+            [(row, note)] => {
+                self.index.upsert_journaled(row, note, AppendWhen::IfOpen)?;
+            }
+            many => {
+                self.index.upsert_many_journaled(many, AppendWhen::IfOpen)?;
             }
         }
         Ok(())
@@ -1370,15 +1437,21 @@ impl Embedded {
         let mut seen = std::collections::HashSet::new();
         let mut containers = std::collections::BTreeSet::new();
         let mut agreeing = StampBatch::new(index);
+        let mut files = Vec::with_capacity(scan.topics.len());
         for t in &scan.topics {
             report.scanned += 1;
-            let memory = MemoryRef::new(t.scope, t.scope_id.clone(), t.key.clone());
             containers.insert(t.container.clone());
-            match self.reconcile_file(&memory, &t.path, true)? {
+            files.push((
+                MemoryRef::new(t.scope, t.scope_id.clone(), t.key.clone()),
+                t.path.clone(),
+            ));
+        }
+        for ((memory, path), outcome) in self.reconcile_files(files, true)? {
+            match outcome {
                 FileOutcome::Added => report.added.push(memory.to_string()),
                 FileOutcome::Updated => report.updated.push(memory.to_string()),
                 FileOutcome::Unparsable(_, reason) => {
-                    report.unparsable.push(format!("{}: {reason}", t.path.display()));
+                    report.unparsable.push(format!("{}: {reason}", path.display()));
                 }
                 FileOutcome::Agrees(s) => agreeing.push(&memory, s)?,
                 FileOutcome::Current | FileOutcome::Vanished => {}

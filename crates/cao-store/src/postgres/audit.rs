@@ -14,7 +14,7 @@ pub(crate) struct PgAudit(pub(crate) Arc<PgTables>);
 
 impl AuditTable for PgAudit {
     fn append(&self, day: &str, line: &str) -> Result<(), StoreError> {
-        self.0.write(|sql| {
+        self.0.write_audit(|sql| {
             sql.exec("INSERT INTO cao_audit_log (day, line) VALUES ($1, $2)", &[&day, &line])?;
             Ok::<_, StoreError>(())
         })

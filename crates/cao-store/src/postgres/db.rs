@@ -355,19 +355,52 @@ impl PgConn {
 #[derive(Debug)]
 pub(crate) struct Manager(Target);
 
+/// Why a connection could not be made or kept, with the server's own message: `postgres::Error` shows only "db
+/// error" for a refusal by the server (a wrong password, an unknown role or database), which then named nothing.
+/// The server's messages name the user or database, never the password.
+#[derive(Debug)]
+pub(crate) struct ConnectError(String);
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
+impl From<postgres::Error> for ConnectError {
+    fn from(e: postgres::Error) -> Self {
+        if let Some(db) = e.as_db_error() {
+            return ConnectError(format!("{} (SQLSTATE {})", db.message(), db.code().code()));
+        }
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            let cause_text = cause.to_string();
+            if !text.contains(&cause_text) {
+                text.push_str(": ");
+                text.push_str(&cause_text);
+            }
+            source = cause.source();
+        }
+        ConnectError(text)
+    }
+}
+
 impl r2d2::ManageConnection for Manager {
     type Connection = PgConn;
-    type Error = postgres::Error;
+    type Error = ConnectError;
 
-    fn connect(&self) -> std::result::Result<PgConn, postgres::Error> {
+    fn connect(&self) -> std::result::Result<PgConn, ConnectError> {
         Ok(PgConn {
             client: self.0.connect()?,
             statements: HashMap::new(),
         })
     }
 
-    fn is_valid(&self, conn: &mut PgConn) -> std::result::Result<(), postgres::Error> {
-        conn.client.simple_query("").map(|_| ())
+    fn is_valid(&self, conn: &mut PgConn) -> std::result::Result<(), ConnectError> {
+        Ok(conn.client.simple_query("").map(|_| ())?)
     }
 
     fn has_broken(&self, conn: &mut PgConn) -> bool {

@@ -63,8 +63,27 @@ impl PgTables {
         &self,
         f: impl FnOnce(&mut Sql<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
+        self.write_counted(true, f)
+    }
+
+    /// [`PgTables::write`] for an audit line: not counted in [`PgTables::write_count`], as the embedded store's
+    /// audit file appends are not index transactions (so both backends report the same write transactions).
+    pub(crate) fn write_audit<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&mut Sql<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        self.write_counted(false, f)
+    }
+
+    fn write_counted<T, E: From<StoreError>>(
+        &self,
+        counted: bool,
+        f: impl FnOnce(&mut Sql<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
         let mut conn = checkout(&self.pool)?;
-        self.writes.fetch_add(1, Ordering::Relaxed);
+        if counted {
+            self.writes.fetch_add(1, Ordering::Relaxed);
+        }
         let mut sql = Sql::begin(&mut conn, Mode::Write)?;
         let out = f(&mut sql)?;
         sql.commit()?;
