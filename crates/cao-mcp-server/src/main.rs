@@ -19,6 +19,7 @@
 //!   session's snapshot and sent in the `initialize` instructions; tool results carry the `# Memory updated`
 //!   reminder (`memory_updated`) for entries written elsewhere since. `--no-view` (or `CAO_MEMORY_NO_VIEW=1`) is for
 //!   subagents: the tools without the view (`cao_mcp::OwnSession`).
+//! - The process allocates through mimalloc (Rust and the bundled SQLite), as `cao-server` does (docs/decisions/0016).
 
 use anyhow::Context as _;
 use cao_core::CaoHome;
@@ -33,6 +34,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// The global allocator (docs/decisions/0016-global-allocator.md): glibc malloc's per-thread arenas fragment under
+/// long mixed load on the runtime's threads; mimalloc returns freed pages and keeps anonymous memory level. The
+/// `mimalloc` crate's `override` feature also makes it the process's `malloc`, which SQLite uses.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How long shutdown waits for a blocked stdin read after a signal.
 const STDIN_GRACE: Duration = Duration::from_millis(200);

@@ -19,6 +19,9 @@
 //! - Every route accepts only the `Host` names of [`cao_http::AllowedHosts`]: loopback names, the bound address
 //!   (every IP literal for a wildcard bind) and the `--allowed-host` / `CAO_ALLOWED_HOSTS` names (`*`: any).
 //! - `--version` names the implementation: `cao-server 0.1.0 (cao-rs, Rust)`.
+//! - The process allocates through mimalloc, not glibc malloc, for Rust and C (the bundled SQLite) alike: with the
+//!   runtime's worker and blocking threads, glibc's per-thread arenas fragmented and anonymous memory grew for the
+//!   whole soak (docs/decisions/0016).
 
 use anyhow::Context as _;
 use cao_core::CaoHome;
@@ -30,6 +33,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// The global allocator (docs/decisions/0016-global-allocator.md): glibc malloc's per-thread arenas fragment under
+/// long mixed load on the runtime's threads; mimalloc returns freed pages and keeps anonymous memory level. The
+/// `mimalloc` crate's `override` feature also makes it the process's `malloc`, which SQLite uses.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How long in-flight requests may run after a shutdown signal before the server stops anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
