@@ -4,9 +4,9 @@
 //! opens:
 //! - The embedding model is loaded on a thread of its own, started at once ([`enable_background_embedding`] with
 //!   the configured directory) or on first use, and shared by every store of the process (one slot per model
-//!   directory). Until it is loaded, a recall asks [`model_now`], gets [`ModelState::Loading`] and ranks lexically
+//!   directory). Until it is loaded, a recall asks `model_now`, gets [`ModelState::Loading`] and ranks lexically
 //!   for that call; it never waits for the model.
-//! - A write stores its memory without a vector and queues it for the store's embedding worker ([`Worker`]), which
+//! - A write stores its memory without a vector and queues it for the store's embedding worker (`Worker`), which
 //!   embeds queued memories in batches of up to [`BATCH`] on the embedder's background thread
 //!   ([`cao_embed::Embedder::embed_in_background`]) and stores each vector only when the memory's content is still
 //!   the text embedded. The memory is recallable lexically as soon as the write returns and densely once its vector
