@@ -95,8 +95,8 @@ pub use search::{ListFilter, RecencyCursor, matches_all_terms};
 pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;
 pub use vault::{
-    VaultAliasRow, VaultApplied, VaultApply, VaultEdge, VaultExclusionRow, VaultFindingRow, VaultForgotten,
-    VaultMetadata, VaultNoteRow, VaultReceiptRow, VaultStamp, VaultState,
+    VaultApplied, VaultApply, VaultEdge, VaultFindingRow, VaultForgotten, VaultMetadata, VaultNoteRow, VaultReceiptRow,
+    VaultStamp, VaultState,
 };
 pub use vectors::{MAX_VECTOR_DIM, VectorCounts, VectorWrite, decode_vector, encode_vector};
 pub use visibility::Visibility;
