@@ -38,6 +38,7 @@ mod journal;
 mod module_rules;
 pub mod plan_digest;
 mod postgres;
+pub use postgres::{DatabaseSchema, database_schema};
 mod store;
 mod tables;
 mod types;
