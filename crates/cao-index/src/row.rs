@@ -174,10 +174,10 @@ pub struct InvalidRow {
     pub reason: String,
 }
 
-/// The columns of one stored memory row, in [`ROW_COLUMNS`] order (`0` = `id` ... `18` = `entry_count`, then the
-/// file stamp's `file_size`, `file_ctime_ns`, `file_ino`), as one backend reads them: text or integer, `None` for
-/// NULL (or a column the backend does not keep). [`decode_columns`] checks them, so every backend reads a row by
-/// the same rules.
+/// The columns of one stored memory row, in the order every backend's `ROW_COLUMNS` selects them (`0` = `id` ...
+/// `18` = `entry_count`, then the file stamp's `file_size`, `file_ctime_ns`, `file_ino`), as one backend reads
+/// them: text or integer, `None` for NULL (or a column the backend does not keep). [`decode_columns`] checks them,
+/// so every backend reads a row by the same rules.
 pub trait RowColumns {
     /// The backend's read error.
     type Error;
