@@ -84,7 +84,7 @@ pub(crate) struct SearchText<'a> {
 /// Add a row's documents to both FTS tables under `search_rowid` and count them in the term statistics (the
 /// context field's length is `meta` + `near`).
 pub(crate) fn index_search(tx: &Connection, search_rowid: i64, text: &SearchText<'_>) -> rusqlite::Result<()> {
-    index_search_deferred(tx, search_rowid, text, None)
+    index_search_with(tx, search_rowid, text, None, None).map(|_| ())
 }
 
 /// The term statistics a batch of newly indexed documents adds (`cao_search_stats` and `cao_search_terms`),
@@ -122,16 +122,19 @@ impl StatsDelta {
     }
 }
 
-/// [`index_search`], with the term statistics added to `deferred` (written by the caller) when given.
-fn index_search_deferred(
+/// [`index_search`], with the context field's neighbour part given (`near`, as [`near_field`] of `text.neighbours`
+/// would make it) instead of computed when `Some`, and the term statistics added to `deferred` (written by the
+/// caller) when given; returns the content field.
+fn index_search_with(
     tx: &Connection,
     search_rowid: i64,
     text: &SearchText<'_>,
+    near: Option<&str>,
     deferred: Option<&mut StatsDelta>,
-) -> rusqlite::Result<()> {
+) -> rusqlite::Result<String> {
     let body = content_field(text.content);
     let meta = meta_field(text.key, text.tags, text.stored);
-    let near = near_field(&text.neighbours);
+    let near = near.map_or_else(|| near_field(&text.neighbours), str::to_owned);
     tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body, meta, near) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![search_rowid, body, meta, near])?;
     let substring_doc = if text.vault {
@@ -153,7 +156,7 @@ fn index_search_deferred(
                 }
             }
         }
-        return Ok(());
+        return Ok(body);
     }
     tx.prepare_cached(
         "UPDATE cao_search_stats SET docs = docs + 1, tokens = tokens + ?1, context_tokens = context_tokens + ?2
@@ -166,7 +169,7 @@ fn index_search_deferred(
     for term in distinct_terms(&[&body, &meta, &near]) {
         add.execute([term])?;
     }
-    Ok(())
+    Ok(body)
 }
 
 /// The distinct terms of a lexical document (every column).
@@ -290,27 +293,8 @@ fn position(tx: &Connection, id: &str) -> rusqlite::Result<Option<Position>> {
 /// Add the search entries of row `id` under `search_rowid`, from its stored key, tags, content, `updated_at` and its
 /// neighbour's content (the row must have no entries yet).
 fn index_row(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Result<()> {
-    index_row_deferred(tx, id, search_rowid, None).map(|_| ())
-}
-
-/// [`index_row`], with the term statistics added to `deferred` when given; returns the row's position (`None`: no
-/// such row, nothing indexed).
-fn index_row_deferred(
-    tx: &Connection,
-    id: &str,
-    search_rowid: i64,
-    deferred: Option<&mut StatsDelta>,
-) -> rusqlite::Result<Option<Position>> {
-    let Some(pos) = position(tx, id)? else { return Ok(None) };
-    let (tags, content, updated_at): (String, String, DateTime<Utc>) = tx
-        .prepare_cached("SELECT tags, content, updated_at FROM memory_metadata WHERE id = ?1")?
-        .query_row([id], |r| {
-            Ok((
-                r.get::<_, Option<String>>(0)?.unwrap_or_default(),
-                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-                crate::row::ts_column(r, 2)?,
-            ))
-        })?;
+    let Some(pos) = position(tx, id)? else { return Ok(()) };
+    let (tags, content, updated_at) = stored_text(tx, id)?;
     let around = neighbour_texts(tx, &pos)?;
     let text = SearchText {
         key: &pos.key,
@@ -320,8 +304,19 @@ fn index_row_deferred(
         neighbours: around.iter().map(String::as_str).collect(),
         vault: false,
     };
-    index_search_deferred(tx, search_rowid, &text, deferred)?;
-    Ok(Some(pos))
+    index_search(tx, search_rowid, &text)
+}
+
+/// `(tags, content, updated_at)` of row `id`.
+fn stored_text(tx: &Connection, id: &str) -> rusqlite::Result<(String, String, DateTime<Utc>)> {
+    tx.prepare_cached("SELECT tags, content, updated_at FROM memory_metadata WHERE id = ?1")?
+        .query_row([id], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                crate::row::ts_column(r, 2)?,
+            ))
+        })
 }
 
 /// Re-index the indexed rows within [`NEIGHBOUR_WINDOW`] before and after `pos` in creation order (a neighbour's
@@ -578,12 +573,19 @@ pub(crate) fn upsert_many_in(tx: &Transaction<'_>, rows: &[&MemoryRow]) -> Resul
     let batch: std::collections::HashSet<&str> = placed.iter().map(|(id, _)| id.as_str()).collect();
     let mut outside = std::collections::BTreeMap::new();
     let mut stats = StatsDelta::default();
+    // The first NEIGHBOUR_TERMS_MAX indexed terms of each row met, by id: each text is stemmed once for the batch
+    // instead of once as the row and once more for each of its four neighbours.
+    let mut lead_terms: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
     for (id, s) in &placed {
-        let Some(pos) = index_row_deferred(tx, id, *s, Some(&mut stats))? else {
-            continue;
-        };
+        let Some(pos) = position(tx, id)? else { continue };
+        let (tags, content, updated_at) = stored_text(tx, id)?;
+        let mut near_terms: Vec<String> = Vec::new();
         for side in [Side::Before, Side::After] {
-            for (n, ns, _) in neighbours(tx, &pos, side)? {
+            for (n, ns, text) in neighbours(tx, &pos, side)? {
+                let terms = lead_terms
+                    .entry(n.clone())
+                    .or_insert_with(|| cao_core::text::index_terms(&text).take(NEIGHBOUR_TERMS_MAX).collect());
+                near_terms.extend(terms.iter().cloned());
                 if let Some(ns) = ns
                     && !batch.contains(n.as_str())
                 {
@@ -591,6 +593,22 @@ pub(crate) fn upsert_many_in(tx: &Transaction<'_>, rows: &[&MemoryRow]) -> Resul
                 }
             }
         }
+        let text = SearchText {
+            key: &pos.key,
+            tags: &tags,
+            content: &content,
+            stored: updated_at,
+            neighbours: Vec::new(),
+            vault: false,
+        };
+        let body = index_search_with(tx, *s, &text, Some(&near_terms.join(" ")), Some(&mut stats))?;
+        lead_terms.entry(id.clone()).or_insert_with(|| {
+            body.split(' ')
+                .filter(|t| !t.is_empty())
+                .take(NEIGHBOUR_TERMS_MAX)
+                .map(str::to_owned)
+                .collect()
+        });
     }
     stats.flush(tx)?;
     for (id, s) in outside {
@@ -925,6 +943,7 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
         around[i] = before.chain(after).map(|j| rows[j].content.as_str()).collect();
     }
     let mut indexed = 0;
+    let mut stats = StatsDelta::default();
     for (i, r) in rows.iter().enumerate() {
         // Rows whose scope or type we do not know stay unindexed (see `Index::invalid_rows`).
         let (Ok(scope), Ok(memory_type)) = (r.scope.parse::<Scope>(), r.memory_type.parse::<MemoryType>()) else {
@@ -946,9 +965,10 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
             neighbours: std::mem::take(&mut around[i]),
             vault: r.vault,
         };
-        index_search(tx, s, &text)?;
+        index_search_with(tx, s, &text, None, Some(&mut stats))?;
         indexed += 1;
     }
+    stats.flush(tx)?;
     Ok(indexed)
 }
 
