@@ -268,10 +268,14 @@ impl Index {
     }
 }
 
-/// One attempt to open the file, set the pragmas and run the migrations under `BEGIN IMMEDIATE`.
+/// One attempt to open the file, set the pragmas and, unless the schema is known current for this build
+/// (`schema::is_current`: two reads, no lock), run the migrations under `BEGIN IMMEDIATE`.
 fn open_and_migrate(db_path: &Path) -> rusqlite::Result<()> {
     let mut conn = Connection::open(db_path)?;
     apply_pragmas(&conn)?;
+    if schema::is_current(&conn)? {
+        return Ok(());
+    }
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     schema::migrate(&tx)?;
     tx.commit()

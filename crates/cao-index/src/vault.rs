@@ -115,6 +115,11 @@ const VAULT_NOTE_EXTRA: [(&str, &str); 3] = [
     ("stamp_ctime_ns", "INTEGER"),
 ];
 
+/// The text of every statement [`ensure_tables`] may run, for the schema's fingerprint (`crate::schema`).
+pub(crate) fn ddl_texts() -> impl Iterator<Item = &'static str> {
+    std::iter::once(VAULT_DDL).chain(VAULT_NOTE_EXTRA.iter().flat_map(|(n, d)| [*n, *d]))
+}
+
 /// Create the vault tables when missing and add our columns. Inside the open's migration transaction.
 pub(crate) fn ensure_tables(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(VAULT_DDL)?;
