@@ -1,8 +1,9 @@
 """An Obsidian vault as a knowledge source, end to end with real processes: a hostile sample vault reconciled by
 `cao memory vault reconcile --apply`, recalled by an agent over MCP (stdio) with each note's vault path, an agent's
 store written to the managed folder and recalled, read and searched at once, forget keeping the file, the context
-block carrying only `inject: true` mappings, and a note edited while cao-server runs recalled with its new text
-without any command."""
+block carrying only `inject: true` mappings, a note edited while cao-server runs recalled with its new text
+without any command, a migrated key stored through the vault (the receipt exempts the kept native copy), the store
+and recall payloads' source path and freshness, and vault notes in the web UI (Chromium) and the inspector (tmux)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,20 @@ import asyncio
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import time
 import unicodedata
 
 import httpx
+import pytest
+from selenium.webdriver.common.by import By
 
 import _flow
 from conftest import Workspace, binary, clean_env, start_server
+from test_inspector import Pane
 from test_mcp_stdio import stdio_session
+from test_ui import XSS, assert_no_alert, assert_page, browser, wait_for  # noqa: F401 (browser is a fixture)
 
 PROJECT = "demo-proj"
 
@@ -212,3 +218,132 @@ def test_a_broken_vault_config_fails_closed_with_its_reason(ws: Workspace) -> No
         assert stored.status_code >= 400 and "vault configuration unavailable" in stored.text, stored.text
     finally:
         assert srv.stop() == 0
+
+
+def test_a_migrated_key_kept_natively_is_stored_through_the_vault_with_its_source_path(ws: Workspace) -> None:
+    """`cao memory vault migrate --apply` without `--delete-source` keeps the native copy; its receipt exempts it
+    from the cross-tier collision rule, so an agent's store of that key appends to the migrated note. The store
+    result names the note (`source_kind`, `source_path`); recall says when the note was indexed and that it is
+    fresh."""
+    root = hostile_vault(ws)
+    settings = (ws.home / "settings.json").read_text()
+    (ws.home / "settings.json").write_text("{}")
+
+    async def store_native() -> None:
+        async with stdio_session(ws, CAO_PROJECT_ID=PROJECT, HOME=str(ws.cwd.parent)) as (session, errors):
+            stored = await _flow.call(session, "memory_store", content="Prefer pytest.", scope="global", key="testing")
+            assert stored["success"] is True and "source_path" not in stored, stored
+            assert errors == []
+
+    asyncio.run(store_native())
+    (ws.home / "settings.json").write_text(settings)
+    migrated = cao(ws, "memory", "vault", "migrate", "--scope", "global", "--apply", "--format", "json")
+    assert migrated.returncode == 0, migrated.stderr
+    report = json.loads(migrated.stdout)
+    assert (report["migrated"], report["deleted_source"]) == (1, 0), report
+
+    async def store_after() -> None:
+        async with stdio_session(ws, CAO_PROJECT_ID=PROJECT, HOME=str(ws.cwd.parent)) as (session, errors):
+            stored = await _flow.call(session, "memory_store", content="Also run mypy.", scope="global", key="testing")
+            assert stored["success"] is True and stored["action"] == "updated", stored
+            assert (stored["source_kind"], stored["source_path"]) == ("vault", "_cao/testing.md"), stored
+            assert stored["file_path"] == str(root / "_cao" / "testing.md"), stored
+            hit = await _flow.call(session, "memory_recall", query="mypy", scope="global", search_mode="metadata")
+            [m] = hit["memories"]
+            assert (m["key"], m["source_path"], m["index_freshness"]) == ("testing", "_cao/testing.md", "fresh"), m
+            assert m["indexed_at"].endswith("Z"), m
+            assert "Prefer pytest." in m["content"] and "Also run mypy." in m["content"], m
+            assert errors == []
+
+    asyncio.run(store_after())
+    text = (root / "_cao" / "testing.md").read_text()
+    assert "Prefer pytest." in text and "Also run mypy." in text, text
+
+
+def test_the_web_ui_shows_vault_notes_with_their_path_and_freshness(browser, ws: Workspace) -> None:
+    """The web UI in Chromium: a search in the vault-bound project scope marks vault notes (`vault`, the note's path);
+    the memory page shows the source path, when the note was indexed and whether it is fresh. A note edited on disk
+    reads as stale on the memory page (which only reads) until a recall picks the edit up. Note text renders as text:
+    a script in a note's body never runs."""
+    root = hostile_vault(ws)
+    (root / "Notes" / "probe.md").write_text(f"# Probe\n\nblue-green probe {XSS}\n")
+    assert cao(ws, "memory", "vault", "reconcile", "--apply").returncode == 0
+    srv = start_server(ws, HOME=str(ws.cwd.parent))
+    try:
+        drv = browser
+        drv.get(f"{srv.url}/ui/memories?q=blue-green&scope=project&scope_id={PROJECT}&mode=metadata")
+        assert_page(drv, "vault-search", heading="Browse")
+        wait_for(drv, "table.memories")
+        paths = [e.text for e in drv.find_elements(By.CSS_SELECTOR, "table.memories code[data-source-path]")]
+        assert "Notes/deploy.md" in paths and "Notes/probe.md" in paths, paths
+        markers = drv.find_elements(By.CSS_SELECTOR, "table.memories [data-source=vault]")
+        assert len(markers) == len(paths), (len(markers), paths)
+        assert XSS in drv.find_element(By.CSS_SELECTOR, "table.memories").text
+        assert_no_alert(drv)
+
+        row = next(
+            r for r in drv.find_elements(By.CSS_SELECTOR, "table.memories tbody tr")
+            if "Notes/deploy.md" in r.text
+        )
+        row.find_element(By.CSS_SELECTOR, "a.key").click()
+        wait_for(drv, "[data-freshness]")
+        assert_page(drv, "vault-memory-fresh")
+        assert drv.find_element(By.CSS_SELECTOR, "dd code[data-source-path]").text == "Notes/deploy.md"
+        assert drv.find_element(By.CSS_SELECTOR, "[data-freshness]").get_attribute("data-freshness") == "fresh"
+        assert "We deploy with blue-green releases." in drv.find_element(By.CSS_SELECTOR, "pre.content").text
+        page = drv.current_url
+
+        time.sleep(0.05)  # a distinct modification time on coarse clocks
+        (root / "Notes" / "deploy.md").write_text("# Deploy\n\nWe now deploy with canary releases.\n")
+        drv.get(page)
+        wait_for(drv, "[data-freshness]")
+        assert_page(drv, "vault-memory-stale")
+        assert drv.find_element(By.CSS_SELECTOR, "[data-freshness]").get_attribute("data-freshness") == "stale"
+
+        # A search (a recall) picks the edit up; the page is fresh again with the new text.
+        drv.get(f"{srv.url}/ui/memories?q=canary&scope=project&scope_id={PROJECT}&mode=metadata")
+        wait_for(drv, "table.memories code[data-source-path]")
+        drv.get(page)
+        wait_for(drv, "[data-freshness]")
+        assert drv.find_element(By.CSS_SELECTOR, "[data-freshness]").get_attribute("data-freshness") == "fresh"
+        assert "canary releases" in drv.find_element(By.CSS_SELECTOR, "pre.content").text
+
+        # The probe's page: its script is text.
+        drv.get(f"{srv.url}/ui/memories?q=probe&scope=project&scope_id={PROJECT}&mode=metadata")
+        wait_for(drv, "table.memories a.key").click()
+        wait_for(drv, "pre.content")
+        assert_page(drv, "vault-memory-probe")
+        assert XSS in drv.find_element(By.CSS_SELECTOR, "pre.content").text
+        assert_no_alert(drv)
+    finally:
+        assert srv.stop() == 0
+
+
+def test_the_inspector_marks_vault_notes_found_by_its_search(ws: Workspace) -> None:
+    """`cao memory inspect` in tmux: a search in a vault-bound project finds its vault notes and marks each with its
+    vault path and freshness (vault notes have no journal line to reveal)."""
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (.ci/run installs it with apt-get)", pytrace=False)
+    hostile_vault(ws)
+    assert cao(ws, "memory", "vault", "reconcile", "--apply").returncode == 0
+    pane = Pane(
+        ws,
+        [str(binary("cao")), "memory", "inspect"],
+        {
+            "CAO_HOME": str(ws.home),
+            "HOME": str(ws.cwd.parent),
+            "CAO_PROJECT_ID": PROJECT,
+            "TERM": "xterm-256color",
+            "PATH": "/usr/bin:/bin",
+        },
+    )
+    try:
+        pane.wait_for(r"memory inspector")
+        pane.keys("/")
+        pane.type("blue-green")
+        pane.keys("Enter")
+        screen = pane.wait_for(r"vault note Notes/deploy\.md, fresh")
+        assert "AKIAIOSFODNN7EXAMPLE" not in screen, screen
+        pane.keys("Escape", "Escape")
+    finally:
+        pane.close()

@@ -3,8 +3,11 @@
 //! - [`locomo`] loads the LoCoMo conversations from `../shared/data/locomo/locomo6.json` (or `CAO_LOCOMO`); it is
 //!   `cao_testkit::locomo`, shared with the tests.
 //! - [`Stats`] summarises latency samples (nearest-rank percentiles in milliseconds).
+//! - [`vault`] measures the Obsidian vault (`bench --only vault`): reconcile, rescan, recall against native.
 
 use std::time::Duration;
+
+pub mod vault;
 
 /// Latency samples of one measured operation.
 #[derive(Debug, Default, Clone)]

@@ -44,13 +44,17 @@ wiki topic plus a search-index entry. Storing again with the same key and scope 
 journal_entry} with action \"created\" or \"updated\" and journal_entry the number of the journal entry this write \
 appended (memory_zoom(journal_entry, 1) reads it); a new key may also carry possible_duplicates [{key, first_line}] \
 and duplicate_advice, existing memories that may cover the same topic (consider rewriting one of them instead); on failure {success: false, error, error_kind}. Storing into project, session \
-or agent scope needs that piece of the terminal context (working directory, session name, agent profile).";
+or agent scope needs that piece of the terminal context (working directory, session name, agent profile). In a scope \
+bound to an Obsidian vault the entry is appended to a note of the vault's managed folder: the result then also has \
+source_kind \"vault\" and source_path, the note's path inside the vault.";
 
 const RECALL_DESCRIPTION: &str = "Search stored memories by keywords and filters, ranked by sort_by. Check memory \
 before asking the user, and at the start of a task. Without scope, every scope visible to you is searched and the \
 results follow scope precedence session > project > global. Returns JSON {success, memories: [{key, content, \
-memory_type, scope, tags, file_path, updated_at}]}; on failure {success: false, error, error_kind} (for example an \
-unknown sort_by or search_mode, or a limit outside 1..100).";
+memory_type, scope, tags, file_path, updated_at}]}; a note of an Obsidian vault also has source_kind \"vault\", \
+source_path (its path inside the vault), indexed_at and index_freshness (\"fresh\", or \"stale\" when the note \
+changed on disk since it was indexed). On failure {success: false, error, error_kind} (for example an unknown sort_by \
+or search_mode, or a limit outside 1..100).";
 
 const FORGET_DESCRIPTION: &str = "Remove a memory by key and scope (its topic file and index entry). Use it for memories \
 that are wrong; outdated ones need no pruning (store the key again to refresh it). Earlier versions stay in the \

@@ -27,7 +27,7 @@ mod service;
 
 /// The feature crates' modules under the paths embedders and the edge crates have always named.
 pub use cao_maint::{compact, compact_rules, heal, lint, retention};
-pub use cao_ops::{auto_compact, decisions, vault, vault_migrate};
+pub use cao_ops::{auto_compact, decisions, vault, vault_fresh, vault_migrate};
 
 pub use cao_bundle::bundle::{MAX_BUNDLE_BYTES, MAX_BUNDLE_ENTRIES, MAX_EXTENSION_BYTES, MAX_TOPIC_FILE_BYTES};
 pub use cao_bundle::export::{EXPORT_SCHEMA, ExportDestination, ExportOutcome, ExportRequest};

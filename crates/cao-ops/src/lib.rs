@@ -17,6 +17,7 @@
 //!   service); the request and result shapes in [`types`];
 //! - [`vault`]: the Obsidian vault over the store (configuration, scan, reconcile and rebuild, status, writes into
 //!   the managed folder).
+//! - [`vault_fresh`]: where a vault row comes from and whether its file changed since it was indexed.
 //! - [`vault_migrate`]: moving native memories into the managed folder, with receipts and their rollback.
 //!
 //! Invariants:
@@ -51,5 +52,6 @@ pub mod relevance;
 pub mod supersedes;
 pub mod types;
 pub mod vault;
+pub mod vault_fresh;
 pub mod vault_migrate;
 pub mod write;

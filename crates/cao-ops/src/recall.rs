@@ -190,12 +190,9 @@ pub fn recall(
     } else {
         Vec::new()
     };
-    // The vault path of each vault row, in output order (primaries, then related extras).
-    let vault_paths: Vec<Option<String>> = rows
-        .iter()
-        .chain(related.iter())
-        .map(|r| (r.source_kind == cao_core::SourceKind::Vault).then(|| r.file_path.clone()))
-        .collect();
+    // Where each vault row comes from and whether its file is still the one indexed, in output order
+    // (primaries, then related extras).
+    let vault_sources = crate::vault_fresh::sources(store, settings, rows.iter().chain(related.iter()));
     let mut memories: Vec<Memory> = rows.iter().map(row_to_memory).collect();
     let mut extras: Vec<Memory> = related
         .iter()
@@ -226,10 +223,12 @@ pub fn recall(
     }
     memories.append(&mut extras);
     let mut recalled: Vec<RecalledMemory> = memories.iter().map(RecalledMemory::from).collect();
-    for (m, path) in recalled.iter_mut().zip(vault_paths) {
-        if let Some(path) = path {
+    for (m, source) in recalled.iter_mut().zip(vault_sources) {
+        if let Some(source) = source {
             m.source_kind = Some("vault".to_owned());
-            m.source_path = Some(path);
+            m.source_path = Some(source.source_path);
+            m.indexed_at = source.indexed_at.map(cao_core::time::format_ts);
+            m.index_freshness = Some(source.freshness);
         }
     }
     Ok(RecallResult {

@@ -177,7 +177,9 @@ pub fn row_to_memory(r: &MemoryRow) -> Memory {
     }
 }
 
-pub use cao_protocol::{ForgetResult, LifecycleStatus, PossibleDuplicate, RecallResult, RecalledMemory, StoreResult};
+pub use cao_protocol::{
+    ForgetResult, IndexFreshness, LifecycleStatus, PossibleDuplicate, RecallResult, RecalledMemory, StoreResult,
+};
 
 impl From<&Memory> for RecalledMemory {
     /// The recall payload's view of a memory.
@@ -193,6 +195,8 @@ impl From<&Memory> for RecalledMemory {
             lifecycle_status: m.lifecycle_status,
             source_kind: None,
             source_path: None,
+            indexed_at: None,
+            index_freshness: None,
         }
     }
 }

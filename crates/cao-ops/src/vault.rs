@@ -632,6 +632,38 @@ pub struct VaultStored {
     pub scope_id: Option<String>,
 }
 
+/// Whether a valid migration receipt covers the native memory `native` of `key` in the bound scope, so that a
+/// vault write of that key is not a cross-tier collision (spec/vault-facts.md section 6 "MemoryService.store":
+/// "... unless a valid migration receipt covers it"; section 7: the native copy kept by a migration without
+/// `--delete-source` is the managed note's source). Valid means, as the migration's own skip rule reads a receipt
+/// ([`cao_vault::migrate::skip_reason`]): the receipt of this identity (`sha256(vault_id NUL scope NUL scope_id
+/// NUL key)`) is `active` (not rolled back) and the native topic file is still byte for byte the one migrated
+/// (its SHA-256 equals the receipt's `native_content_sha256`). A native memory written after the migration, or
+/// one whose receipt was rolled back, stays a collision.
+///
+/// Errors: store errors reading the receipts. An unreadable native file is not covered (a collision).
+fn receipt_covers(
+    snapshot: &Snapshot<'_>,
+    vault: &VaultConfig,
+    scope: cao_core::Scope,
+    scope_id: Option<&str>,
+    key: &Key,
+    native: &MemoryRow,
+) -> Result<bool, MemoryError> {
+    let id = cao_vault::migrate::receipt_id(&vault.id, scope.as_str(), scope_id, key.as_str());
+    let Some(receipt) = snapshot
+        .vault_receipts(&vault.id)?
+        .into_iter()
+        .find(|r| r.receipt_id == id && r.status == "active")
+    else {
+        return Ok(false);
+    };
+    let Ok(bytes) = std::fs::read(&native.file_path) else {
+        return Ok(false);
+    };
+    Ok(receipt.native_content_sha256.as_deref() == Some(cao_vault::hash::sha256_hex(&bytes).as_str()))
+}
+
 fn write_refused(e: cao_vault::writer::WriteError) -> MemoryError {
     match e {
         cao_vault::writer::WriteError::Secret(pattern) => MemoryError::Secret { pattern },
@@ -648,7 +680,8 @@ fn write_refused(e: cao_vault::writer::WriteError) -> MemoryError {
 ///
 /// Errors (nothing is written): `vault configuration unavailable: ...` (fail closed); `vault mapping '<folder>' is
 /// not writable`; an agent-scope write without an identified non-curator terminal; the cross-tier collision with a
-/// native memory of the key; a key already minted by another note of the mapping; the writer's refusals
+/// native memory of the key (unless a valid migration receipt covers it: `receipt_covers`); a key already minted
+/// by another note of the mapping; the writer's refusals
 /// (conflict with an edited note, size, secret under `reject` as [`MemoryError::Secret`], boundary). A failed
 /// refresh after the publish is [`MemoryError::PartialWrite`].
 #[allow(clippy::too_many_arguments)]
@@ -698,7 +731,9 @@ pub fn store(
     }
     let _lock = projection_lock(store, vault)?;
     let snapshot = store.read()?;
-    if snapshot.get(scope, bound_id.as_deref(), key)?.is_some() {
+    if let Some(native) = snapshot.get(scope, bound_id.as_deref(), key)?
+        && !receipt_covers(&snapshot, vault, scope, bound_id.as_deref(), key, &native)?
+    {
         return Err(MemoryError::Invalid(format!(
             "memory key '{key}' already exists in the native store for '{scope}'; resolve the cross-tier collision \
              before writing"

@@ -66,6 +66,8 @@ pub fn store(
             journal_entry: None,
             possible_duplicates: Vec::new(),
             duplicate_advice: None,
+            source_kind: Some("vault".to_owned()),
+            source_path: Some(v.relpath),
         });
     }
     commit_queued(store, settings, ctx, &prepared, scope_id, None, Some(queue))
@@ -254,6 +256,8 @@ fn stored(store: &Store, ctx: &TerminalContext, written: cao_store::Written) -> 
         journal_entry: written.journal_entry,
         possible_duplicates: Vec::new(),
         duplicate_advice: None,
+        source_kind: None,
+        source_path: None,
     }
 }
 

@@ -45,8 +45,8 @@ pub use call::{CallContext, OwnerRequest, ToolCall, parse_args};
 pub use code::{ErrorCode, ErrorSpec};
 pub use error::ToolError;
 pub use results::{
-    AdviseResult, AdvisedMemory, EntryWriter, FixedWord, ForgetResult, LifecycleStatus, Outcome, OutcomeList,
-    PossibleDuplicate, ReadResult, RecallResult, RecalledMemory, ReportOutcomeResult, SearchHit, SearchResult,
-    StoreResult, ViewResult, ZoomResult, ZoomedEntry, ZoomedLine,
+    AdviseResult, AdvisedMemory, EntryWriter, FixedWord, ForgetResult, IndexFreshness, LifecycleStatus, Outcome,
+    OutcomeList, PossibleDuplicate, ReadResult, RecallResult, RecalledMemory, ReportOutcomeResult, SearchHit,
+    SearchResult, StoreResult, ViewResult, ZoomResult, ZoomedEntry, ZoomedLine,
 };
 pub use tool::{Access, CONTEXT_PATH, Tool, ToolSpec};

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 pub type FixedWord = &'static str;
 
 /// `memory_store` (and `store_lesson`) result: `{success, key, scope, scope_id, file_path, action, journal_entry}`,
-/// plus `possible_duplicates` and `duplicate_advice` when the decision engine names some.
+/// plus `possible_duplicates` and `duplicate_advice` when the decision engine names some, and `source_kind` /
+/// `source_path` when the write went to an Obsidian vault.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
@@ -45,6 +46,13 @@ pub struct StoreResult {
     /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_advice: Option<String>,
+    /// `"vault"` when the write went to the managed folder of an Obsidian vault (a vault-bound scope; `file_path`
+    /// is then the note's absolute path); absent for native memories (spec/vault-facts.md section 6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_kind: Option<String>,
+    /// The vault-relative path of the note written (`<managed_folder>/<key>.md`); absent for native memories.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_path: Option<String>,
 }
 
 /// A memory a receipt names as possibly covering the same topic as the one just created.
@@ -105,6 +113,38 @@ pub struct RecalledMemory {
     /// The vault-relative path of a vault note; absent for native memories.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_path: Option<String>,
+    /// When a vault note was last indexed (the last applied reconcile that wrote its row), `YYYY-MM-DDTHH:MM:SSZ`;
+    /// absent for native memories (spec/vault-facts.md section 5 "A recalled vault memory": `indexed_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indexed_at: Option<String>,
+    /// Whether a vault note's file is still the one indexed: `fresh` when its size and modification time (ns) equal
+    /// the indexed ones, else `stale` (the note changed or vanished on disk since; `content` is the indexed text).
+    /// Absent for native memories (spec/vault-facts.md section 5: `index_freshness`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_freshness: Option<IndexFreshness>,
+}
+
+/// Whether a vault note changed on disk since it was indexed (spec/vault-facts.md section 5: `index_freshness`
+/// is `fresh` iff the file's size and mtime_ns equal the indexed ones, else `stale`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "utoipa", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum IndexFreshness {
+    /// The file's size and modification time are the indexed ones.
+    Fresh,
+    /// The file changed (or vanished) since it was indexed.
+    Stale,
+}
+
+impl IndexFreshness {
+    /// The wire spelling (`fresh` / `stale`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexFreshness::Fresh => "fresh",
+            IndexFreshness::Stale => "stale",
+        }
+    }
 }
 
 /// `memory_recall` result: `{success, memories}`.

@@ -23,6 +23,6 @@ pub mod term;
 
 pub use error::TuiError;
 pub use render::render;
-pub use source::{Hit, Loaded, LocalSource, Source};
+pub use source::{Hit, Loaded, LocalSource, Source, VaultMark};
 pub use state::{Key, Mode, State};
 pub use term::run;

@@ -307,9 +307,15 @@ pub fn render(state: &State, frame: &mut Frame) {
             lines.push(Line::from("no memory matches"));
         }
         for (i, h) in search.hits.iter().enumerate() {
-            let entry = h
-                .newest_entry
-                .map_or_else(|| "no entry here".to_owned(), |e| format!("entry {e}"));
+            let entry = match (&h.vault, h.newest_entry) {
+                (Some(v), _) => format!(
+                    "vault note {}, {}",
+                    clean(&v.source_path),
+                    if v.stale { "stale" } else { "fresh" }
+                ),
+                (None, Some(e)) => format!("entry {e}"),
+                (None, None) => "no entry here".to_owned(),
+            };
             let line = Line::from(format!("{} ({entry}): {}", h.key, clean(&h.matching_line)));
             lines.push(if i == search.selected && !search.editing {
                 line.style(Style::default().add_modifier(Modifier::REVERSED))

@@ -44,6 +44,19 @@ pub struct Hit {
     pub matching_line: String,
     /// The newest entry of the memory in this journal, when it has one here.
     pub newest_entry: Option<u64>,
+    /// For a note of an Obsidian vault (which has no journal entries): its path and freshness; `None` for a
+    /// native memory.
+    pub vault: Option<VaultMark>,
+}
+
+/// A search hit that is a note of an Obsidian vault (spec/vault-facts.md section 5: `source_path`,
+/// `index_freshness`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VaultMark {
+    /// The note's path inside the vault. Untrusted (a file name someone chose).
+    pub source_path: String,
+    /// Whether the note changed on disk since it was indexed.
+    pub stale: bool,
 }
 
 /// What the inspector reads and changes. Every method may fail with a [`TuiError`], which the inspector shows on
@@ -117,6 +130,7 @@ impl Source for LocalSource {
 
     fn search(&mut self, query: &str) -> Result<Vec<Hit>, TuiError> {
         let container = self.container()?;
+        let settings = self.svc.settings();
         let result = self.svc.search(
             &self.ctx,
             &SearchArgs {
@@ -137,12 +151,28 @@ impl Source for LocalSource {
                 )?
                 .last()
                 .copied();
+                // Vault notes have no journal entries; a hit without one may be a vault note.
+                let vault = match newest_entry {
+                    Some(_) => None,
+                    None => cao_memory::vault_fresh::show(
+                        self.svc.storage(),
+                        &settings,
+                        h.scope,
+                        h.scope_id.as_deref(),
+                        &key,
+                    )?
+                    .map(|(_, v)| VaultMark {
+                        source_path: v.source_path,
+                        stale: v.freshness == cao_memory::IndexFreshness::Stale,
+                    }),
+                };
                 Ok(Hit {
                     key: h.key,
                     scope: h.scope,
                     scope_id: h.scope_id,
                     matching_line: h.matching_line,
                     newest_entry,
+                    vault,
                 })
             })
             .collect()

@@ -626,7 +626,14 @@ impl State {
             return;
         };
         let Some(entry) = hit.newest_entry else {
-            self.message = Some(format!("{} has no entry in this journal", hit.key));
+            self.message = Some(match &hit.vault {
+                Some(v) => format!(
+                    "{} is the vault note {}: vault notes have no journal entries",
+                    hit.key,
+                    cao_core::display::blank(&v.source_path)
+                ),
+                None => format!("{} has no entry in this journal", hit.key),
+            });
             return;
         };
         let Ok(target) = Address::entry(entry) else { return };

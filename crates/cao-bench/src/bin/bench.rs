@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
 //! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--model DIR]
-//! [--only okf|journal|learning|ui|lint|dense|firstopen]`. Prints one
+//! [--only okf|journal|learning|ui|lint|dense|firstopen|vault]`. Prints one
 //! table row per (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair,
 //! hybrid/relevance included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo
 //! questions; lint and the heal dry run (no model) go over the whole corpus (`--only lint`: the store fill and
@@ -17,7 +17,9 @@
 //! `cao-server` (goal: p95 under 100 ms at 100,000 memories); `--only ui` runs the store fill and these alone. The first-open rows (issue 31) time the
 //! first and second `cao memory list` process (release `cao` next to this binary) on a home the Python reference
 //! wrote (its topic files, lock files and `index.md`, with and without its index database); `--only firstopen` runs
-//! just those.
+//! just those. The vault rows (`--only vault`, issue 29): reconcile of a generated vault of `size` notes, its
+//! rescan unchanged, and recall over the vault-bound scope against the same texts as native memories
+//! (`cao_bench::vault`).
 //!
 //! Dense rows (docs/decisions/0011-dense-recall.md), with `--model DIR` (an embedding model directory: config.json,
 //! tokenizer.json, model.safetensors; `cargo xtask bench` turns `CAO_EMBED_MODEL` into this flag, and the variable
@@ -58,6 +60,8 @@ struct Args {
     only_dense: bool,
     /// Only the first open of a reference-written home (`--only firstopen`).
     only_firstopen: bool,
+    /// Only the Obsidian vault rows (`--only vault`).
+    only_vault: bool,
     /// The embedding model directory of the dense rows (`--model DIR`).
     model: Option<std::path::PathBuf>,
     /// Child mode: measure the model's memory in this fresh process and exit (`--model-rss DIR`).
@@ -76,6 +80,7 @@ fn args() -> Result<Args> {
         only_lint: false,
         only_dense: false,
         only_firstopen: false,
+        only_vault: false,
         model: None,
         model_rss: None,
     };
@@ -93,6 +98,7 @@ fn args() -> Result<Args> {
             "--only" if v == "lint" => a.only_lint = true,
             "--only" if v == "dense" => a.only_dense = true,
             "--only" if v == "firstopen" => a.only_firstopen = true,
+            "--only" if v == "vault" => a.only_vault = true,
             "--model" => a.model = Some(std::path::absolute(&v)?),
             "--model-rss" => a.model_rss = Some(v.into()),
             other => anyhow::bail!("unknown flag {other}"),
@@ -167,7 +173,8 @@ fn main() -> Result<()> {
     let store_one = |i: usize| store_via(&svc, i);
     println!("| memories | operation | p50 ms | p95 ms | p99 ms | n |");
     println!("|---:|---|---:|---:|---:|---:|");
-    let only_other = args.only_okf || args.only_journal || args.only_learning || args.only_ui || args.only_lint;
+    let only_other =
+        args.only_okf || args.only_journal || args.only_learning || args.only_ui || args.only_lint || args.only_vault;
     let dense = match &args.model {
         Some(dir) if !only_other => Some(Dense::open(dir, &home, &questions, args.queries)?),
         _ => None,
@@ -187,6 +194,14 @@ fn main() -> Result<()> {
     if args.only_firstopen {
         for &size in &args.sizes {
             first_open_reference(size, &turns)?;
+        }
+        return Ok(());
+    }
+    if args.only_vault {
+        let asked: Vec<String> = questions.iter().take(args.queries).cloned().collect();
+        for &size in &args.sizes {
+            let dir = tempfile::tempdir()?;
+            cao_bench::vault::print(&cao_bench::vault::measure(dir.path(), size, &turns, &asked, 20)?);
         }
         return Ok(());
     }

@@ -246,6 +246,8 @@ struct Row {
     access: Option<i64>,
     content: String,
     label: Option<String>,
+    /// A vault note's vault-relative path and freshness (recall rows of a vault-bound scope).
+    vault: Option<(String, Option<cao_memory::IndexFreshness>)>,
 }
 
 impl From<&Memory> for Row {
@@ -259,6 +261,7 @@ impl From<&Memory> for Row {
             access: Some(m.access_count),
             content: m.content.clone(),
             label: m.lifecycle_status.map(|l| wire(&l)),
+            vault: None,
         }
     }
 }
@@ -381,6 +384,7 @@ pub(crate) async fn browse(State(state): State<UiState>, ctx: Ctx, UiQuery(q): U
                             access: None,
                             content: m.content.clone(),
                             label: m.lifecycle_status.map(|l| wire(&l)),
+                            vault: m.source_path.clone().map(|p| (p, m.index_freshness)),
                         })
                         .collect();
                     (rows, page_no > 0, has_next)
@@ -472,7 +476,14 @@ fn memory_table(rows: &[Row]) -> Markup {
                         @for r in rows {
                             tr {
                                 td { a.key href=(memory_href(r.scope, r.scope_id.as_deref(), &r.key)) { (r.key) }
-                                    @if let Some(l) = &r.label { " " span.tag.warn { (l) } } }
+                                    @if let Some(l) = &r.label { " " span.tag.warn { (l) } }
+                                    @if let Some((path, freshness)) = &r.vault {
+                                        " " span.tag.vault data-source="vault" title=(path) { "vault" }
+                                        @if *freshness == Some(cao_memory::IndexFreshness::Stale) {
+                                            " " span.tag.warn data-freshness="stale" { "stale" }
+                                        }
+                                        br; code.small data-source-path=(path) { (path) }
+                                    } }
                                 td { (scope_label(r.scope, r.scope_id.as_deref())) }
                                 td { (r.memory_type.as_str()) }
                                 td.nowrap { (r.updated_at) }
@@ -538,6 +549,8 @@ pub(crate) struct MemoryQuery {
 
 struct MemoryPage {
     memory: Option<Memory>,
+    /// Where a vault note comes from and whether it is fresh (`None` for a native memory).
+    vault: Option<cao_memory::vault_fresh::VaultSource>,
     scope_id: Option<String>,
     outgoing: Vec<Relationship>,
     incoming: Vec<Relationship>,
@@ -567,22 +580,30 @@ pub(crate) async fn memory(
         let key = key.clone();
         with_service(&state.api, move |svc| {
             let record = !svc.settings().non_accessing_inspection();
-            let memory = match &scope_id {
-                Some(id) => svc.show(
+            // A note of a vault-bound scope is the scope's memory of that key (spec/vault-facts.md section 5).
+            let vault_note =
+                cao_memory::vault_fresh::show(svc.storage(), &svc.settings(), scope, scope_id.as_deref(), &key)?;
+            let (memory, vault) = match vault_note {
+                Some((m, source)) => (Some(m), Some(source)),
+                None => (None, None),
+            };
+            let memory = match (memory, &scope_id) {
+                (Some(m), _) => Some(m),
+                (None, Some(id)) => svc.show(
                     &TerminalContext::default(),
                     ShowRequest {
                         target: MemoryTarget::Exact(MemoryRef::new(scope, Some(id.clone()), key.clone())),
                         record_access: record,
                     },
                 )?,
-                None if scope.needs_scope_id() => svc.show(
+                (None, None) if scope.needs_scope_id() => svc.show(
                     &TerminalContext::default(),
                     ShowRequest {
                         target: MemoryTarget::key(&key, Some(scope)),
                         record_access: record,
                     },
                 )?,
-                None => svc.show(
+                (None, None) => svc.show(
                     &TerminalContext::default(),
                     ShowRequest {
                         target: MemoryTarget::Exact(MemoryRef::new(scope, None, key.clone())),
@@ -620,6 +641,7 @@ pub(crate) async fn memory(
             }
             Ok(MemoryPage {
                 memory,
+                vault,
                 scope_id,
                 outgoing,
                 incoming,
@@ -651,7 +673,21 @@ pub(crate) async fn memory(
                     dt { "accesses" } dd { (m.access_count) }
                     dt { "entries" } dd { (m.entry_count) }
                     @if let Some(l) = m.lifecycle_status { dt { "lifecycle" } dd { (wire(&l)) } }
-                    dt { "file" } dd { code { (m.file_path) } }
+                    @if let Some(v) = &data.vault {
+                        dt { "source" } dd { span.tag.vault data-source="vault" { "vault note" } }
+                        dt { "vault path" } dd { code data-source-path=(v.source_path) { (v.source_path) } }
+                        dt { "indexed" } dd { @if let Some(t) = v.indexed_at { (format_ts(t)) } @else { "—" } }
+                        dt { "freshness" } dd {
+                            @if v.freshness == cao_memory::IndexFreshness::Stale {
+                                span.tag.warn data-freshness="stale" { "stale" }
+                                " the note changed on disk since it was indexed; the next recall re-indexes it"
+                            } @else {
+                                span.tag data-freshness="fresh" { "fresh" }
+                            }
+                        }
+                    } @else {
+                        dt { "file" } dd { code { (m.file_path) } }
+                    }
                 }
                 h2 { "Current entry" }
                 pre.content data-content="current" { (m.content) }
@@ -664,7 +700,10 @@ pub(crate) async fn memory(
         p.small { (data.versions) " version" @if data.versions != 1 { "s" } " in the journal"
             @if data.versions > data.history.len() { " (newest " (data.history.len()) " shown)" } }
         (history_list(&data.history))
-        @if data.memory.is_some() {
+        @if data.vault.is_some() {
+            p.hint { "A vault note is de-indexed, never deleted, by an agent's memory_forget or "
+                code { "cao memory delete <key> --scope " (scope.as_str()) " -y" } "; its file stays in the vault." }
+        } @else if data.memory.is_some() {
             section.danger {
                 h2 { "Delete or purge" }
                 @if !admin { p.hint { "These need the cao:admin scope." } }

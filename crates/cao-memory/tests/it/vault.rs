@@ -477,3 +477,187 @@ fn migrate_moves_native_memories_into_the_managed_folder_and_a_receipt_rolls_bac
     let e = cao_memory::vault_migrate::roll_back(v.svc.storage(), &loaded, &receipt, true).expect_err("not active");
     assert!(e.to_string().contains("not active"), "{e}");
 }
+
+/// After a migration without `--delete-source`, the native copy left behind is the managed note's source, not a
+/// collision: a store of that key appends to the migrated note (spec/vault-facts.md section 6, "unless a valid
+/// migration receipt covers it"). The receipt stops covering the native memory once it is rolled back, or once the
+/// native memory was written after the migration (its file is no longer the one migrated): the store is then
+/// refused again and writes nothing.
+#[test]
+fn a_migration_receipt_exempts_the_kept_native_copy_from_the_collision_rule() {
+    use cao_core::Scope;
+    let v = vault();
+    let settings_file = v.home.join("settings.json");
+    let configured = std::fs::read_to_string(&settings_file).expect("settings");
+    std::fs::write(&settings_file, "{}").expect("no vault");
+    store(&v, "global", "testing", "Prefer pytest.").expect("native store");
+    store(&v, "global", "deploy", "Deploys are blue-green.").expect("native store");
+    store(&v, "global", "drifted", "Drift one.").expect("native store");
+    std::fs::write(&settings_file, &configured).expect("vault on");
+    let loaded = v.svc.storage().settings();
+    let migrated =
+        cao_memory::vault_migrate::migrate(v.svc.storage(), &loaded, &v.ctx, Scope::Global, None, true, false)
+            .expect("migrate");
+    assert_eq!((migrated.migrated, migrated.deleted_source), (3, 0), "{migrated:?}");
+
+    // Covered: the store appends to the migrated note, which is recalled with the new entry.
+    let stored = store(&v, "global", "testing", "Also run mypy.").expect("store after the migration");
+    assert_eq!(stored.action, "updated");
+    let text = std::fs::read_to_string(v.root.join("_cao/testing.md")).expect("note");
+    assert!(
+        text.contains("Prefer pytest.") && text.contains("Also run mypy."),
+        "{text}"
+    );
+    let recalled = v
+        .svc
+        .recall(
+            &v.ctx,
+            RecallArgs {
+                query: Some("mypy".into()),
+                scope: Some(Scope::Global),
+                search_mode: Some(cao_core::SearchMode::Metadata),
+                ..Default::default()
+            },
+        )
+        .expect("recall")
+        .memories;
+    assert_eq!(recalled.iter().map(|m| m.key.as_str()).collect::<Vec<_>>(), ["testing"]);
+
+    // Rolled back: the receipt no longer covers the native copy.
+    let receipt = cao_vault::migrate::receipt_id("demo", "global", None, "deploy");
+    assert!(migrated.receipts.contains(&receipt), "{migrated:?}");
+    cao_memory::vault_migrate::roll_back(v.svc.storage(), &loaded, &receipt, true).expect("rollback");
+    let before = std::fs::read_to_string(v.root.join("_cao/deploy.md")).expect("note");
+    let e = store(&v, "global", "deploy", "Canary now.").expect_err("collision after the rollback");
+    assert!(e.to_string().contains("cross-tier collision"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(v.root.join("_cao/deploy.md")).expect("note"),
+        before
+    );
+
+    // Written natively after the migration (the vault switched off meanwhile): a collision again.
+    std::fs::write(&settings_file, "{}").expect("no vault");
+    store(&v, "global", "drifted", "Drift two, written natively.").expect("native store");
+    std::fs::write(&settings_file, &configured).expect("vault on");
+    let before = std::fs::read_to_string(v.root.join("_cao/drifted.md")).expect("note");
+    let e = store(&v, "global", "drifted", "Vault text.").expect_err("collision after native drift");
+    assert!(e.to_string().contains("cross-tier collision"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(v.root.join("_cao/drifted.md")).expect("note"),
+        before
+    );
+}
+
+/// A vault-bound store says where the note went (`source_kind: vault`, `source_path`); a recalled vault note
+/// carries `indexed_at` and `index_freshness: fresh`, and a note changed on disk after it was indexed reads as
+/// `stale` until the next pickup re-indexes it (spec/vault-facts.md section 5). Native results carry none of these.
+#[test]
+fn store_and_recall_payloads_say_where_a_vault_note_is_and_whether_it_is_fresh() {
+    use cao_core::Scope;
+    let v = vault();
+    cao_memory::vault::reconcile(v.svc.storage(), true, false).expect("reconcile");
+    let stored = store(&v, "global", "rollback-plan", "Rollbacks use the previous green pool.").expect("store");
+    assert_eq!(
+        (stored.source_kind.as_deref(), stored.source_path.as_deref()),
+        (Some("vault"), Some("_cao/rollback-plan.md"))
+    );
+    let json = serde_json::to_value(&stored).expect("json");
+    assert_eq!(json["source_path"], "_cao/rollback-plan.md");
+    // A native store (session scopes are never vault-bound) has neither field on the wire.
+    let session_ctx = TerminalContext {
+        session_name: Some("s1".into()),
+        ..v.ctx.clone()
+    };
+    let native = v
+        .svc
+        .store(
+            &session_ctx,
+            StoreArgs {
+                content: "native note".into(),
+                scope: Some(Scope::Session),
+                key: Some("native-note".into()),
+                ..Default::default()
+            },
+        )
+        .expect("native store");
+    let json = serde_json::to_value(&native).expect("json");
+    assert!(
+        json.get("source_path").is_none() && json.get("source_kind").is_none(),
+        "{json}"
+    );
+
+    let recalled = v
+        .svc
+        .recall(
+            &v.ctx,
+            RecallArgs {
+                query: Some("blue-green".into()),
+                scope: Some(Scope::Project),
+                search_mode: Some(cao_core::SearchMode::Metadata),
+                ..Default::default()
+            },
+        )
+        .expect("recall")
+        .memories;
+    assert_eq!(recalled.len(), 1, "{recalled:?}");
+    let m = &recalled[0];
+    assert_eq!(m.index_freshness, Some(cao_memory::IndexFreshness::Fresh), "{m:?}");
+    let indexed_at = m.indexed_at.as_deref().expect("indexed_at");
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(indexed_at).is_ok() && indexed_at.ends_with('Z'),
+        "{indexed_at}"
+    );
+    let json = serde_json::to_value(m).expect("json");
+    assert_eq!(json["index_freshness"], "fresh");
+
+    // Changed on disk, not yet picked up: the indexed row reads as stale.
+    let storage = v.svc.storage();
+    let rows = storage
+        .read()
+        .expect("snapshot")
+        .list(&cao_store::ListFilter {
+            visibility: cao_store::Visibility::none().allow_vault(Scope::Project, Some("demo-proj")),
+            scope: Some(Scope::Project),
+            memory_type: None,
+            limit: None,
+        })
+        .expect("vault rows");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let settings = storage.settings();
+    let fresh = cao_memory::vault_fresh::sources(storage, &settings, rows.iter());
+    assert_eq!(
+        fresh[0].as_ref().map(|s| (s.source_path.as_str(), s.freshness)),
+        Some(("Notes/deploy.md", cao_memory::IndexFreshness::Fresh))
+    );
+    write(
+        &v.root,
+        "Notes/deploy.md",
+        "# Deploy\n\nWe now deploy with canary releases, after a long review.\n",
+    );
+    let stale = cao_memory::vault_fresh::sources(storage, &settings, rows.iter());
+    assert_eq!(
+        stale[0].as_ref().map(|s| s.freshness),
+        Some(cao_memory::IndexFreshness::Stale)
+    );
+    // A recall picks the edit up first, so what it serves is fresh again.
+    let again = v
+        .svc
+        .recall(
+            &v.ctx,
+            RecallArgs {
+                query: Some("canary".into()),
+                scope: Some(Scope::Project),
+                search_mode: Some(cao_core::SearchMode::Metadata),
+                ..Default::default()
+            },
+        )
+        .expect("recall")
+        .memories;
+    assert_eq!(
+        again
+            .iter()
+            .map(|m| (m.source_path.as_deref(), m.index_freshness))
+            .collect::<Vec<_>>(),
+        [(Some("Notes/deploy.md"), Some(cao_memory::IndexFreshness::Fresh))]
+    );
+}

@@ -6,3 +6,4 @@
 mod common;
 mod screens;
 mod state;
+mod vault;
