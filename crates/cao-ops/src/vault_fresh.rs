@@ -36,7 +36,7 @@ pub struct VaultSource {
 pub fn freshness_of(note: &VaultNoteRow, current: Option<(u64, i64)>) -> IndexFreshness {
     match current {
         Some((size, mtime_ns))
-            if note.size_bytes.and_then(|s| u64::try_from(s).ok()) == Some(size) && note.mtime_ns == Some(mtime_ns) =>
+            if note.note.size_bytes == Some(size) && note.note.mtime_ns == Some(mtime_ns) =>
         {
             IndexFreshness::Fresh
         }
@@ -81,7 +81,7 @@ fn lookup(store: &Store, settings: &Settings, rows: &[&MemoryRow]) -> Result<Vec
     let notes = snapshot
         .vault_notes_by_identity(&vault.id, &identities)
         .map_err(|e| e.to_string())?;
-    let by_path: HashMap<&str, &VaultNoteRow> = notes.iter().map(|n| (n.relpath.as_str(), n)).collect();
+    let by_path: HashMap<&str, &VaultNoteRow> = notes.iter().map(|n| (n.note.relpath.as_str(), n)).collect();
     Ok(rows
         .iter()
         .map(|r| {
@@ -144,21 +144,23 @@ pub fn show(
 mod tests {
     use super::*;
 
-    fn note(size: Option<i64>, mtime: Option<i64>) -> VaultNoteRow {
+    fn note(size: Option<u64>, mtime: Option<i64>) -> VaultNoteRow {
         VaultNoteRow {
-            note_uid: "u".into(),
-            relpath: "Notes/a.md".into(),
-            scope: Scope::Global,
-            scope_id: None,
-            key: "a".into(),
-            status: "indexed".into(),
-            managed: false,
-            key_source: "derived".into(),
-            key_source_reason: None,
-            content_sha256: None,
-            frontmatter_sha256: None,
-            size_bytes: size,
-            mtime_ns: mtime,
+            note: cao_core::vault::IndexedNote {
+                note_uid: "u".into(),
+                relpath: "Notes/a.md".into(),
+                scope: Scope::Global,
+                scope_id: None,
+                key: "a".into(),
+                status: cao_core::vault::NoteStatus::Indexed,
+                managed: false,
+                key_source: cao_core::vault::KeySource::Derived,
+                key_source_reason: None,
+                content_sha256: None,
+                frontmatter_sha256: None,
+                size_bytes: size,
+                mtime_ns: mtime,
+            },
             last_reconciled_at: None,
             stamp: None,
         }
