@@ -365,6 +365,17 @@ fn producer_edges_in(
     Ok(out)
 }
 
+/// The columns of the edges [`replace_in`] inserts, one entry per edge.
+#[derive(Default)]
+struct NewEdges<'a> {
+    ids: Vec<&'a str>,
+    targets: Vec<&'a str>,
+    statuses: Vec<&'a str>,
+    confidences: Vec<Option<f64>>,
+    ranks: Vec<Option<i64>>,
+    attributes: Vec<Option<&'a str>>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn replace_in(
     s: &mut Sql<'_>,
@@ -444,14 +455,7 @@ fn replace_in(
         .collect::<Result<_>>()?
     };
     let src_ts = src_updated.map(format_db_ts);
-    let mut new_edges: (
-        Vec<&str>,
-        Vec<&str>,
-        Vec<&str>,
-        Vec<Option<f64>>,
-        Vec<Option<i64>>,
-        Vec<Option<&str>>,
-    ) = Default::default();
+    let mut new_edges = NewEdges::default();
     for e in wanted {
         let target = e.target_key.as_str();
         if preserved.contains(&target) {
@@ -478,14 +482,14 @@ fn replace_in(
             out.dangling.push(e.target_key.clone());
             continue;
         }
-        new_edges.0.push(&e.new_id);
-        new_edges.1.push(target);
-        new_edges.2.push(e.status.as_str());
-        new_edges.3.push(e.confidence);
-        new_edges.4.push(e.rank);
-        new_edges.5.push(e.attributes_json.as_deref());
+        new_edges.ids.push(&e.new_id);
+        new_edges.targets.push(target);
+        new_edges.statuses.push(e.status.as_str());
+        new_edges.confidences.push(e.confidence);
+        new_edges.ranks.push(e.rank);
+        new_edges.attributes.push(e.attributes_json.as_deref());
     }
-    if !new_edges.0.is_empty() {
+    if !new_edges.ids.is_empty() {
         s.exec(
             "INSERT INTO memory_relationships (id, scope, scope_id, source_key, target_key, type, origin, status,
                  confidence, rank, attributes_json, source_updated_at, created_at, updated_at)
@@ -495,12 +499,12 @@ fn replace_in(
                  WITH ORDINALITY AS u(id, target, status, confidence, rank, attributes, n)
              ORDER BY u.n",
             &[
-                &new_edges.0,
-                &new_edges.1,
-                &new_edges.2,
-                &new_edges.3,
-                &new_edges.4,
-                &new_edges.5,
+                &new_edges.ids,
+                &new_edges.targets,
+                &new_edges.statuses,
+                &new_edges.confidences,
+                &new_edges.ranks,
+                &new_edges.attributes,
                 &scope.as_str(),
                 &stored,
                 &source_key.as_str(),
@@ -510,7 +514,7 @@ fn replace_in(
                 &now_text,
             ],
         )?;
-        out.added += new_edges.0.len();
+        out.added += new_edges.ids.len();
     }
     Ok(Some(out))
 }

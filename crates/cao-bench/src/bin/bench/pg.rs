@@ -356,7 +356,12 @@ fn replicas_load(size: usize, url: &DatabaseUrl, questions: &[String]) -> Result
         eprintln!("(cao-server binary not built; skipping the PostgreSQL HTTP rows)");
         return Ok(());
     };
-    super::http_load_on(size, "PostgreSQL, 1 replica", &[first.addr.clone()], questions)?;
+    super::http_load_on(
+        size,
+        "PostgreSQL, 1 replica",
+        std::slice::from_ref(&first.addr),
+        questions,
+    )?;
     let Some(second) = replica(url)? else {
         return Ok(());
     };
