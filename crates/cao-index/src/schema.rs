@@ -1,7 +1,9 @@
 //! Schema: the reference's shared tables, our additions to them, and our own versioned migrations.
 //!
-//! Everything here runs in one `BEGIN IMMEDIATE` transaction per open, so any number of processes may open the
-//! same file at once: the first one to take the write lock does the work, the others then find nothing to do.
+//! The migration runs in one `BEGIN IMMEDIATE` transaction, so any number of processes may open the same file at
+//! once: the first one to take the write lock does the work, the others then find nothing to do. It ends by
+//! recording the schema cookie and this build's fingerprint (`cao_schema_check`); an open that reads both unchanged
+//! (`is_current`) skips the migration and takes no write lock.
 
 use rusqlite::{Connection, OptionalExtension};
 
@@ -294,6 +296,7 @@ pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS cao_schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
     )?;
+    conn.execute_batch(SCHEMA_CHECK_DDL)?;
     reconcile_shared_tables(conn)?;
     // The vault tables (spec/vault-facts.md section 11) are created when missing at every open, like the shared
     // tables: the reference may have created them already.
@@ -322,7 +325,95 @@ pub(crate) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             ),
         })?;
     }
+    record_current(conn)
+}
+
+/// `cao_schema_check`: the schema cookie (`PRAGMA schema_version`) the database had when [`migrate`] last finished,
+/// and the [`fingerprint`] of the build that ran it.
+const SCHEMA_CHECK_DDL: &str = "CREATE TABLE IF NOT EXISTS cao_schema_check (id INTEGER PRIMARY KEY CHECK (id = 1), \
+     schema_cookie INTEGER NOT NULL, fingerprint TEXT NOT NULL)";
+
+/// A digest of every statement [`migrate`] may run (the reference's DDL, our columns, indexes and migrations, the
+/// vault tables): a build whose migration differs in any way has another fingerprint, so it migrates on its first
+/// open instead of trusting what another build recorded. Hex SHA-256.
+fn fingerprint() -> &'static str {
+    static FINGERPRINT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        let fixed = [
+            MEMORY_METADATA_DDL,
+            MEMORY_NULL_UNIQUE_DDL,
+            MEMORY_REFERENCE_INDEXES,
+            PROJECT_ALIASES_DDL,
+            PROJECT_ALIASES_INDEX_DDL,
+            OUR_INDEXES,
+            SCHEMA_CHECK_DDL,
+        ];
+        let columns = EXTRA_COLUMNS.iter().flat_map(|(n, d)| [*n, *d]);
+        let migrations = MIGRATIONS.iter().map(|(_, sql)| *sql);
+        for text in fixed
+            .into_iter()
+            .chain(columns)
+            .chain(migrations)
+            .chain(crate::vault::ddl_texts())
+        {
+            h.update(text.as_bytes());
+            h.update([0]);
+        }
+        for (v, _) in MIGRATIONS {
+            h.update(v.to_le_bytes());
+        }
+        for v in REINDEX_WITH {
+            h.update(v.to_le_bytes());
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    });
+    FINGERPRINT.as_str()
+}
+
+/// Record that the schema is current for this build (the last step of [`migrate`], inside its transaction): every
+/// DDL statement has run, so the cookie read now is the one the commit leaves.
+fn record_current(conn: &Connection) -> rusqlite::Result<()> {
+    let cookie: i64 = conn.query_row("PRAGMA schema_version", [], |r| r.get(0))?;
+    conn.execute(
+        "INSERT INTO cao_schema_check (id, schema_cookie, fingerprint) VALUES (1, ?1, ?2)
+         ON CONFLICT (id) DO UPDATE SET schema_cookie = excluded.schema_cookie, fingerprint = excluded.fingerprint",
+        rusqlite::params![cookie, fingerprint()],
+    )?;
     Ok(())
+}
+
+/// Whether [`migrate`] has nothing to do, decided by reading only (no write lock, so the open of a process that
+/// finds the schema current costs three reads instead of a write transaction and a dozen schema checks): the
+/// database's schema cookie is the one recorded when this build's migration last finished, and every migration
+/// this build knows is recorded as applied. SQLite changes the
+/// cookie at every schema change by any program (the reference creating or rebuilding a table, a `VACUUM`), so
+/// any such change, or another build's migration, makes this `false` and the open migrates as before.
+///
+/// Errors: SQLite errors reading the database (not a database, locked past the busy timeout).
+pub(crate) fn is_current(conn: &Connection) -> rusqlite::Result<bool> {
+    // One read transaction, so the cookie and the recorded row are of one snapshot.
+    let tx = conn.unchecked_transaction()?;
+    let cookie: i64 = tx.query_row("PRAGMA schema_version", [], |r| r.get(0))?;
+    if !table_exists(&tx, "cao_schema_check")? {
+        return Ok(false);
+    }
+    let recorded: Option<(i64, String)> = tx
+        .query_row(
+            "SELECT schema_cookie, fingerprint FROM cao_schema_check WHERE id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    if !recorded.is_some_and(|(c, f)| c == cookie && f == fingerprint()) {
+        return Ok(false);
+    }
+    // Every known migration recorded (a row removed by hand is a migration to run again).
+    let applied: Vec<i64> = tx
+        .prepare("SELECT version FROM cao_schema_migrations")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(known_migrations().all(|v| applied.contains(&v)))
 }
 
 fn table_exists(conn: &Connection, name: &str) -> rusqlite::Result<bool> {

@@ -84,9 +84,57 @@ pub(crate) struct SearchText<'a> {
 /// Add a row's documents to both FTS tables under `search_rowid` and count them in the term statistics (the
 /// context field's length is `meta` + `near`).
 pub(crate) fn index_search(tx: &Connection, search_rowid: i64, text: &SearchText<'_>) -> rusqlite::Result<()> {
+    index_search_with(tx, search_rowid, text, None, None).map(|_| ())
+}
+
+/// The term statistics a batch of newly indexed documents adds (`cao_search_stats` and `cao_search_terms`),
+/// summed in memory and written once per batch ([`StatsDelta::flush`]) instead of one statement per document and
+/// distinct term: a batch of 256 documents shares most of its terms.
+#[derive(Debug, Default)]
+pub(crate) struct StatsDelta {
+    docs: i64,
+    tokens: i64,
+    context_tokens: i64,
+    /// Documents added per term.
+    df: std::collections::HashMap<String, i64>,
+}
+
+impl StatsDelta {
+    /// Write the summed statistics: the same rows as adding each document's on its own.
+    ///
+    /// Errors: SQLite errors.
+    pub(crate) fn flush(self, tx: &Connection) -> rusqlite::Result<()> {
+        if self.docs == 0 {
+            return Ok(());
+        }
+        tx.prepare_cached(
+            "UPDATE cao_search_stats SET docs = docs + ?1, tokens = tokens + ?2, context_tokens = context_tokens + ?3
+             WHERE id = 1",
+        )?
+        .execute([self.docs, self.tokens, self.context_tokens])?;
+        let mut add = tx.prepare_cached(
+            "INSERT INTO cao_search_terms (term, df) VALUES (?1, ?2) ON CONFLICT (term) DO UPDATE SET df = df + ?2",
+        )?;
+        for (term, n) in &self.df {
+            add.execute(params![term, n])?;
+        }
+        Ok(())
+    }
+}
+
+/// [`index_search`], with the context field's neighbour part given (`near`, as [`near_field`] of `text.neighbours`
+/// would make it) instead of computed when `Some`, and the term statistics added to `deferred` (written by the
+/// caller) when given; returns the content field.
+fn index_search_with(
+    tx: &Connection,
+    search_rowid: i64,
+    text: &SearchText<'_>,
+    near: Option<&str>,
+    deferred: Option<&mut StatsDelta>,
+) -> rusqlite::Result<String> {
     let body = content_field(text.content);
     let meta = meta_field(text.key, text.tags, text.stored);
-    let near = near_field(&text.neighbours);
+    let near = near.map_or_else(|| near_field(&text.neighbours), str::to_owned);
     tx.prepare_cached("INSERT INTO cao_memory_fts (rowid, body, meta, near) VALUES (?1, ?2, ?3, ?4)")?
         .execute(params![search_rowid, body, meta, near])?;
     let substring_doc = if text.vault {
@@ -96,6 +144,20 @@ pub(crate) fn index_search(tx: &Connection, search_rowid: i64, text: &SearchText
     };
     tx.prepare_cached("INSERT INTO cao_memory_trigram (rowid, body) VALUES (?1, ?2)")?
         .execute(params![search_rowid, substring_doc])?;
+    if let Some(d) = deferred {
+        d.docs += 1;
+        d.tokens += body_tokens(&body);
+        d.context_tokens += body_tokens(&meta) + body_tokens(&near);
+        for term in distinct_terms(&[&body, &meta, &near]) {
+            match d.df.get_mut(term) {
+                Some(n) => *n += 1,
+                None => {
+                    d.df.insert(term.to_owned(), 1);
+                }
+            }
+        }
+        return Ok(body);
+    }
     tx.prepare_cached(
         "UPDATE cao_search_stats SET docs = docs + 1, tokens = tokens + ?1, context_tokens = context_tokens + ?2
          WHERE id = 1",
@@ -107,7 +169,7 @@ pub(crate) fn index_search(tx: &Connection, search_rowid: i64, text: &SearchText
     for term in distinct_terms(&[&body, &meta, &near]) {
         add.execute([term])?;
     }
-    Ok(())
+    Ok(body)
 }
 
 /// The distinct terms of a lexical document (every column).
@@ -232,15 +294,7 @@ fn position(tx: &Connection, id: &str) -> rusqlite::Result<Option<Position>> {
 /// neighbour's content (the row must have no entries yet).
 fn index_row(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Result<()> {
     let Some(pos) = position(tx, id)? else { return Ok(()) };
-    let (tags, content, updated_at): (String, String, DateTime<Utc>) = tx
-        .prepare_cached("SELECT tags, content, updated_at FROM memory_metadata WHERE id = ?1")?
-        .query_row([id], |r| {
-            Ok((
-                r.get::<_, Option<String>>(0)?.unwrap_or_default(),
-                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-                crate::row::ts_column(r, 2)?,
-            ))
-        })?;
+    let (tags, content, updated_at) = stored_text(tx, id)?;
     let around = neighbour_texts(tx, &pos)?;
     let text = SearchText {
         key: &pos.key,
@@ -251,6 +305,18 @@ fn index_row(tx: &Connection, id: &str, search_rowid: i64) -> rusqlite::Result<(
         vault: false,
     };
     index_search(tx, search_rowid, &text)
+}
+
+/// `(tags, content, updated_at)` of row `id`.
+fn stored_text(tx: &Connection, id: &str) -> rusqlite::Result<(String, String, DateTime<Utc>)> {
+    tx.prepare_cached("SELECT tags, content, updated_at FROM memory_metadata WHERE id = ?1")?
+        .query_row([id], |r| {
+            Ok((
+                r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                crate::row::ts_column(r, 2)?,
+            ))
+        })
 }
 
 /// Re-index the indexed rows within [`NEIGHBOUR_WINDOW`] before and after `pos` in creation order (a neighbour's
@@ -345,47 +411,7 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
     let slot = partition::slot(part, row.memory_type);
     let outcome = match existing {
         Some((id, search_rowid)) => {
-            let (old_content, old_type): (String, String) = tx
-                .prepare_cached("SELECT content, memory_type FROM memory_metadata WHERE id = ?1")?
-                .query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            if old_content != row.content {
-                crate::vectors::invalidate_in(tx, &id)?;
-            } else if old_type != row.memory_type.as_str() {
-                crate::vectors::touch_in(tx, &id)?;
-            }
-            if let Some(s) = search_rowid {
-                unindex_search(tx, s)?;
-            }
-            let s = match search_rowid {
-                Some(s) if partition::slot_of(s) == slot => s,
-                _ => partition::allocate(tx, slot)?,
-            };
-            tx.prepare_cached(
-                "UPDATE memory_metadata SET memory_type = ?1, tags = ?2, file_path = ?3, source_provider = ?4,
-                         source_terminal_id = ?5, token_estimate = ?6, updated_at = ?7,
-                         last_compiled_at = coalesce(?8, last_compiled_at),
-                         related_keys = coalesce(?9, related_keys), content = ?10, entry_count = ?11,
-                         search_rowid = ?12, file_size = ?14, file_ctime_ns = ?15, file_ino = ?16
-                     WHERE id = ?13",
-            )?
-            .execute(params![
-                row.memory_type.as_str(),
-                row.tags,
-                row.file_path,
-                row.source_provider,
-                row.source_terminal_id,
-                row.token_estimate,
-                format_db_ts(row.updated_at),
-                opt_ts(row.last_compiled_at, format_db_ts),
-                row.related_keys,
-                row.content,
-                row.entry_count,
-                s,
-                id,
-                row.file_stamp.map(|f| f.size),
-                row.file_stamp.map(|f| f.changed_ns),
-                row.file_stamp.map(|f| f.inode),
-            ])?;
+            let s = update_existing(tx, row, &id, search_rowid, slot)?;
             index_row(tx, &id, s)?;
             if let Some(pos) = position(tx, &id)? {
                 refresh_neighbours(tx, &pos)?;
@@ -406,6 +432,55 @@ pub(crate) fn upsert_in(tx: &Transaction<'_>, row: &MemoryRow) -> Result<UpsertO
     };
     dirty::mark(tx, row.container().as_str())?;
     Ok(outcome)
+}
+
+/// Update the metadata row `id` (search rowid `search_rowid`) of an existing identity to `row` and remove its
+/// search entries (the caller indexes it again): its vector is invalidated when the content changed (touched when
+/// only the type did), and it keeps its search rowid when that lies in `slot`, else gets a new one there. Returns
+/// the search rowid to index it under.
+fn update_existing(tx: &Connection, row: &MemoryRow, id: &str, search_rowid: Option<i64>, slot: i64) -> Result<i64> {
+    let (old_content, old_type): (String, String) = tx
+        .prepare_cached("SELECT content, memory_type FROM memory_metadata WHERE id = ?1")?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    if old_content != row.content {
+        crate::vectors::invalidate_in(tx, id)?;
+    } else if old_type != row.memory_type.as_str() {
+        crate::vectors::touch_in(tx, id)?;
+    }
+    if let Some(s) = search_rowid {
+        unindex_search(tx, s)?;
+    }
+    let s = match search_rowid {
+        Some(s) if partition::slot_of(s) == slot => s,
+        _ => partition::allocate(tx, slot)?,
+    };
+    tx.prepare_cached(
+        "UPDATE memory_metadata SET memory_type = ?1, tags = ?2, file_path = ?3, source_provider = ?4,
+                 source_terminal_id = ?5, token_estimate = ?6, updated_at = ?7,
+                 last_compiled_at = coalesce(?8, last_compiled_at),
+                 related_keys = coalesce(?9, related_keys), content = ?10, entry_count = ?11,
+                 search_rowid = ?12, file_size = ?14, file_ctime_ns = ?15, file_ino = ?16
+             WHERE id = ?13",
+    )?
+    .execute(params![
+        row.memory_type.as_str(),
+        row.tags,
+        row.file_path,
+        row.source_provider,
+        row.source_terminal_id,
+        row.token_estimate,
+        format_db_ts(row.updated_at),
+        opt_ts(row.last_compiled_at, format_db_ts),
+        row.related_keys,
+        row.content,
+        row.entry_count,
+        s,
+        id,
+        row.file_stamp.map(|f| f.size),
+        row.file_stamp.map(|f| f.changed_ns),
+        row.file_stamp.map(|f| f.inode),
+    ])?;
+    Ok(s)
 }
 
 /// Insert the metadata row of a new identity (no search entries yet) under a search rowid allocated in `slot`;
@@ -455,38 +530,62 @@ fn insert_new(tx: &Connection, row: &MemoryRow, slot: i64) -> Result<i64> {
     Ok(s)
 }
 
-/// [`upsert_in`] for many rows that are all new identities (none in the index, none twice): the same final rows,
-/// search entries and term statistics as upserting them one by one, with each row's search entries written once.
-/// Every metadata row is inserted first, then each is indexed with its final neighbours, then the rows outside the
-/// batch whose neighbour became a batch row get their context field refreshed. Upserting one by one would index
-/// each row with the neighbours of the moment and re-index its predecessor at every insert (three FTS writes per
-/// row instead of one). `None` (nothing written) when some row is not a new identity: the caller upserts one by
-/// one.
+/// [`upsert_in`] for many rows (none twice): the same final rows, search entries and term statistics as upserting
+/// them one by one, with each row's search entries written once and the term statistics summed over the batch
+/// ([`StatsDelta`]). Every metadata row is inserted or updated first (an existing identity's old search entries
+/// removed), then each is indexed with its final neighbours, then the rows outside the batch whose neighbours
+/// changed get their context field refreshed, once each. Upserting one by one would index each row with the
+/// neighbours of the moment and re-index each of its four neighbours at every upsert (the cost of a first open of
+/// a home the reference wrote, whose rows exist but were never indexed). `None` (nothing written) when a row
+/// appears twice: the caller upserts one by one.
 ///
 /// Errors: as [`upsert_in`].
-pub(crate) fn insert_new_many(tx: &Transaction<'_>, rows: &[&MemoryRow]) -> Result<Option<Vec<UpsertOutcome>>> {
+pub(crate) fn upsert_many_in(tx: &Transaction<'_>, rows: &[&MemoryRow]) -> Result<Option<Vec<UpsertOutcome>>> {
     let mut seen = std::collections::HashSet::with_capacity(rows.len());
-    for row in rows {
-        let identity = (row.scope, row.scope_id.as_deref(), row.key.as_str());
-        if !seen.insert(identity) || find_identity(tx, row.scope, row.scope_id.as_deref(), row.key.as_str())?.is_some()
-        {
-            return Ok(None);
-        }
+    if !rows
+        .iter()
+        .all(|row| seen.insert((row.scope, row.scope_id.as_deref(), row.key.as_str())))
+    {
+        return Ok(None);
     }
     let mut placed = Vec::with_capacity(rows.len());
+    let mut outcomes = Vec::with_capacity(rows.len());
     for row in rows {
         let part = partition::ensure(tx, row.scope, row.scope_id.as_deref())?;
-        let s = insert_new(tx, row, partition::slot(part, row.memory_type))?;
+        let slot = partition::slot(part, row.memory_type);
+        match find_identity(tx, row.scope, row.scope_id.as_deref(), row.key.as_str())? {
+            Some((id, search_rowid)) => {
+                let s = update_existing(tx, row, &id, search_rowid, slot)?;
+                placed.push((id.clone(), s));
+                outcomes.push(UpsertOutcome { id, created: false });
+            }
+            None => {
+                let s = insert_new(tx, row, slot)?;
+                placed.push((row.id.clone(), s));
+                outcomes.push(UpsertOutcome {
+                    id: row.id.clone(),
+                    created: true,
+                });
+            }
+        }
         dirty::mark(tx, row.container().as_str())?;
-        placed.push((row.id.as_str(), s));
     }
-    let batch: std::collections::HashSet<&str> = placed.iter().map(|(id, _)| *id).collect();
+    let batch: std::collections::HashSet<&str> = placed.iter().map(|(id, _)| id.as_str()).collect();
     let mut outside = std::collections::BTreeMap::new();
+    let mut stats = StatsDelta::default();
+    // The first NEIGHBOUR_TERMS_MAX indexed terms of each row met, by id: each text is stemmed once for the batch
+    // instead of once as the row and once more for each of its four neighbours.
+    let mut lead_terms: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
     for (id, s) in &placed {
-        index_row(tx, id, *s)?;
         let Some(pos) = position(tx, id)? else { continue };
+        let (tags, content, updated_at) = stored_text(tx, id)?;
+        let mut near_terms: Vec<String> = Vec::new();
         for side in [Side::Before, Side::After] {
-            for (n, ns, _) in neighbours(tx, &pos, side)? {
+            for (n, ns, text) in neighbours(tx, &pos, side)? {
+                let terms = lead_terms
+                    .entry(n.clone())
+                    .or_insert_with(|| cao_core::text::index_terms(&text).take(NEIGHBOUR_TERMS_MAX).collect());
+                near_terms.extend(terms.iter().cloned());
                 if let Some(ns) = ns
                     && !batch.contains(n.as_str())
                 {
@@ -494,18 +593,28 @@ pub(crate) fn insert_new_many(tx: &Transaction<'_>, rows: &[&MemoryRow]) -> Resu
                 }
             }
         }
+        let text = SearchText {
+            key: &pos.key,
+            tags: &tags,
+            content: &content,
+            stored: updated_at,
+            neighbours: Vec::new(),
+            vault: false,
+        };
+        let body = index_search_with(tx, *s, &text, Some(&near_terms.join(" ")), Some(&mut stats))?;
+        lead_terms.entry(id.clone()).or_insert_with(|| {
+            body.split(' ')
+                .filter(|t| !t.is_empty())
+                .take(NEIGHBOUR_TERMS_MAX)
+                .map(str::to_owned)
+                .collect()
+        });
     }
+    stats.flush(tx)?;
     for (id, s) in outside {
         reindex_near(tx, &id, s)?;
     }
-    Ok(Some(
-        rows.iter()
-            .map(|row| UpsertOutcome {
-                id: row.id.clone(),
-                created: true,
-            })
-            .collect(),
-    ))
+    Ok(Some(outcomes))
 }
 
 /// The body of [`Index::delete`] inside an open write transaction: whether a row existed. The deleted key is
@@ -834,6 +943,7 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
         around[i] = before.chain(after).map(|j| rows[j].content.as_str()).collect();
     }
     let mut indexed = 0;
+    let mut stats = StatsDelta::default();
     for (i, r) in rows.iter().enumerate() {
         // Rows whose scope or type we do not know stay unindexed (see `Index::invalid_rows`).
         let (Ok(scope), Ok(memory_type)) = (r.scope.parse::<Scope>(), r.memory_type.parse::<MemoryType>()) else {
@@ -855,9 +965,10 @@ pub(crate) fn rebuild_in(tx: &Connection, which: Rebuild) -> Result<usize> {
             neighbours: std::mem::take(&mut around[i]),
             vault: r.vault,
         };
-        index_search(tx, s, &text)?;
+        index_search_with(tx, s, &text, None, Some(&mut stats))?;
         indexed += 1;
     }
+    stats.flush(tx)?;
     Ok(indexed)
 }
 

@@ -36,7 +36,7 @@ pub use leases::LeaseRow;
 pub use snapshots::SnapshotRow;
 pub use tree::{LineRow, ViewItem, ViewRow};
 
-use crate::write::{delete_in, insert_new_many, upsert_in};
+use crate::write::{delete_in, upsert_in, upsert_many_in};
 use crate::{Index, IndexError, MemoryRow, Result, UpsertOutcome};
 use cao_core::Container;
 use cao_core::{Key, Scope};
@@ -442,10 +442,10 @@ impl Index {
         }
         self.write(|tx| {
             let j = JournalTx::new(tx);
-            // A batch of new identities (an import into a fresh scope) is inserted as a whole: the same rows,
-            // search entries and statistics, each row indexed once.
+            // A batch (an import) is written as a whole: the same rows, search entries and statistics, each row
+            // indexed once.
             let fresh: Vec<&MemoryRow> = rows.iter().map(|(row, _)| row).collect();
-            let out: Vec<(UpsertOutcome, u64)> = if let Some(outcomes) = insert_new_many(tx, &fresh)? {
+            let out: Vec<(UpsertOutcome, u64)> = if let Some(outcomes) = upsert_many_in(tx, &fresh)? {
                 outcomes
                     .into_iter()
                     .zip(rows)
@@ -544,10 +544,10 @@ impl Index {
         self.write(|tx| {
             let mut containers = std::collections::BTreeSet::new();
             let mut appended = 0;
-            // A batch of new identities (an index rebuilt from the files) is inserted as a whole, each row indexed
-            // once, as an import's batch is; then each entry is appended as `when` decides.
+            // A batch (an index rebuilt from the files, the rows of a home the reference wrote) is written as a
+            // whole, each row indexed once, as an import's batch is; then each entry is appended as `when` decides.
             let fresh: Vec<&MemoryRow> = rows.iter().map(|(row, _)| row).collect();
-            if insert_new_many(tx, &fresh)?.is_some() {
+            if upsert_many_in(tx, &fresh)?.is_some() {
                 let j = JournalTx::new(tx);
                 for (row, note) in rows {
                     let entry = note_entry(row, note);

@@ -465,3 +465,61 @@ fn a_batch_of_new_rows_indexes_as_rows_upserted_one_by_one() {
     assert!(want.iter().any(|l| l.contains("caching")), "{want:?}");
     assert_eq!(search_state(&batched), want);
 }
+
+#[test]
+fn a_batch_of_changed_and_new_rows_indexes_as_rows_upserted_one_by_one() {
+    let at = |k: &str, content: &str, secs: i64| {
+        let mut r = row(k, Scope::Project, Some("p1"), content);
+        r.created_at = t(secs);
+        r.updated_at = t(secs);
+        r
+    };
+    let before = [
+        at("alpha", "deploy pipeline runs nightly", 0),
+        at("beta", "beta release notes mention caching", 10),
+        at("gamma", "database migrations need review", 20),
+        at("delta", "delta sync uses checksums", 30),
+        at("zeta", "zeta is the last one", 40),
+    ];
+    // Existing identities with new text (one also of another type, so another search-rowid slot) and new ones
+    // between them: the first open of a home whose rows another program wrote, or files edited outside the tool.
+    let mut retyped = at("gamma", "database migrations were reviewed by caching experts", 20);
+    retyped.memory_type = MemoryType::Feedback;
+    let batch = [
+        at("beta", "beta release notes now mention sharding", 10),
+        retyped,
+        at("epsilon", "epsilon tuning of caching layer", 15),
+        at("eta", "eta comes after everything", 50),
+    ];
+    let (_d1, one_by_one) = open();
+    let (_d2, batched) = open();
+    for r in &before {
+        one_by_one.upsert(r).expect("upsert");
+        batched.upsert(r).expect("upsert");
+    }
+    for r in &batch {
+        one_by_one.upsert(r).expect("upsert");
+    }
+    let rows: Vec<(MemoryRow, JournalNote)> = batch
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.clone(), note(&r.content, i as i64)))
+        .collect();
+    let out = batched.upsert_many_with_journal(&rows).expect("batch");
+    assert_eq!(
+        out.iter().map(|(o, _)| o.created).collect::<Vec<_>>(),
+        [false, false, true, true]
+    );
+    let want = search_state(&one_by_one);
+    assert!(want.iter().any(|l| l.contains("shard")), "{want:?}");
+    assert_eq!(search_state(&batched), want);
+    // A batch naming one memory twice is written one row at a time, with the same result.
+    let (_d3, twice) = open();
+    for r in &before {
+        twice.upsert(r).expect("upsert");
+    }
+    let mut repeated = rows.clone();
+    repeated.push(rows[0].clone());
+    twice.upsert_many_with_journal(&repeated).expect("batch with a repeat");
+    assert_eq!(search_state(&twice), want);
+}

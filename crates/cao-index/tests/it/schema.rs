@@ -72,6 +72,49 @@ fn open_creates_the_directory_and_reopening_changes_nothing() {
 }
 
 #[test]
+fn reopening_a_current_schema_takes_no_write_lock() {
+    let db = TestDb::new();
+    let path = db.path();
+    db.index.upsert(&global("kept", "survives reopen", 0)).expect("upsert");
+    drop(db.index);
+    // Another connection holds SQLite's write lock for longer than the open waits for it (BUSY_TIMEOUT): an open
+    // that migrated under `BEGIN IMMEDIATE` would fail; one that finds the schema current only reads.
+    let holder = Connection::open(&path).expect("raw");
+    holder.execute_batch("BEGIN IMMEDIATE").expect("write lock");
+    let started = std::time::Instant::now();
+    let again = Index::open(&path).expect("reopen while another connection writes");
+    assert!(
+        started.elapsed() < cao_index::BUSY_TIMEOUT,
+        "the open waited for the write lock ({:?})",
+        started.elapsed()
+    );
+    assert_eq!(again.count().expect("count"), 1);
+    holder.execute_batch("ROLLBACK").expect("release");
+}
+
+#[test]
+fn a_schema_change_by_another_program_is_migrated_at_the_next_open() {
+    let db = TestDb::new();
+    let path = db.path();
+    drop(db.index);
+    let before = schema_dump(&path);
+    // Another program drops one of our indexes and forgets a migration's record: both come back at the next open.
+    Connection::open(&path)
+        .expect("raw")
+        .execute_batch("DROP INDEX cao_idx_memory_recency;")
+        .expect("drop index");
+    assert_ne!(schema_dump(&path), before);
+    drop(Index::open(&path).expect("reopen"));
+    assert_eq!(schema_dump(&path), before, "the dropped index is created again");
+    Connection::open(&path)
+        .expect("raw")
+        .execute_batch("DELETE FROM cao_schema_migrations WHERE version = 11")
+        .expect("unrecord");
+    drop(Index::open(&path).expect("reopen"));
+    assert_eq!(versions(&path), cao_index::known_migrations().collect::<Vec<_>>());
+}
+
+#[test]
 fn eight_processes_opening_a_new_file_at_once_all_succeed() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = db_path(&dir);
