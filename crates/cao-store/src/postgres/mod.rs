@@ -97,8 +97,8 @@ impl DatabaseSchema {
 pub fn database_schema(url: &DatabaseUrl) -> Result<DatabaseSchema, MemoryError> {
     let target = db::Target::parse(url)?;
     let pool = db::pool(target);
-    let mut conn = db::checkout(&pool)?;
-    let mut sql = Sql::begin(&mut conn, db::Mode::Read)?;
+    let mut conn = db::begin(&pool, db::Mode::Read)?;
+    let mut sql = Sql::open(&mut conn);
     let version = schema::applied_version(&mut sql)?;
     sql.commit()?;
     Ok(match version {

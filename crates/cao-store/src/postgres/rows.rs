@@ -585,7 +585,8 @@ fn slot_rowid(sql: &mut Sql<'_>, scope: Scope, scope_id: Option<&str>, memory_ty
         "SELECT p.id, (SELECT max(m.search_rowid) FROM memory_metadata m
              WHERE m.search_rowid BETWEEN ((p.id * 4 + $3) << 32) AND (((p.id * 4 + $3) << 32) | 4294967295))
          FROM cao_search_partitions p WHERE p.scope = $1 AND p.scope_id_key = $2",
-        &[&scope.as_str(), &key, &type_index(memory_type)],
+        // `slot(0, t)` is the type's index within a partition's four slots.
+        &[&scope.as_str(), &key, &slot(0, memory_type)],
     )?;
     let (part, max) = match found {
         Some(r) => (col::<i64>(&r, 0)?, col::<Option<i64>>(&r, 1)?),
@@ -595,18 +596,7 @@ fn slot_rowid(sql: &mut Sql<'_>, scope: Scope, scope_id: Option<&str>, memory_ty
         }
     };
     let slot = slot(part, memory_type);
-    let lo = slot << SEQ_BITS;
-    let hi = lo | SEQ_MAX;
-    let next = match max {
-        None => lo + 1,
-        Some(m) if m < hi => m + 1,
-        Some(_) => {
-            return Err(StoreError::Invalid(format!(
-                "search rowids of slot {slot} are exhausted"
-            )));
-        }
-    };
-    Ok(next)
+    next_in_slot(slot, max).ok_or_else(|| StoreError::Invalid(format!("search rowids of slot {slot} are exhausted")))
 }
 
 fn upsert_known(
