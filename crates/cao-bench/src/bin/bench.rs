@@ -1,7 +1,8 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
 //! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--model DIR]
-//! [--only okf|journal|learning|ui|lint|dense|firstopen|vault]`. Prints one
+//! [--only okf|journal|learning|ui|lint|dense|firstopen|vault] [--database-url URL]`. With `--database-url` only the
+//! PostgreSQL rows run (module `pg`: store, recall, context block, HTTP load through one and two replicas). Prints one
 //! table row per (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair,
 //! hybrid/relevance included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo
 //! questions; lint and the heal dry run (no model) go over the whole corpus (`--only lint`: the store fill and
@@ -48,6 +49,9 @@ use cao_memory::{ExplainRequest, MemoryService, RecallArgs, StoreArgs};
 use std::sync::Arc;
 use std::time::Instant;
 
+#[path = "bench/pg.rs"]
+mod pg;
+
 struct Args {
     sizes: Vec<usize>,
     queries: usize,
@@ -66,6 +70,8 @@ struct Args {
     model: Option<std::path::PathBuf>,
     /// Child mode: measure the model's memory in this fresh process and exit (`--model-rss DIR`).
     model_rss: Option<std::path::PathBuf>,
+    /// Run the PostgreSQL rows on this server instead (`--database-url URL`, module `pg`).
+    database_url: Option<String>,
 }
 
 fn args() -> Result<Args> {
@@ -83,6 +89,7 @@ fn args() -> Result<Args> {
         only_vault: false,
         model: None,
         model_rss: None,
+        database_url: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -101,6 +108,7 @@ fn args() -> Result<Args> {
             "--only" if v == "vault" => a.only_vault = true,
             "--model" => a.model = Some(std::path::absolute(&v)?),
             "--model-rss" => a.model_rss = Some(v.into()),
+            "--database-url" => a.database_url = Some(v),
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -136,6 +144,9 @@ fn main() -> Result<()> {
         .iter()
         .flat_map(|s| s.questions.iter().map(|q| q.question.clone()))
         .collect();
+    if let Some(url) = &args.database_url {
+        return pg::run(url, &args.sizes, args.queries, &turns, &questions);
+    }
     let tmp = tempfile::tempdir()?;
     let root = args.home.clone().unwrap_or_else(|| tmp.path().join("home"));
     let home = CaoHome::new(&root);
@@ -1157,22 +1168,40 @@ const LOAD_WARMUP: usize = 500;
 /// the measured requests write nothing unless the run outlasts that window (the server skips the write transaction
 /// when no returned row is due).
 fn http_load(size: usize, addr: &str, questions: &[String]) -> Result<()> {
+    http_load_on(size, "", &[addr.to_owned()], questions)
+}
+
+/// [`http_load`] through the servers at `addrs` (connection `i` to `addrs[i % len]`), its rows labelled with
+/// `label` (`""`: the embedded rows' labels).
+fn http_load_on(size: usize, label: &str, addrs: &[String], questions: &[String]) -> Result<()> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let requests: Arc<Vec<Vec<u8>>> = Arc::new(
-        questions
+    anyhow::ensure!(!addrs.is_empty(), "no server to load");
+    let prefix = if label.is_empty() {
+        String::new()
+    } else {
+        format!("{label}: ")
+    };
+    // One set of requests per server (the `Host` header names it).
+    let requests: Arc<Vec<Vec<Vec<u8>>>> = Arc::new(
+        addrs
             .iter()
-            .take(500)
-            .map(|q| {
-                let body = serde_json::json!({
-                    "query": q,
-                    "context": {"session_name": "bench", "agent_profile": "bench", "project_id": "bench-project"},
-                })
-                .to_string();
-                format!(
-                    "POST /internal/memory/recall HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                )
-                .into_bytes()
+            .map(|addr| {
+                questions
+                    .iter()
+                    .take(500)
+                    .map(|q| {
+                        let body = serde_json::json!({
+                            "query": q,
+                            "context": {"session_name": "bench", "agent_profile": "bench", "project_id": "bench-project"},
+                        })
+                        .to_string();
+                        format!(
+                            "POST /internal/memory/recall HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
+                        .into_bytes()
+                    })
+                    .collect()
             })
             .collect(),
     );
@@ -1180,8 +1209,9 @@ fn http_load(size: usize, addr: &str, questions: &[String]) -> Result<()> {
         let next = Arc::new(AtomicUsize::new(0));
         let start = Instant::now();
         let workers: Vec<_> = (0..LOAD_CONNECTIONS)
-            .map(|_| {
-                let (next, requests, addr) = (next.clone(), requests.clone(), addr.to_owned());
+            .map(|c| {
+                let server = c % addrs.len();
+                let (next, requests, addr) = (next.clone(), requests.clone(), addrs[server].clone());
                 std::thread::spawn(move || -> Result<Vec<std::time::Duration>> {
                     let mut conn = KeepAlive::connect(&addr)?;
                     let mut lat = Vec::new();
@@ -1191,7 +1221,8 @@ fn http_load(size: usize, addr: &str, questions: &[String]) -> Result<()> {
                             return Ok(lat);
                         }
                         let t = Instant::now();
-                        conn.call(&requests[i % requests.len()])?;
+                        let own = &requests[server];
+                        conn.call(&own[i % own.len()])?;
                         lat.push(t.elapsed());
                     }
                 })
@@ -1210,17 +1241,17 @@ fn http_load(size: usize, addr: &str, questions: &[String]) -> Result<()> {
     let client_cpu = process_cpu().zip(cpu_before).map(|(after, before)| after - before);
     row(
         size,
-        &format!("HTTP recall load, {LOAD_CONNECTIONS} keep-alive conns (POST /internal/memory/recall)"),
+        &format!("{prefix}HTTP recall load, {LOAD_CONNECTIONS} keep-alive conns (POST /internal/memory/recall)"),
         &st,
     );
     println!(
-        "| {size} | HTTP recall load throughput | {:.0} req/s | | | {} |",
+        "| {size} | {prefix}HTTP recall load throughput | {:.0} req/s | | | {} |",
         st.len() as f64 / wall.as_secs_f64(),
         st.len()
     );
     if let Some(cpu) = client_cpu {
         println!(
-            "| {size} | HTTP recall load client CPU (share of one core over the run) | {:.0}% | | | |",
+            "| {size} | {prefix}HTTP recall load client CPU (share of one core over the run) | {:.0}% | | | |",
             100.0 * cpu / wall.as_secs_f64()
         );
     }

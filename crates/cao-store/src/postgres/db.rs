@@ -445,6 +445,9 @@ pub(crate) fn pool(target: Target) -> Pool {
     let inner = r2d2::Pool::builder()
         .max_size(POOL_MAX_SIZE)
         .min_idle(Some(0))
+        // No test query per checkout (one round trip per transaction): a connection the server dropped fails its
+        // `BEGIN`, and [`begin`] then takes another one.
+        .test_on_check_out(false)
         .connection_timeout(CONNECT_WAIT)
         .error_handler(Box::new(r2d2::NopErrorHandler))
         .build_unchecked(Manager(target));
@@ -478,48 +481,102 @@ pub(crate) enum Mode {
     Write,
 }
 
+impl Mode {
+    /// The statements that open a transaction of this mode, sent as one simple query (one round trip; the lock key
+    /// is this module's constant, never input).
+    fn begin_text(self) -> String {
+        match self {
+            Mode::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY".to_owned(),
+            Mode::Write => format!("BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"),
+        }
+    }
+}
+
 /// The key of the transaction-level advisory lock every write transaction takes first: writes of the whole store
 /// are serialised (as the embedded store's single SQLite writer), so journal ids are dense in commit order across
 /// replicas, term statistics and neighbour documents stay consistent, and writers never deadlock. Reads never wait
 /// for it.
 pub(crate) const WRITE_LOCK: i64 = 0x6361_6f5f_7772_6974;
 
+/// A pooled connection with a transaction of `mode` open on it (a write holds [`WRITE_LOCK`]); wrap it with
+/// [`Sql::open`].
+///
+/// The pool does not test a connection when it hands it out: a connection the server has closed since (a restart,
+/// an idle timeout) fails the `BEGIN`, which has no effect, so another connection is taken, up to
+/// [`POOL_MAX_SIZE`] + 1 times (every pooled connection may be stale after a restart).
+///
+/// Errors: [`StoreError::Unavailable`] when no connection works; the server's error for the `BEGIN` otherwise.
+pub(crate) fn begin(pool: &Pool, mode: Mode) -> Result<r2d2::PooledConnection<Manager>> {
+    let text = mode.begin_text();
+    let mut lost = None;
+    for _ in 0..=POOL_MAX_SIZE {
+        let mut conn = checkout(pool)?;
+        match conn.client.batch_execute(&text) {
+            Ok(()) => return Ok(conn),
+            Err(e) => {
+                let err = db_err(e);
+                if conn.client.is_closed() {
+                    // Dropped from the pool when returned (`has_broken`).
+                    lost = Some(err);
+                    continue;
+                }
+                // The lock statement failed after `BEGIN`: leave the connection idle for its next user.
+                let _ = conn.client.batch_execute("ROLLBACK");
+                if matches!(err, StoreError::Unavailable(_)) {
+                    lost = Some(err);
+                    continue;
+                }
+                return Err(err);
+            }
+        }
+    }
+    Err(lost.unwrap_or_else(|| StoreError::Unavailable(format!("no working connection to {}", pool.shown))))
+}
+
 /// One open transaction and the connection's prepared statements: every statement of the backend runs here.
+/// Dropped without [`Sql::commit`], the transaction is rolled back.
 pub(crate) struct Sql<'c> {
-    tx: postgres::Transaction<'c>,
+    client: &'c mut postgres::Client,
     statements: &'c mut HashMap<String, Statement>,
     savepoints: u32,
+    /// Numbers of the savepoints kept but not released yet (see [`Sql::savepoint`]).
+    unreleased: Vec<u32>,
+    /// Savepoints whose closure is running.
+    running: u32,
+    open: bool,
+}
+
+/// Most savepoints [`Sql::savepoint`] keeps open before releasing them (PostgreSQL keeps up to 64 subtransactions
+/// of a transaction in shared memory before every snapshot taken elsewhere has to look them up on disk).
+const UNRELEASED_MAX: usize = 16;
+
+impl Drop for Sql<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // Best effort: a lost connection has no transaction left to roll back.
+            let _ = self.client.batch_execute("ROLLBACK");
+        }
+    }
 }
 
 impl<'c> Sql<'c> {
-    /// Begin a transaction of `mode` on `conn` (a write takes [`WRITE_LOCK`] first).
-    ///
-    /// Errors: the client's (the connection lost: [`StoreError::Unavailable`]).
-    pub(crate) fn begin(conn: &'c mut PgConn, mode: Mode) -> Result<Sql<'c>> {
+    /// Wrap `conn`, on which [`begin`] has opened a transaction.
+    pub(crate) fn open(conn: &'c mut PgConn) -> Sql<'c> {
         let PgConn { client, statements } = conn;
-        let tx = match mode {
-            Mode::Read => client
-                .build_transaction()
-                .isolation_level(postgres::IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .map_err(db_err)?,
-            Mode::Write => client.transaction().map_err(db_err)?,
-        };
-        let mut sql = Sql {
-            tx,
+        Sql {
+            client,
             statements,
             savepoints: 0,
-        };
-        if mode == Mode::Write {
-            sql.exec("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+            unreleased: Vec::new(),
+            running: 0,
+            open: true,
         }
-        Ok(sql)
     }
 
     /// Commit. Errors: the client's.
-    pub(crate) fn commit(self) -> Result<()> {
-        self.tx.commit().map_err(db_err)
+    pub(crate) fn commit(mut self) -> Result<()> {
+        self.open = false;
+        self.client.batch_execute("COMMIT").map_err(db_err)
     }
 
     /// The prepared statement of `text` (prepared once per connection).
@@ -527,7 +584,7 @@ impl<'c> Sql<'c> {
         if let Some(s) = self.statements.get(text) {
             return Ok(s.clone());
         }
-        let s = self.tx.prepare(text).map_err(db_err)?;
+        let s = self.client.prepare(text).map_err(db_err)?;
         if self.statements.len() > 512 {
             self.statements.clear();
         }
@@ -538,34 +595,39 @@ impl<'c> Sql<'c> {
     /// Every row of `text`.
     pub(crate) fn query(&mut self, text: &str, params: &[Param<'_>]) -> Result<Vec<Row>> {
         let s = self.statement(text)?;
-        self.tx.query(&s, params).map_err(db_err)
+        self.client.query(&s, params).map_err(db_err)
     }
 
     /// The row of `text`, if any (more than one is an error).
     pub(crate) fn opt(&mut self, text: &str, params: &[Param<'_>]) -> Result<Option<Row>> {
         let s = self.statement(text)?;
-        self.tx.query_opt(&s, params).map_err(db_err)
+        self.client.query_opt(&s, params).map_err(db_err)
     }
 
     /// The one row of `text`.
     pub(crate) fn one(&mut self, text: &str, params: &[Param<'_>]) -> Result<Row> {
         let s = self.statement(text)?;
-        self.tx.query_one(&s, params).map_err(db_err)
+        self.client.query_one(&s, params).map_err(db_err)
     }
 
     /// Run `text`; how many rows it changed.
     pub(crate) fn exec(&mut self, text: &str, params: &[Param<'_>]) -> Result<u64> {
         let s = self.statement(text)?;
-        self.tx.execute(&s, params).map_err(db_err)
+        self.client.execute(&s, params).map_err(db_err)
     }
 
     /// Run statements without parameters (DDL, savepoints).
     pub(crate) fn batch(&mut self, text: &str) -> Result<()> {
-        self.tx.batch_execute(text).map_err(db_err)
+        self.client.batch_execute(text).map_err(db_err)
     }
 
-    /// Run `f` inside a savepoint: released when it returns `Ok`, rolled back (then released) when it returns
-    /// `Err`; `f`'s result is returned either way.
+    /// Run `f` inside a savepoint: kept when it returns `Ok`, rolled back (then released) when it returns `Err`;
+    /// `f`'s result is returned either way.
+    ///
+    /// A kept savepoint is not released at once (a round trip of its own): it stays open, its changes part of the
+    /// transaction as after a release, until [`UNRELEASED_MAX`] are open, when the oldest is released with every
+    /// later one in one statement (so a batch of many savepoints does not pile up subtransactions). Committing the
+    /// transaction commits them all; rolling back to a later savepoint leaves the earlier ones' changes.
     ///
     /// Errors: the savepoint statements themselves failed (the transaction is then lost).
     pub(crate) fn savepoint<T, E>(
@@ -573,13 +635,25 @@ impl<'c> Sql<'c> {
         f: impl FnOnce(&mut Sql<'c>) -> std::result::Result<T, E>,
     ) -> Result<std::result::Result<T, E>> {
         self.savepoints += 1;
-        let name = format!("cao_sp_{}", self.savepoints);
-        self.batch(&format!("SAVEPOINT {name}"))?;
+        let number = self.savepoints;
+        self.batch(&format!("SAVEPOINT cao_sp_{number}"))?;
+        self.running += 1;
         let out = f(self);
+        self.running -= 1;
         if out.is_ok() {
-            self.batch(&format!("RELEASE SAVEPOINT {name}"))?;
+            self.unreleased.push(number);
+            // Only between savepoints: releasing one destroys every savepoint made after it, running ones too.
+            if self.running == 0 && self.unreleased.len() >= UNRELEASED_MAX {
+                let oldest = self.unreleased.iter().copied().min().unwrap_or(number);
+                self.unreleased.clear();
+                self.batch(&format!("RELEASE SAVEPOINT cao_sp_{oldest}"))?;
+            }
         } else {
-            self.batch(&format!("ROLLBACK TO SAVEPOINT {name}; RELEASE SAVEPOINT {name}"))?;
+            // The rollback also destroys the savepoints made inside this one.
+            self.unreleased.retain(|n| *n < number);
+            self.batch(&format!(
+                "ROLLBACK TO SAVEPOINT cao_sp_{number}; RELEASE SAVEPOINT cao_sp_{number}"
+            ))?;
         }
         Ok(out)
     }

@@ -187,41 +187,38 @@ impl JournalOps for PgJournal<'_, '_> {
                 entry.scope.as_str()
             )));
         }
+        // One statement: the container's counter taken and moved on (its row stays locked to the commit), the
+        // entry inserted, the memory's previous entry linked to it, the entry marked unwritten.
         self.with(|s| {
-            s.exec(
-                "INSERT INTO cao_journal_meta (container, entries, view_end, view_bytes) VALUES ($1, 0, 0, 0)
-                 ON CONFLICT (container) DO NOTHING",
-                &[&container],
-            )?;
-            let r = s.one(
-                "SELECT entries FROM cao_journal_meta WHERE container = $1 FOR UPDATE",
-                &[&container],
-            )?;
-            let id: i64 = col(&r, 0)?;
-            let next = id
-                .checked_add(1)
-                .ok_or_else(|| StoreError::Invalid(format!("the journal of {container} is full")))?;
-            s.exec(
-                "UPDATE cao_journal_meta SET entries = $2 WHERE container = $1",
-                &[&container, &next],
-            )?;
             let scope_id = sid(entry.scope_id.as_deref());
-            let previous = s.opt(
-                "SELECT id FROM cao_journal_entries
-                 WHERE container = $1 AND scope = $2 AND scope_id = $3 AND \"key\" = $4 ORDER BY id DESC LIMIT 1",
-                &[&container, &entry.scope.as_str(), &scope_id, &entry.key.as_str()],
-            )?;
-            s.exec(
-                "INSERT INTO cao_journal_entries (container, id, kind, scope, scope_id, \"key\", text, writer_terminal,
-                     writer_session, writer_pid, written_at, purged, next_id)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, false, NULL)",
+            let r = s.one(
+                "WITH meta AS (
+                     INSERT INTO cao_journal_meta (container, entries, view_end, view_bytes) VALUES ($1, 1, 0, 0)
+                     ON CONFLICT (container) DO UPDATE SET entries = cao_journal_meta.entries + 1
+                     RETURNING entries - 1 AS id),
+                 prev AS (
+                     SELECT id FROM cao_journal_entries
+                     WHERE container = $1 AND scope = $2 AND scope_id = $3 AND \"key\" = $4
+                     ORDER BY id DESC LIMIT 1),
+                 ins AS (
+                     INSERT INTO cao_journal_entries (container, id, kind, scope, scope_id, \"key\", text,
+                         writer_terminal, writer_session, writer_pid, written_at, purged, next_id)
+                     SELECT $1, meta.id, $5::text, $2, $3, $4, $6::text, $7::text, $8::text, $9::bigint, $10::text,
+                         false, NULL
+                     FROM meta),
+                 link AS (
+                     UPDATE cao_journal_entries e SET next_id = meta.id FROM meta, prev
+                     WHERE e.container = $1 AND e.id = prev.id),
+                 unwritten AS (
+                     INSERT INTO cao_journal_unwritten (container, id) SELECT $1, meta.id FROM meta
+                     ON CONFLICT DO NOTHING)
+                 SELECT id FROM meta",
                 &[
                     &container,
-                    &id,
-                    &entry.kind.as_str(),
                     &entry.scope.as_str(),
                     &scope_id,
                     &entry.key.as_str(),
+                    &entry.kind.as_str(),
                     &entry.text,
                     &entry.writer.terminal_id,
                     &entry.writer.session,
@@ -229,17 +226,7 @@ impl JournalOps for PgJournal<'_, '_> {
                     &format_db_ts(entry.at),
                 ],
             )?;
-            if let Some(prev) = previous {
-                let prev: i64 = col(&prev, 0)?;
-                s.exec(
-                    "UPDATE cao_journal_entries SET next_id = $3 WHERE container = $1 AND id = $2",
-                    &[&container, &prev, &id],
-                )?;
-            }
-            s.exec(
-                "INSERT INTO cao_journal_unwritten (container, id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                &[&container, &id],
-            )?;
+            let id: i64 = col(&r, 0)?;
             Ok(small(id))
         })
     }

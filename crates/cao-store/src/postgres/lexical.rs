@@ -22,21 +22,25 @@ fn query_terms(
     scorer: &dyn LexicalScorer,
     tokens: Vec<String>,
 ) -> Result<(CorpusStats, Vec<QueryTerm>)> {
-    let r = sql.one(
-        "SELECT docs, tokens, context_tokens FROM cao_search_stats WHERE id = 1",
-        &[],
-    )?;
-    let corpus = CorpusStats {
-        docs: small(col(&r, 0)?),
-        field_terms: [small(col(&r, 1)?), small(col(&r, 2)?)],
-    };
+    // The statistics row and the query's known terms in one statement (the row repeated per term; one row with
+    // NULL term when none is known).
     let found = sql.query(
-        "SELECT term, df FROM cao_search_terms WHERE term = ANY($1::text[])",
+        "SELECT s.docs, s.tokens, s.context_tokens, t.term, t.df FROM cao_search_stats s
+         LEFT JOIN cao_search_terms t ON t.term = ANY($1::text[]) WHERE s.id = 1",
         &[&tokens],
     )?;
+    let first = found
+        .first()
+        .ok_or_else(|| crate::error::StoreError::Database("cao_search_stats has no row".into()))?;
+    let corpus = CorpusStats {
+        docs: small(col(first, 0)?),
+        field_terms: [small(col(first, 1)?), small(col(first, 2)?)],
+    };
     let mut dfs = std::collections::HashMap::new();
     for r in &found {
-        dfs.insert(col::<String>(r, 0)?, small(col(r, 1)?));
+        if let Some(term) = col::<Option<String>>(r, 3)? {
+            dfs.insert(term, small(col::<Option<i64>>(r, 4)?.unwrap_or(0)));
+        }
     }
     let mut terms = Vec::with_capacity(tokens.len());
     for term in tokens {

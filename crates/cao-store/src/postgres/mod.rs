@@ -97,8 +97,8 @@ impl DatabaseSchema {
 pub fn database_schema(url: &DatabaseUrl) -> Result<DatabaseSchema, MemoryError> {
     let target = db::Target::parse(url)?;
     let pool = db::pool(target);
-    let mut conn = db::checkout(&pool)?;
-    let mut sql = Sql::begin(&mut conn, db::Mode::Read)?;
+    let mut conn = db::begin(&pool, db::Mode::Read)?;
+    let mut sql = Sql::open(&mut conn);
     let version = schema::applied_version(&mut sql)?;
     sql.commit()?;
     Ok(match version {
@@ -132,8 +132,8 @@ impl Postgres {
         let shown = target.shown.clone();
         let pool = db::pool(target);
         {
-            let mut conn = db::checkout(&pool)?;
-            let mut sql = Sql::begin(&mut conn, db::Mode::Write)?;
+            let mut conn = db::begin(&pool, db::Mode::Write)?;
+            let mut sql = Sql::open(&mut conn);
             schema::migrate(&mut sql, &shown)?;
             sql.commit()?;
         }
@@ -193,6 +193,7 @@ impl Postgres {
         entry: NewEntry<'_>,
         vector: Option<&(String, Vec<f32>)>,
         compiled: bool,
+        delta: &mut rows::Delta,
     ) -> Result<Written, MemoryError> {
         let NewEntry {
             memory,
@@ -206,8 +207,9 @@ impl Postgres {
             model_dir: _,
         } = entry;
         let (scope, scope_id, key) = (memory.scope, memory.scope_id(), &memory.key);
-        let prior = rows::get(sql, scope, scope_id, key)?;
-        let stored = rows::topic_text(sql, scope, scope_id, key)?.filter(|t| !t.is_empty());
+        let current = rows::current(sql, scope, scope_id, key)?;
+        let prior = current.as_ref().and_then(|c| c.row.clone());
+        let stored = current.as_ref().map(|c| c.topic.as_str()).filter(|t| !t.is_empty());
         let at = at.unwrap_or_else(|| self.now());
         let header = cao_wiki::TopicHeader {
             key: key.to_string(),
@@ -217,7 +219,7 @@ impl Postgres {
             tags: tags.clone(),
         };
         let path = locator_of(&memory)?;
-        let text = cao_wiki::upsert_text(stored.as_deref(), &header, at, content).map_err(|e| match e {
+        let text = cao_wiki::upsert_text(stored, &header, at, content).map_err(|e| match e {
             cao_wiki::WikiError::Corrupt { reason } => MemoryError::Corrupt {
                 path: path.clone(),
                 reason,
@@ -263,7 +265,7 @@ impl Postgres {
             entry_count: topic.entry_count() as i64,
             file_stamp: None,
         };
-        let upserted = rows::upsert_in(sql, &row, &text)?;
+        let upserted = rows::upsert_current(sql, &row, &text, current, delta)?;
         if let Some((model, v)) = vector {
             rows::vector_put(sql, &upserted.id, model, v)?;
         }
@@ -352,7 +354,9 @@ impl Backend for Postgres {
         let vector = embedding.and_then(PendingVector::finish);
         let container = entry.memory.container();
         self.tables.write(|s| {
-            let written = self.write_entry(s, entry, vector.as_ref(), false)?;
+            let mut delta = rows::Delta::default();
+            let written = self.write_entry(s, entry, vector.as_ref(), false, &mut delta)?;
+            delta.apply(s)?;
             self.settle(s, container.as_str())?;
             let followed = s.savepoint(|s| {
                 let f = PgFollowUp { sql: RefCell::new(s) };
@@ -378,6 +382,7 @@ impl Backend for Postgres {
         let mut results: Vec<Option<Result<Written, MemoryError>>> = (0..n).map(|_| None).collect();
         let committed = self.tables.write(|s| {
             let mut seen: HashSet<MemoryRef> = HashSet::new();
+            let mut delta = rows::Delta::default();
             for (i, entry) in entries.into_iter().enumerate() {
                 if !seen.insert(entry.memory.clone()) {
                     results[i] = Some(Err(MemoryError::Invalid(format!(
@@ -388,12 +393,19 @@ impl Backend for Postgres {
                 }
                 // A failure of the entry's own (nothing written for it, a savepoint undoes its statements) fails
                 // it alone; a lost connection fails the batch.
-                let out = s.savepoint(|s| self.write_entry(s, entry, None, false))?;
+                let mut own = rows::Delta::default();
+                let out = s.savepoint(|s| self.write_entry(s, entry, None, false, &mut own))?;
                 if let Err(MemoryError::Store(StoreError::Unavailable(m))) = &out {
                     return Err(MemoryError::Store(StoreError::Unavailable(m.clone())));
                 }
+                // An entry rolled back to its savepoint changed nothing; the others' statistics are applied once,
+                // at the end (the term and statistics rows would otherwise gain a row version per entry).
+                if out.is_ok() {
+                    delta.merge(own);
+                }
                 results[i] = Some(out);
             }
+            delta.apply(s)?;
             for c in &containers {
                 self.settle(s, c.as_str())?;
             }
@@ -449,7 +461,9 @@ impl Backend for Postgres {
                 at: None,
                 model_dir: None,
             };
-            let written = self.write_entry(s, entry, None, compiled)?;
+            let mut delta = rows::Delta::default();
+            let written = self.write_entry(s, entry, None, compiled, &mut delta)?;
+            delta.apply(s)?;
             self.settle(s, memory.container().as_str())?;
             Ok(Some(written))
         })

@@ -23,6 +23,9 @@ pub(crate) const ROW_COLUMNS: &str = "m.id, m.\"key\", m.memory_type, m.scope, m
      m.file_path, m.tags, m.source_provider, m.source_terminal_id, m.token_estimate, m.created_at, m.updated_at, \
      m.access_count, m.last_accessed_at, m.last_compiled_at, m.related_keys, m.content, m.entry_count";
 
+/// How many columns [`ROW_COLUMNS`] selects.
+const ROW_COLUMN_COUNT: usize = 19;
+
 /// Newest first, then key, scope and scope id (the embedded index's recency order).
 pub(crate) const RECENCY_ORDER: &str = "m.updated_at DESC, m.\"key\" ASC, m.scope ASC, m.scope_id ASC";
 /// The recency order reversed.
@@ -183,79 +186,115 @@ fn own_terms(body: &str, meta: &str) -> Vec<String> {
     distinct_terms(&[body, meta]).into_iter().map(str::to_owned).collect()
 }
 
-fn terms_vec(set: std::collections::BTreeSet<&str>) -> Vec<String> {
-    set.into_iter().map(str::to_owned).collect()
+/// The term statistics a write changes (`cao_search_stats` and each term's document frequency), summed in memory
+/// and applied at the end of the write ([`Delta::apply`], two statements) instead of one statement per document
+/// and neighbour. The sums are the same as applying each change at once: every change is an addition, and a term
+/// whose frequency ends at 0 or below is deleted either way.
+#[derive(Default)]
+pub(crate) struct Delta {
+    docs: i64,
+    tokens: i64,
+    context_tokens: i64,
+    df: std::collections::BTreeMap<String, i64>,
 }
 
-fn df_add(sql: &mut Sql<'_>, terms: Vec<String>) -> Result<()> {
-    if !terms.is_empty() {
-        sql.exec(
-            "INSERT INTO cao_search_terms (term, df) SELECT t, 1 FROM unnest($1::text[]) AS t
-             ON CONFLICT (term) DO UPDATE SET df = cao_search_terms.df + 1",
-            &[&terms],
-        )?;
+impl Delta {
+    /// Count document `(body, meta, near)` in (`sign` 1) or out (`sign` -1).
+    fn doc(&mut self, sign: i64, body: &str, meta: &str, near: &str) {
+        self.docs += sign;
+        self.tokens += sign * body_tokens(body);
+        self.context_tokens += sign * (body_tokens(meta) + body_tokens(near));
+        for t in distinct_terms(&[body, meta, near]) {
+            *self.df.entry(t.to_owned()).or_default() += sign;
+        }
     }
-    Ok(())
-}
 
-fn df_sub(sql: &mut Sql<'_>, terms: Vec<String>) -> Result<()> {
-    if !terms.is_empty() {
-        sql.exec(
-            "UPDATE cao_search_terms SET df = df - 1 WHERE term = ANY($1::text[])",
-            &[&terms],
-        )?;
-        sql.exec(
-            "DELETE FROM cao_search_terms WHERE term = ANY($1::text[]) AND df <= 0",
-            &[&terms],
-        )?;
+    /// A document's `near` field changed from `old` to `new` (`body` and `meta` unchanged): only the terms that
+    /// entered or left the document change their frequency.
+    fn near(&mut self, body: &str, meta: &str, old: &str, new: &str) {
+        self.context_tokens += body_tokens(new) - body_tokens(old);
+        let before = distinct_terms(&[body, meta, old]);
+        let after = distinct_terms(&[body, meta, new]);
+        for t in after.difference(&before) {
+            *self.df.entry((*t).to_owned()).or_default() += 1;
+        }
+        for t in before.difference(&after) {
+            *self.df.entry((*t).to_owned()).or_default() -= 1;
+        }
     }
-    Ok(())
+
+    /// Add `other`'s changes to these.
+    pub(crate) fn merge(&mut self, other: Delta) {
+        self.docs += other.docs;
+        self.tokens += other.tokens;
+        self.context_tokens += other.context_tokens;
+        for (t, n) in other.df {
+            *self.df.entry(t).or_default() += n;
+        }
+    }
+
+    /// Apply the sums: the statistics row and every changed frequency in one statement, then the terms no document
+    /// holds any more deleted.
+    pub(crate) fn apply(self, sql: &mut Sql<'_>) -> Result<()> {
+        let (mut terms, mut counts, mut gone) = (Vec::new(), Vec::new(), Vec::new());
+        for (t, n) in self.df {
+            if n != 0 {
+                if n < 0 {
+                    gone.push(t.clone());
+                }
+                terms.push(t);
+                counts.push(n);
+            }
+        }
+        if self.docs == 0 && self.tokens == 0 && self.context_tokens == 0 && terms.is_empty() {
+            return Ok(());
+        }
+        sql.exec(
+            "WITH stats AS (
+                 UPDATE cao_search_stats SET docs = greatest(docs + $1, 0), tokens = greatest(tokens + $2, 0),
+                     context_tokens = greatest(context_tokens + $3, 0)
+                 WHERE id = 1)
+             INSERT INTO cao_search_terms (term, df) SELECT t, n FROM unnest($4::text[], $5::bigint[]) AS u(t, n)
+             ON CONFLICT (term) DO UPDATE SET df = cao_search_terms.df + excluded.df",
+            &[&self.docs, &self.tokens, &self.context_tokens, &terms, &counts],
+        )?;
+        if !gone.is_empty() {
+            sql.exec(
+                "DELETE FROM cao_search_terms WHERE term = ANY($1::text[]) AND df <= 0",
+                &[&gone],
+            )?;
+        }
+        Ok(())
+    }
 }
 
-/// Add a row's document under `search_rowid` and count it in the term statistics.
-fn index_search(sql: &mut Sql<'_>, search_rowid: i64, text: &SearchText<'_>) -> Result<()> {
+/// Add a row's document under `search_rowid` (document and postings in one statement) and count it in `delta`.
+fn index_search(sql: &mut Sql<'_>, search_rowid: i64, text: &SearchText<'_>, delta: &mut Delta) -> Result<()> {
     let body = content_field(text.content);
     let meta = meta_field(text.key, text.tags, text.stored);
     let near = near_field(&text.neighbours);
     let haystack = trigram_body(text.key, text.tags, text.content);
-    sql.exec(
-        "INSERT INTO cao_search_docs (search_rowid, body, meta, near, haystack) VALUES ($1, $2, $3, $4, $5)",
-        &[&search_rowid, &body, &meta, &near, &haystack],
-    )?;
     let own = own_terms(&body, &meta);
-    if !own.is_empty() {
-        sql.exec(
-            "INSERT INTO cao_search_postings (term, search_rowid) SELECT t, $2 FROM unnest($1::text[]) AS t",
-            &[&own, &search_rowid],
-        )?;
-    }
     sql.exec(
-        "UPDATE cao_search_stats SET docs = docs + 1, tokens = tokens + $1, context_tokens = context_tokens + $2
-         WHERE id = 1",
-        &[&body_tokens(&body), &(body_tokens(&meta) + body_tokens(&near))],
+        "WITH doc AS (
+             INSERT INTO cao_search_docs (search_rowid, body, meta, near, haystack) VALUES ($1, $2, $3, $4, $5))
+         INSERT INTO cao_search_postings (term, search_rowid) SELECT t, $1 FROM unnest($6::text[]) AS t",
+        &[&search_rowid, &body, &meta, &near, &haystack, &own],
     )?;
-    df_add(sql, terms_vec(distinct_terms(&[&body, &meta, &near])))
+    delta.doc(1, &body, &meta, &near);
+    Ok(())
 }
 
-/// Remove a row's document and uncount it.
-fn unindex_search(sql: &mut Sql<'_>, search_rowid: i64) -> Result<()> {
+/// Remove a row's document and its postings (one statement) and uncount it in `delta`.
+fn unindex_search(sql: &mut Sql<'_>, search_rowid: i64, delta: &mut Delta) -> Result<()> {
     let old = sql.opt(
-        "DELETE FROM cao_search_docs WHERE search_rowid = $1 RETURNING body, meta, near",
-        &[&search_rowid],
-    )?;
-    sql.exec(
-        "DELETE FROM cao_search_postings WHERE search_rowid = $1",
+        "WITH postings AS (DELETE FROM cao_search_postings WHERE search_rowid = $1)
+         DELETE FROM cao_search_docs WHERE search_rowid = $1 RETURNING body, meta, near",
         &[&search_rowid],
     )?;
     if let Some(r) = old {
         let (body, meta, near): (String, String, String) = (col(&r, 0)?, col(&r, 1)?, col(&r, 2)?);
-        sql.exec(
-            "UPDATE cao_search_stats SET docs = greatest(docs - 1, 0), tokens = greatest(tokens - $1, 0),
-                 context_tokens = greatest(context_tokens - $2, 0)
-             WHERE id = 1",
-            &[&body_tokens(&body), &(body_tokens(&meta) + body_tokens(&near))],
-        )?;
-        df_sub(sql, terms_vec(distinct_terms(&[&body, &meta, &near])))?;
+        delta.doc(-1, &body, &meta, &near);
     }
     Ok(())
 }
@@ -266,148 +305,196 @@ struct Position {
     scope_id: String,
     created_at: Option<String>,
     seq: i64,
-    key: String,
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Side {
-    Before,
-    After,
+/// A native row near a written one in its scope's creation order, with its stored document.
+struct Near {
+    id: String,
+    search_rowid: Option<i64>,
+    content: String,
+    /// `(body, meta, near)`; `None` when the row has no document.
+    doc: Option<(String, String, String)>,
 }
 
-/// `(id, search_rowid, content)` of the up to [`NEIGHBOUR_WINDOW`] native rows on `side` of `pos` in its scope and
-/// scope id (creation time, then insertion order), nearest first.
-fn neighbours(sql: &mut Sql<'_>, pos: &Position, side: Side) -> Result<Vec<(String, Option<i64>, String)>> {
+/// The native rows within `2 * NEIGHBOUR_WINDOW` before and after `pos` in its scope and scope id (creation time,
+/// then insertion order), in that order, with their documents, in one statement: what the neighbours of `pos` and
+/// their own neighbours are made of. `(before, after)`, each nearest first.
+fn window(sql: &mut Sql<'_>, pos: &Position) -> Result<(Vec<Near>, Vec<Near>)> {
     let Some(created) = &pos.created_at else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     };
-    let window = NEIGHBOUR_WINDOW as i64;
-    let text = match side {
-        Side::Before => {
-            "SELECT id, search_rowid, content FROM memory_metadata
-             WHERE scope = $1 AND scope_id = $2 AND source_kind = 'native' AND (created_at, seq) < ($3, $4)
-             ORDER BY created_at DESC, seq DESC LIMIT $5"
-        }
-        Side::After => {
-            "SELECT id, search_rowid, content FROM memory_metadata
-             WHERE scope = $1 AND scope_id = $2 AND source_kind = 'native' AND (created_at, seq) > ($3, $4)
-             ORDER BY created_at ASC, seq ASC LIMIT $5"
-        }
-    };
-    sql.query(text, &[&pos.scope, &pos.scope_id, created, &pos.seq, &window])?
+    let reach = 2 * NEIGHBOUR_WINDOW as i64;
+    let rows = sql.query(
+        "(SELECT 0 AS side, m.created_at, m.seq, m.id, m.search_rowid, m.content, d.body, d.meta, d.near
+          FROM memory_metadata m LEFT JOIN cao_search_docs d ON d.search_rowid = m.search_rowid
+          WHERE m.scope = $1 AND m.scope_id = $2 AND m.source_kind = 'native' AND (m.created_at, m.seq) < ($3, $4)
+          ORDER BY m.created_at DESC, m.seq DESC LIMIT $5)
+         UNION ALL
+         (SELECT 1 AS side, m.created_at, m.seq, m.id, m.search_rowid, m.content, d.body, d.meta, d.near
+          FROM memory_metadata m LEFT JOIN cao_search_docs d ON d.search_rowid = m.search_rowid
+          WHERE m.scope = $1 AND m.scope_id = $2 AND m.source_kind = 'native' AND (m.created_at, m.seq) > ($3, $4)
+          ORDER BY m.created_at ASC, m.seq ASC LIMIT $5)",
+        &[&pos.scope, &pos.scope_id, created, &pos.seq, &reach],
+    )?;
+    let mut before: Vec<(String, i64, Near)> = Vec::new();
+    let mut after: Vec<(String, i64, Near)> = Vec::new();
+    for r in &rows {
+        let side: i32 = col(r, 0)?;
+        let doc = match (
+            col::<Option<String>>(r, 6)?,
+            col::<Option<String>>(r, 7)?,
+            col::<Option<String>>(r, 8)?,
+        ) {
+            (Some(b), Some(m), Some(n)) => Some((b, m, n)),
+            _ => None,
+        };
+        let near = Near {
+            id: col(r, 3)?,
+            search_rowid: col(r, 4)?,
+            content: col::<Option<String>>(r, 5)?.unwrap_or_default(),
+            doc,
+        };
+        let at = (
+            col::<Option<String>>(r, 1)?.unwrap_or_default(),
+            col::<i64>(r, 2)?,
+            near,
+        );
+        if side == 0 { before.push(at) } else { after.push(at) }
+    }
+    // Nearest first on each side (byte order of the `COLLATE "C"` times, then insertion order).
+    before.sort_by(|a, b| (&b.0, b.1).cmp(&(&a.0, a.1)));
+    after.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    Ok((
+        before.into_iter().map(|n| n.2).collect(),
+        after.into_iter().map(|n| n.2).collect(),
+    ))
+}
+
+/// The neighbour texts of the row at `i` in `line` (the rows of one scope in creation order): up to
+/// [`NEIGHBOUR_WINDOW`] before it, nearest first, then up to [`NEIGHBOUR_WINDOW`] after it, nearest first.
+fn around<'a>(line: &[&'a str], i: usize) -> Vec<&'a str> {
+    let before = (1..=NEIGHBOUR_WINDOW).filter_map(|d| i.checked_sub(d).map(|j| line[j]));
+    let after = (1..=NEIGHBOUR_WINDOW).filter_map(|d| line.get(i + d).copied());
+    before.chain(after).collect()
+}
+
+/// Index a written row and re-index its neighbours (the embedded index's `index_row` and `refresh_neighbours`):
+/// `center` is the written row (its search rowid and search text; `None` after a delete, where `pos` is where the
+/// deleted row stood). One statement reads the window of rows around `pos`; the written row's document is added
+/// ([`index_search`]) and every neighbour whose `near` field changed is updated in one statement; the statistics go
+/// to `delta`.
+fn index_around(
+    sql: &mut Sql<'_>,
+    pos: &Position,
+    center: Option<(i64, &str, &str, &str, DateTime<Utc>)>,
+    delta: &mut Delta,
+) -> Result<()> {
+    let (before, after) = window(sql, pos)?;
+    // The scope's rows in creation order, the written row (if any) at `c`.
+    let mut line: Vec<&str> = before.iter().rev().map(|n| n.content.as_str()).collect();
+    let c = line.len();
+    if let Some((_, _, _, content, _)) = center {
+        line.push(content);
+    }
+    let first_after = line.len();
+    line.extend(after.iter().map(|n| n.content.as_str()));
+    if let Some((search_rowid, key, tags, content, stored)) = center {
+        let text = SearchText {
+            key,
+            tags,
+            content,
+            stored,
+            neighbours: around(&line, c),
+        };
+        index_search(sql, search_rowid, &text, delta)?;
+    }
+    let mut changed_rowids: Vec<i64> = Vec::new();
+    let mut changed_near: Vec<String> = Vec::new();
+    let nearest = before
         .iter()
-        .map(|r| Ok((col(r, 0)?, col(r, 1)?, col::<Option<String>>(r, 2)?.unwrap_or_default())))
-        .collect()
+        .take(NEIGHBOUR_WINDOW)
+        .enumerate()
+        .map(|(d, n)| (c - 1 - d, n))
+        .chain(
+            after
+                .iter()
+                .take(NEIGHBOUR_WINDOW)
+                .enumerate()
+                .map(|(d, n)| (first_after + d, n)),
+        );
+    let mut missing: Vec<(String, i64)> = Vec::new();
+    for (i, n) in nearest {
+        let Some(search_rowid) = n.search_rowid else { continue };
+        let Some((body, meta, old_near)) = &n.doc else {
+            missing.push((n.id.clone(), search_rowid));
+            continue;
+        };
+        let near = near_field(&around(&line, i));
+        if near != *old_near {
+            delta.near(body, meta, old_near, &near);
+            changed_rowids.push(search_rowid);
+            changed_near.push(near);
+        }
+    }
+    if !changed_rowids.is_empty() {
+        sql.exec(
+            "UPDATE cao_search_docs d SET near = u.near FROM unnest($1::bigint[], $2::text[]) AS u(s, near)
+             WHERE d.search_rowid = u.s",
+            &[&changed_rowids, &changed_near],
+        )?;
+    }
+    // A neighbour with a search rowid but no document (an interrupted repair): indexed whole from its row.
+    for (id, search_rowid) in missing {
+        unindex_search(sql, search_rowid, delta)?;
+        index_row(sql, &id, search_rowid, delta)?;
+    }
+    Ok(())
 }
 
+/// The contents of the up to [`NEIGHBOUR_WINDOW`] native rows before `pos` in its scope and scope id (creation
+/// time, then insertion order), nearest first, then of the up to [`NEIGHBOUR_WINDOW`] after it, nearest first.
 fn neighbour_texts(sql: &mut Sql<'_>, pos: &Position) -> Result<Vec<String>> {
-    let mut out: Vec<String> = neighbours(sql, pos, Side::Before)?.into_iter().map(|n| n.2).collect();
-    out.extend(neighbours(sql, pos, Side::After)?.into_iter().map(|n| n.2));
-    Ok(out)
+    let (before, after) = window(sql, pos)?;
+    Ok(before
+        .into_iter()
+        .take(NEIGHBOUR_WINDOW)
+        .chain(after.into_iter().take(NEIGHBOUR_WINDOW))
+        .map(|n| n.content)
+        .collect())
 }
 
-fn position(sql: &mut Sql<'_>, id: &str) -> Result<Option<Position>> {
+/// Add the document of row `id` under `search_rowid` from its stored fields and its neighbours (a row whose
+/// document is missing).
+fn index_row(sql: &mut Sql<'_>, id: &str, search_rowid: i64, delta: &mut Delta) -> Result<()> {
     let Some(r) = sql.opt(
-        "SELECT scope, scope_id, created_at, \"key\", seq FROM memory_metadata WHERE id = $1",
+        "SELECT scope, scope_id, created_at, seq, \"key\", tags, content, updated_at FROM memory_metadata WHERE id = $1",
         &[&id],
     )?
     else {
-        return Ok(None);
+        return Ok(());
     };
-    Ok(Some(Position {
+    let pos = Position {
         scope: col(&r, 0)?,
         scope_id: col(&r, 1)?,
         created_at: col(&r, 2)?,
-        key: col(&r, 3)?,
-        seq: col(&r, 4)?,
-    }))
-}
-
-/// Add the document of row `id` under `search_rowid` from its stored fields and its neighbours.
-fn index_row(sql: &mut Sql<'_>, id: &str, search_rowid: i64) -> Result<()> {
-    let Some(pos) = position(sql, id)? else { return Ok(()) };
-    let r = sql.one(
-        "SELECT tags, content, updated_at FROM memory_metadata WHERE id = $1",
-        &[&id],
-    )?;
-    let tags: String = col::<Option<String>>(&r, 0)?.unwrap_or_default();
-    let content: String = col::<Option<String>>(&r, 1)?.unwrap_or_default();
-    let updated_at = col::<Option<String>>(&r, 2)?
+        seq: col(&r, 3)?,
+    };
+    let key: String = col(&r, 4)?;
+    let tags: String = col::<Option<String>>(&r, 5)?.unwrap_or_default();
+    let content: String = col::<Option<String>>(&r, 6)?.unwrap_or_default();
+    let updated_at = col::<Option<String>>(&r, 7)?
         .as_deref()
         .and_then(parse_db_ts)
         .unwrap_or(DateTime::UNIX_EPOCH);
     let around = neighbour_texts(sql, &pos)?;
     let text = SearchText {
-        key: &pos.key,
+        key: &key,
         tags: &tags,
         content: &content,
         stored: updated_at,
         neighbours: around.iter().map(String::as_str).collect(),
     };
-    index_search(sql, search_rowid, &text)
-}
-
-/// Re-index the neighbours' `near` fields of the rows around `pos`.
-fn refresh_neighbours(sql: &mut Sql<'_>, pos: &Position) -> Result<()> {
-    for side in [Side::Before, Side::After] {
-        for (id, s, _) in neighbours(sql, pos, side)? {
-            if let Some(s) = s {
-                reindex_near(sql, &id, s)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Re-index row `id`'s `near` field after its neighbours changed (only the terms that entered or left the document
-/// change their document frequency; the postings, own text only, do not change).
-fn reindex_near(sql: &mut Sql<'_>, id: &str, search_rowid: i64) -> Result<()> {
-    let old = sql.opt(
-        "SELECT body, meta, near FROM cao_search_docs WHERE search_rowid = $1",
-        &[&search_rowid],
-    )?;
-    let Some(old) = old else {
-        unindex_search(sql, search_rowid)?;
-        return index_row(sql, id, search_rowid);
-    };
-    let (body, meta, old_near): (String, String, String) = (col(&old, 0)?, col(&old, 1)?, col(&old, 2)?);
-    let Some(pos) = position(sql, id)? else {
-        return Ok(());
-    };
-    let around = neighbour_texts(sql, &pos)?;
-    let near = near_field(&around.iter().map(String::as_str).collect::<Vec<_>>());
-    if near == old_near {
-        return Ok(());
-    }
-    sql.exec(
-        "UPDATE cao_search_docs SET near = $2 WHERE search_rowid = $1",
-        &[&search_rowid, &near],
-    )?;
-    sql.exec(
-        "UPDATE cao_search_stats SET context_tokens = greatest(context_tokens - $1 + $2, 0) WHERE id = 1",
-        &[&body_tokens(&old_near), &body_tokens(&near)],
-    )?;
-    let before = distinct_terms(&[&body, &meta, &old_near]);
-    let after = distinct_terms(&[&body, &meta, &near]);
-    df_add(sql, after.difference(&before).map(|t| (*t).to_owned()).collect())?;
-    df_sub(sql, before.difference(&after).map(|t| (*t).to_owned()).collect())
-}
-
-/// `(id, search_rowid)` of the native row with this identity.
-pub(crate) fn find_identity(
-    sql: &mut Sql<'_>,
-    scope: Scope,
-    scope_id: Option<&str>,
-    key: &str,
-) -> Result<Option<(String, Option<i64>)>> {
-    match sql.opt(
-        "SELECT id, search_rowid FROM memory_metadata
-         WHERE \"key\" = $1 AND scope = $2 AND scope_id = $3 AND source_kind = 'native'",
-        &[&key, &scope.as_str(), &sid(scope_id)],
-    )? {
-        Some(r) => Ok(Some((col(&r, 0)?, col(&r, 1)?))),
-        None => Ok(None),
-    }
+    index_search(sql, search_rowid, &text, delta)
 }
 
 /// Reject a `related_keys` value of 1024 bytes or more (the reference's CHECK).
@@ -426,38 +513,130 @@ pub(crate) struct Upserted {
     pub(crate) id: String,
 }
 
+/// The stored state of a memory identity that a write starts from: its row (when it decodes), its topic text, and
+/// what the index keeps beside them. One statement ([`current`]).
+pub(crate) struct Current {
+    /// The decoded row (`None` when it holds values this version cannot represent; the identity still exists).
+    pub(crate) row: Option<MemoryRow>,
+    /// The topic text (`''` when none was stored).
+    pub(crate) topic: String,
+    identity: Identity,
+}
+
+/// What an update needs of the stored row: id, search rowid, content and type.
+pub(crate) struct Identity {
+    id: String,
+    search_rowid: Option<i64>,
+    content: String,
+    memory_type: String,
+}
+
+/// The native row `(scope, scope_id, key)` with its topic text and search rowid, in one statement.
+pub(crate) fn current(sql: &mut Sql<'_>, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<Option<Current>> {
+    let text = format!(
+        "SELECT {ROW_COLUMNS}, m.topic, m.search_rowid FROM memory_metadata m
+         WHERE m.\"key\" = $1 AND m.scope = $2 AND m.scope_id = $3 AND m.source_kind = 'native'"
+    );
+    let Some(r) = sql.opt(&text, &[&key.as_str(), &scope.as_str(), &sid(scope_id)])? else {
+        return Ok(None);
+    };
+    let n = ROW_COLUMN_COUNT;
+    Ok(Some(Current {
+        row: decode_row(&r, 0)?,
+        topic: col(&r, n)?,
+        identity: Identity {
+            id: col(&r, 0)?,
+            search_rowid: col(&r, n + 1)?,
+            content: col::<Option<String>>(&r, 17)?.unwrap_or_default(),
+            memory_type: col(&r, 2)?,
+        },
+    }))
+}
+
 /// Insert or update the native row of `row`'s identity with its topic text, and re-index it and its neighbours (the
 /// embedded index's `upsert_in`: on update the id, creation time and access state are kept, `last_compiled_at` and
 /// `related_keys` only overwritten when `Some`).
 pub(crate) fn upsert_in(sql: &mut Sql<'_>, row: &MemoryRow, topic: &str) -> Result<Upserted> {
+    let existing = current(sql, row.scope, row.scope_id.as_deref(), &row.key)?;
+    let mut delta = Delta::default();
+    let out = upsert_known(sql, row, topic, existing.map(|c| c.identity), &mut delta)?;
+    delta.apply(sql)?;
+    Ok(out)
+}
+
+/// [`upsert_in`] when the caller has read the identity's stored state ([`current`], in this transaction), the
+/// statistics changes added to `delta` for the caller to apply ([`Delta::apply`]) before anything in the
+/// transaction reads the statistics.
+pub(crate) fn upsert_current(
+    sql: &mut Sql<'_>,
+    row: &MemoryRow,
+    topic: &str,
+    existing: Option<Current>,
+    delta: &mut Delta,
+) -> Result<Upserted> {
+    upsert_known(sql, row, topic, existing.map(|c| c.identity), delta)
+}
+
+/// The partition of `(scope, scope_id)` (allocated when missing) and the next search rowid of its `memory_type`
+/// slot: one statement when the partition exists.
+fn slot_rowid(sql: &mut Sql<'_>, scope: Scope, scope_id: Option<&str>, memory_type: MemoryType) -> Result<i64> {
+    let key = scope_id_key(scope_id);
+    let found = sql.opt(
+        "SELECT p.id, (SELECT max(m.search_rowid) FROM memory_metadata m
+             WHERE m.search_rowid BETWEEN ((p.id * 4 + $3) << 32) AND (((p.id * 4 + $3) << 32) | 4294967295))
+         FROM cao_search_partitions p WHERE p.scope = $1 AND p.scope_id_key = $2",
+        // `slot(0, t)` is the type's index within a partition's four slots.
+        &[&scope.as_str(), &key, &slot(0, memory_type)],
+    )?;
+    let (part, max) = match found {
+        Some(r) => (col::<i64>(&r, 0)?, col::<Option<i64>>(&r, 1)?),
+        None => {
+            let part = partition(sql, scope, scope_id)?;
+            (part, None)
+        }
+    };
+    let slot = slot(part, memory_type);
+    next_in_slot(slot, max).ok_or_else(|| StoreError::Invalid(format!("search rowids of slot {slot} are exhausted")))
+}
+
+fn upsert_known(
+    sql: &mut Sql<'_>,
+    row: &MemoryRow,
+    topic: &str,
+    existing: Option<Identity>,
+    delta: &mut Delta,
+) -> Result<Upserted> {
     check_related_keys(row.key.as_str(), row.related_keys.as_deref())?;
-    let existing = find_identity(sql, row.scope, row.scope_id.as_deref(), row.key.as_str())?;
-    let part = partition(sql, row.scope, row.scope_id.as_deref())?;
-    let slot = slot(part, row.memory_type);
     let out = match existing {
-        Some((id, search_rowid)) => {
-            let r = sql.one("SELECT content, memory_type FROM memory_metadata WHERE id = $1", &[&id])?;
-            let (old_content, old_type): (String, String) = (col(&r, 0)?, col(&r, 1)?);
+        Some(Identity {
+            id,
+            search_rowid,
+            content: old_content,
+            memory_type: old_type,
+        }) => {
             if old_content != row.content {
                 vector_invalidate(sql, &id)?;
             } else if old_type != row.memory_type.as_str() {
                 vector_touch(sql, &id)?;
             }
             if let Some(s) = search_rowid {
-                unindex_search(sql, s)?;
+                unindex_search(sql, s, delta)?;
             }
+            let slot = slot(partition(sql, row.scope, row.scope_id.as_deref())?, row.memory_type);
             let s = match search_rowid {
                 Some(s) if slot_of(s) == slot => s,
                 _ => allocate(sql, slot)?,
             };
             let compiled = row.last_compiled_at.map(format_db_ts);
-            sql.exec(
+            let updated_at = format_db_ts(row.updated_at);
+            let r = sql.one(
                 "UPDATE memory_metadata SET memory_type = $1, tags = $2, file_path = $3, source_provider = $4,
                      source_terminal_id = $5, token_estimate = $6, updated_at = $7,
                      last_compiled_at = coalesce($8, last_compiled_at),
                      related_keys = coalesce($9, related_keys), content = $10, entry_count = $11,
                      search_rowid = $12, topic = $14
-                 WHERE id = $13",
+                 WHERE id = $13
+                 RETURNING scope, scope_id, created_at, seq, \"key\", tags, content, updated_at",
                 &[
                     &row.memory_type.as_str(),
                     &row.tags,
@@ -465,7 +644,7 @@ pub(crate) fn upsert_in(sql: &mut Sql<'_>, row: &MemoryRow, topic: &str) -> Resu
                     &row.source_provider,
                     &row.source_terminal_id,
                     &row.token_estimate,
-                    &format_db_ts(row.updated_at),
+                    &updated_at,
                     &compiled,
                     &row.related_keys,
                     &row.content,
@@ -475,38 +654,57 @@ pub(crate) fn upsert_in(sql: &mut Sql<'_>, row: &MemoryRow, topic: &str) -> Resu
                     &topic,
                 ],
             )?;
-            index_row(sql, &id, s)?;
-            if let Some(pos) = position(sql, &id)? {
-                refresh_neighbours(sql, &pos)?;
-            }
+            let pos = Position {
+                scope: col(&r, 0)?,
+                scope_id: col(&r, 1)?,
+                created_at: col(&r, 2)?,
+                seq: col(&r, 3)?,
+            };
+            let (key, tags): (String, String) = (col(&r, 4)?, col::<Option<String>>(&r, 5)?.unwrap_or_default());
+            let content: String = col::<Option<String>>(&r, 6)?.unwrap_or_default();
+            let stored = col::<Option<String>>(&r, 7)?
+                .as_deref()
+                .and_then(parse_db_ts)
+                .unwrap_or(DateTime::UNIX_EPOCH);
+            index_around(sql, &pos, Some((s, &key, &tags, &content, stored)), delta)?;
             Upserted { id }
         }
         None => {
-            let s = insert_new(sql, row, slot, topic)?;
-            index_row(sql, &row.id, s)?;
-            if let Some(pos) = position(sql, &row.id)? {
-                refresh_neighbours(sql, &pos)?;
-            }
+            let s = slot_rowid(sql, row.scope, row.scope_id.as_deref(), row.memory_type)?;
+            let seq = insert_new(sql, row, s, topic)?;
+            let pos = Position {
+                scope: row.scope.as_str().to_owned(),
+                scope_id: sid(row.scope_id.as_deref()).to_owned(),
+                created_at: Some(format_db_ts(row.created_at)),
+                seq,
+            };
+            let stored = parse_db_ts(&format_db_ts(row.updated_at)).unwrap_or(DateTime::UNIX_EPOCH);
+            index_around(
+                sql,
+                &pos,
+                Some((s, row.key.as_str(), &row.tags, &row.content, stored)),
+                delta,
+            )?;
             Upserted { id: row.id.clone() }
         }
     };
     Ok(out)
 }
 
-/// Insert the row of a new identity under a search rowid of `slot`; returns that rowid.
-fn insert_new(sql: &mut Sql<'_>, row: &MemoryRow, slot: i64, topic: &str) -> Result<i64> {
+/// Insert the row of a new identity under search rowid `s`; returns its insertion order (`seq`).
+fn insert_new(sql: &mut Sql<'_>, row: &MemoryRow, s: i64, topic: &str) -> Result<i64> {
     if row.id.is_empty() {
         return Err(StoreError::Invalid(format!(
             "empty row id for new memory {:?}",
             row.key.as_str()
         )));
     }
-    let s = allocate(sql, slot)?;
-    sql.exec(
+    let r = sql.one(
         "INSERT INTO memory_metadata (id, \"key\", memory_type, scope, scope_id, source_kind, file_path, tags,
              source_provider, source_terminal_id, token_estimate, created_at, updated_at, access_count,
              last_accessed_at, last_compiled_at, related_keys, content, entry_count, search_rowid, topic)
-         VALUES ($1, $2, $3, $4, $5, 'native', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
+         VALUES ($1, $2, $3, $4, $5, 'native', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+         RETURNING seq",
         &[
             &row.id,
             &row.key.as_str(),
@@ -530,24 +728,35 @@ fn insert_new(sql: &mut Sql<'_>, row: &MemoryRow, slot: i64, topic: &str) -> Res
             &topic,
         ],
     )?;
-    Ok(s)
+    col(&r, 0)
 }
 
 /// Delete the native row `(scope, scope_id, key)`, its document and vector, re-index its neighbours and drop the key
 /// from the `related_keys` of its scope's rows. Whether a row existed.
 pub(crate) fn delete_in(sql: &mut Sql<'_>, scope: Scope, scope_id: Option<&str>, key: &Key) -> Result<bool> {
-    let Some((id, search_rowid)) = find_identity(sql, scope, scope_id, key.as_str())? else {
+    let Some(r) = sql.opt(
+        "DELETE FROM memory_metadata
+         WHERE \"key\" = $1 AND scope = $2 AND scope_id = $3 AND source_kind = 'native'
+         RETURNING id, search_rowid, scope, scope_id, created_at, seq",
+        &[&key.as_str(), &scope.as_str(), &sid(scope_id)],
+    )?
+    else {
         return Ok(false);
     };
-    let pos = position(sql, &id)?;
+    let (id, search_rowid): (String, Option<i64>) = (col(&r, 0)?, col(&r, 1)?);
+    let pos = Position {
+        scope: col(&r, 2)?,
+        scope_id: col(&r, 3)?,
+        created_at: col(&r, 4)?,
+        seq: col(&r, 5)?,
+    };
+    let mut delta = Delta::default();
     if let Some(s) = search_rowid {
-        unindex_search(sql, s)?;
+        unindex_search(sql, s, &mut delta)?;
     }
-    sql.exec("DELETE FROM memory_metadata WHERE id = $1", &[&id])?;
     vector_remove(sql, &id)?;
-    if let Some(pos) = pos {
-        refresh_neighbours(sql, &pos)?;
-    }
+    index_around(sql, &pos, None, &mut delta)?;
+    delta.apply(sql)?;
     sql.exec(
         "UPDATE memory_metadata
          SET related_keys = trim(both ',' from replace(',' || related_keys || ',', ',' || $1 || ',', ','))
@@ -636,6 +845,7 @@ pub(crate) fn rebuild_in(sql: &mut Sql<'_>) -> Result<usize> {
         around[i] = before.chain(after).map(|j| rows[j].content.as_str()).collect();
     }
     let mut indexed = 0;
+    let mut delta = Delta::default();
     for (i, r) in rows.iter().enumerate() {
         let (Ok(scope), Ok(memory_type)) = (r.scope.parse::<Scope>(), r.memory_type.parse::<MemoryType>()) else {
             continue;
@@ -653,9 +863,10 @@ pub(crate) fn rebuild_in(sql: &mut Sql<'_>) -> Result<usize> {
             stored: r.updated_at,
             neighbours: std::mem::take(&mut around[i]),
         };
-        index_search(sql, s, &text)?;
+        index_search(sql, s, &text, &mut delta)?;
         indexed += 1;
     }
+    delta.apply(sql)?;
     Ok(indexed)
 }
 
@@ -989,12 +1200,13 @@ pub(crate) fn record_access(sql: &mut Sql<'_>, ids: &[&str], now: DateTime<Utc>)
     unique.dedup();
     let now_secs = format_db_ts_secs(now);
     let interval = cao_index::ACCESS_MIN_INTERVAL.num_milliseconds();
-    let mut changed = 0;
-    for id in unique {
-        let Some(r) = sql.opt("SELECT last_accessed_at FROM memory_metadata WHERE id = $1", &[&id])? else {
-            continue;
-        };
-        let last: Option<String> = col(&r, 0)?;
+    let ids: Vec<String> = unique.iter().map(|id| (*id).to_owned()).collect();
+    let mut due_ids: Vec<String> = Vec::new();
+    for r in sql.query(
+        "SELECT id, last_accessed_at FROM memory_metadata WHERE id = ANY($1::text[])",
+        &[&ids],
+    )? {
+        let last: Option<String> = col(&r, 1)?;
         let due = match last.as_deref() {
             None => true,
             Some(text) => match parse_db_ts(text) {
@@ -1003,12 +1215,16 @@ pub(crate) fn record_access(sql: &mut Sql<'_>, ids: &[&str], now: DateTime<Utc>)
             },
         };
         if due {
-            changed += sql.exec(
-                "UPDATE memory_metadata SET access_count = access_count + 1, last_accessed_at = $2 WHERE id = $1",
-                &[&id, &now_secs],
-            )?;
+            due_ids.push(col(&r, 0)?);
         }
     }
+    if due_ids.is_empty() {
+        return Ok(0);
+    }
+    let changed = sql.exec(
+        "UPDATE memory_metadata SET access_count = access_count + 1, last_accessed_at = $2 WHERE id = ANY($1::text[])",
+        &[&due_ids, &now_secs],
+    )?;
     Ok(usize::try_from(changed).unwrap_or(usize::MAX))
 }
 

@@ -3,7 +3,7 @@
 //! outcomes, terminals, aliases, decisions and vectors are the embedded index's statements (cao-index
 //! `relationships.rs`, `edges.rs`, `outcomes.rs`, `terminals.rs`, `aliases.rs`, `decisions.rs`, `vectors.rs`).
 
-use super::db::{Mode, Param, Pool, Result, Sql, big, checkout, col, small};
+use super::db::{Mode, Param, Pool, Result, Sql, begin, big, checkout, col, small};
 use super::journal::PgJournal;
 use super::rows::{self, Args, sid, unsid};
 use crate::error::StoreError;
@@ -51,8 +51,8 @@ impl PgTables {
 
     /// Run `f` in one read snapshot.
     pub(crate) fn read<T>(&self, f: impl FnOnce(&mut Sql<'_>) -> Result<T>) -> Result<T> {
-        let mut conn = checkout(&self.pool)?;
-        let mut sql = Sql::begin(&mut conn, Mode::Read)?;
+        let mut conn = begin(&self.pool, Mode::Read)?;
+        let mut sql = Sql::open(&mut conn);
         let out = f(&mut sql)?;
         sql.commit()?;
         Ok(out)
@@ -80,11 +80,11 @@ impl PgTables {
         counted: bool,
         f: impl FnOnce(&mut Sql<'_>) -> std::result::Result<T, E>,
     ) -> std::result::Result<T, E> {
-        let mut conn = checkout(&self.pool)?;
+        let mut conn = begin(&self.pool, Mode::Write)?;
         if counted {
             self.writes.fetch_add(1, Ordering::Relaxed);
         }
-        let mut sql = Sql::begin(&mut conn, Mode::Write)?;
+        let mut sql = Sql::open(&mut conn);
         let out = f(&mut sql)?;
         sql.commit()?;
         Ok(out)
@@ -338,6 +338,17 @@ fn producer_edges_in(
     Ok(out)
 }
 
+/// The columns of the edges [`replace_in`] inserts, one entry per edge.
+#[derive(Default)]
+struct NewEdges<'a> {
+    ids: Vec<&'a str>,
+    targets: Vec<&'a str>,
+    statuses: Vec<&'a str>,
+    confidences: Vec<Option<f64>>,
+    ranks: Vec<Option<i64>>,
+    attributes: Vec<Option<&'a str>>,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn replace_in(
     s: &mut Sql<'_>,
@@ -378,6 +389,7 @@ fn replace_in(
     let mut out = ReplaceOutcome::default();
     let terminal = |status: &str| status.parse::<RelStatus>().is_ok_and(RelStatus::is_curation_terminal);
     let mut preserved: Vec<&str> = Vec::new();
+    let mut removed: Vec<&str> = Vec::new();
     for (id, target, status) in &existing {
         if terminal(status) {
             if let (Ok(k), Ok(st)) = (Key::parse_strict(target), status.parse::<RelStatus>()) {
@@ -387,11 +399,36 @@ fn replace_in(
             continue;
         }
         if !wanted.iter().any(|w| w.target_key.as_str() == target) {
-            s.exec("DELETE FROM memory_relationships WHERE id = $1", &[id])?;
-            out.removed += 1;
+            removed.push(id);
         }
     }
+    if !removed.is_empty() {
+        out.removed += usize::try_from(s.exec(
+            "DELETE FROM memory_relationships WHERE id = ANY($1::text[])",
+            &[&removed],
+        )?)
+        .unwrap_or(usize::MAX);
+    }
+    // The targets of new edges that exist as memories, in one statement.
+    let probe: Vec<&str> = wanted
+        .iter()
+        .map(|e| e.target_key.as_str())
+        .filter(|t| !preserved.contains(t) && !existing.iter().any(|(_, x, _)| x == t) && *t != source_key.as_str())
+        .collect();
+    let present: HashSet<String> = if probe.is_empty() {
+        HashSet::new()
+    } else {
+        s.query(
+            "SELECT \"key\" FROM memory_metadata
+             WHERE \"key\" = ANY($1::text[]) AND scope = $2 AND scope_id = $3 AND source_kind = 'native'",
+            &[&probe, &scope.as_str(), &stored],
+        )?
+        .iter()
+        .map(|r| col(r, 0))
+        .collect::<Result<_>>()?
+    };
     let src_ts = src_updated.map(format_db_ts);
+    let mut new_edges = NewEdges::default();
     for e in wanted {
         let target = e.target_key.as_str();
         if preserved.contains(&target) {
@@ -414,31 +451,43 @@ fn replace_in(
             out.updated += 1;
             continue;
         }
-        if e.target_key == *source_key || memory_updated_at(s, scope, stored, &e.target_key)?.is_none() {
+        if e.target_key == *source_key || !present.contains(target) {
             out.dangling.push(e.target_key.clone());
             continue;
         }
+        new_edges.ids.push(&e.new_id);
+        new_edges.targets.push(target);
+        new_edges.statuses.push(e.status.as_str());
+        new_edges.confidences.push(e.confidence);
+        new_edges.ranks.push(e.rank);
+        new_edges.attributes.push(e.attributes_json.as_deref());
+    }
+    if !new_edges.ids.is_empty() {
         s.exec(
             "INSERT INTO memory_relationships (id, scope, scope_id, source_key, target_key, type, origin, status,
                  confidence, rank, attributes_json, source_updated_at, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)",
+             SELECT u.id, $7::text, $8::text, $9::text, u.target, $10::text, $11::text, u.status, u.confidence, u.rank,
+                 u.attributes, $12::text, $13::text, $13::text
+             FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bigint[], $6::text[])
+                 WITH ORDINALITY AS u(id, target, status, confidence, rank, attributes, n)
+             ORDER BY u.n",
             &[
-                &e.new_id,
+                &new_edges.ids,
+                &new_edges.targets,
+                &new_edges.statuses,
+                &new_edges.confidences,
+                &new_edges.ranks,
+                &new_edges.attributes,
                 &scope.as_str(),
                 &stored,
                 &source_key.as_str(),
-                &target,
                 &rel_type.as_str(),
                 &origin.as_str(),
-                &e.status.as_str(),
-                &e.confidence,
-                &e.rank,
-                &e.attributes_json,
                 &src_ts,
                 &now_text,
             ],
         )?;
-        out.added += 1;
+        out.added += new_edges.ids.len();
     }
     Ok(Some(out))
 }
