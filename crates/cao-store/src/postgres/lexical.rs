@@ -137,8 +137,24 @@ fn candidates(
     Ok(out)
 }
 
-/// The best `limit` `(search_rowid, score)` pairs, best first (ties by search rowid), read within `pool`: the four
-/// steps of [`PoolBudget`], as cao-index's `top`.
+/// Whether at most `cap` indexed rows are visible in `scope` (reads at most `cap + 1` of them).
+fn visible_rows_at_most(sql: &mut Sql<'_>, scope: &Scope<'_>, cap: usize) -> Result<bool> {
+    let mut args = Args::default();
+    let cond = scope.condition(&mut args);
+    let over = i64::try_from(cap).unwrap_or(i64::MAX).saturating_add(1);
+    let lim = args.push(over);
+    let text = format!(
+        "SELECT count(*) FROM (SELECT 1 FROM cao_search_docs d
+         JOIN memory_metadata m ON m.search_rowid = d.search_rowid
+         WHERE true{cond} LIMIT {lim}) x"
+    );
+    let r = sql.one(&text, &args.refs())?;
+    let seen: i64 = col(&r, 0)?;
+    Ok(seen < over)
+}
+
+/// The best `limit` `(search_rowid, score)` pairs, best first (ties by search rowid), read within `pool`: the five
+/// steps of [`PoolBudget`] (step 0, the exact pool of a small visibility, included), as cao-index's `top`.
 #[allow(clippy::too_many_arguments)]
 fn top(
     sql: &mut Sql<'_>,
@@ -151,6 +167,13 @@ fn top(
 ) -> Result<Vec<Scored>> {
     let mut by_df: Vec<&QueryTerm> = terms.iter().collect();
     by_df.sort_by(|a, b| a.df.cmp(&b.df).then_with(|| a.term.cmp(&b.term)));
+    // Step 0: a small visibility is read whole (every visible row holding a term): exact.
+    if pool.exact_visible_rows > 0 && visible_rows_at_most(sql, scope, pool.exact_visible_rows)? {
+        let mut found = candidates(sql, scope, scorer, corpus, terms, &by_df, false, None)?;
+        found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        found.truncate(limit);
+        return Ok(found);
+    }
     // Step 1: the rarest terms.
     let mut split = 0;
     let mut budget = 0;
