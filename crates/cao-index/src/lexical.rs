@@ -616,17 +616,37 @@ fn top(
     by_df.sort_by(|a, b| a.df.cmp(&b.df).then_with(|| a.term.cmp(&b.term)));
     // Step 0: a small visibility is read whole (every visible row holding a term): exact.
     if pool.exact_visible_rows > 0 && visible_rows_at_most(tx, plan, vis, memory_type, pool.exact_visible_rows)? {
-        let mut found = candidates(
-            tx,
-            plan,
-            vis,
-            memory_type,
-            scorer,
-            corpus,
-            terms,
-            match_expr(&by_df),
-            None,
-        )?;
+        let mut found = if matches!(plan, Scan::Join) {
+            candidates(
+                tx,
+                plan,
+                vis,
+                memory_type,
+                scorer,
+                corpus,
+                terms,
+                match_expr(&by_df),
+                None,
+            )?
+        } else {
+            // Read the visible rows in rowid order (at most `exact_visible_rows`): cheaper than merging the
+            // frequent terms' doclists, and the same rows (test `a_small_visibility_gets_the_exact_pool`).
+            let filter = TermFilter::new(terms);
+            let every = Frequent::new(&by_df);
+            let none = std::collections::HashSet::new();
+            let walk = RecentWalk {
+                scorer,
+                corpus,
+                terms,
+                filter: &filter,
+                frequent: &every,
+                seen: &none,
+                max_rows: usize::MAX,
+            };
+            let mut found = Vec::new();
+            walk.run(tx, plan, usize::MAX, &mut found)?;
+            found
+        };
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         found.truncate(limit);
         return Ok(found);
