@@ -381,7 +381,7 @@ fn bounded_candidates(
     };
     let mut found: std::collections::HashSet<usize> = std::collections::HashSet::new();
     let mut scores: Vec<f64> = Vec::new();
-    let mut add = |i: usize, found: &mut std::collections::HashSet<usize>, scores: &mut Vec<f64>| {
+    let add = |i: usize, found: &mut std::collections::HashSet<usize>, scores: &mut Vec<f64>| {
         if found.insert(i) {
             scores.push(score(i));
         }
