@@ -6,7 +6,7 @@ use crate::cli::TextFormat;
 use crate::error::CliError;
 use crate::output::{self, emit};
 use cao_core::{CaoHome, DatabaseUrl};
-use cao_memory::{CopyCount, CopyReport, MemoryService};
+use cao_memory::{CopyCount, CopyReport, DatabaseSchema, MemoryService, database_schema};
 use clap::{Args, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
@@ -149,21 +149,52 @@ fn run_copy(args: CopyArgs, out: &mut dyn Write) -> Result<(), CliError> {
             dir.display()
         )));
     }
+    // Opening a database creates or migrates its schema: a source database without one is refused (as a home
+    // without memory/ is) instead of being given an empty store, and a target's schema is read before it is opened.
+    if let Endpoint::Database(url) = &from
+        && database_schema(url)? == DatabaseSchema::Missing
+    {
+        return Err(CliError::failure(format!(
+            "{} holds no cao memory store (no cao schema)",
+            from.shown()
+        )));
+    }
+    let target_schema = match &to {
+        Endpoint::Database(url) => Some(database_schema(url)?),
+        Endpoint::Home(_) => None,
+    };
+    if args.dry_run
+        && let Some(DatabaseSchema::Older(version)) = target_schema
+    {
+        return Err(CliError::failure(format!(
+            "{} has cao schema version {version}; a dry run cannot read it without migrating it to version {} \
+             (a copy without --dry-run migrates it)",
+            to.shown(),
+            DatabaseSchema::LATEST
+        )));
+    }
     let source = MemoryService::open(from.home())?;
-    // A dry run creates nothing: a target home without a store yet is read as the empty store it would start as
-    // (a throwaway home, deleted on return), so neither its directories nor its index are made.
-    let empty_target = match &to {
-        Endpoint::Home(dir) if args.dry_run && !dir.join("memory").is_dir() => {
-            Some(tempfile::tempdir().map_err(|e| CliError::failure(format!("creating a temporary directory: {e}")))?)
-        }
-        _ => None,
+    // A dry run creates nothing: a target without a store yet (a home without memory/, a database without the cao
+    // schema) is read as the empty store it would start as (a throwaway home, deleted on return), so neither its
+    // directories, its index nor its tables are made.
+    let empty = match &to {
+        Endpoint::Home(dir) => !dir.join("memory").is_dir(),
+        Endpoint::Database(_) => target_schema == Some(DatabaseSchema::Missing),
+    };
+    let empty_target = if args.dry_run && empty {
+        Some(tempfile::tempdir().map_err(|e| CliError::failure(format!("creating a temporary directory: {e}")))?)
+    } else {
+        None
     };
     let target_home = match &empty_target {
         Some(tmp) => CaoHome::new(tmp.path().join("home")).with_database(None),
         None => to.home(),
     };
     let target = MemoryService::open(target_home)?;
-    let report = source.copy_store(&target, args.dry_run, &crate::progress::Bar::for_stderr())?;
+    let mut report = source.copy_store(&target, args.dry_run, &crate::progress::Bar::for_stderr())?;
+    if target_schema == Some(DatabaseSchema::Missing) {
+        report.creates_schema = Some(DatabaseSchema::LATEST);
+    }
     let text = match args.format {
         TextFormat::Text => render(&report, &from.shown(), &to.shown()),
         TextFormat::Json => output::json(&report).map_err(CliError::failure)?,
@@ -191,6 +222,12 @@ fn render(report: &CopyReport, from: &str, to: &str) -> String {
         s.push_str(&format!(
             "  {name:<16} {:>8} in source, {:>8} {verb}, {:>8} unchanged, {:>6} skipped\n",
             c.source, c.copied, c.unchanged, c.skipped
+        ));
+    }
+    if let Some(version) = report.creates_schema {
+        let made = if report.dry_run { "would create" } else { "created" };
+        s.push_str(&format!(
+            "  schema: {made} the cao schema (version {version}) in {to}\n"
         ));
     }
     s

@@ -16,6 +16,8 @@
 //! - [`Clock`] (injectable time; all timestamps are UTC);
 //! - [`lexical`] (the two-field lexical document and the [`lexical::LexicalScorer`] interface between the index's
 //!   term statistics and `cao-rank`'s formula), [`text`] (tokeniser, stop words, stems);
+//! - [`vault`] (the durable vault rows the reconcile planner and the store share, with their status and
+//!   key-source vocabulary);
 //! - [`fs`] (the one home of file writes: atomic replacement, private directories, lock files);
 //! - [`VERSION`] and [`IMPLEMENTATION`]: what the binaries and `/health` say about which implementation answers.
 //!
@@ -43,6 +45,7 @@ pub mod secret;
 pub mod settings;
 pub mod text;
 pub mod time;
+pub mod vault;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use container::Container;

@@ -586,8 +586,63 @@ fn visible_rows_at_most(
     Ok(seen < over)
 }
 
-/// The best `limit` `(search_rowid, score)` pairs, best first (ties by search rowid), read within `pool`
-/// ([`PoolBudget`]'s four steps).
+/// Where the steps of a [`PoolBudget`] read their candidates: one backend's lexical index (FTS5 here, the
+/// postings table of the PostgreSQL backend). [`pool_top`] runs the steps over it, so the pool algorithm exists once
+/// for both backends.
+pub trait CandidateSource {
+    /// The backend's error.
+    type Error;
+
+    /// The visible rows whose own text holds any (`every` false) or every one (`every` true) of `match_terms`, each
+    /// scored on all the query's terms as `(search_rowid, score)` (rows that do not match left out): every such
+    /// row, or with `newest = Some(n)` the `n` of them with the highest search rowids.
+    ///
+    /// Errors: the backend's.
+    fn candidates(
+        &mut self,
+        match_terms: &[&QueryTerm],
+        every: bool,
+        newest: Option<usize>,
+    ) -> std::result::Result<Vec<(i64, f64)>, Self::Error>;
+
+    /// Step 0: whether at most `cap` indexed rows are visible. By default `false` (the step is skipped).
+    ///
+    /// Errors: the backend's.
+    fn visible_at_most(&mut self, cap: usize) -> std::result::Result<bool, Self::Error> {
+        let _ = cap;
+        Ok(false)
+    }
+
+    /// Step 0: every visible row holding any of `terms` in its own text, scored as
+    /// [`CandidateSource::candidates`] scores (by default exactly `candidates(terms, false, None)`).
+    ///
+    /// Errors: the backend's.
+    fn every_match(&mut self, terms: &[&QueryTerm]) -> std::result::Result<Vec<(i64, f64)>, Self::Error> {
+        self.candidates(terms, false, None)
+    }
+
+    /// Step 4: push onto `found` about `k` of the newest rows holding any of `remaining` whose search rowid `seen`
+    /// does not hold, scored as [`CandidateSource::candidates`] scores. By default the `k` newest candidates.
+    ///
+    /// Errors: the backend's.
+    fn fill_recent(
+        &mut self,
+        remaining: &[&QueryTerm],
+        k: usize,
+        seen: &std::collections::HashSet<i64>,
+        found: &mut Vec<(i64, f64)>,
+    ) -> std::result::Result<(), Self::Error> {
+        for hit in self.candidates(remaining, false, Some(k))? {
+            if !seen.contains(&hit.0) {
+                found.push(hit);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The best `limit` `(search_rowid, score)` pairs of `terms`, best first (ties by search rowid), read from `source`
+/// within `pool` ([`PoolBudget`]'s steps).
 ///
 /// A row holding none of the terms that generated candidates in its own text gets at most the sum of
 /// [`LexicalScorer::term_bound`] over the other terms from them; once the `limit`-th candidate scores above that, no
@@ -598,55 +653,20 @@ fn visible_rows_at_most(
 /// sharing only frequent terms with the query can be missing or be replaced by a newer one (its score is bounded
 /// by those terms' low IDF). No step reads more rows
 /// than its budget, so a pool costs about the same at 1,000 and at 100,000 memories (docs/decisions/0009).
-/// `recent_walk` bounds the stored rows step 4 reads itself before FTS5's index answers ([`RECENT_WALK`]).
-#[allow(clippy::too_many_arguments)]
-fn top(
-    tx: &Transaction<'_>,
-    plan: &Scan,
-    vis: &Visibility,
-    memory_type: Option<MemoryType>,
-    scorer: &dyn LexicalScorer,
-    corpus: &CorpusStats,
+///
+/// Errors: the source's.
+pub fn pool_top<S: CandidateSource + ?Sized>(
+    source: &mut S,
     terms: &[QueryTerm],
+    scorer: &dyn LexicalScorer,
     limit: usize,
     pool: PoolBudget,
-    recent_walk: usize,
-) -> rusqlite::Result<Vec<(i64, f64)>> {
+) -> std::result::Result<Vec<(i64, f64)>, S::Error> {
     let mut by_df: Vec<&QueryTerm> = terms.iter().collect();
     by_df.sort_by(|a, b| a.df.cmp(&b.df).then_with(|| a.term.cmp(&b.term)));
     // Step 0: a small visibility is read whole (every visible row holding a term): exact.
-    if pool.exact_visible_rows > 0 && visible_rows_at_most(tx, plan, vis, memory_type, pool.exact_visible_rows)? {
-        let mut found = if matches!(plan, Scan::Join) {
-            candidates(
-                tx,
-                plan,
-                vis,
-                memory_type,
-                scorer,
-                corpus,
-                terms,
-                match_expr(&by_df),
-                None,
-            )?
-        } else {
-            // Read the visible rows in rowid order (at most `exact_visible_rows`): cheaper than merging the
-            // frequent terms' doclists, and the same rows (test `a_small_visibility_gets_the_exact_pool`).
-            let filter = TermFilter::new(terms);
-            let every = Frequent::new(&by_df);
-            let none = std::collections::HashSet::new();
-            let walk = RecentWalk {
-                scorer,
-                corpus,
-                terms,
-                filter: &filter,
-                frequent: &every,
-                seen: &none,
-                max_rows: usize::MAX,
-            };
-            let mut found = Vec::new();
-            walk.run(tx, plan, usize::MAX, &mut found)?;
-            found
-        };
+    if pool.exact_visible_rows > 0 && source.visible_at_most(pool.exact_visible_rows)? {
+        let mut found = source.every_match(&by_df)?;
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         found.truncate(limit);
         return Ok(found);
@@ -659,8 +679,7 @@ fn top(
         split += 1;
     }
     let mut found = if split > 0 {
-        let expr = match_expr(&by_df[..split]);
-        candidates(tx, plan, vis, memory_type, scorer, corpus, terms, expr, None)?
+        source.candidates(&by_df[..split], false, None)?
     } else {
         Vec::new()
     };
@@ -686,58 +705,154 @@ fn top(
     // Step 2: the next rarest terms, one at a time.
     while split < by_df.len() && budget + by_df[split].df <= pool.widened_candidates && found.len() < limit {
         budget += by_df[split].df;
-        let expr = match_expr(&by_df[split..=split]);
-        let hits = candidates(tx, plan, vis, memory_type, scorer, corpus, terms, expr, None)?;
+        let hits = source.candidates(&by_df[split..=split], false, None)?;
         add(&mut found, &mut found_ids, hits);
         split += 1;
     }
     // Step 3: the newest rows holding every remaining term.
     if pool.every_term_rows > 0 && by_df.len() - split >= 2 && short(&found, split) {
-        let hits = candidates(
-            tx,
-            plan,
-            vis,
-            memory_type,
-            scorer,
-            corpus,
-            terms,
-            every_expr(&by_df[split..]),
-            Some(pool.every_term_rows),
-        )?;
+        let hits = source.candidates(&by_df[split..], true, Some(pool.every_term_rows))?;
         add(&mut found, &mut found_ids, hits);
     }
-    // Step 4: the newest rows holding any remaining term fill a pool still short of `limit`. The stored rows are
-    // read newest first (a walk whose cost does not grow with the postings of frequent terms); FTS5's index answers
-    // only for what that walk leaves (more than `recent_walk` rows without enough matches, or a joined visibility).
+    // Step 4: the newest rows holding any remaining term fill a pool still short of `limit`.
     if found.len() < limit && split < by_df.len() {
-        let seen = &found_ids;
         let k = limit + found.len() + PRESELECT_MARGIN;
-        let filter = TermFilter::new(terms);
-        let frequent = Frequent::new(&by_df[split..]);
-        let walk = RecentWalk {
-            scorer,
-            corpus,
-            terms,
-            filter: &filter,
-            frequent: &frequent,
-            seen,
-            max_rows: recent_walk,
-        };
-        if let Some((plan, k)) = walk.run(tx, plan, k, &mut found)? {
-            let expr = match_expr(&by_df[split..]);
-            for rowid in preselect_recent(tx, &plan, vis, memory_type, expr, k)? {
-                if seen.contains(&rowid) {
-                    continue;
-                }
-                if let Some(s) = score_rowid(tx, rowid, scorer, corpus, terms, &filter)? {
-                    found.push((rowid, s));
-                }
-            }
-        }
+        source.fill_recent(&by_df[split..], k, &found_ids, &mut found)?;
     }
     found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     found.truncate(limit);
     Ok(found)
+}
+
+/// The FTS5 candidates of one pool read in `tx`.
+struct FtsCandidates<'a, 't> {
+    tx: &'a Transaction<'t>,
+    plan: &'a Scan,
+    vis: &'a Visibility,
+    memory_type: Option<MemoryType>,
+    scorer: &'a dyn LexicalScorer,
+    corpus: &'a CorpusStats,
+    terms: &'a [QueryTerm],
+    recent_walk: usize,
+}
+
+impl CandidateSource for FtsCandidates<'_, '_> {
+    type Error = rusqlite::Error;
+
+    fn candidates(
+        &mut self,
+        match_terms: &[&QueryTerm],
+        every: bool,
+        newest: Option<usize>,
+    ) -> rusqlite::Result<Vec<Scored>> {
+        let expr = if every {
+            every_expr(match_terms)
+        } else {
+            match_expr(match_terms)
+        };
+        candidates(
+            self.tx,
+            self.plan,
+            self.vis,
+            self.memory_type,
+            self.scorer,
+            self.corpus,
+            self.terms,
+            expr,
+            newest,
+        )
+    }
+
+    fn visible_at_most(&mut self, cap: usize) -> rusqlite::Result<bool> {
+        visible_rows_at_most(self.tx, self.plan, self.vis, self.memory_type, cap)
+    }
+
+    /// The visible rows read in rowid order (at most `exact_visible_rows` of them): cheaper than merging the
+    /// frequent terms' doclists, and the same rows (test `a_small_visibility_gets_the_exact_pool`); a joined
+    /// visibility asks FTS5.
+    fn every_match(&mut self, terms: &[&QueryTerm]) -> rusqlite::Result<Vec<Scored>> {
+        if matches!(self.plan, Scan::Join) {
+            return self.candidates(terms, false, None);
+        }
+        let filter = TermFilter::new(self.terms);
+        let every = Frequent::new(terms);
+        let none = std::collections::HashSet::new();
+        let walk = RecentWalk {
+            scorer: self.scorer,
+            corpus: self.corpus,
+            terms: self.terms,
+            filter: &filter,
+            frequent: &every,
+            seen: &none,
+            max_rows: usize::MAX,
+        };
+        let mut found = Vec::new();
+        walk.run(self.tx, self.plan, usize::MAX, &mut found)?;
+        Ok(found)
+    }
+
+    /// The stored rows are read newest first (a walk whose cost does not grow with the postings of frequent
+    /// terms); FTS5's index answers only for what that walk leaves (more than `recent_walk` rows without enough
+    /// matches, or a joined visibility).
+    fn fill_recent(
+        &mut self,
+        remaining: &[&QueryTerm],
+        k: usize,
+        seen: &std::collections::HashSet<i64>,
+        found: &mut Vec<Scored>,
+    ) -> rusqlite::Result<()> {
+        let filter = TermFilter::new(self.terms);
+        let frequent = Frequent::new(remaining);
+        let walk = RecentWalk {
+            scorer: self.scorer,
+            corpus: self.corpus,
+            terms: self.terms,
+            filter: &filter,
+            frequent: &frequent,
+            seen,
+            max_rows: self.recent_walk,
+        };
+        if let Some((plan, k)) = walk.run(self.tx, self.plan, k, found)? {
+            let expr = match_expr(remaining);
+            for rowid in preselect_recent(self.tx, &plan, self.vis, self.memory_type, expr, k)? {
+                if seen.contains(&rowid) {
+                    continue;
+                }
+                if let Some(s) = score_rowid(self.tx, rowid, self.scorer, self.corpus, self.terms, &filter)? {
+                    found.push((rowid, s));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// [`pool_top`] over FTS5 in `tx`; `recent_walk` bounds the stored rows step 4 reads itself before FTS5's index
+/// answers ([`RECENT_WALK`]).
+#[allow(clippy::too_many_arguments)]
+fn top(
+    tx: &Transaction<'_>,
+    plan: &Scan,
+    vis: &Visibility,
+    memory_type: Option<MemoryType>,
+    scorer: &dyn LexicalScorer,
+    corpus: &CorpusStats,
+    terms: &[QueryTerm],
+    limit: usize,
+    pool: PoolBudget,
+    recent_walk: usize,
+) -> rusqlite::Result<Vec<(i64, f64)>> {
+    let mut source = FtsCandidates {
+        tx,
+        plan,
+        vis,
+        memory_type,
+        scorer,
+        corpus,
+        terms,
+        recent_walk,
+    };
+    pool_top(&mut source, terms, scorer, limit, pool)
 }
 
 impl Index {

@@ -58,7 +58,7 @@ pub mod integrity;
 pub mod journal;
 mod lexical;
 mod outcomes;
-mod partition;
+pub mod partition;
 mod relationships;
 mod row;
 mod scan;
@@ -80,14 +80,16 @@ pub use journal::{
     AppendHook, AppendWhen, Checkpoint, EntryKind, EntryRow, ImportCandidate, JournalMeta, JournalNote, JournalTx,
     JournalWriter, LeaseRow, LineRow, NewEntry, SnapshotRow, ViewItem, ViewRow,
 };
-pub use lexical::{Doc, PoolBudget, QueryTerm, TermFilter, score_doc, search_tokens};
+pub use lexical::{CandidateSource, Doc, PoolBudget, QueryTerm, TermFilter, pool_top, score_doc, search_tokens};
 pub use outcomes::{OutcomeFilter, OutcomeRow};
 pub use relationships::{
     GLOBAL_SCOPE_ID, MAX_ATTRIBUTES_BYTES, ProducerEdge, ProducerReplace, RelOrigin, RelStatus, RelType,
     RelationshipFilter, RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, SupersedesLookup,
+    check_edge_values, check_producer_edges,
 };
 pub use row::{
-    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, RowStamp, format_db_ts, format_db_ts_secs, parse_db_ts, token_estimate,
+    ACCESS_MIN_INTERVAL, InvalidRow, MemoryRow, RowColumns, RowStamp, decode_columns, format_db_ts, format_db_ts_secs,
+    parse_db_ts, token_estimate,
 };
 pub use scan::dot;
 pub use schema::{SCHEMA_VERSION, known_migrations};
@@ -95,10 +97,10 @@ pub use search::{ListFilter, RecencyCursor, matches_all_terms};
 pub use stamps::WikiDirStamp;
 pub use terminals::TerminalRow;
 pub use vault::{
-    VaultAliasRow, VaultApplied, VaultApply, VaultEdge, VaultExclusionRow, VaultFindingRow, VaultForgotten,
-    VaultMetadata, VaultNoteRow, VaultReceiptRow, VaultStamp, VaultState,
+    VaultApplied, VaultApply, VaultEdge, VaultFindingRow, VaultForgotten, VaultMetadata, VaultNoteRow, VaultReceiptRow,
+    VaultStamp, VaultState,
 };
-pub use vectors::{MAX_VECTOR_DIM, VectorCounts, VectorWrite, decode_vector, encode_vector};
+pub use vectors::{MAX_VECTOR_DIM, VectorCounts, VectorWrite, check_vector, decode_vector, encode_vector};
 pub use visibility::Visibility;
 pub use write::UpsertOutcome;
 pub use write::{

@@ -17,7 +17,7 @@ use rusqlite::{Connection, OptionalExtension};
 const SEQ_BITS: u32 = 32;
 const SEQ_MAX: i64 = (1 << SEQ_BITS) - 1;
 /// Largest partition id that keeps every search rowid positive.
-const PARTITION_MAX: i64 = (1 << 29) - 1;
+pub const PARTITION_MAX: i64 = (1 << 29) - 1;
 
 fn type_index(t: MemoryType) -> i64 {
     match t {
@@ -28,8 +28,9 @@ fn type_index(t: MemoryType) -> i64 {
     }
 }
 
-/// `-` for no scope id, `=<id>` otherwise (so a NULL scope id has a key that no real id can produce).
-fn scope_id_key(scope_id: Option<&str>) -> String {
+/// `-` for no scope id, `=<id>` otherwise (so a NULL scope id has a key that no real id can produce): the
+/// `scope_id_key` column of `cao_search_partitions`.
+pub fn scope_id_key(scope_id: Option<&str>) -> String {
     scope_id.map_or_else(|| "-".to_owned(), |s| format!("={s}"))
 }
 
@@ -94,12 +95,12 @@ fn insert(conn: &Connection, scope: Scope, key: &str) -> Result<i64> {
 }
 
 /// The slot (`partition * 4 + type_index`) a search rowid belongs to.
-pub(crate) fn slot_of(search_rowid: i64) -> i64 {
+pub fn slot_of(search_rowid: i64) -> i64 {
     search_rowid >> SEQ_BITS
 }
 
 /// The slot of a partition and memory type.
-pub(crate) fn slot(partition: i64, memory_type: MemoryType) -> i64 {
+pub fn slot(partition: i64, memory_type: MemoryType) -> i64 {
     partition * 4 + type_index(memory_type)
 }
 
@@ -114,20 +115,30 @@ pub(crate) fn range(partition: i64, memory_type: Option<MemoryType>) -> (i64, i6
     }
 }
 
-/// A new search rowid in `slot`: the slot's largest + 1. Inside a write transaction.
-pub(crate) fn allocate(conn: &Connection, slot: i64) -> Result<i64> {
+/// The inclusive search-rowid range `(lo, hi)` of `slot`; its first rowid is `lo + 1` (`seq` starts at 1).
+pub fn slot_bounds(slot: i64) -> (i64, i64) {
     let lo = slot << SEQ_BITS;
-    let hi = lo | SEQ_MAX;
+    (lo, lo | SEQ_MAX)
+}
+
+/// The search rowid to allocate next in `slot` whose largest stored one is `max` (`None`: the slot is empty):
+/// the largest + 1, or `None` when the slot is exhausted.
+pub fn next_in_slot(slot: i64, max: Option<i64>) -> Option<i64> {
+    let (lo, hi) = slot_bounds(slot);
+    match max {
+        None => Some(lo + 1),
+        Some(m) if m < hi => Some(m + 1),
+        Some(_) => None,
+    }
+}
+
+/// A new search rowid in `slot`: the slot's largest + 1 ([`next_in_slot`]). Inside a write transaction.
+pub(crate) fn allocate(conn: &Connection, slot: i64) -> Result<i64> {
+    let (lo, hi) = slot_bounds(slot);
     let max: Option<i64> = conn
         .prepare_cached("SELECT max(search_rowid) FROM memory_metadata WHERE search_rowid BETWEEN ?1 AND ?2")?
         .query_row([lo, hi], |r| r.get(0))?;
-    match max {
-        None => Ok(lo + 1),
-        Some(m) if m < hi => Ok(m + 1),
-        Some(_) => Err(IndexError::Capacity(format!(
-            "search rowids of slot {slot} are exhausted"
-        ))),
-    }
+    next_in_slot(slot, max).ok_or_else(|| IndexError::Capacity(format!("search rowids of slot {slot} are exhausted")))
 }
 
 /// Sort and merge overlapping or adjacent inclusive ranges.

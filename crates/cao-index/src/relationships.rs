@@ -371,23 +371,29 @@ fn memory_updated_at(
     .optional()
 }
 
-fn check_values(confidence: Option<f64>, attributes_json: Option<&str>) -> Result<()> {
+/// The value rules of an edge every backend applies before writing it: `confidence` in `[0, 1]` (NaN refused) and
+/// `attributes_json` at most [`MAX_ATTRIBUTES_BYTES`] bytes.
+///
+/// Errors: the message naming the offending value.
+pub fn check_edge_values(confidence: Option<f64>, attributes_json: Option<&str>) -> std::result::Result<(), String> {
     if let Some(c) = confidence
         && !(0.0..=1.0).contains(&c)
     {
-        return Err(IndexError::Invalid(format!(
-            "relationship confidence {c} is outside [0, 1]"
-        )));
+        return Err(format!("relationship confidence {c} is outside [0, 1]"));
     }
     if let Some(a) = attributes_json
         && a.len() > MAX_ATTRIBUTES_BYTES
     {
-        return Err(IndexError::Invalid(format!(
+        return Err(format!(
             "relationship attributes are {} bytes; the maximum is {MAX_ATTRIBUTES_BYTES}",
             a.len()
-        )));
+        ));
     }
     Ok(())
+}
+
+fn check_values(confidence: Option<f64>, attributes_json: Option<&str>) -> Result<()> {
+    check_edge_values(confidence, attributes_json).map_err(IndexError::Invalid)
 }
 
 fn opt_ts(t: Option<DateTime<Utc>>) -> Value {
@@ -642,7 +648,7 @@ pub(crate) fn replace_producer_edges_in(
     edges: &[ProducerEdge],
     now: DateTime<Utc>,
 ) -> Result<ReplaceOutcome> {
-    check_producer_edges(edges)?;
+    check_producer_edges(edges).map_err(IndexError::Invalid)?;
     let now_text = format_db_ts(now);
     replace_in(tx, scope, scope_id, source_key, origin, rel_type, edges, &now_text)?.ok_or_else(|| {
         IndexError::Invalid(format!(
@@ -815,7 +821,7 @@ impl Index {
         now: DateTime<Utc>,
     ) -> Result<Vec<Option<ReplaceOutcome>>> {
         for item in items {
-            check_producer_edges(item.edges)?;
+            check_producer_edges(item.edges).map_err(IndexError::Invalid)?;
         }
         let now_text = format_db_ts(now);
         self.write(|tx| {
@@ -962,19 +968,16 @@ fn replace_in(
     }
 }
 
-/// Validate one producer's replacement edges before anything is written: every edge needs a non-empty `new_id`, a
-/// confidence in `[0, 1]` and attributes within their size limit ([`check_values`]).
+/// Validate one producer's replacement edges before anything is written (every backend): every edge needs a
+/// non-empty `new_id`, a confidence in `[0, 1]` and attributes within their size limit ([`check_edge_values`]).
 ///
-/// Errors: [`IndexError::Invalid`] naming the first offending edge's target.
-fn check_producer_edges(edges: &[ProducerEdge]) -> Result<()> {
+/// Errors: the message naming the first offending edge's target or value.
+pub fn check_producer_edges(edges: &[ProducerEdge]) -> std::result::Result<(), String> {
     for e in edges {
         if e.new_id.is_empty() {
-            return Err(IndexError::Invalid(format!(
-                "empty relationship id for target {:?}",
-                e.target_key.as_str()
-            )));
+            return Err(format!("empty relationship id for target {:?}", e.target_key.as_str()));
         }
-        check_values(e.confidence, e.attributes_json.as_deref())?;
+        check_edge_values(e.confidence, e.attributes_json.as_deref())?;
     }
     Ok(())
 }

@@ -174,12 +174,32 @@ pub struct InvalidRow {
     pub reason: String,
 }
 
-/// Decode a row selected with [`ROW_COLUMNS`] starting at column `base`.
-/// `Ok(Err(..))` when the row holds values we cannot represent (unknown scope/type, invalid key).
-pub(crate) fn decode_row(row: &rusqlite::Row<'_>, base: usize) -> rusqlite::Result<Result<MemoryRow, InvalidRow>> {
-    let text = |i: usize| -> rusqlite::Result<Option<String>> { Ok(value_text(row.get_ref(base + i)?)) };
-    let int = |i: usize| -> rusqlite::Result<Option<i64>> { Ok(value_int(row.get_ref(base + i)?)) };
-    let ts = |i: usize| -> rusqlite::Result<Option<DateTime<Utc>>> { Ok(text(i)?.as_deref().and_then(parse_db_ts)) };
+/// The columns of one stored memory row, in the order every backend's `ROW_COLUMNS` selects them (`0` = `id` ...
+/// `18` = `entry_count`, then the file stamp's `file_size`, `file_ctime_ns`, `file_ino`), as one backend reads
+/// them: text or integer, `None` for NULL (or a column the backend does not keep). [`decode_columns`] checks them,
+/// so every backend reads a row by the same rules.
+pub trait RowColumns {
+    /// The backend's read error.
+    type Error;
+    /// Column `i` as text. Errors: the backend's.
+    fn text(&self, i: usize) -> std::result::Result<Option<String>, Self::Error>;
+    /// Column `i` as an integer. Errors: the backend's.
+    fn int(&self, i: usize) -> std::result::Result<Option<i64>, Self::Error>;
+}
+
+/// Decode one stored row from its columns. `Ok(Err(..))` when the row holds values we cannot represent (unknown
+/// scope, type or source kind, invalid key), naming the column and value; missing optional columns take the
+/// table's defaults (`source_kind` native, `entry_count` 1, times the Unix epoch).
+///
+/// Errors: the backend's read errors.
+pub fn decode_columns<C: RowColumns + ?Sized>(
+    c: &C,
+) -> std::result::Result<std::result::Result<MemoryRow, InvalidRow>, C::Error> {
+    let text = |i: usize| c.text(i);
+    let int = |i: usize| c.int(i);
+    let ts = |i: usize| -> std::result::Result<Option<DateTime<Utc>>, C::Error> {
+        Ok(text(i)?.as_deref().and_then(parse_db_ts))
+    };
 
     let id = text(0)?.unwrap_or_default();
     let bad = |reason: String| Ok(Err(InvalidRow { id: id.clone(), reason }));
@@ -236,6 +256,30 @@ pub(crate) fn decode_row(row: &rusqlite::Row<'_>, base: usize) -> rusqlite::Resu
         },
         id,
     }))
+}
+
+/// The SQLite columns of a row selected with [`ROW_COLUMNS`] from column `base`.
+struct SqliteColumns<'r, 's> {
+    row: &'r rusqlite::Row<'s>,
+    base: usize,
+}
+
+impl RowColumns for SqliteColumns<'_, '_> {
+    type Error = rusqlite::Error;
+
+    fn text(&self, i: usize) -> rusqlite::Result<Option<String>> {
+        Ok(value_text(self.row.get_ref(self.base + i)?))
+    }
+
+    fn int(&self, i: usize) -> rusqlite::Result<Option<i64>> {
+        Ok(value_int(self.row.get_ref(self.base + i)?))
+    }
+}
+
+/// Decode a row selected with [`ROW_COLUMNS`] starting at column `base` ([`decode_columns`]).
+/// `Ok(Err(..))` when the row holds values we cannot represent (unknown scope/type, invalid key).
+pub(crate) fn decode_row(row: &rusqlite::Row<'_>, base: usize) -> rusqlite::Result<Result<MemoryRow, InvalidRow>> {
+    decode_columns(&SqliteColumns { row, base })
 }
 
 fn value_text(v: ValueRef<'_>) -> Option<String> {

@@ -22,6 +22,7 @@ use crate::relationships::{GLOBAL_SCOPE_ID, RelStatus, RelType};
 use crate::row::{MemoryRow, ROW_COLUMNS, decode_row, format_db_ts, parse_db_ts};
 use crate::write::{SearchText, index_search, unindex_search};
 use crate::{Index, IndexError, Result, partition};
+use cao_core::vault::{Exclusion, IndexedNote, KeySource, NoteAlias, NoteStatus};
 use cao_core::{Key, Scope, SourceKind};
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
@@ -150,73 +151,16 @@ pub struct VaultStamp {
     pub ctime_ns: i64,
 }
 
-/// One `vault_note` row. Enumerations are kept as their stored spellings (the vault crate owns their vocabulary).
+/// One `vault_note` row: the planner's row ([`IndexedNote`], one definition in `cao-core`) and the columns only the
+/// store keeps. A stored row whose scope or status is not one we know is left out when read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VaultNoteRow {
-    /// Primary key.
-    pub note_uid: String,
-    /// Vault-relative path (NFC, `/`).
-    pub relpath: String,
-    /// Scope of the mapping.
-    pub scope: Scope,
-    /// Scope id of the mapping (`None` for global).
-    pub scope_id: Option<String>,
-    /// The note's key.
-    pub key: String,
-    /// `indexed`, `quarantined`, `skipped`, `unsupported` or `excluded`.
-    pub status: String,
-    /// `cao.managed`.
-    pub managed: bool,
-    /// `authored`, `derived` or `collision`.
-    pub key_source: String,
-    /// `identity-collision` / `resolved-identity-collision`.
-    pub key_source_reason: Option<String>,
-    /// SHA-256 of the normalised text.
-    pub content_sha256: Option<String>,
-    /// SHA-256 of the raw frontmatter.
-    pub frontmatter_sha256: Option<String>,
-    /// Size read.
-    pub size_bytes: Option<i64>,
-    /// Modification time read (ns).
-    pub mtime_ns: Option<i64>,
+    /// The row's reference columns.
+    pub note: IndexedNote,
     /// The run that wrote the row.
     pub last_reconciled_at: Option<DateTime<Utc>>,
     /// The listing stamp (our columns).
     pub stamp: Option<VaultStamp>,
-}
-
-/// One `vault_exclusion` row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VaultExclusionRow {
-    /// Scope.
-    pub scope: Scope,
-    /// Scope id (`None` for global).
-    pub scope_id: Option<String>,
-    /// The forgotten key.
-    pub key: String,
-    /// The note's path when it was forgotten or last moved.
-    pub last_known_relpath: String,
-    /// Its content hash then.
-    pub content_sha256: Option<String>,
-    /// Its key source.
-    pub key_source: String,
-    /// Its key source reason.
-    pub key_source_reason: Option<String>,
-}
-
-/// One `vault_note_alias` row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VaultAliasRow {
-    /// The path before a rename.
-    pub former_relpath: String,
-    /// The note's key.
-    pub key: String,
-    /// Scope.
-    pub scope: Scope,
-    /// Scope id (`None` for global).
-    pub scope_id: Option<String>,
-    /// The content hash that proved the rename.
-    pub content_sha256: Option<String>,
 }
 
 /// The durable vault state of one vault: its `vault_note`, `vault_exclusion` and `vault_note_alias` rows.
@@ -225,9 +169,9 @@ pub struct VaultState {
     /// Notes, by path.
     pub notes: Vec<VaultNoteRow>,
     /// Exclusions, by scope, scope id and key.
-    pub exclusions: Vec<VaultExclusionRow>,
+    pub exclusions: Vec<Exclusion>,
     /// Aliases, by former path.
-    pub aliases: Vec<VaultAliasRow>,
+    pub aliases: Vec<NoteAlias>,
 }
 
 /// One `vault_finding` row.
@@ -289,9 +233,9 @@ pub struct VaultApply {
     /// Every `vault_note` row.
     pub notes: Vec<VaultNoteRow>,
     /// Every `vault_exclusion` row.
-    pub exclusions: Vec<VaultExclusionRow>,
+    pub exclusions: Vec<Exclusion>,
     /// Every `vault_note_alias` row.
-    pub aliases: Vec<VaultAliasRow>,
+    pub aliases: Vec<NoteAlias>,
     /// Every finding row of the run.
     pub findings: Vec<VaultFindingRow>,
     /// Every vault metadata row.
@@ -374,26 +318,33 @@ fn decode_note(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<VaultNoteRow>> 
         (Some(dev), Some(ino), Some(ctime_ns)) => Some(VaultStamp { dev, ino, ctime_ns }),
         _ => None,
     };
+    let status: String = r.get(5)?;
+    let Some(status) = NoteStatus::parse(&status) else {
+        return Ok(None);
+    };
     Ok(Some(VaultNoteRow {
-        note_uid: r.get(0)?,
-        relpath: r.get(1)?,
-        scope,
-        scope_id: read_id(r.get::<_, Option<String>>(3)?.unwrap_or_default()),
-        key: r.get(4)?,
-        status: r.get(5)?,
-        managed: r.get::<_, Option<bool>>(6)?.unwrap_or(false),
-        key_source: r.get(7)?,
-        key_source_reason: r.get(8)?,
-        content_sha256: r.get(9)?,
-        frontmatter_sha256: r.get(10)?,
-        size_bytes: r.get(11)?,
-        mtime_ns: r.get(12)?,
+        note: IndexedNote {
+            note_uid: r.get(0)?,
+            relpath: r.get(1)?,
+            scope,
+            scope_id: read_id(r.get::<_, Option<String>>(3)?.unwrap_or_default()),
+            key: r.get(4)?,
+            status,
+            managed: r.get::<_, Option<bool>>(6)?.unwrap_or(false),
+            key_source: KeySource::parse_lenient(&r.get::<_, String>(7)?),
+            key_source_reason: r.get(8)?,
+            content_sha256: r.get(9)?,
+            frontmatter_sha256: r.get(10)?,
+            size_bytes: r.get::<_, Option<i64>>(11)?.and_then(|v| u64::try_from(v).ok()),
+            mtime_ns: r.get(12)?,
+        },
         last_reconciled_at: r.get::<_, Option<String>>(13)?.as_deref().and_then(parse_db_ts),
         stamp,
     }))
 }
 
-fn insert_note(tx: &Connection, vault_id: &str, n: &VaultNoteRow) -> rusqlite::Result<()> {
+fn insert_note(tx: &Connection, vault_id: &str, row: &VaultNoteRow) -> rusqlite::Result<()> {
+    let n = &row.note;
     tx.prepare_cached(
         "INSERT INTO vault_note (note_uid, vault_id, vault_relpath, scope, scope_id, cao_key, status, managed,
              key_source, key_source_reason, content_sha256, frontmatter_sha256, size_bytes, mtime_ns,
@@ -407,23 +358,23 @@ fn insert_note(tx: &Connection, vault_id: &str, n: &VaultNoteRow) -> rusqlite::R
         n.scope.as_str(),
         stored_id(n.scope_id.as_deref()),
         n.key,
-        n.status,
+        n.status.as_str(),
         n.managed,
-        n.key_source,
+        n.key_source.as_str(),
         n.key_source_reason,
         n.content_sha256,
         n.frontmatter_sha256,
-        n.size_bytes,
+        n.size_bytes.and_then(|v| i64::try_from(v).ok()),
         n.mtime_ns,
-        n.last_reconciled_at.map(format_db_ts),
-        n.stamp.map(|s| s.dev),
-        n.stamp.map(|s| s.ino),
-        n.stamp.map(|s| s.ctime_ns),
+        row.last_reconciled_at.map(format_db_ts),
+        row.stamp.map(|s| s.dev),
+        row.stamp.map(|s| s.ino),
+        row.stamp.map(|s| s.ctime_ns),
     ])?;
     Ok(())
 }
 
-fn upsert_exclusion(tx: &Connection, vault_id: &str, e: &VaultExclusionRow, now: &str) -> rusqlite::Result<()> {
+fn upsert_exclusion(tx: &Connection, vault_id: &str, e: &Exclusion, now: &str) -> rusqlite::Result<()> {
     tx.prepare_cached(
         "INSERT INTO vault_exclusion (vault_id, scope, scope_id, cao_key, last_known_relpath, content_sha256,
              key_source, key_source_reason, created_at)
@@ -439,7 +390,7 @@ fn upsert_exclusion(tx: &Connection, vault_id: &str, e: &VaultExclusionRow, now:
         e.key,
         e.last_known_relpath,
         e.content_sha256,
-        e.key_source,
+        e.key_source.as_str(),
         e.key_source_reason,
         now,
     ])?;
@@ -755,13 +706,13 @@ impl Index {
                 .query_map([vault_id], |r| {
                     let scope: String = r.get(0)?;
                     Ok(scope.parse::<Scope>().ok().map(|scope| -> rusqlite::Result<_> {
-                        Ok(VaultExclusionRow {
+                        Ok(Exclusion {
                             scope,
                             scope_id: read_id(r.get(1)?),
                             key: r.get(2)?,
                             last_known_relpath: r.get(3)?,
                             content_sha256: r.get(4)?,
-                            key_source: r.get(5)?,
+                            key_source: KeySource::parse_lenient(&r.get::<_, String>(5)?),
                             key_source_reason: r.get(6)?,
                         })
                     }))
@@ -780,7 +731,7 @@ impl Index {
                 .query_map([vault_id], |r| {
                     let scope: String = r.get(2)?;
                     Ok(scope.parse::<Scope>().ok().map(|scope| -> rusqlite::Result<_> {
-                        Ok(VaultAliasRow {
+                        Ok(NoteAlias {
                             former_relpath: r.get(0)?,
                             key: r.get(1)?,
                             scope,
@@ -927,7 +878,7 @@ impl Index {
         &self,
         vault_id: &str,
         note_uid: &str,
-        exclusion: &VaultExclusionRow,
+        exclusion: &Exclusion,
         now: DateTime<Utc>,
     ) -> Result<VaultForgotten> {
         self.write(|tx| {
@@ -1123,19 +1074,21 @@ mod tests {
 
     fn note(k: &str) -> VaultNoteRow {
         VaultNoteRow {
-            note_uid: format!("uid-{k}"),
-            relpath: format!("Notes/{k}.md"),
-            scope: Scope::Project,
-            scope_id: Some("demo".to_owned()),
-            key: k.to_owned(),
-            status: "indexed".to_owned(),
-            managed: false,
-            key_source: "derived".to_owned(),
-            key_source_reason: None,
-            content_sha256: Some(format!("sha-{k}")),
-            frontmatter_sha256: None,
-            size_bytes: Some(10),
-            mtime_ns: Some(1),
+            note: IndexedNote {
+                note_uid: format!("uid-{k}"),
+                relpath: format!("Notes/{k}.md"),
+                scope: Scope::Project,
+                scope_id: Some("demo".to_owned()),
+                key: k.to_owned(),
+                status: NoteStatus::Indexed,
+                managed: false,
+                key_source: KeySource::Derived,
+                key_source_reason: None,
+                content_sha256: Some(format!("sha-{k}")),
+                frontmatter_sha256: None,
+                size_bytes: Some(10),
+                mtime_ns: Some(1),
+            },
             last_reconciled_at: Some(t(0)),
             stamp: Some(VaultStamp {
                 dev: 1,
@@ -1248,13 +1201,13 @@ mod tests {
     fn forget_deindexes_and_records_the_exclusion() {
         let (_d, ix) = open();
         ix.vault_apply("v", &plan(), t(10)).expect("apply");
-        let exclusion = VaultExclusionRow {
+        let exclusion = Exclusion {
             scope: Scope::Project,
             scope_id: Some("demo".to_owned()),
             key: "alpha".to_owned(),
             last_known_relpath: "Notes/alpha.md".to_owned(),
             content_sha256: Some("sha-alpha".to_owned()),
-            key_source: "derived".to_owned(),
+            key_source: KeySource::Derived,
             key_source_reason: None,
         };
         let out = ix.vault_forget("v", "uid-alpha", &exclusion, t(30)).expect("forget");
@@ -1267,7 +1220,7 @@ mod tests {
         );
         let state = ix.vault_state("v").expect("state");
         assert_eq!(state.exclusions, vec![exclusion]);
-        assert_eq!(state.notes[0].status, "excluded");
+        assert_eq!(state.notes[0].note.status, NoteStatus::Excluded);
         let rows = ix.recency_pool(&vault_vis(), None, 10).expect("pool");
         assert_eq!(rows.len(), 1);
     }

@@ -51,20 +51,28 @@ pub fn decode_vector(bytes: &[u8], dim: usize) -> Option<Vec<f32>> {
     )
 }
 
-fn check(v: &VectorWrite<'_>) -> Result<()> {
-    if v.vector.is_empty() || v.vector.len() > MAX_VECTOR_DIM {
-        return Err(IndexError::Invalid(format!(
+/// The rules of a vector every backend applies before storing or scanning with it: 1 to [`MAX_VECTOR_DIM`]
+/// components, all finite, and a model id of 1 to 200 bytes.
+///
+/// Errors: the message naming the rule broken.
+pub fn check_vector(model: &str, vector: &[f32]) -> std::result::Result<(), String> {
+    if vector.is_empty() || vector.len() > MAX_VECTOR_DIM {
+        return Err(format!(
             "a vector has 1 to {MAX_VECTOR_DIM} components; got {}",
-            v.vector.len()
-        )));
+            vector.len()
+        ));
     }
-    if v.model.is_empty() || v.model.len() > 200 {
-        return Err(IndexError::Invalid("a vector's model id is 1 to 200 bytes".into()));
+    if model.is_empty() || model.len() > 200 {
+        return Err("a vector's model id is 1 to 200 bytes".into());
     }
-    if !v.vector.iter().all(|x| x.is_finite()) {
-        return Err(IndexError::Invalid("a vector's components must be finite".into()));
+    if !vector.iter().all(|x| x.is_finite()) {
+        return Err("a vector's components must be finite".into());
     }
     Ok(())
+}
+
+fn check(v: &VectorWrite<'_>) -> Result<()> {
+    check_vector(v.model, v.vector).map_err(IndexError::Invalid)
 }
 
 /// Next change number (bumps `cao_vector_state.seq`).

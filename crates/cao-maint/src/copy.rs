@@ -85,6 +85,11 @@ pub struct CopyReport {
     pub snapshots: CopyCount,
     /// Audit log lines (by UTC day).
     pub audit_lines: CopyCount,
+    /// The schema version created in a PostgreSQL target that held no cao schema (with `dry_run`: that the copy
+    /// would create; the dry run creates nothing). `None` (left out of the JSON) for a home or a database that
+    /// already held the schema. [`copy`] leaves it `None`; the caller that opened the target says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub creates_schema: Option<i64>,
 }
 
 /// Everything one container's journal holds that a copy moves.
@@ -118,6 +123,7 @@ pub fn copy(from: &Store, to: &Store, dry_run: bool, progress: &dyn Progress) ->
         summary_lines: none,
         snapshots: none,
         audit_lines: none,
+        creates_schema: None,
     };
     let mut terminals: BTreeSet<String> = BTreeSet::new();
     copy_journals(from, to, dry_run, progress, &mut report, &mut terminals)?;

@@ -80,6 +80,7 @@ pub use cao_store::audit::{AuditEvent, AuditLog};
 /// `cao_store::background`).
 pub use cao_store::enable_background_embedding;
 pub use cao_store::index_recovery::{DamagedIndex, LostTable, recover_damaged_index};
+pub use cao_store::{DatabaseSchema, database_schema};
 pub use cao_store::{audit, plan_digest, visibility};
 pub use cao_store::{set_bulk_progress, sweep_at_startup, sweep_temp_files};
 pub use provider_files::{

@@ -10,17 +10,16 @@
 
 use cao_core::Key;
 use cao_store::{
-    MemoryError, MemoryRow, RelStatus, RelType, Snapshot, Store, VaultAliasRow, VaultApply, VaultEdge,
-    VaultExclusionRow, VaultFindingRow, VaultMetadata, VaultNoteRow, VaultStamp, VaultState, vault_unsupported,
+    MemoryError, MemoryRow, RelStatus, RelType, Snapshot, Store, VaultApply, VaultEdge, VaultFindingRow, VaultMetadata,
+    VaultNoteRow, VaultStamp, VaultState, vault_unsupported,
 };
 use cao_vault::config::{
     ConfigContext, ProjectDirectory, ProjectLookup, VaultConfig, VaultSettings, apply_kill_switch, binding_warnings,
     config_warnings, from_settings,
 };
-use cao_vault::identity::KeySource;
 use cao_vault::recall::{recall_body, recall_read_limit};
 use cao_vault::reconcile::{
-    Exclusion, IndexedNote, IndexedVault, NoteAlias, ReconcileOptions, ReconcilePlan, ReconcileReport, plan_reconcile,
+    IndexedNote, IndexedVault, ReconcileOptions, ReconcilePlan, ReconcileReport, plan_reconcile,
 };
 use cao_vault::scan::{NoteStatus, ScanOptions, ScanReport, read_note, scan_vault};
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -117,8 +116,8 @@ pub fn scan(store: &Store) -> Result<ScanReport, MemoryError> {
         let excluded: std::collections::HashSet<&str> = state
             .notes
             .iter()
-            .filter(|n| n.status == "excluded")
-            .map(|n| n.relpath.as_str())
+            .filter(|n| n.note.status == NoteStatus::Excluded)
+            .map(|n| n.note.relpath.as_str())
             .collect();
         for n in &mut report.notes {
             if n.status == NoteStatus::Indexed && excluded.contains(n.relpath.as_str()) {
@@ -210,73 +209,12 @@ pub(crate) fn reconcile_locked(
     })
 }
 
-fn note_status(s: &str) -> Option<NoteStatus> {
-    Some(match s {
-        "indexed" => NoteStatus::Indexed,
-        "quarantined" => NoteStatus::Quarantined,
-        "skipped" => NoteStatus::Skipped,
-        "unsupported" => NoteStatus::Unsupported,
-        "excluded" => NoteStatus::Excluded,
-        _ => return None,
-    })
-}
-
-fn key_source(s: &str) -> KeySource {
-    match s {
-        "authored" => KeySource::Authored,
-        "collision" => KeySource::Collision,
-        _ => KeySource::Derived,
-    }
-}
-
-/// The stored vault state as the planner's input (rows with an unknown status are left out).
+/// The stored vault state as the planner's input (the store leaves out rows of an unknown scope or status).
 fn indexed_vault(state: &VaultState) -> IndexedVault {
     IndexedVault {
-        notes: state
-            .notes
-            .iter()
-            .filter_map(|n| {
-                Some(IndexedNote {
-                    relpath: n.relpath.clone(),
-                    scope: n.scope,
-                    scope_id: n.scope_id.clone(),
-                    key: n.key.clone(),
-                    note_uid: n.note_uid.clone(),
-                    status: note_status(&n.status)?,
-                    managed: n.managed,
-                    key_source: key_source(&n.key_source),
-                    key_source_reason: n.key_source_reason.clone(),
-                    content_sha256: n.content_sha256.clone(),
-                    frontmatter_sha256: n.frontmatter_sha256.clone(),
-                    size_bytes: n.size_bytes.and_then(|v| u64::try_from(v).ok()),
-                    mtime_ns: n.mtime_ns,
-                })
-            })
-            .collect(),
-        exclusions: state
-            .exclusions
-            .iter()
-            .map(|e| Exclusion {
-                scope: e.scope,
-                scope_id: e.scope_id.clone(),
-                key: e.key.clone(),
-                last_known_relpath: e.last_known_relpath.clone(),
-                content_sha256: e.content_sha256.clone(),
-                key_source: key_source(&e.key_source),
-                key_source_reason: e.key_source_reason.clone(),
-            })
-            .collect(),
-        aliases: state
-            .aliases
-            .iter()
-            .map(|a| NoteAlias {
-                former_relpath: a.former_relpath.clone(),
-                key: a.key.clone(),
-                scope: a.scope,
-                scope_id: a.scope_id.clone(),
-                content_sha256: a.content_sha256.clone(),
-            })
-            .collect(),
+        notes: state.notes.iter().map(|n| n.note.clone()).collect(),
+        exclusions: state.exclusions.clone(),
+        aliases: state.aliases.clone(),
     }
 }
 
@@ -303,7 +241,7 @@ fn apply_of(
     now: DateTime<Utc>,
 ) -> Result<VaultApply, MemoryError> {
     let scanned: HashMap<&str, _> = scan.notes.iter().map(|n| (n.relpath.as_str(), n)).collect();
-    let before: HashMap<&str, &VaultNoteRow> = stored.notes.iter().map(|n| (n.note_uid.as_str(), n)).collect();
+    let before: HashMap<&str, &VaultNoteRow> = stored.notes.iter().map(|n| (n.note.note_uid.as_str(), n)).collect();
     let notes: Vec<VaultNoteRow> = plan
         .notes
         .iter()
@@ -318,33 +256,21 @@ fn apply_of(
                     ctime_ns: s.ctime_ns,
                 });
             VaultNoteRow {
-                note_uid: n.note_uid.clone(),
-                relpath: n.relpath.clone(),
-                scope: n.scope,
-                scope_id: n.scope_id.clone(),
-                key: n.key.clone(),
-                status: n.status.as_str().to_owned(),
-                managed: n.managed,
-                key_source: n.key_source.as_str().to_owned(),
-                key_source_reason: n.key_source_reason.clone(),
-                content_sha256: n.content_sha256.clone(),
-                frontmatter_sha256: n.frontmatter_sha256.clone(),
-                size_bytes: n.size_bytes.and_then(|v| i64::try_from(v).ok()),
-                mtime_ns: n.mtime_ns,
+                note: n.clone(),
                 last_reconciled_at: Some(now),
                 stamp,
             }
         })
         .collect();
-    let by_uid: HashMap<&str, &VaultNoteRow> = notes.iter().map(|n| (n.note_uid.as_str(), n)).collect();
+    let by_uid: HashMap<&str, &VaultNoteRow> = notes.iter().map(|n| (n.note.note_uid.as_str(), n)).collect();
     let mut metadata = Vec::with_capacity(plan.metadata.len());
     for m in &plan.metadata {
         let note = by_uid.get(m.note_uid.as_str());
         // The stored body is still the note's when the note was indexed before with the same text.
         let unchanged = !rebuild
-            && note
-                .zip(before.get(m.note_uid.as_str()))
-                .is_some_and(|(now_row, was)| was.status == "indexed" && was.content_sha256 == now_row.content_sha256);
+            && note.zip(before.get(m.note_uid.as_str())).is_some_and(|(now_row, was)| {
+                was.note.status == NoteStatus::Indexed && was.note.content_sha256 == now_row.note.content_sha256
+            });
         let content = if unchanged {
             String::new()
         } else {
@@ -401,30 +327,8 @@ fn apply_of(
     }
     Ok(VaultApply {
         notes,
-        exclusions: plan
-            .exclusions
-            .iter()
-            .map(|e| VaultExclusionRow {
-                scope: e.scope,
-                scope_id: e.scope_id.clone(),
-                key: e.key.clone(),
-                last_known_relpath: e.last_known_relpath.clone(),
-                content_sha256: e.content_sha256.clone(),
-                key_source: e.key_source.as_str().to_owned(),
-                key_source_reason: e.key_source_reason.clone(),
-            })
-            .collect(),
-        aliases: plan
-            .aliases
-            .iter()
-            .map(|a| VaultAliasRow {
-                former_relpath: a.former_relpath.clone(),
-                key: a.key.clone(),
-                scope: a.scope,
-                scope_id: a.scope_id.clone(),
-                content_sha256: a.content_sha256.clone(),
-            })
-            .collect(),
+        exclusions: plan.exclusions.clone(),
+        aliases: plan.aliases.clone(),
         findings: plan
             .findings
             .iter()
@@ -492,7 +396,7 @@ pub fn status(store: &Store) -> Result<VaultStatus, MemoryError> {
     let receipts = snapshot.vault_receipts(&vault.id)?;
     let mut status_counts = BTreeMap::new();
     for n in &state.notes {
-        *status_counts.entry(n.status.clone()).or_insert(0) += 1;
+        *status_counts.entry(n.note.status.as_str().to_owned()).or_insert(0) += 1;
     }
     let mut finding_counts = BTreeMap::new();
     for f in &findings {
@@ -518,7 +422,7 @@ pub fn status(store: &Store) -> Result<VaultStatus, MemoryError> {
             let residual = state
                 .notes
                 .iter()
-                .filter(|n| cao_vault::path::is_within(&n.relpath, &m.folder))
+                .filter(|n| cao_vault::path::is_within(&n.note.relpath, &m.folder))
                 .count();
             format!(
                 "{} ({scope}) inert: recall=off inject=off write=off; residual_rows={residual}",
@@ -646,7 +550,7 @@ fn pickup_with(store: &Store, s: &VaultSettings, vault: &VaultConfig) -> Result<
     let stored: HashMap<&str, VaultStamp> = state
         .notes
         .iter()
-        .filter_map(|n| n.stamp.map(|s| (n.relpath.as_str(), s)))
+        .filter_map(|n| n.stamp.map(|s| (n.note.relpath.as_str(), s)))
         .collect();
     let unchanged = listed.len() == stored.len()
         && listed.iter().all(|(path, s)| {
@@ -707,16 +611,9 @@ pub fn forget(
             relpath,
             exclusion,
         } => {
-            let row = VaultExclusionRow {
-                scope: exclusion.scope,
-                scope_id: exclusion.scope_id,
-                key: exclusion.key,
-                last_known_relpath: exclusion.last_known_relpath,
-                content_sha256: exclusion.content_sha256,
-                key_source: exclusion.key_source.as_str().to_owned(),
-                key_source_reason: exclusion.key_source_reason,
-            };
-            store.write().vault_forget(&vault.id, &note_uid, &row, store.now())?;
+            store
+                .write()
+                .vault_forget(&vault.id, &note_uid, &exclusion, store.now())?;
             Ok(Some(VaultForget::Deindexed { relpath }))
         }
     }
@@ -809,14 +706,14 @@ pub fn store(
     }
     let state = snapshot.vault_state(&vault.id)?;
     let relpath = format!("{}/{key}.md", vault.managed_folder);
-    let same_scope = |n: &&VaultNoteRow| {
-        n.scope == scope && n.scope_id.as_deref().unwrap_or("") == bound_id.as_deref().unwrap_or("")
-    };
+    let same_scope =
+        |n: &&IndexedNote| n.scope == scope && n.scope_id.as_deref().unwrap_or("") == bound_id.as_deref().unwrap_or("");
     if let Some(other) = state
         .notes
         .iter()
+        .map(|n| &n.note)
         .filter(same_scope)
-        .find(|n| n.key == key.as_str() && n.relpath != relpath && n.status != "excluded")
+        .find(|n| n.key == key.as_str() && n.relpath != relpath && n.status != NoteStatus::Excluded)
     {
         return Err(MemoryError::Invalid(format!(
             "key '{key}' is already minted by '{}' in this mapping; choose another key or rename that note",
@@ -852,8 +749,8 @@ pub fn store(
             state
                 .notes
                 .iter()
-                .find(|n| n.relpath == relpath)
-                .and_then(|n| n.content_sha256.clone())
+                .find(|n| n.note.relpath == relpath)
+                .and_then(|n| n.note.content_sha256.clone())
                 .unwrap_or_default(),
         ),
     };

@@ -38,6 +38,7 @@ mod journal;
 mod module_rules;
 pub mod plan_digest;
 mod postgres;
+pub use postgres::{DatabaseSchema, database_schema};
 mod store;
 mod tables;
 mod types;
@@ -63,9 +64,9 @@ pub use cao_index::{
     MemoryRow, NEIGHBOUR_WINDOW, NewEntry as JournalEntry, OutcomeFilter, OutcomeRow, PoolBudget, ProducerEdge,
     ProducerReplace, ProjectAlias, RecencyCursor, RelOrigin, RelStatus, RelType, RelatedKeys, RelationshipFilter,
     RelationshipRecord, RelationshipRow, ReplaceOutcome, SnapshotRow, StatusChange, SupersedesLookup, TerminalRow,
-    VaultAliasRow, VaultApplied, VaultApply, VaultEdge, VaultExclusionRow, VaultFindingRow, VaultForgotten,
-    VaultMetadata, VaultNoteRow, VaultReceiptRow, VaultStamp, VaultState, VectorCounts, VectorWrite, ViewItem, ViewRow,
-    Visibility, format_db_ts, matches_all_terms, parse_db_ts, search_tokens, token_estimate,
+    VaultApplied, VaultApply, VaultEdge, VaultFindingRow, VaultForgotten, VaultMetadata, VaultNoteRow, VaultReceiptRow,
+    VaultStamp, VaultState, VectorCounts, VectorWrite, ViewItem, ViewRow, Visibility, format_db_ts, matches_all_terms,
+    parse_db_ts, search_tokens, token_estimate,
 };
 
 /// The topic file format's limits and rules that callers validate against before writing (`cao-wiki`).

@@ -17,14 +17,14 @@
 
 use crate::error::StoreError;
 use cao_core::lexical::LexicalScorer;
+use cao_core::vault::Exclusion;
 use cao_core::{Key, MemoryRef, MemoryType, Scope};
 use cao_index::{
     Checkpoint, EdgeIdentity, EntryRow, ImportCandidate, JournalMeta, LeaseRow, LineRow, ListFilter, MemoryRow,
     NewEntry, OutcomeFilter, OutcomeRow, PoolBudget, ProducerEdge, ProducerReplace, ProjectAlias, RecencyCursor,
     RelOrigin, RelStatus, RelType, RelatedKeys, RelationshipFilter, RelationshipRecord, RelationshipRow,
-    ReplaceOutcome, SnapshotRow, StatusChange, TerminalRow, VaultApplied, VaultApply, VaultExclusionRow,
-    VaultFindingRow, VaultForgotten, VaultNoteRow, VaultReceiptRow, VaultState, VectorCounts, VectorWrite, ViewItem,
-    ViewRow, Visibility,
+    ReplaceOutcome, SnapshotRow, StatusChange, TerminalRow, VaultApplied, VaultApply, VaultFindingRow, VaultForgotten,
+    VaultNoteRow, VaultReceiptRow, VaultState, VectorCounts, VectorWrite, ViewItem, ViewRow, Visibility,
 };
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
@@ -299,7 +299,7 @@ pub trait Writes: Reads {
         &self,
         vault_id: &str,
         note_uid: &str,
-        exclusion: &VaultExclusionRow,
+        exclusion: &Exclusion,
         now: DateTime<Utc>,
     ) -> Result<VaultForgotten> {
         let _ = (vault_id, note_uid, exclusion, now);

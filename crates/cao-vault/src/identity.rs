@@ -9,34 +9,13 @@
 
 use crate::hash::{sha256_hex, sha256_nul_joined};
 use cao_core::key::is_valid_key;
-use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 
 /// The message of an authored key that does not match the key pattern (a `key_invalid` finding's detail).
 pub const KEY_INVALID_MESSAGE: &str = "cao.key must match ^[a-z0-9-]{1,60}$";
 
-/// Where a note's key came from (`vault_note.key_source`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum KeySource {
-    /// `cao.key` in the note's frontmatter.
-    Authored,
-    /// Derived from the mapping-relative path ([`derive_cao_key`]).
-    Derived,
-    /// A collision key given to every note of a colliding group ([`collision_cao_key`]).
-    Collision,
-}
-
-impl KeySource {
-    /// The wire string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KeySource::Authored => "authored",
-            KeySource::Derived => "derived",
-            KeySource::Collision => "collision",
-        }
-    }
-}
+/// Where a note's key came from (`vault_note.key_source`; one definition, in `cao-core`).
+pub use cao_core::vault::KeySource;
 
 /// A path NFC-normalised with backslashes turned into `/` (the form identities and digests are computed on).
 pub fn nfc_path(path: &str) -> String {

@@ -35,70 +35,8 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// A `vault_note` row (global scope id is `None` here; the store keeps `''`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexedNote {
-    /// Vault-relative path.
-    pub relpath: String,
-    /// Scope.
-    pub scope: Scope,
-    /// Scope id (`None` for global).
-    pub scope_id: Option<String>,
-    /// Key.
-    pub key: String,
-    /// Note uid (primary key).
-    pub note_uid: String,
-    /// Status.
-    pub status: NoteStatus,
-    /// `cao.managed`.
-    pub managed: bool,
-    /// Where the key came from.
-    pub key_source: KeySource,
-    /// `identity-collision` for collision keys.
-    pub key_source_reason: Option<String>,
-    /// SHA-256 of the normalised text.
-    pub content_sha256: Option<String>,
-    /// SHA-256 of the raw frontmatter.
-    pub frontmatter_sha256: Option<String>,
-    /// Size read.
-    pub size_bytes: Option<u64>,
-    /// Modification time read (ns).
-    pub mtime_ns: Option<i64>,
-}
-
-/// A `vault_exclusion` row: a forgotten identity, kept de-indexed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exclusion {
-    /// Scope.
-    pub scope: Scope,
-    /// Scope id.
-    pub scope_id: Option<String>,
-    /// Key.
-    pub key: String,
-    /// The note's path when it was forgotten (or last moved).
-    pub last_known_relpath: String,
-    /// Its content hash then.
-    pub content_sha256: Option<String>,
-    /// Its key source.
-    pub key_source: KeySource,
-    /// Its key source reason.
-    pub key_source_reason: Option<String>,
-}
-
-/// A `vault_note_alias` row: a former path of a renamed note.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NoteAlias {
-    /// The path before the rename.
-    pub former_relpath: String,
-    /// The note's key.
-    pub key: String,
-    /// Scope.
-    pub scope: Scope,
-    /// Scope id.
-    pub scope_id: Option<String>,
-    /// Content hash that proved the rename.
-    pub content_sha256: Option<String>,
-}
+/// The stored vault rows the planner reads and plans (one definition, in `cao-core`, shared with the store).
+pub use cao_core::vault::{Exclusion, IndexedNote, NoteAlias};
 
 /// The vault state the store holds, as plain data.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -52,34 +52,8 @@ pub const MAX_TOTAL_BYTES: u64 = 67_108_864;
 /// Directories nested deeper than this below the root are not entered (a `unstable_skipped` row says so).
 pub const MAX_DIR_DEPTH: usize = 128;
 
-/// A note's status after a scan or a reconcile (`vault_note.status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NoteStatus {
-    /// Readable, valid, not refused: projected into memory.
-    Indexed,
-    /// Refused by an error-severity finding (or a hard link).
-    Quarantined,
-    /// Not read this run (limits, sync artifacts, missing folders, non-regular entries, unstable files).
-    Skipped,
-    /// A plugin format (Excalidraw), read but not indexed.
-    Unsupported,
-    /// De-indexed by a forget; the file is kept (set by reconcile, never by a scan).
-    Excluded,
-}
-
-impl NoteStatus {
-    /// The wire string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NoteStatus::Indexed => "indexed",
-            NoteStatus::Quarantined => "quarantined",
-            NoteStatus::Skipped => "skipped",
-            NoteStatus::Unsupported => "unsupported",
-            NoteStatus::Excluded => "excluded",
-        }
-    }
-}
+/// A note's status after a scan or a reconcile (`vault_note.status`; one definition, in `cao-core`).
+pub use cao_core::vault::NoteStatus;
 
 /// What identifies a file's content without reading it: device, inode, size, mtime and ctime (nanoseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -53,6 +53,26 @@ fn copy(home: &TempHome, from: &str, to: &str, extra: &[&str]) -> serde_json::Va
     v
 }
 
+/// The seeded home with two days of audit lines (as the service writes them: two lines a day, mode 0600), so the
+/// log's copy is checked too.
+fn seeded_home_with_audit_days() -> TempHome {
+    let a = seeded_home();
+    let logs = a.home().join("memory/logs");
+    std::fs::create_dir_all(&logs).expect("logs dir");
+    for (day, key) in [("2026-03-04", "prefer-pytest"), ("2026-03-05", "build-commands")] {
+        let line = format!(
+            "{{\"ts\":\"{day}T05:06:07.000Z\",\"event\":\"store\",\"key\":\"{key}\",\"scope\":\"global\",\
+             \"scope_id\":null,\"actor\":\"operator\",\"outcome\":\"created\"}}\n"
+        );
+        let path = logs.join(format!("audit-{day}.jsonl"));
+        std::fs::write(&path, line.repeat(2)).expect("audit file");
+        let mut perms = std::fs::metadata(&path).expect("meta").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o600);
+        std::fs::set_permissions(&path, perms).expect("mode 600");
+    }
+    a
+}
+
 /// What a reader of `home` sees, with the home's own path replaced: every row, recall for two queries (recency
 /// and relevance), and the project journal's view.
 fn observed(home: &TempHome) -> Vec<String> {
@@ -100,21 +120,7 @@ fn count(report: &serde_json::Value, kind: &str, field: &str) -> u64 {
 fn a_home_copied_to_postgres_and_back_is_byte_identical_and_recalls_alike() {
     let Some(db) = TestDatabase::create() else { return };
     let url = db.url.expose().to_owned();
-    let a = seeded_home();
-    // Two days of audit lines (as the service writes them), so the log's copy is checked too.
-    let logs = a.home().join("memory/logs");
-    std::fs::create_dir_all(&logs).expect("logs dir");
-    for (day, key) in [("2026-03-04", "prefer-pytest"), ("2026-03-05", "build-commands")] {
-        let line = format!(
-            "{{\"ts\":\"{day}T05:06:07.000Z\",\"event\":\"store\",\"key\":\"{key}\",\"scope\":\"global\",\
-             \"scope_id\":null,\"actor\":\"operator\",\"outcome\":\"created\"}}\n"
-        );
-        let path = logs.join(format!("audit-{day}.jsonl"));
-        std::fs::write(&path, line.repeat(2)).expect("audit file");
-        let mut perms = std::fs::metadata(&path).expect("meta").permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o600);
-        std::fs::set_permissions(&path, perms).expect("mode 600");
-    }
+    let a = seeded_home_with_audit_days();
     let a_path = a.home().display().to_string();
     // Listing records an access (at most one per minute per memory): the first look records it, the second is
     // what the source holds when it is copied.
@@ -182,21 +188,7 @@ fn a_home_copied_to_postgres_and_back_is_byte_identical_and_recalls_alike() {
 
 #[test]
 fn a_store_is_not_copied_into_itself_and_a_missing_home_is_named() {
-    let a = seeded_home();
-    // Two days of audit lines (as the service writes them), so the log's copy is checked too.
-    let logs = a.home().join("memory/logs");
-    std::fs::create_dir_all(&logs).expect("logs dir");
-    for (day, key) in [("2026-03-04", "prefer-pytest"), ("2026-03-05", "build-commands")] {
-        let line = format!(
-            "{{\"ts\":\"{day}T05:06:07.000Z\",\"event\":\"store\",\"key\":\"{key}\",\"scope\":\"global\",\
-             \"scope_id\":null,\"actor\":\"operator\",\"outcome\":\"created\"}}\n"
-        );
-        let path = logs.join(format!("audit-{day}.jsonl"));
-        std::fs::write(&path, line.repeat(2)).expect("audit file");
-        let mut perms = std::fs::metadata(&path).expect("meta").permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o600);
-        std::fs::set_permissions(&path, perms).expect("mode 600");
-    }
+    let a = seeded_home_with_audit_days();
     let a_path = a.home().display().to_string();
     let out = cao(&a, &["store", "copy", "--from", &a_path, "--to", &a_path]);
     assert_eq!(out.code, Some(2), "{}", out.transcript());
@@ -212,4 +204,83 @@ fn a_store_is_not_copied_into_itself_and_a_missing_home_is_named() {
     assert_eq!(out.code, Some(1), "{}", out.transcript());
     assert!(out.stderr.contains("holds no cao memory store"), "{}", out.transcript());
     assert!(!Path::new(&other).exists(), "a failed copy created its target");
+}
+
+/// The tables of `db`'s `public` schema, by name.
+fn tables(db: &TestDatabase) -> Vec<String> {
+    db.client()
+        .query(
+            "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
+            &[],
+        )
+        .expect("list tables")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+#[test]
+fn a_dry_run_into_an_empty_database_creates_nothing_and_says_it_would_create_the_schema() {
+    let Some(db) = TestDatabase::create() else { return };
+    let url = db.url.expose().to_owned();
+    let a = seeded_home_with_audit_days();
+    let a_path = a.home().display().to_string();
+    let topics = topic_files(&a).keys().filter(|p| p.ends_with(".md")).count() as u64;
+    assert!(
+        tables(&db).is_empty(),
+        "a fresh test database holds tables: {:?}",
+        tables(&db)
+    );
+
+    // JSON: everything counted as a copy would write it, the schema it would create named, nothing created.
+    let dry = copy(&a, &a_path, &url, &["--dry-run"]);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["creates_schema"], 1, "{dry:#}");
+    assert_eq!(count(&dry, "memories", "copied"), topics);
+    assert_eq!(count(&dry, "audit_lines", "copied"), 4, "{dry:#}");
+    assert!(tables(&db).is_empty(), "a dry run created tables: {:?}", tables(&db));
+    // Text: the same, with a line naming the schema it would create.
+    let out = cao(&a, &["store", "copy", "--from", &a_path, "--to", &url, "--dry-run"]);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert!(
+        out.stdout.contains("schema: would create the cao schema (version 1)"),
+        "{}",
+        out.transcript()
+    );
+    assert!(tables(&db).is_empty(), "a dry run created tables: {:?}", tables(&db));
+
+    // A database without the schema is no store to copy from: refused, and still nothing is created.
+    let b = TempHome::new().expect("temp home");
+    let b_path = b.home().display().to_string();
+    for extra in [&["--dry-run"][..], &[]] {
+        let mut args = vec!["store", "copy", "--from", &url, "--to", &b_path];
+        args.extend_from_slice(extra);
+        let out = cao(&b, &args);
+        assert_eq!(out.code, Some(1), "{}", out.transcript());
+        assert!(
+            out.stderr.contains("holds no cao memory store (no cao schema)"),
+            "{}",
+            out.transcript()
+        );
+        assert!(
+            tables(&db).is_empty(),
+            "reading an empty source created tables: {:?}",
+            tables(&db)
+        );
+        assert!(!b.home().join("memory").exists(), "a refused copy made its target");
+    }
+
+    // The copy itself creates the schema and says so; a dry run afterwards has no schema to create and nothing
+    // left to copy.
+    let first = copy(&a, &a_path, &url, &[]);
+    assert_eq!(first["creates_schema"], 1, "{first:#}");
+    assert_eq!(count(&first, "memories", "copied"), topics);
+    assert!(
+        tables(&db).iter().any(|t| t == "memory_metadata"),
+        "the copy created no schema: {:?}",
+        tables(&db)
+    );
+    let again = copy(&a, &a_path, &url, &["--dry-run"]);
+    assert!(again.get("creates_schema").is_none(), "{again:#}");
+    assert_eq!(count(&again, "memories", "copied"), 0, "{again:#}");
 }

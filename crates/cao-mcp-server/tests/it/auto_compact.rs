@@ -4,93 +4,16 @@
 //! `off` the model is never asked and the topic keeps its entries; a topic whose answer is refused stays unchanged.
 //! (`cao-cli`'s compact tests prove a one-shot `cao memory store` never compacts.)
 
+use crate::stdio::Server;
 use cao_core::{CaoHome, Key, Scope, Settings};
 use cao_memory::MemoryService;
 use cao_testkit::fake_model::{FakeModel, Reply};
 use cao_testkit::service::RawStorage;
-use serde_json::{Value, json};
-use std::io::{BufRead as _, BufReader, Write as _};
+use serde_json::json;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cao-mcp-server");
 const PROJECT: &str = "auto-compact-e2e";
-
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Server {
-    fn start(home: &Path, cwd: &Path) -> Server {
-        let mut child = Command::new(BIN)
-            .env("CAO_HOME", home)
-            .env("CAO_PROJECT_ID", PROJECT)
-            .env_remove("CAO_MEMORY_ENABLED")
-            .env_remove("CAO_MEMORY_COMPILE_MODE")
-            .env("CAO_MEMORY_SUMMARIZE", "false")
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut s = Server {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        s.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"}}),
-        );
-        writeln!(s.stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).expect("write");
-        s
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )
-        .expect("write");
-        self.stdin.flush().expect("flush");
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("response");
-        let v: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
-        assert_eq!(v["id"], id, "{v}");
-        v
-    }
-
-    fn store(&mut self, key: &str, content: &str) {
-        let v = self.request(
-            "tools/call",
-            json!({"name": "memory_store", "arguments": {"key": key, "content": content, "scope": "project"}}),
-        );
-        let text = v["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{v}"));
-        let payload: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"));
-        assert_eq!(payload["success"], true, "{payload}");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The fake model: a consolidated article of the prompt's entries, or (for `link-topic`) one carrying a link,
 /// which compaction refuses.
@@ -168,7 +91,7 @@ fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 fn an_updated_topic_is_compacted_in_the_background_and_a_refused_answer_changes_nothing() {
     let model = fake_model();
     let (dir, home) = home_with("model", &model);
-    let mut s = Server::start(&home, dir.path());
+    let mut s = Server::start(&home, dir.path(), PROJECT);
     s.store("deploy-notes", "Deploys run from the release branch.");
     s.store("single-note", "A topic with one entry is never compacted.");
     s.store("link-topic", "The runbook lives in the ops wiki.");
@@ -226,7 +149,7 @@ fn an_updated_topic_is_compacted_in_the_background_and_a_refused_answer_changes_
 fn with_compile_mode_off_the_model_is_never_asked() {
     let model = fake_model();
     let (dir, home) = home_with("off", &model);
-    let mut s = Server::start(&home, dir.path());
+    let mut s = Server::start(&home, dir.path(), PROJECT);
     s.store("deploy-notes", "Deploys run from the release branch.");
     s.store("deploy-notes", "Deploys need a green canary first.");
     s.store("deploy-notes", "Deploys are frozen on Fridays.");

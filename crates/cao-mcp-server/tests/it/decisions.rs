@@ -3,85 +3,11 @@
 //! `memory.decisions.search = enforce`, the `memory_store` receipt's possible duplicates, and `memory_advise`; then
 //! the same calls while the endpoint fails, which fall back exactly as without the features.
 
+use crate::stdio::Server;
 use cao_testkit::fake_model::{FakeModel, Reply};
 use serde_json::{Value, json};
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-const BIN: &str = env!("CARGO_BIN_EXE_cao-mcp-server");
-
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Server {
-    fn start(home: &std::path::Path, cwd: &std::path::Path) -> Server {
-        let mut child = Command::new(BIN)
-            .env("CAO_HOME", home)
-            .env("CAO_PROJECT_ID", "decisions-e2e")
-            .env_remove("CAO_MEMORY_ENABLED")
-            .env("CAO_MEMORY_SUMMARIZE", "false")
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut s = Server {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        s.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"}}),
-        );
-        writeln!(s.stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).expect("write");
-        s
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )
-        .expect("write");
-        self.stdin.flush().expect("flush");
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("response");
-        let v: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
-        assert_eq!(v["id"], id, "{v}");
-        v
-    }
-
-    /// The tool's JSON payload.
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        let v = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
-        let text = v["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{v}"));
-        serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Scores by key for the notes of a prompt (`[n] key <key>: ...`).
 fn answer(user: &str, scores: &[(&str, f64)]) -> String {
@@ -126,7 +52,7 @@ fn search_duplicates_and_advice_over_stdio_with_the_model_from_settings() {
         .to_string(),
     )
     .expect("settings");
-    let mut s = Server::start(&home, dir.path());
+    let mut s = Server::start(&home, dir.path(), "decisions-e2e");
     for (key, text) in [
         (
             "redis-eviction",

@@ -4,111 +4,29 @@
 //! process killed (SIGKILL) before it embedded a memory loses nothing, since the next process's start-up sweep
 //! embeds it.
 
+use crate::stdio::Server;
 use cao_core::{CaoHome, Settings};
 use cao_memory::MemoryService;
 use cao_testkit::service::RawStorage;
-use serde_json::{Value, json};
-use std::io::{BufRead as _, BufReader, Write as _};
+use serde_json::json;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_cao-mcp-server");
 const PROJECT: &str = "dense-background-e2e";
 
 /// How long the tests wait for a vector. The stated bound is `cao_store::background::DENSE_DELAY` (2 s) once the
 /// model is loaded; the tests allow more because they share the machine with every other test.
 const WAIT: Duration = Duration::from_secs(20);
 
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Server {
-    fn start(home: &Path, cwd: &Path) -> Server {
-        let mut child = Command::new(BIN)
-            .env("CAO_HOME", home)
-            .env("CAO_PROJECT_ID", PROJECT)
-            .env_remove("CAO_MEMORY_ENABLED")
-            .env_remove("CAO_EMBED_MODEL")
-            .env("CAO_MEMORY_SUMMARIZE", "false")
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut s = Server {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        s.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"}}),
-        );
-        writeln!(s.stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).expect("write");
-        s
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        writeln!(
-            self.stdin,
-            "{}",
-            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        )
-        .expect("write");
-        self.stdin.flush().expect("flush");
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("response");
-        let v: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
-        assert_eq!(v["id"], id, "{v}");
-        v
-    }
-
-    /// Call `tool` with `arguments`; its JSON payload.
-    fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        let v = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
-        let text = v["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{v}"));
-        serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
-    }
-
-    fn store(&mut self, key: &str, content: &str) {
-        let payload = self.call(
-            "memory_store",
-            json!({"key": key, "content": content, "scope": "project"}),
-        );
-        assert_eq!(payload["success"], true, "{payload}");
-    }
-
-    /// The keys `memory_recall` returns for `query`.
-    fn recall(&mut self, query: &str) -> Vec<String> {
-        let payload = self.call("memory_recall", json!({"query": query, "scope": "project"}));
-        payload["memories"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{payload}"))
-            .iter()
-            .map(|m| m["key"].as_str().unwrap_or_default().to_owned())
-            .collect()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The keys `memory_recall` returns for `query` in the project scope.
+fn recall(s: &mut Server, query: &str) -> Vec<String> {
+    let payload = s.call("memory_recall", json!({"query": query, "scope": "project"}));
+    payload["memories"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{payload}"))
+        .iter()
+        .map(|m| m["key"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 /// A home whose settings name the model directory `model`.
@@ -156,10 +74,10 @@ fn a_store_is_recallable_at_once_and_its_vector_follows_from_the_background_work
     cao_embed::testing::write_tiny_model(&model).expect("tiny model");
     let model_id = cao_embed::Embedder::load(&model).expect("load").model_id().to_owned();
     let home = home_with_model(dir.path(), &model);
-    let mut s = Server::start(&home, dir.path());
+    let mut s = Server::start(&home, dir.path(), PROJECT);
     s.store("cats", "the cat sat on the mat");
     // Lexically recallable as soon as the store returned, whether or not the vector exists yet.
-    assert_eq!(s.recall("cat"), vec!["cats".to_owned()]);
+    assert_eq!(recall(&mut s, "cat"), vec!["cats".to_owned()]);
     s.store("stocks", "stock prices fell");
     assert!(
         eventually(WAIT, || vector_counts(&home, &model_id) == (2, 0)),
@@ -204,7 +122,7 @@ fn a_process_killed_before_embedding_loses_nothing_the_next_one_embeds_it() {
     // The model directory is configured but not installed yet: the first process stores without embedding.
     let model = dir.path().join("model");
     let home = home_with_model(dir.path(), &model);
-    let mut first = Server::start(&home, dir.path());
+    let mut first = Server::start(&home, dir.path(), PROJECT);
     first.store("cats", "the cat sat on the mat");
     first.store("stocks", "stock prices fell");
     // SIGKILL: no shutdown step runs.
@@ -218,9 +136,9 @@ fn a_process_killed_before_embedding_loses_nothing_the_next_one_embeds_it() {
         (0, 2),
         "both memories were stored, without a vector"
     );
-    let mut second = Server::start(&home, dir.path());
+    let mut second = Server::start(&home, dir.path(), PROJECT);
     // Any call opens the store; its worker sweeps the recent memories left without a vector.
-    assert_eq!(second.recall("stock"), vec!["stocks".to_owned()]);
+    assert_eq!(recall(&mut second, "stock"), vec!["stocks".to_owned()]);
     assert!(
         eventually(WAIT, || vector_counts(&home, &model_id) == (2, 0)),
         "the restarted process did not embed the memories the killed one left: {:?}",

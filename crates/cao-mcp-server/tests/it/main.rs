@@ -11,4 +11,5 @@ mod auto_compact;
 mod cli;
 mod decisions;
 mod dense_background;
+mod stdio;
 mod summarizer;

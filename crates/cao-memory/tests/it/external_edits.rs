@@ -10,6 +10,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+/// Why every test here skips against PostgreSQL ([`cao_testkit::service::skip_on_postgres`]).
+const FILES_ONLY: &str = "edits, adds or removes topic files, scope directories, temp files or the index file behind \
+     the service; a PostgreSQL store has no files to edit";
+
+/// Whether this run is against PostgreSQL, where these tests skip for [`FILES_ONLY`].
+fn skip_on_postgres() -> bool {
+    cao_testkit::service::skip_on_postgres(FILES_ONLY)
+}
+
 fn setup() -> ServiceFixture {
     ServiceFixture::builder().project("proj-a").open()
 }
@@ -60,9 +69,7 @@ fn edit_in_place(path: &Path, old: &str, new: &str) {
 
 #[test]
 fn an_in_place_edit_is_seen_by_every_read_without_a_repair() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -108,9 +115,7 @@ fn an_in_place_edit_is_seen_by_every_read_without_a_repair() {
 
 #[test]
 fn a_hand_added_file_is_indexed_and_a_removed_one_dropped() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -182,9 +187,7 @@ fn temp_file(dir: &Path, target: &str, pid: u32, age: Duration) -> PathBuf {
 
 #[test]
 fn temp_files_of_dead_writers_are_removed_and_live_or_recent_ones_kept() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -233,9 +236,7 @@ fn temp_files_of_dead_writers_are_removed_and_live_or_recent_ones_kept() {
 
 #[test]
 fn health_reports_a_replaced_database() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -261,9 +262,7 @@ fn health_reports_a_replaced_database() {
 /// reported as external changes.
 #[test]
 fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_changes() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -319,9 +318,7 @@ fn unstamped_rows_are_read_once_and_other_processes_writes_are_not_external_chan
 /// process, is still dropped: the running process notices the index holds a row it never saw a file for.
 #[test]
 fn a_row_created_and_orphaned_between_two_walks_is_dropped() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -378,9 +375,7 @@ fn recorded_dirs(svc: &MemoryService) -> Vec<String> {
 /// file system's clock could leave the stamp as it was), and only while every file in it agrees with its row.
 #[test]
 fn a_directory_is_recorded_once_settled_and_forgotten_when_it_changes() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -411,9 +406,7 @@ fn a_directory_is_recorded_once_settled_and_forgotten_when_it_changes() {
 /// gives it another stamp, and then every file added is found.
 #[test]
 fn a_directory_with_its_recorded_stamp_is_not_listed() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -450,9 +443,7 @@ fn a_directory_with_its_recorded_stamp_is_not_listed() {
 /// recorded (not listed) as in one that changed.
 #[test]
 fn an_in_place_edit_in_a_recorded_directory_is_found_by_the_rotation() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -484,9 +475,7 @@ fn an_in_place_edit_in_a_recorded_directory_is_found_by_the_rotation() {
 /// A scope directory removed by hand with everything in it (a session's notes) takes its rows with it.
 #[test]
 fn a_removed_scope_directory_drops_its_rows() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = ServiceFixture::builder().project("proj-a").session("sess-gone").open();
@@ -507,9 +496,7 @@ fn a_removed_scope_directory_drops_its_rows() {
 /// place is still seen), and is indexed once it parses.
 #[test]
 fn an_unparsable_file_is_reported_once_and_picked_up_when_fixed() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -545,9 +532,7 @@ fn an_unparsable_file_is_reported_once_and_picked_up_when_fixed() {
 /// a few transactions (one per batch of 256 files), not one per file, with every memory listed as its file says.
 #[test]
 fn a_home_of_foreign_unstamped_rows_is_adopted_in_batched_transactions() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -613,9 +598,7 @@ fn a_home_of_foreign_unstamped_rows_is_adopted_in_batched_transactions() {
 /// rotation over the rows.
 #[test]
 fn an_in_place_edit_of_the_same_size_with_its_mtime_restored_is_found() {
-    if cao_testkit::service::skip_on_postgres(
-        "edits, adds or removes topic files, scope directories, temp files or the index file behind the service; a PostgreSQL store has no files to edit",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();

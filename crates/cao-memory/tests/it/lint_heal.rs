@@ -20,6 +20,16 @@ use std::time::Duration;
 
 const PROJECT: &str = "proj-a";
 
+/// Why the tests of this file that plant problems through raw SQL and stray files skip against PostgreSQL
+/// ([`cao_testkit::service::skip_on_postgres`]).
+const RAW_SQL_AND_FILES: &str =
+    "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither";
+
+/// Whether this run is against PostgreSQL, where those tests skip for [`RAW_SQL_AND_FILES`].
+fn skip_on_postgres() -> bool {
+    cao_testkit::service::skip_on_postgres(RAW_SQL_AND_FILES)
+}
+
 fn fixture() -> ServiceFixture {
     ServiceFixture::builder().project(PROJECT).open()
 }
@@ -152,9 +162,7 @@ fn planted() -> (ServiceFixture, PathBuf) {
 
 #[test]
 fn each_detector_finds_its_planted_problem_and_nothing_else() {
-    if cao_testkit::service::skip_on_postgres(
-        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let (fx, root) = planted();
@@ -213,9 +221,7 @@ fn each_detector_finds_its_planted_problem_and_nothing_else() {
 
 #[test]
 fn lint_writes_nothing_and_counts_no_access() {
-    if cao_testkit::service::skip_on_postgres(
-        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let (fx, root) = planted();
@@ -252,9 +258,7 @@ fn audit_lines(fx: &ServiceFixture) -> Vec<Value> {
 
 #[test]
 fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
-    if cao_testkit::service::skip_on_postgres(
-        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let (fx, root) = planted();
@@ -370,9 +374,7 @@ fn heal_plans_applies_audits_and_a_second_lint_is_clean() {
 
 #[test]
 fn poisoned_counts_need_aggressive() {
-    if cao_testkit::service::skip_on_postgres(
-        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let (fx, root) = planted();
@@ -400,9 +402,7 @@ fn poisoned_counts_need_aggressive() {
 
 #[test]
 fn a_second_heal_fails_at_once_naming_the_lock() {
-    if cao_testkit::service::skip_on_postgres(
-        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let (fx, root) = planted();
@@ -855,9 +855,7 @@ fn a_model_configuration_error_is_reported_not_fatal() {
 /// (a stray file appeared since the review), it applies nothing.
 #[test]
 fn a_heal_applies_only_the_reviewed_plan() {
-    if cao_testkit::service::skip_on_postgres(
-        "plants its problems through raw SQL on the SQLite index and stray topic files; a PostgreSQL store has neither",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let (fx, root) = planted();

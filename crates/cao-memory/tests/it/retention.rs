@@ -7,6 +7,16 @@ use cao_testkit::service::{ServiceFixture, utc};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use std::path::{Path, PathBuf};
 
+/// Why the tests of this file that read the audit log's files skip against PostgreSQL
+/// ([`cao_testkit::service::skip_on_postgres`]).
+const AUDIT_LOG_FILES: &str = "reads the audit log's daily files under memory/logs; on PostgreSQL the audit log is a \
+     table (postgres_purge reads it)";
+
+/// Whether this run is against PostgreSQL, where those tests skip for [`AUDIT_LOG_FILES`].
+fn skip_on_postgres() -> bool {
+    cao_testkit::service::skip_on_postgres(AUDIT_LOG_FILES)
+}
+
 fn t0() -> DateTime<Utc> {
     utc(2026, 1, 10, 9, 0, 0)
 }
@@ -245,9 +255,7 @@ fn cleanup_with_memory_disabled_touches_nothing() {
 
 #[test]
 fn every_change_writes_one_content_free_audit_line() {
-    if cao_testkit::service::skip_on_postgres(
-        "reads the audit log's daily files under memory/logs; on PostgreSQL the audit log is a table (postgres_purge reads it)",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -330,9 +338,7 @@ fn every_change_writes_one_content_free_audit_line() {
 
 #[test]
 fn log_file_is_private_and_one_file_per_utc_day() {
-    if cao_testkit::service::skip_on_postgres(
-        "reads the audit log's daily files under memory/logs; on PostgreSQL the audit log is a table (postgres_purge reads it)",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
@@ -364,9 +370,7 @@ fn log_file_is_private_and_one_file_per_utc_day() {
 
 #[test]
 fn symlinked_log_file_is_refused_and_the_operation_still_succeeds() {
-    if cao_testkit::service::skip_on_postgres(
-        "reads the audit log's daily files under memory/logs; on PostgreSQL the audit log is a table (postgres_purge reads it)",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();
@@ -400,9 +404,7 @@ fn symlinked_log_file_is_refused_and_the_operation_still_succeeds() {
 
 #[test]
 fn symlinked_log_dir_and_loose_permissions_are_refused() {
-    if cao_testkit::service::skip_on_postgres(
-        "reads the audit log's daily files under memory/logs; on PostgreSQL the audit log is a table (postgres_purge reads it)",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
@@ -434,9 +436,7 @@ fn symlinked_log_dir_and_loose_permissions_are_refused() {
 
 #[test]
 fn concurrent_appends_give_whole_lines() {
-    if cao_testkit::service::skip_on_postgres(
-        "reads the audit log's daily files under memory/logs; on PostgreSQL the audit log is a table (postgres_purge reads it)",
-    ) {
+    if skip_on_postgres() {
         return;
     }
     let f = setup();

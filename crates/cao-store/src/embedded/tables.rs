@@ -5,14 +5,15 @@
 use crate::error::StoreError;
 use crate::tables::{FollowUpOps, JournalOps, Reads, Result, Writes};
 use cao_core::lexical::LexicalScorer;
+use cao_core::vault::Exclusion;
 use cao_core::{Key, MemoryRef, MemoryType, Scope};
 use cao_index::{
     Checkpoint, EdgeIdentity, EntryRow, FollowUp, ImportCandidate, Index, IndexError, JournalMeta, JournalTx, LeaseRow,
     LineRow, ListFilter, MemoryRow, NewEntry, OutcomeFilter, OutcomeRow, PoolBudget, ProducerEdge, ProducerReplace,
     ProjectAlias, RecencyCursor, RelOrigin, RelStatus, RelType, RelatedKeys, RelationshipFilter, RelationshipRecord,
-    RelationshipRow, ReplaceOutcome, SnapshotRow, StatusChange, TerminalRow, VaultApplied, VaultApply,
-    VaultExclusionRow, VaultFindingRow, VaultForgotten, VaultNoteRow, VaultReceiptRow, VaultState, VectorCounts,
-    VectorWrite, ViewItem, ViewRow, Visibility,
+    RelationshipRow, ReplaceOutcome, SnapshotRow, StatusChange, TerminalRow, VaultApplied, VaultApply, VaultFindingRow,
+    VaultForgotten, VaultNoteRow, VaultReceiptRow, VaultState, VectorCounts, VectorWrite, ViewItem, ViewRow,
+    Visibility,
 };
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
@@ -351,7 +352,7 @@ impl Writes for Index {
         &self,
         vault_id: &str,
         note_uid: &str,
-        exclusion: &VaultExclusionRow,
+        exclusion: &Exclusion,
         now: DateTime<Utc>,
     ) -> Result<VaultForgotten> {
         Ok(Index::vault_forget(self, vault_id, note_uid, exclusion, now)?)

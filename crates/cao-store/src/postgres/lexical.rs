@@ -2,17 +2,16 @@
 //! `lexical.rs`, docs/decisions/0009-lexical-ranking.md) over the postings table instead of FTS5. Candidates come from
 //! `cao_search_postings` (a document's own-text terms, what an FTS5 `{body meta}` match finds), their stored
 //! documents are scored in Rust by the caller's [`LexicalScorer`] through cao-index's own [`score_doc`], from the same
-//! term statistics; so both backends return the same rows with the same scores in the same order.
+//! term statistics, and the pool's steps are cao-index's own [`pool_top`]; so both backends return the same rows with
+//! the same scores in the same order.
 
 use super::db::{Result, Sql, col, small};
 use super::rows::{Args, ROW_COLUMNS, decode_row, type_sql, vis_sql};
 use cao_core::MemoryType;
 use cao_core::lexical::{CorpusStats, LexicalScorer};
-use cao_index::{Doc, MemoryRow, PoolBudget, QueryTerm, TermFilter, Visibility, score_doc, search_tokens};
-use std::collections::HashSet;
-
-/// Rows the recent fill (step 4) takes beyond the ones still missing (cao-index's `PRESELECT_MARGIN`).
-const PRESELECT_MARGIN: usize = 32;
+use cao_index::{
+    CandidateSource, Doc, MemoryRow, PoolBudget, QueryTerm, TermFilter, Visibility, pool_top, score_doc, search_tokens,
+};
 
 /// A scored candidate: `(search_rowid, score)`.
 type Scored = (i64, f64);
@@ -153,91 +152,35 @@ fn visible_rows_at_most(sql: &mut Sql<'_>, scope: &Scope<'_>, cap: usize) -> Res
     Ok(seen < over)
 }
 
-/// The best `limit` `(search_rowid, score)` pairs, best first (ties by search rowid), read within `pool`: the five
-/// steps of [`PoolBudget`] (step 0, the exact pool of a small visibility, included), as cao-index's `top`.
-#[allow(clippy::too_many_arguments)]
-fn top(
-    sql: &mut Sql<'_>,
-    scope: &Scope<'_>,
-    scorer: &dyn LexicalScorer,
-    corpus: &CorpusStats,
-    terms: &[QueryTerm],
-    limit: usize,
-    pool: PoolBudget,
-) -> Result<Vec<Scored>> {
-    let mut by_df: Vec<&QueryTerm> = terms.iter().collect();
-    by_df.sort_by(|a, b| a.df.cmp(&b.df).then_with(|| a.term.cmp(&b.term)));
-    // Step 0: a small visibility is read whole (every visible row holding a term): exact.
-    if pool.exact_visible_rows > 0 && visible_rows_at_most(sql, scope, pool.exact_visible_rows)? {
-        let mut found = candidates(sql, scope, scorer, corpus, terms, &by_df, false, None)?;
-        found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        found.truncate(limit);
-        return Ok(found);
+/// The postings-table candidates of one pool read (cao-index's [`pool_top`] runs the steps over them; step 4 is the
+/// trait's default, the newest candidates).
+struct Postings<'s, 'c> {
+    sql: &'s mut Sql<'c>,
+    scope: &'s Scope<'s>,
+    scorer: &'s dyn LexicalScorer,
+    corpus: &'s CorpusStats,
+    terms: &'s [QueryTerm],
+}
+
+impl CandidateSource for Postings<'_, '_> {
+    type Error = crate::error::StoreError;
+
+    fn candidates(&mut self, match_terms: &[&QueryTerm], every: bool, newest: Option<usize>) -> Result<Vec<Scored>> {
+        candidates(
+            self.sql,
+            self.scope,
+            self.scorer,
+            self.corpus,
+            self.terms,
+            match_terms,
+            every,
+            newest,
+        )
     }
-    // Step 1: the rarest terms.
-    let mut split = 0;
-    let mut budget = 0;
-    while split < by_df.len() && budget + by_df[split].df <= pool.rare_candidates {
-        budget += by_df[split].df;
-        split += 1;
+
+    fn visible_at_most(&mut self, cap: usize) -> Result<bool> {
+        visible_rows_at_most(self.sql, self.scope, cap)
     }
-    let mut found = if split > 0 {
-        candidates(sql, scope, scorer, corpus, terms, &by_df[..split], false, None)?
-    } else {
-        Vec::new()
-    };
-    let mut found_ids: HashSet<i64> = found.iter().map(|f| f.0).collect();
-    let add = |found: &mut Vec<Scored>, found_ids: &mut HashSet<i64>, hits: Vec<Scored>| {
-        for hit in hits {
-            if found_ids.insert(hit.0) {
-                found.push(hit);
-            }
-        }
-    };
-    let short = |found: &[Scored], split: usize| -> bool {
-        if found.len() < limit {
-            return true;
-        }
-        let bound: f64 = by_df[split..].iter().map(|t| scorer.term_bound(t.idf)).sum();
-        let mut scores: Vec<f64> = found.iter().map(|f| f.1).collect();
-        let (_, kth, _) = scores.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
-        *kth <= bound
-    };
-    // Step 2: the next rarest terms, one at a time.
-    while split < by_df.len() && budget + by_df[split].df <= pool.widened_candidates && found.len() < limit {
-        budget += by_df[split].df;
-        let hits = candidates(sql, scope, scorer, corpus, terms, &by_df[split..=split], false, None)?;
-        add(&mut found, &mut found_ids, hits);
-        split += 1;
-    }
-    // Step 3: the newest rows holding every remaining term.
-    if pool.every_term_rows > 0 && by_df.len() - split >= 2 && short(&found, split) {
-        let hits = candidates(
-            sql,
-            scope,
-            scorer,
-            corpus,
-            terms,
-            &by_df[split..],
-            true,
-            Some(pool.every_term_rows),
-        )?;
-        add(&mut found, &mut found_ids, hits);
-    }
-    // Step 4: the newest rows holding any remaining term fill a pool still short of `limit` (the rows not read
-    // before are scored).
-    if found.len() < limit && split < by_df.len() {
-        let k = limit + found.len() + PRESELECT_MARGIN;
-        let hits = candidates(sql, scope, scorer, corpus, terms, &by_df[split..], false, Some(k))?;
-        for hit in hits {
-            if !found_ids.contains(&hit.0) {
-                found.push(hit);
-            }
-        }
-    }
-    found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    found.truncate(limit);
-    Ok(found)
 }
 
 /// The BM25 pool of `terms` (as [`search_tokens`] makes them) within `pool`: at most `limit` visible rows, best
@@ -260,7 +203,14 @@ pub(crate) fn pool(
         return Ok(Vec::new());
     }
     let scope = Scope { vis, memory_type };
-    let hits = top(sql, &scope, scorer, &corpus, &terms, limit, pool)?;
+    let mut source = Postings {
+        sql: &mut *sql,
+        scope: &scope,
+        scorer,
+        corpus: &corpus,
+        terms: &terms,
+    };
+    let hits = pool_top(&mut source, &terms, scorer, limit, pool)?;
     if hits.is_empty() {
         return Ok(Vec::new());
     }

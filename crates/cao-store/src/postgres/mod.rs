@@ -71,6 +71,44 @@ impl std::fmt::Debug for Postgres {
     }
 }
 
+/// What a PostgreSQL database holds of the cao schema, as [`database_schema`] reads it without changing anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatabaseSchema {
+    /// No cao schema: opening a store there creates it (at [`DatabaseSchema::LATEST`]).
+    Missing,
+    /// The schema this build knows ([`DatabaseSchema::LATEST`]): opening changes nothing.
+    Current,
+    /// An older schema version: opening migrates it to [`DatabaseSchema::LATEST`].
+    Older(i64),
+    /// A newer schema version than this build knows: opening refuses.
+    Newer(i64),
+}
+
+impl DatabaseSchema {
+    /// The schema version this build creates and migrates to.
+    pub const LATEST: i64 = schema::SCHEMA_VERSION;
+}
+
+/// Read which cao schema the database at `url` holds, in one read-only transaction: no table is created, no
+/// migration runs, no lock is taken (what `cao store copy --dry-run` asks before opening a target).
+///
+/// Errors: [`StoreError::Invalid`] for a malformed URL; [`StoreError::Unavailable`] when the database cannot be
+/// reached; other database errors.
+pub fn database_schema(url: &DatabaseUrl) -> Result<DatabaseSchema, MemoryError> {
+    let target = db::Target::parse(url)?;
+    let pool = db::pool(target);
+    let mut conn = db::checkout(&pool)?;
+    let mut sql = Sql::begin(&mut conn, db::Mode::Read)?;
+    let version = schema::applied_version(&mut sql)?;
+    sql.commit()?;
+    Ok(match version {
+        None => DatabaseSchema::Missing,
+        Some(v) if v == DatabaseSchema::LATEST => DatabaseSchema::Current,
+        Some(v) if v < DatabaseSchema::LATEST => DatabaseSchema::Older(v),
+        Some(v) => DatabaseSchema::Newer(v),
+    })
+}
+
 /// The locator of a memory: the path its topic file would have under `memory/`, below `postgres:/`.
 pub(crate) fn locator_of(memory: &MemoryRef) -> Result<PathBuf, MemoryError> {
     Ok(cao_wiki::WikiLayout::new(PathBuf::from("postgres:/")).topic_path(

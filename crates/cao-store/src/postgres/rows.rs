@@ -8,10 +8,11 @@
 
 use super::db::{Param, Result, Sql, col};
 use crate::error::StoreError;
-use cao_core::{Key, MemoryType, Scope, SourceKind};
+use cao_core::{Key, MemoryType, Scope};
+use cao_index::partition::{PARTITION_MAX, next_in_slot, scope_id_key, slot, slot_bounds, slot_of};
 use cao_index::{
-    ListFilter, MemoryRow, NEIGHBOUR_WINDOW, RecencyCursor, Visibility, body_tokens, content_field, distinct_terms,
-    format_db_ts, format_db_ts_secs, meta_field, near_field, parse_db_ts, trigram_body,
+    ListFilter, MemoryRow, NEIGHBOUR_WINDOW, RecencyCursor, RowColumns, Visibility, body_tokens, content_field,
+    decode_columns, distinct_terms, format_db_ts, format_db_ts_secs, meta_field, near_field, parse_db_ts, trigram_body,
 };
 use chrono::{DateTime, Utc};
 use postgres::Row;
@@ -84,50 +85,37 @@ pub(crate) fn type_sql(memory_type: Option<MemoryType>, args: &mut Args) -> Stri
     }
 }
 
-/// Decode a row selected with [`ROW_COLUMNS`] from column `base`; `None` when it holds values this version cannot
-/// represent (an unknown scope or type, an invalid key), which every read skips as the embedded index does.
+/// The columns of a row selected with [`ROW_COLUMNS`] from column `base`, as cao-index's [`decode_columns`] reads
+/// them: the stored `''` scope id is none, and there is no file stamp (no files).
+struct PgColumns<'r> {
+    r: &'r Row,
+    base: usize,
+}
+
+impl RowColumns for PgColumns<'_> {
+    type Error = StoreError;
+
+    fn text(&self, i: usize) -> Result<Option<String>> {
+        match i {
+            4 => Ok(col::<Option<String>>(self.r, self.base + 4)?.and_then(unsid)),
+            0..=18 => col(self.r, self.base + i),
+            _ => Ok(None),
+        }
+    }
+
+    fn int(&self, i: usize) -> Result<Option<i64>> {
+        match i {
+            0..=18 => col(self.r, self.base + i),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// Decode a row selected with [`ROW_COLUMNS`] from column `base` by cao-index's rules ([`decode_columns`]); `None`
+/// when it holds values this version cannot represent (an unknown scope or type, an invalid key), which every read
+/// skips as the embedded index does.
 pub(crate) fn decode_row(r: &Row, base: usize) -> Result<Option<MemoryRow>> {
-    let text = |i: usize| -> Result<Option<String>> { col(r, base + i) };
-    let int = |i: usize| -> Result<Option<i64>> { col(r, base + i) };
-    let ts = |i: usize| -> Result<Option<DateTime<Utc>>> { Ok(text(i)?.as_deref().and_then(parse_db_ts)) };
-    let Ok(key) = Key::parse_strict(&text(1)?.unwrap_or_default()) else {
-        return Ok(None);
-    };
-    let Ok(memory_type) = text(2)?.unwrap_or_default().parse::<MemoryType>() else {
-        return Ok(None);
-    };
-    let Ok(scope) = text(3)?.unwrap_or_default().parse::<Scope>() else {
-        return Ok(None);
-    };
-    let source_kind = match text(5)? {
-        None => SourceKind::Native,
-        Some(k) => match k.parse::<SourceKind>() {
-            Ok(k) => k,
-            Err(_) => return Ok(None),
-        },
-    };
-    Ok(Some(MemoryRow {
-        id: text(0)?.unwrap_or_default(),
-        key,
-        memory_type,
-        scope,
-        scope_id: text(4)?.and_then(unsid),
-        source_kind,
-        file_path: text(6)?.unwrap_or_default(),
-        tags: text(7)?.unwrap_or_default(),
-        source_provider: text(8)?,
-        source_terminal_id: text(9)?,
-        token_estimate: int(10)?.unwrap_or(0),
-        created_at: ts(11)?.unwrap_or(DateTime::UNIX_EPOCH),
-        updated_at: ts(12)?.unwrap_or(DateTime::UNIX_EPOCH),
-        access_count: int(13)?.unwrap_or(0),
-        last_accessed_at: ts(14)?,
-        last_compiled_at: ts(15)?,
-        related_keys: text(16)?,
-        content: text(17)?.unwrap_or_default(),
-        entry_count: int(18)?.unwrap_or(1),
-        file_stamp: None,
-    }))
+    Ok(decode_columns(&PgColumns { r, base })?.ok())
 }
 
 /// The decodable rows of a row query.
@@ -142,24 +130,7 @@ pub(crate) fn rows_of(sql: &mut Sql<'_>, text: &str, args: &[Param<'_>]) -> Resu
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Search rowids (cao-index `partition.rs`): `((partition * 4 + type_index) << 32) | seq`.
-
-const SEQ_BITS: u32 = 32;
-const SEQ_MAX: i64 = (1 << SEQ_BITS) - 1;
-const PARTITION_MAX: i64 = (1 << 29) - 1;
-
-fn type_index(t: MemoryType) -> i64 {
-    match t {
-        MemoryType::Project => 0,
-        MemoryType::User => 1,
-        MemoryType::Feedback => 2,
-        MemoryType::Reference => 3,
-    }
-}
-
-fn scope_id_key(scope_id: Option<&str>) -> String {
-    scope_id.map_or_else(|| "-".to_owned(), |s| format!("={s}"))
-}
+// Search rowids: cao-index's layout (`cao_index::partition`), `((partition * 4 + type_index) << 32) | seq`.
 
 /// The partition of `(scope, scope_id)`, allocated when missing.
 fn partition(sql: &mut Sql<'_>, scope: Scope, scope_id: Option<&str>) -> Result<i64> {
@@ -184,29 +155,15 @@ fn partition(sql: &mut Sql<'_>, scope: Scope, scope_id: Option<&str>) -> Result<
     Ok(id)
 }
 
-fn slot(partition: i64, memory_type: MemoryType) -> i64 {
-    partition * 4 + type_index(memory_type)
-}
-
-fn slot_of(search_rowid: i64) -> i64 {
-    search_rowid >> SEQ_BITS
-}
-
-/// A new search rowid in `slot`: the slot's largest + 1.
+/// A new search rowid in `slot`: the slot's largest + 1 (cao-index's [`next_in_slot`]).
 fn allocate(sql: &mut Sql<'_>, slot: i64) -> Result<i64> {
-    let lo = slot << SEQ_BITS;
-    let hi = lo | SEQ_MAX;
+    let (lo, hi) = slot_bounds(slot);
     let r = sql.one(
         "SELECT max(search_rowid) FROM memory_metadata WHERE search_rowid BETWEEN $1 AND $2",
         &[&lo, &hi],
     )?;
-    match col::<Option<i64>>(&r, 0)? {
-        None => Ok(lo + 1),
-        Some(m) if m < hi => Ok(m + 1),
-        Some(_) => Err(StoreError::Invalid(format!(
-            "search rowids of slot {slot} are exhausted"
-        ))),
-    }
+    next_in_slot(slot, col::<Option<i64>>(&r, 0)?)
+        .ok_or_else(|| StoreError::Invalid(format!("search rowids of slot {slot} are exhausted")))
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -761,19 +718,7 @@ fn vector_remove(sql: &mut Sql<'_>, id: &str) -> Result<()> {
 
 /// Store `vector` of `model` for memory `id` (replacing any).
 pub(crate) fn vector_put(sql: &mut Sql<'_>, id: &str, model: &str, vector: &[f32]) -> Result<()> {
-    if vector.is_empty() || vector.len() > cao_index::MAX_VECTOR_DIM {
-        return Err(StoreError::Invalid(format!(
-            "a vector has 1 to {} components; got {}",
-            cao_index::MAX_VECTOR_DIM,
-            vector.len()
-        )));
-    }
-    if model.is_empty() || model.len() > 200 {
-        return Err(StoreError::Invalid("a vector's model id is 1 to 200 bytes".into()));
-    }
-    if !vector.iter().all(|x| x.is_finite()) {
-        return Err(StoreError::Invalid("a vector's components must be finite".into()));
-    }
+    cao_index::check_vector(model, vector).map_err(StoreError::Invalid)?;
     let seq = next_vector_seq(sql)?;
     let bytes = cao_index::encode_vector(vector);
     sql.exec(

@@ -262,3 +262,18 @@ pub(crate) fn migrate(sql: &mut Sql<'_>, shown: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// The newest schema version recorded in the database, `None` when it holds no cao schema (no
+/// `cao_schema_migrations` table, or an empty one). Reads only: nothing is created or locked.
+///
+/// Errors: the client's errors.
+pub(crate) fn applied_version(sql: &mut Sql<'_>) -> Result<Option<i64>> {
+    let exists: bool = super::db::col(
+        &sql.one("SELECT to_regclass('cao_schema_migrations') IS NOT NULL", &[])?,
+        0,
+    )?;
+    if !exists {
+        return Ok(None);
+    }
+    super::db::col(&sql.one("SELECT max(version) FROM cao_schema_migrations", &[])?, 0)
+}

@@ -11,10 +11,10 @@ use crate::tables::{FollowUpOps, JournalOps, Reads, Writes};
 use cao_core::lexical::LexicalScorer;
 use cao_core::{Key, MemoryRef, MemoryType, Scope};
 use cao_index::{
-    Checkpoint, EdgeIdentity, ListFilter, MAX_ATTRIBUTES_BYTES, MemoryRow, OutcomeFilter, OutcomeRow, PoolBudget,
-    ProducerEdge, ProducerReplace, ProjectAlias, RecencyCursor, RelOrigin, RelStatus, RelType, RelatedKeys,
-    RelationshipFilter, RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, TerminalRow, VectorCounts,
-    VectorWrite, Visibility, format_db_ts, parse_db_ts,
+    Checkpoint, EdgeIdentity, ListFilter, MemoryRow, OutcomeFilter, OutcomeRow, PoolBudget, ProducerEdge,
+    ProducerReplace, ProjectAlias, RecencyCursor, RelOrigin, RelStatus, RelType, RelatedKeys, RelationshipFilter,
+    RelationshipRecord, RelationshipRow, ReplaceOutcome, StatusChange, TerminalRow, VectorCounts, VectorWrite,
+    Visibility, check_edge_values, check_producer_edges, format_db_ts, parse_db_ts,
 };
 use chrono::{DateTime, Utc};
 use std::cell::RefCell;
@@ -248,36 +248,9 @@ fn memory_updated_at(s: &mut Sql<'_>, scope: Scope, stored: &str, key: &Key) -> 
     .transpose()
 }
 
+/// cao-index's value rules of an edge ([`check_edge_values`]), as this backend's error.
 fn check_values(confidence: Option<f64>, attributes_json: Option<&str>) -> Result<()> {
-    if let Some(c) = confidence
-        && !(0.0..=1.0).contains(&c)
-    {
-        return Err(StoreError::Invalid(format!(
-            "relationship confidence {c} is outside [0, 1]"
-        )));
-    }
-    if let Some(a) = attributes_json
-        && a.len() > MAX_ATTRIBUTES_BYTES
-    {
-        return Err(StoreError::Invalid(format!(
-            "relationship attributes are {} bytes; the maximum is {MAX_ATTRIBUTES_BYTES}",
-            a.len()
-        )));
-    }
-    Ok(())
-}
-
-fn check_producer_edges(edges: &[ProducerEdge]) -> Result<()> {
-    for e in edges {
-        if e.new_id.is_empty() {
-            return Err(StoreError::Invalid(format!(
-                "empty relationship id for target {:?}",
-                e.target_key.as_str()
-            )));
-        }
-        check_values(e.confidence, e.attributes_json.as_deref())?;
-    }
-    Ok(())
+    check_edge_values(confidence, attributes_json).map_err(StoreError::Invalid)
 }
 
 fn relationship_where(filter: &RelationshipFilter, args: &mut Args) -> String {
@@ -481,7 +454,7 @@ fn replace_producer_edges_in(
     edges: &[ProducerEdge],
     now: DateTime<Utc>,
 ) -> Result<ReplaceOutcome> {
-    check_producer_edges(edges)?;
+    check_producer_edges(edges).map_err(StoreError::Invalid)?;
     replace_in(
         s,
         scope,
@@ -584,20 +557,6 @@ impl PgTables {
         })?;
         Ok(f(&copy))
     }
-}
-
-fn check_query(query: &[f32]) -> Result<()> {
-    if query.is_empty() || query.len() > cao_index::MAX_VECTOR_DIM {
-        return Err(StoreError::Invalid(format!(
-            "a vector has 1 to {} components; got {}",
-            cao_index::MAX_VECTOR_DIM,
-            query.len()
-        )));
-    }
-    if !query.iter().all(|x| x.is_finite()) {
-        return Err(StoreError::Invalid("a vector's components must be finite".into()));
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -709,7 +668,7 @@ impl Reads for PgTables {
         query: &[f32],
         k: usize,
     ) -> Result<Vec<(String, f32)>> {
-        check_query(query)?;
+        cao_index::check_vector(model, query).map_err(StoreError::Invalid)?;
         if vis.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
@@ -729,7 +688,7 @@ impl Reads for PgTables {
     }
 
     fn dense_scores(&self, model: &str, query: &[f32], ids: &[&str]) -> Result<Vec<Option<f32>>> {
-        check_query(query)?;
+        cao_index::check_vector(model, query).map_err(StoreError::Invalid)?;
         let dim = query.len();
         self.refresh_vectors(model, dim, |c| {
             ids.iter()
@@ -1167,7 +1126,7 @@ impl Writes for PgTables {
         now: DateTime<Utc>,
     ) -> Result<Vec<Option<ReplaceOutcome>>> {
         for item in items {
-            check_producer_edges(item.edges)?;
+            check_producer_edges(item.edges).map_err(StoreError::Invalid)?;
         }
         let now_text = format_db_ts(now);
         self.write(|s| {

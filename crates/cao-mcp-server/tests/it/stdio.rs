@@ -1,0 +1,97 @@
+//! The process-test set-up these tests share: a real `cao-mcp-server` child over stdio, initialised, with JSON-RPC
+//! requests and tool calls; killed and reaped when dropped.
+
+use serde_json::{Value, json};
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_cao-mcp-server");
+
+/// A running `cao-mcp-server` with an initialised MCP session.
+pub(crate) struct Server {
+    /// The process (a test may kill it with SIGKILL itself).
+    pub(crate) child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Server {
+    /// Start the server with home `home`, working directory `cwd` and project id `project`; the variables that
+    /// would switch memory, the compile mode or the embedding model away from the home's settings are removed,
+    /// and background summarising is off. Panics when the process cannot start or initialise.
+    pub(crate) fn start(home: &Path, cwd: &Path, project: &str) -> Server {
+        let mut child = Command::new(BIN)
+            .env("CAO_HOME", home)
+            .env("CAO_PROJECT_ID", project)
+            .env_remove("CAO_MEMORY_ENABLED")
+            .env_remove("CAO_MEMORY_COMPILE_MODE")
+            .env_remove("CAO_EMBED_MODEL")
+            .env("CAO_MEMORY_SUMMARIZE", "false")
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut s = Server {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        s.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        writeln!(s.stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).expect("write");
+        s
+    }
+
+    /// Send one JSON-RPC request; its response (whose id is checked).
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+        )
+        .expect("write");
+        self.stdin.flush().expect("flush");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("response");
+        let v: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+        assert_eq!(v["id"], id, "{v}");
+        v
+    }
+
+    /// Call `tool` with `arguments`; its JSON payload.
+    pub(crate) fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let v = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        let text = v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{v}"));
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+
+    /// `memory_store` of `content` under `key` in the project scope; panics unless it succeeded.
+    pub(crate) fn store(&mut self, key: &str, content: &str) {
+        let payload = self.call(
+            "memory_store",
+            json!({"key": key, "content": content, "scope": "project"}),
+        );
+        assert_eq!(payload["success"], true, "{payload}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
