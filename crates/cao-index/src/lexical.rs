@@ -27,6 +27,11 @@ const PRUNE_MAX_CANDIDATES: u64 = 1000;
 /// How a lexical pool draws its candidates (see `top`). Every candidate is read and scored on every query term; the
 /// budget bounds how many are read, so the cost of a pool does not grow with the postings of frequent terms.
 ///
+/// 0. When the caller sees at most `exact_visible_rows` indexed rows, every visible row holding a query term in its
+///    own text is read and scored: the pool is exact, and steps 1-4 are skipped. Such a pool reads no more rows
+///    than step 1 may (document frequencies count every partition, so for a small visibility the steps below would
+///    leave out rows whose only own-text terms are frequent in the whole corpus, even when their neighbours' text
+///    holds the query's rare terms; docs/decisions/0009, "Revision: exact pools for small visibilities").
 /// 1. The rarest query terms generate candidates while the sum of their document frequencies fits in
 ///    `rare_candidates`.
 /// 2. While that gives fewer rows than the pool's limit, the next rarest terms generate candidates too, one at a
@@ -44,16 +49,19 @@ pub struct PoolBudget {
     pub widened_candidates: u64,
     /// Most rows holding every remaining term read when the pool is still short (step 3; 0 = skip the step).
     pub every_term_rows: usize,
+    /// Most visible indexed rows for which the pool reads every visible match and is exact (step 0; 0 = never).
+    pub exact_visible_rows: usize,
 }
 
 impl PoolBudget {
-    /// Recall's pool: 1,000 rare-term candidates, widened to 4,000 while they give too few rows, then the newest 100
-    /// rows holding every remaining term (docs/decisions/0009: measured against the latency at 10,000 and 100,000
-    /// memories and the top scores found).
+    /// Recall's pool: exact when at most 1,000 indexed rows are visible; otherwise 1,000 rare-term candidates,
+    /// widened to 4,000 while they give too few rows, then the newest 100 rows holding every remaining term
+    /// (docs/decisions/0009: measured against the latency at 10,000 and 100,000 memories and the top scores found).
     pub const RECALL: PoolBudget = PoolBudget {
         rare_candidates: PRUNE_MAX_CANDIDATES,
         widened_candidates: 4 * PRUNE_MAX_CANDIDATES,
         every_term_rows: 100,
+        exact_visible_rows: PRUNE_MAX_CANDIDATES as usize,
     };
 }
 
@@ -529,6 +537,55 @@ fn score_rowid(
     Ok(score_doc(scorer, corpus, terms, filter, &doc))
 }
 
+/// Whether at most `cap` indexed rows (rows with a search rowid) are visible through `plan` (of `memory_type` when
+/// given); reads at most `cap + 1` entries of the search-rowid index.
+fn visible_rows_at_most(
+    tx: &Transaction<'_>,
+    plan: &Scan,
+    vis: &Visibility,
+    memory_type: Option<MemoryType>,
+    cap: usize,
+) -> rusqlite::Result<bool> {
+    let over = i64::try_from(cap).unwrap_or(i64::MAX).saturating_add(1);
+    let count = |sql: &str, params: Vec<Value>| -> rusqlite::Result<i64> {
+        tx.prepare_cached(sql)?
+            .query_row(params_from_iter(params), |r| r.get::<_, i64>(0))
+    };
+    let seen = match plan {
+        Scan::Everything => count(
+            "SELECT count(*) FROM (SELECT 1 FROM memory_metadata WHERE search_rowid IS NOT NULL LIMIT ?1)",
+            vec![Value::Integer(over)],
+        )?,
+        Scan::Ranges(ranges) => {
+            let mut seen = 0i64;
+            for (lo, hi) in ranges {
+                seen += count(
+                    "SELECT count(*) FROM (SELECT 1 FROM memory_metadata WHERE search_rowid BETWEEN ?1 AND ?2 LIMIT ?3)",
+                    vec![Value::Integer(*lo), Value::Integer(*hi), Value::Integer(over - seen)],
+                )?;
+                if seen >= over {
+                    break;
+                }
+            }
+            seen
+        }
+        Scan::Join => {
+            let mut params = Vec::new();
+            let vis_sql = vis.sql(&mut params);
+            let ty = type_clause(memory_type, &mut params);
+            params.push(Value::Integer(over));
+            count(
+                &format!(
+                    "SELECT count(*) FROM (SELECT 1 FROM memory_metadata m
+                     WHERE m.search_rowid IS NOT NULL AND {vis_sql}{ty} LIMIT ?)"
+                ),
+                params,
+            )?
+        }
+    };
+    Ok(seen < over)
+}
+
 /// Where the steps of a [`PoolBudget`] read their candidates: one backend's lexical index (FTS5 here, the
 /// postings table of the PostgreSQL backend). [`pool_top`] runs the steps over it, so the pool algorithm exists once
 /// for both backends.
@@ -547,6 +604,22 @@ pub trait CandidateSource {
         every: bool,
         newest: Option<usize>,
     ) -> std::result::Result<Vec<(i64, f64)>, Self::Error>;
+
+    /// Step 0: whether at most `cap` indexed rows are visible. By default `false` (the step is skipped).
+    ///
+    /// Errors: the backend's.
+    fn visible_at_most(&mut self, cap: usize) -> std::result::Result<bool, Self::Error> {
+        let _ = cap;
+        Ok(false)
+    }
+
+    /// Step 0: every visible row holding any of `terms` in its own text, scored as
+    /// [`CandidateSource::candidates`] scores (by default exactly `candidates(terms, false, None)`).
+    ///
+    /// Errors: the backend's.
+    fn every_match(&mut self, terms: &[&QueryTerm]) -> std::result::Result<Vec<(i64, f64)>, Self::Error> {
+        self.candidates(terms, false, None)
+    }
 
     /// Step 4: push onto `found` about `k` of the newest rows holding any of `remaining` whose search rowid `seen`
     /// does not hold, scored as [`CandidateSource::candidates`] scores. By default the `k` newest candidates.
@@ -569,7 +642,7 @@ pub trait CandidateSource {
 }
 
 /// The best `limit` `(search_rowid, score)` pairs of `terms`, best first (ties by search rowid), read from `source`
-/// within `pool` ([`PoolBudget`]'s four steps).
+/// within `pool` ([`PoolBudget`]'s steps).
 ///
 /// A row holding none of the terms that generated candidates in its own text gets at most the sum of
 /// [`LexicalScorer::term_bound`] over the other terms from them; once the `limit`-th candidate scores above that, no
@@ -591,6 +664,13 @@ pub fn pool_top<S: CandidateSource + ?Sized>(
 ) -> std::result::Result<Vec<(i64, f64)>, S::Error> {
     let mut by_df: Vec<&QueryTerm> = terms.iter().collect();
     by_df.sort_by(|a, b| a.df.cmp(&b.df).then_with(|| a.term.cmp(&b.term)));
+    // Step 0: a small visibility is read whole (every visible row holding a term): exact.
+    if pool.exact_visible_rows > 0 && source.visible_at_most(pool.exact_visible_rows)? {
+        let mut found = source.every_match(&by_df)?;
+        found.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        found.truncate(limit);
+        return Ok(found);
+    }
     // Step 1: the rarest terms.
     let mut split = 0;
     let mut budget = 0;
@@ -681,6 +761,34 @@ impl CandidateSource for FtsCandidates<'_, '_> {
             expr,
             newest,
         )
+    }
+
+    fn visible_at_most(&mut self, cap: usize) -> rusqlite::Result<bool> {
+        visible_rows_at_most(self.tx, self.plan, self.vis, self.memory_type, cap)
+    }
+
+    /// The visible rows read in rowid order (at most `exact_visible_rows` of them): cheaper than merging the
+    /// frequent terms' doclists, and the same rows (test `a_small_visibility_gets_the_exact_pool`); a joined
+    /// visibility asks FTS5.
+    fn every_match(&mut self, terms: &[&QueryTerm]) -> rusqlite::Result<Vec<Scored>> {
+        if matches!(self.plan, Scan::Join) {
+            return self.candidates(terms, false, None);
+        }
+        let filter = TermFilter::new(self.terms);
+        let every = Frequent::new(terms);
+        let none = std::collections::HashSet::new();
+        let walk = RecentWalk {
+            scorer: self.scorer,
+            corpus: self.corpus,
+            terms: self.terms,
+            filter: &filter,
+            frequent: &every,
+            seen: &none,
+            max_rows: usize::MAX,
+        };
+        let mut found = Vec::new();
+        walk.run(self.tx, self.plan, usize::MAX, &mut found)?;
+        Ok(found)
     }
 
     /// The stored rows are read newest first (a walk whose cost does not grow with the postings of frequent
@@ -1020,6 +1128,41 @@ mod tests {
         .expect("pool")
     }
 
+    /// Step 0: a visibility of at most `exact_visible_rows` indexed rows gets the exact pool whatever the other steps'
+    /// budget (here none: no rare-term candidates, no every-term step), for every visibility shape and memory type;
+    /// a visibility of more rows runs the steps exactly as without step 0.
+    #[test]
+    fn a_small_visibility_gets_the_exact_pool() {
+        let (_dir, ix, visibilities, queries) = pool_corpus();
+        let scorer = cao_rank::Bm25::DEFAULT;
+        let mut missed = 0;
+        for vis in &visibilities {
+            for ty in [None, Some(MemoryType::User)] {
+                for q in queries {
+                    for limit in [1, 4, 50] {
+                        let steps = fixed_budget(0, 0);
+                        let exact = PoolBudget {
+                            exact_visible_rows: 300,
+                            ..steps
+                        };
+                        let too_small = PoolBudget {
+                            exact_visible_rows: 2,
+                            ..steps
+                        };
+                        let want = exact_top(&ix, vis, ty, &scorer, q, limit);
+                        let run = |pool: PoolBudget| pool_top(&ix, vis, ty, &scorer, q, limit, pool, RECENT_WALK);
+                        assert_eq!(run(exact), want, "query {q:?} type {ty:?} limit {limit}");
+                        let bounded = run(steps);
+                        assert_eq!(run(too_small), bounded, "query {q:?} type {ty:?} limit {limit}");
+                        missed += usize::from(bounded != want);
+                    }
+                }
+            }
+        }
+        // Without step 0 this budget misses rows somewhere, so the equality above is step 0's doing.
+        assert!(missed > 0);
+    }
+
     /// The recent fill read from the stored rows ([`RecentWalk`]) answers exactly what FTS5's index answers
     /// (`preselect_recent`): for every visibility shape (everything, one partition, several, a memory type), with the
     /// walk ending early, handing over to FTS5 part way, or not walking at all.
@@ -1036,6 +1179,7 @@ mod tests {
                                 rare_candidates: rare,
                                 widened_candidates: rare,
                                 every_term_rows: 0,
+                                exact_visible_rows: 0,
                             };
                             let run = |walk: usize| pool_top(&ix, vis, ty, &scorer, q, limit, pool, walk);
                             let by_fts = run(0);
@@ -1126,6 +1270,7 @@ mod tests {
                                     rare_candidates: rare,
                                     widened_candidates: u64::MAX,
                                     every_term_rows: 0,
+                                    exact_visible_rows: 0,
                                 };
                                 let got = pool_top(&ix, vis, ty, &scorer, q, limit, pool, RECENT_WALK);
                                 assert_eq!(
@@ -1168,12 +1313,14 @@ mod tests {
         (dir, ix)
     }
 
-    /// A budget of `rare` rows through the rarest terms, no widening, and `every_term_rows` rows in step 3.
+    /// A budget of `rare` rows through the rarest terms, no widening, and `every_term_rows` rows in step 3 (no
+    /// exact step, so the steps run on the small test corpora).
     fn fixed_budget(rare: u64, every_term_rows: usize) -> PoolBudget {
         PoolBudget {
             rare_candidates: rare,
             widened_candidates: rare,
             every_term_rows,
+            exact_visible_rows: 0,
         }
     }
 

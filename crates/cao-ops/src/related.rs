@@ -51,6 +51,7 @@ pub const RELATED_BUDGET: cao_store::PoolBudget = cao_store::PoolBudget {
     rare_candidates: 200,
     widened_candidates: 200,
     every_term_rows: 0,
+    exact_visible_rows: 0,
 };
 
 /// English function words (articles, pronouns, auxiliaries, prepositions, conjunctions): never query terms.

@@ -357,6 +357,7 @@ fn check(
             rare_candidates: 1,
             widened_candidates: 1,
             every_term_rows: 0,
+            exact_visible_rows: 0,
         },
     ] {
         for limit in [2, 1000] {

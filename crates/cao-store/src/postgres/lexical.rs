@@ -140,6 +140,22 @@ fn candidates(
     Ok(out)
 }
 
+/// Whether at most `cap` indexed rows are visible in `scope` (reads at most `cap + 1` of them).
+fn visible_rows_at_most(sql: &mut Sql<'_>, scope: &Scope<'_>, cap: usize) -> Result<bool> {
+    let mut args = Args::default();
+    let cond = scope.condition(&mut args);
+    let over = i64::try_from(cap).unwrap_or(i64::MAX).saturating_add(1);
+    let lim = args.push(over);
+    let text = format!(
+        "SELECT count(*) FROM (SELECT 1 FROM cao_search_docs d
+         JOIN memory_metadata m ON m.search_rowid = d.search_rowid
+         WHERE true{cond} LIMIT {lim}) x"
+    );
+    let r = sql.one(&text, &args.refs())?;
+    let seen: i64 = col(&r, 0)?;
+    Ok(seen < over)
+}
+
 /// The postings-table candidates of one pool read (cao-index's [`pool_top`] runs the steps over them; step 4 is the
 /// trait's default, the newest candidates).
 struct Postings<'s, 'c> {
@@ -164,6 +180,10 @@ impl CandidateSource for Postings<'_, '_> {
             every,
             newest,
         )
+    }
+
+    fn visible_at_most(&mut self, cap: usize) -> Result<bool> {
+        visible_rows_at_most(self.sql, self.scope, cap)
     }
 }
 
