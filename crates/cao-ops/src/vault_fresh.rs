@@ -35,9 +35,7 @@ pub struct VaultSource {
 /// the indexed ones of `note`.
 pub fn freshness_of(note: &VaultNoteRow, current: Option<(u64, i64)>) -> IndexFreshness {
     match current {
-        Some((size, mtime_ns))
-            if note.note.size_bytes == Some(size) && note.note.mtime_ns == Some(mtime_ns) =>
-        {
+        Some((size, mtime_ns)) if note.note.size_bytes == Some(size) && note.note.mtime_ns == Some(mtime_ns) => {
             IndexFreshness::Fresh
         }
         _ => IndexFreshness::Stale,
