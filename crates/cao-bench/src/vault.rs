@@ -54,6 +54,10 @@ fn body(texts: &[String], i: usize) -> String {
 }
 
 /// Write the vault of `n` notes under `root` (module docs) and the managed folder.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the vault is written as a person's editor writes it (plain files), not through this tool's file module"
+)]
 fn generate(root: &Path, n: usize, texts: &[String]) -> Result<()> {
     std::fs::create_dir_all(root.join("Notes/_cao"))?;
     for i in 0..n {
@@ -74,6 +78,10 @@ fn generate(root: &Path, n: usize, texts: &[String]) -> Result<()> {
 
 /// A home whose `settings.json` maps `root`'s `Notes` folder to the global scope (`Notes/_cao` is the managed
 /// folder), opened as a service.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the home's settings are benchmark input, written as a plain file"
+)]
 fn vault_home(home: &Path, root: &Path, n: usize) -> Result<MemoryService> {
     std::fs::create_dir_all(home)?;
     let settings = serde_json::json!({"memory": {"vault": {"enabled": true, "vaults": [{
@@ -86,6 +94,10 @@ fn vault_home(home: &Path, root: &Path, n: usize) -> Result<MemoryService> {
 }
 
 /// A home holding the same `n` texts as native global memories (one OKF bundle import).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the OKF bundle to import and the home's settings are benchmark input, written as plain files"
+)]
 fn native_home(dir: &Path, n: usize, texts: &[String]) -> Result<MemoryService> {
     use cao_core::{Key, MemoryType};
     use cao_memory::{ConflictPolicy, ImportRequest, NoProgress};
