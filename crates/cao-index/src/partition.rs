@@ -6,7 +6,7 @@
 //! type in [`MemoryType::ALL`] and `seq` (1 ..= 2^32 - 1) is allocated as the slot's largest + 1. The rows of one
 //! `(scope, scope_id)` therefore occupy one contiguous range, and one memory type of it a contiguous sub-range.
 //!
-//! Vault rows (`source_kind = 'vault'`) have partitions of their own ([`find_vault`], [`ensure_vault`]): their
+//! Vault rows (`source_kind = 'vault'`) have partitions of their own (`find_vault`, `ensure_vault`): their
 //! `scope_id_key` is the native one prefixed with `v`, so a vault-bound scope's rows and the native rows of the same
 //! scope and scope id never share a range.
 
