@@ -2,8 +2,9 @@
 `cao memory vault reconcile --apply`, recalled by an agent over MCP (stdio) with each note's vault path, an agent's
 store written to the managed folder and recalled, read and searched at once, forget keeping the file, the context
 block carrying only `inject: true` mappings, a note edited while cao-server runs recalled with its new text
-without any command (within the server's one-second walk interval), a migrated key stored through the vault (the receipt exempts the kept native copy), the store
-and recall payloads' source path and freshness, and vault notes in the web UI (Chromium) and the inspector (tmux)."""
+without any command (within the server's one-second walk interval), a migrated key stored through the vault (the
+receipt exempts the kept native copy), the store and recall payloads' source path and freshness, and vault notes
+in the web UI (Chromium) and the inspector (tmux)."""
 
 from __future__ import annotations
 
