@@ -304,7 +304,8 @@ mod tests {
     #[test]
     fn a_scope_id_too_long_for_a_directory_is_the_callers_error() {
         let long = "s".repeat(300);
-        let err = cao_wiki::layout::validate_scope_id(Scope::Session, Some(&long)).unwrap_err();
+        let err = cao_wiki::layout::validate_scope_id(Scope::Session, Some(&long))
+            .expect_err("300 characters is no directory name");
         let err = MemoryError::Wiki(err);
         assert_eq!(err.code(), ErrorCode::InvalidArgument);
         assert!(err.is_client_error());
