@@ -2,8 +2,9 @@
 `cao memory vault reconcile --apply`, recalled by an agent over MCP (stdio) with each note's vault path, an agent's
 store written to the managed folder and recalled, read and searched at once, forget keeping the file, the context
 block carrying only `inject: true` mappings, a note edited while cao-server runs recalled with its new text
-without any command, a migrated key stored through the vault (the receipt exempts the kept native copy), the store
-and recall payloads' source path and freshness, and vault notes in the web UI (Chromium) and the inspector (tmux)."""
+without any command (within the server's one-second walk interval), a migrated key stored through the vault (the
+receipt exempts the kept native copy), the store and recall payloads' source path and freshness, and vault notes
+in the web UI (Chromium) and the inspector (tmux)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import unicodedata
 
 import httpx
 import pytest
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 
 import _flow
@@ -136,7 +138,10 @@ def test_a_note_edited_while_the_server_runs_is_recalled_fresh(ws: Workspace) ->
         assert recall("canary") == []
         time.sleep(0.05)  # a distinct change time on coarse clocks
         (root / "Notes" / "deploy.md").write_text("# Deploy\n\nWe now deploy with canary releases.\n")
-        got = recall("canary")
+        # cao-server walks the vault at most once a second: the edit is recalled within that bound, no command run.
+        deadline = time.monotonic() + 5
+        while not (got := recall("canary")) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert [(m["source_path"], m["content"]) for m in got] == [
             ("Notes/deploy.md", "We now deploy with canary releases.")
         ], got
@@ -300,9 +305,18 @@ def test_the_web_ui_shows_vault_notes_with_their_path_and_freshness(browser, ws:
         assert_page(drv, "vault-memory-stale")
         assert drv.find_element(By.CSS_SELECTOR, "[data-freshness]").get_attribute("data-freshness") == "stale"
 
-        # A search (a recall) picks the edit up; the page is fresh again with the new text.
-        drv.get(f"{srv.url}/ui/memories?q=canary&scope=project&scope_id={PROJECT}&mode=metadata")
-        wait_for(drv, "table.memories code[data-source-path]")
+        # A search (a recall) picks the edit up (the server walks the vault at most once a second, so search again
+        # until it has); the page is fresh again with the new text.
+        deadline = time.monotonic() + 5
+        while True:
+            drv.get(f"{srv.url}/ui/memories?q=canary&scope=project&scope_id={PROJECT}&mode=metadata")
+            try:
+                wait_for(drv, "table.memories code[data-source-path]", timeout=1)
+                break
+            except TimeoutException:
+                pass
+            assert time.monotonic() < deadline, "the edit was not picked up by a search within 5 s"
+            time.sleep(0.2)
         drv.get(page)
         wait_for(drv, "[data-freshness]")
         assert drv.find_element(By.CSS_SELECTOR, "[data-freshness]").get_attribute("data-freshness") == "fresh"

@@ -11,6 +11,10 @@
 //! - `vault_finding`: the findings of the last applied run, folded per `(path, code, severity)`.
 //! - `vault_recall_counter`: durable counters (`path_escapes_root`, `recall_body_truncated`, ...).
 //! - `vault_migration_receipt`: native memories moved into the managed folder (`cao memory vault migrate`).
+//! - `vault_projection` (ours): one random token per vault, replaced in the same transaction as every write of
+//!   the vault's note rows ([`Index::vault_apply`], [`Index::vault_forget`]), so a reader that remembers the token
+//!   knows, with one row read, whether any process changed the projection since ([`Index::vault_projection_token`]).
+//!   A database recreated from scratch holds no token, so a remembered one never matches it.
 //!
 //! A reconcile is applied by [`Index::vault_apply`] in one transaction: the note, exclusion, alias and finding rows
 //! are replaced with the plan's; vault metadata rows are updated only where they changed (their search entries are
@@ -104,6 +108,10 @@ CREATE TABLE IF NOT EXISTS vault_migration_receipt (
     status VARCHAR NOT NULL,
     created_at DATETIME,
     updated_at DATETIME
+);
+CREATE TABLE IF NOT EXISTS vault_projection (
+    vault_id VARCHAR NOT NULL PRIMARY KEY,
+    token VARCHAR NOT NULL
 );
 ";
 
@@ -608,8 +616,18 @@ fn apply_edges(tx: &Connection, wanted: &[VaultEdge], now: &str, out: &mut Vault
     Ok(())
 }
 
+/// Replace the projection token of `vault_id` with a fresh random one (module documentation).
+fn bump_projection(tx: &Transaction<'_>, vault_id: &str) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO vault_projection (vault_id, token) VALUES (?1, lower(hex(randomblob(16))))",
+    )?
+    .execute([vault_id])?;
+    Ok(())
+}
+
 fn vault_apply_in(tx: &Transaction<'_>, vault_id: &str, plan: &VaultApply, now: DateTime<Utc>) -> Result<VaultApplied> {
     let now_text = format_db_ts(now);
+    bump_projection(tx, vault_id)?;
     let mut out = VaultApplied::default();
     // Vault metadata rows: every stored one not in the plan goes (with a rebuild, every stored one).
     let stored: Vec<(String, Option<i64>)> = tx
@@ -888,6 +906,7 @@ impl Index {
     ) -> Result<VaultForgotten> {
         self.write(|tx| {
             let now_text = format_db_ts(now);
+            bump_projection(tx, vault_id)?;
             upsert_exclusion(tx, vault_id, exclusion, &now_text)?;
             tx.prepare_cached("UPDATE vault_note SET status = 'excluded' WHERE vault_id = ?1 AND note_uid = ?2")?
                 .execute(params![vault_id, note_uid])?;
@@ -1021,6 +1040,18 @@ impl Index {
                     .execute(params![id, status.as_str(), now])?;
             }
             Ok(n > 0)
+        })
+    }
+
+    /// The projection token of `vault_id` (module documentation): a random text replaced by every write of the
+    /// vault's note rows; `None` before the first one (or in a database written by a build without tokens).
+    /// Errors: [`IndexError::Sqlite`] / [`IndexError::Pool`].
+    pub fn vault_projection_token(&self, vault_id: &str) -> Result<Option<String>> {
+        self.read(|tx| {
+            Ok(tx
+                .prepare_cached("SELECT token FROM vault_projection WHERE vault_id = ?1")?
+                .query_row([vault_id], |r| r.get(0))
+                .optional()?)
         })
     }
 

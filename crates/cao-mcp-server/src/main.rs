@@ -113,6 +113,8 @@ async fn run(no_view: bool) -> anyhow::Result<()> {
     tracing::info!(home = %home.root().display(), "cao-mcp-server starting");
     cao_memory::sweep_at_startup(&home);
     let svc = ServiceHandle::lazy(home);
+    // A long-running process: reads walk the vault at most once per interval (README "Using an Obsidian vault").
+    svc.set_vault_walk_interval(Some(cao_memory::vault::DEFAULT_WALK_INTERVAL));
     let flush = FlushSignal::new();
     let stop = CancellationToken::new();
     let flusher = tokio::spawn(run_index_flusher(

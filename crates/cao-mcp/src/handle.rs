@@ -18,6 +18,8 @@ pub struct ServiceHandle {
     cell: Arc<Mutex<Option<MemoryService>>>,
     /// Enable automatic compaction on the service as it is opened (long-running processes); shared by the clones.
     auto_compaction: Arc<AtomicBool>,
+    /// The vault walk interval to set on the service as it is opened ([`ServiceHandle::set_vault_walk_interval`]).
+    vault_walk_interval: Arc<Mutex<Option<std::time::Duration>>>,
 }
 
 impl ServiceHandle {
@@ -27,6 +29,7 @@ impl ServiceHandle {
             home,
             cell: Arc::new(Mutex::new(None)),
             auto_compaction: Arc::new(AtomicBool::new(false)),
+            vault_walk_interval: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -42,12 +45,24 @@ impl ServiceHandle {
         }
     }
 
+    /// Let reads walk the configured vault at most once per `interval` (`MemoryService::set_vault_walk_interval`)
+    /// on the service now if it is open, and as it is opened otherwise, for this handle and every clone. Only
+    /// long-running processes call it.
+    pub fn set_vault_walk_interval(&self, interval: Option<std::time::Duration>) {
+        let cell = self.cell.lock().unwrap_or_else(PoisonError::into_inner);
+        *self.vault_walk_interval.lock().unwrap_or_else(PoisonError::into_inner) = interval;
+        if let Some(svc) = cell.as_ref() {
+            svc.set_vault_walk_interval(interval);
+        }
+    }
+
     /// A handle over an already open service (tests, embedding with fixed settings).
     pub fn open(svc: MemoryService) -> Self {
         Self {
             home: svc.home().clone(),
             cell: Arc::new(Mutex::new(Some(svc))),
             auto_compaction: Arc::new(AtomicBool::new(false)),
+            vault_walk_interval: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -87,6 +102,7 @@ impl ServiceHandle {
         if self.auto_compaction.load(Ordering::SeqCst) {
             svc.auto_compaction().enable();
         }
+        svc.set_vault_walk_interval(*self.vault_walk_interval.lock().unwrap_or_else(PoisonError::into_inner));
         tracing::debug!(home = %self.home.root().display(), "memory service opened");
         *cell = Some(svc.clone());
         Ok(svc)
@@ -110,5 +126,21 @@ mod tests {
         let b = h.clone().get().expect("same service");
         assert_eq!(a.home(), b.home());
         assert!(h.opened().is_some());
+    }
+
+    #[test]
+    fn the_vault_walk_interval_reaches_the_service_opened_later() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let h = ServiceHandle::lazy(CaoHome::new(dir.path().join("home")));
+        let every = std::time::Duration::from_millis(1000);
+        h.set_vault_walk_interval(Some(every));
+        let svc = h.clone().get().expect("open");
+        assert_eq!(svc.storage().vault_walk_interval(), Some(every));
+        h.set_vault_walk_interval(None);
+        assert_eq!(
+            svc.storage().vault_walk_interval(),
+            None,
+            "an open service is changed too"
+        );
     }
 }

@@ -93,6 +93,14 @@ impl MemoryService {
         self.store.set_supersedes_lookup(lookup)
     }
 
+    /// Let this service's reads (and every clone's) walk the mapped folders of the configured vault at most once
+    /// per `interval` (`None`, the default: on every read). Long-running processes (the HTTP server, the MCP stdio
+    /// server) set `cao_ops::vault::DEFAULT_WALK_INTERVAL`: an edited note is then recalled with its new text by
+    /// the first read that starts at least `interval` after the last walk. A one-shot command keeps the default.
+    pub fn set_vault_walk_interval(&self, interval: Option<std::time::Duration>) {
+        self.store.set_vault_walk_interval(interval);
+    }
+
     /// The home this service works on.
     pub fn home(&self) -> &CaoHome {
         self.store.home()

@@ -524,29 +524,82 @@ fn bind_groups_for(
     }
     if bound
         && let Some(vault) = s.active()
-        && let Err(e) = pickup_with(store, &s, vault)
+        && let Err(e) = pickup_with(store, &s, vault, true)
     {
         // The read goes on with the last applied projection.
         tracing::warn!(error = %e, "vault edits could not be picked up");
     }
 }
 
+/// How long a long-running process lets a vault go unwalked between reads: 1000 ms (see
+/// [`cao_store::Store::set_vault_walk_interval`]). An edit is then recalled fresh at the first read that starts at
+/// least this long after the last walk; the payload's `index_freshness` says when a served row is older than its file.
+pub const DEFAULT_WALK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(1000);
+
+/// What one pickup check did ([`pickup_checked`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pickup {
+    /// Nothing: the store has a walk interval ([`cao_store::Store::set_vault_walk_interval`]) and the last walk of
+    /// the vault in this process ended less than that interval ago.
+    Throttled,
+    /// The vault was walked and its listing is the one the last check of this process found equal to the stored
+    /// note rows, and the stored projection token is unchanged since: no stored row was loaded.
+    Remembered,
+    /// The vault was walked and the stored note rows were loaded: they match the listing.
+    Checked,
+    /// The listing differed from the stored note rows: a reconcile was applied.
+    Reconciled,
+}
+
 /// Pick up vault edits before a read: list the vault (a directory walk, no note is read) and, when a note was
 /// added, removed or written since the last applied reconcile (its device, inode or change time differs, or the
-/// set of listed notes does), reconcile with `--apply` semantics. Whether a reconcile ran.
+/// set of listed notes does), reconcile with `--apply` semantics. Whether a reconcile ran. Always walks (the walk
+/// interval of long-running processes applies to the reads' own checks only).
 ///
 /// Errors: as [`reconcile`].
 pub fn pickup(store: &Store) -> Result<bool, MemoryError> {
-    let (s, vault) = configured(store)?;
-    pickup_with(store, &s, &vault)
+    Ok(pickup_checked(store)? == Pickup::Reconciled)
 }
 
-/// [`pickup`] of `vault` under already validated settings `s`.
-fn pickup_with(store: &Store, s: &VaultSettings, vault: &VaultConfig) -> Result<bool, MemoryError> {
+/// [`pickup`], saying what the check did ([`Pickup`]; never [`Pickup::Throttled`]).
+///
+/// Errors: as [`reconcile`].
+pub fn pickup_checked(store: &Store) -> Result<Pickup, MemoryError> {
+    let (s, vault) = configured(store)?;
+    pickup_with(store, &s, &vault, false)
+}
+
+/// [`pickup`] of `vault` under already validated settings `s`; `throttle`: honour the store's walk interval.
+///
+/// The stored note rows are loaded only when the listing's digest or the stored projection token differs from
+/// what this process remembers of its last matching check (`cao_store::vault_pickup`). Sound because the token is
+/// read before the rows and is replaced in the same transaction as every write of the note rows, by any process:
+/// a remembered `(digest, token)` pair was taken when rows at least as new as that token matched a listing with
+/// that digest, so while the token is unchanged the rows are those rows, and an equal digest means equal stamps.
+fn pickup_with(store: &Store, s: &VaultSettings, vault: &VaultConfig, throttle: bool) -> Result<Pickup, MemoryError> {
+    let mut memo = store.vault_pickup_memo(&vault.id);
+    if throttle
+        && let Some(interval) = store.vault_walk_interval()
+        && memo.walked_within(interval, std::time::Instant::now())
+    {
+        return Ok(Pickup::Throttled);
+    }
     let listing = cao_vault::scan::list_vault(vault).map_err(|e| MemoryError::Invalid(e.to_string()))?;
     let listed = listing.stamps();
     drop(listing);
-    let state = store.read()?.vault_state(&vault.id)?;
+    let digest = cao_vault::scan::stamps_digest(&listed);
+    let snapshot = store.read()?;
+    // The token first: rows read after it are at least as new as it (see above).
+    let token = snapshot.vault_projection_token(&vault.id)?;
+    if let (Some((d, t)), Some(now)) = (&memo.matched, &token)
+        && *d == digest
+        && t == now
+    {
+        memo.walked_at = Some(std::time::Instant::now());
+        store.set_vault_pickup_memo(&vault.id, memo);
+        return Ok(Pickup::Remembered);
+    }
+    let state = snapshot.vault_state(&vault.id)?;
     let stored: HashMap<&str, VaultStamp> = state
         .notes
         .iter()
@@ -560,11 +613,18 @@ fn pickup_with(store: &Store, s: &VaultSettings, vault: &VaultConfig) -> Result<
                     && s.ctime_ns == t.ctime_ns
             })
         });
-    if unchanged {
-        return Ok(false);
-    }
-    reconcile_with(store, s, vault, true, false)?;
-    Ok(true)
+    let outcome = if unchanged {
+        memo.matched = token.map(|t| (digest, t));
+        Pickup::Checked
+    } else {
+        reconcile_with(store, s, vault, true, false)?;
+        // The reconcile's own scan may have seen a newer listing than ours: the next check loads the rows once.
+        memo.matched = None;
+        Pickup::Reconciled
+    };
+    memo.walked_at = Some(std::time::Instant::now());
+    store.set_vault_pickup_memo(&vault.id, memo);
+    Ok(outcome)
 }
 
 /// What forgetting a key of a vault-bound scope did (spec/vault-facts.md section 5 "Forget").

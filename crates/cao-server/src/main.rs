@@ -175,6 +175,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // Crash leftovers: temp files of writers that are gone.
     cao_memory::sweep_at_startup(&home);
     let svc = ServiceHandle::lazy(home.clone());
+    // A long-running process: reads walk the vault at most once per interval (README "Using an Obsidian vault").
+    svc.set_vault_walk_interval(Some(cao_memory::vault::DEFAULT_WALK_INTERVAL));
     let shutdown = CancellationToken::new();
     let flush = FlushSignal::new();
     let auth = match (&args.auth_jwks, &args.auth_audience, &args.auth_issuer) {

@@ -42,6 +42,7 @@ pub use postgres::{DatabaseSchema, database_schema};
 mod store;
 mod tables;
 mod types;
+pub mod vault_pickup;
 pub mod visibility;
 
 pub use backend::{

@@ -39,6 +39,10 @@ struct Inner {
     /// The embedding worker of a process that embeds in the background ([`crate::background`]), started on first
     /// use; `None` inside when its thread could not be started.
     worker: OnceLock<Option<Worker>>,
+    /// The vault pickup state of this process, per vault id ([`crate::vault_pickup`]).
+    vault_pickup: Mutex<std::collections::HashMap<String, crate::vault_pickup::VaultPickupMemo>>,
+    /// At most one walk of a vault per this interval ([`Store::set_vault_walk_interval`]); `None` = every read.
+    vault_walk_interval: Mutex<Option<std::time::Duration>>,
     backend: Box<dyn Backend>,
 }
 
@@ -240,6 +244,8 @@ impl Store {
                 supersedes_lookup: OnceLock::new(),
                 embedder: Mutex::new(None),
                 worker: OnceLock::new(),
+                vault_pickup: Mutex::new(std::collections::HashMap::new()),
+                vault_walk_interval: Mutex::new(None),
                 backend,
             }),
         };
@@ -369,6 +375,37 @@ impl Store {
             model: model.model_id().to_owned(),
             pending: model.spawn_one(content),
         })
+    }
+
+    /// What this process remembers about the pickup check of vault `vault_id` ([`crate::vault_pickup`]); the
+    /// default when nothing is.
+    pub fn vault_pickup_memo(&self, vault_id: &str) -> crate::vault_pickup::VaultPickupMemo {
+        self.inner
+            .vault_pickup
+            .lock()
+            .map(|m| m.get(vault_id).cloned().unwrap_or_default())
+            .unwrap_or_default()
+    }
+
+    /// Remember `memo` as the pickup state of vault `vault_id` in this process (shared by every clone).
+    pub fn set_vault_pickup_memo(&self, vault_id: &str, memo: crate::vault_pickup::VaultPickupMemo) {
+        if let Ok(mut m) = self.inner.vault_pickup.lock() {
+            m.insert(vault_id.to_owned(), memo);
+        }
+    }
+
+    /// Let reads walk a vault's mapped folders at most once per `interval` (`None`, the default: on every read).
+    /// Long-running processes set it (an edited note is then recalled fresh within `interval` plus one read); a
+    /// one-shot command keeps the default, so its read sees every edit made before it started.
+    pub fn set_vault_walk_interval(&self, interval: Option<std::time::Duration>) {
+        if let Ok(mut i) = self.inner.vault_walk_interval.lock() {
+            *i = interval;
+        }
+    }
+
+    /// The interval set with [`Store::set_vault_walk_interval`]; `None` = walk on every read.
+    pub fn vault_walk_interval(&self) -> Option<std::time::Duration> {
+        self.inner.vault_walk_interval.lock().ok().and_then(|i| *i)
     }
 
     /// Replace how supersedes state is read. Set at most once; `false` (and nothing changes) when already set.

@@ -216,6 +216,14 @@ pub trait Reads: Send + Sync {
     fn vault_row_count(&self) -> Result<usize> {
         Err(vault_unsupported())
     }
+    /// The projection token of `vault_id`: an opaque text the backend replaces, in the same transaction, with every
+    /// write of the vault's note rows ([`Writes::vault_apply`], [`Writes::vault_forget`]) by any process, so two
+    /// equal tokens mean the stored note rows did not change in between. `None` before the first such write (then
+    /// nothing may be concluded from it).
+    fn vault_projection_token(&self, vault_id: &str) -> Result<Option<String>> {
+        let _ = vault_id;
+        Err(vault_unsupported())
+    }
 }
 
 /// What a write transaction changes besides memory content (memory content goes through the store's content

@@ -248,6 +248,25 @@ impl Listing {
     }
 }
 
+/// SHA-256 (lowercase hex) of a listing's `stamps` ([`Listing::stamps`], sorted by path): each path, a NUL (no
+/// path holds one), then device, inode, size, mtime and ctime as 8 little-endian bytes each. Two listings have the
+/// same digest exactly when their stamps are equal (barring a SHA-256 collision), so a process can remember a
+/// 64-character digest instead of the listing.
+pub fn stamps_digest(stamps: &[(String, NoteStamp)]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for (path, s) in stamps {
+        h.update(path.as_bytes());
+        h.update([0u8]);
+        h.update(s.dev.to_le_bytes());
+        h.update(s.ino.to_le_bytes());
+        h.update(s.size.to_le_bytes());
+        h.update(s.mtime_ns.to_le_bytes());
+        h.update(s.ctime_ns.to_le_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Walk the indexed mapping folders of a vault without reading any note.
 ///
 /// Errors: [`RootError`] when the root cannot be opened as a directory without following a link.
@@ -790,5 +809,39 @@ fn examine(row: &mut ScannedNote, bytes: &[u8], stamp: NoteStamp, vault: &VaultC
             link_findings,
             words: cao_core::text::split_words(&text).count() as u64,
         });
+    }
+}
+
+#[cfg(test)]
+mod digest_tests {
+    use super::*;
+
+    fn stamp(ino: u64, ctime_ns: i64) -> NoteStamp {
+        NoteStamp {
+            dev: 1,
+            ino,
+            size: 10,
+            mtime_ns: ctime_ns,
+            ctime_ns,
+        }
+    }
+
+    #[test]
+    fn the_digest_changes_with_any_path_or_stamp() {
+        let base = vec![("a.md".to_owned(), stamp(1, 5)), ("b.md".to_owned(), stamp(2, 5))];
+        let d = stamps_digest(&base);
+        assert_eq!(d.len(), 64);
+        assert_eq!(d, stamps_digest(&base.clone()), "deterministic");
+        let mut edited = base.clone();
+        edited[1].1.ctime_ns = 6;
+        let mut renamed = base.clone();
+        renamed[0].0 = "c.md".to_owned();
+        let removed = base[..1].to_vec();
+        let mut replaced = base.clone();
+        replaced[0].1.ino = 3;
+        for other in [edited, renamed, removed, replaced] {
+            assert_ne!(d, stamps_digest(&other), "{other:?}");
+        }
+        assert_ne!(stamps_digest(&[]), d);
     }
 }

@@ -40,6 +40,7 @@ mod retention;
 mod storage_faults;
 mod store_copy;
 mod vault;
+mod vault_pickup;
 
 /// Every audit line of `svc`'s store, days in order, oldest first (each with its `\n`): the home's daily files, or
 /// the audit table of a PostgreSQL store.

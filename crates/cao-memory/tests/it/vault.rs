@@ -5,21 +5,21 @@ use cao_core::{CaoHome, TerminalContext};
 use cao_memory::{MemoryService, RecallArgs, StoreArgs};
 use std::path::{Path, PathBuf};
 
-struct Vault {
+pub(crate) struct Vault {
     _dir: tempfile::TempDir,
-    home: PathBuf,
-    root: PathBuf,
-    svc: MemoryService,
-    ctx: TerminalContext,
+    pub(crate) home: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) svc: MemoryService,
+    pub(crate) ctx: TerminalContext,
 }
 
-fn write(root: &Path, rel: &str, text: &str) {
+pub(crate) fn write(root: &Path, rel: &str, text: &str) {
     let p = root.join(rel);
     std::fs::create_dir_all(p.parent().expect("parent")).expect("folder");
     std::fs::write(p, text).expect("note");
 }
 
-fn vault() -> Vault {
+pub(crate) fn vault() -> Vault {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");
     let root = dir.path().join("vault");
@@ -55,7 +55,7 @@ fn vault() -> Vault {
     }
 }
 
-fn recall(v: &Vault, query: &str) -> Vec<(String, String, Option<String>)> {
+pub(crate) fn recall(v: &Vault, query: &str) -> Vec<(String, String, Option<String>)> {
     v.svc
         .recall(
             &v.ctx,

@@ -264,6 +264,10 @@ impl Reads for Index {
     fn vault_row_count(&self) -> Result<usize> {
         Ok(Index::vault_row_count(self)?)
     }
+
+    fn vault_projection_token(&self, vault_id: &str) -> Result<Option<String>> {
+        Ok(Index::vault_projection_token(self, vault_id)?)
+    }
 }
 
 impl Writes for Index {
