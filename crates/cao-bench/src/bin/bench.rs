@@ -1,8 +1,9 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
 //! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--model DIR]
-//! [--only okf|journal|learning|ui|lint|dense|firstopen|vault] [--database-url URL]`. With `--database-url` only the
-//! PostgreSQL rows run (module `pg`: store, recall, context block, HTTP load through one and two replicas). Prints one
+//! [--only okf|journal|learning|ui|lint|dense|firstopen|vault] [--database-url URL] [--keep-home DIR]`. With
+//! `--database-url` only the PostgreSQL rows run (module `pg`: store, recall, context block, HTTP load through one
+//! and two replicas). Prints one
 //! table row per (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair,
 //! hybrid/relevance included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo
 //! questions; lint and the heal dry run (no model) go over the whole corpus (`--only lint`: the store fill and
@@ -18,9 +19,10 @@
 //! `cao-server` (goal: p95 under 100 ms at 100,000 memories); `--only ui` runs the store fill and these alone. The first-open rows (issue 31) time the
 //! first and second `cao memory list` process (release `cao` next to this binary) on a home the Python reference
 //! wrote (its topic files, lock files and `index.md`, with and without its index database); `--only firstopen` runs
-//! just those. The vault rows (`--only vault`, issue 29): reconcile of a generated vault of `size` notes, its
-//! rescan unchanged, and recall over the vault-bound scope against the same texts as native memories
-//! (`cao_bench::vault`).
+//! just those; with `--keep-home DIR` it only writes those homes, untimed, under `DIR/<size>-db` and
+//! `DIR/<size>-files` and keeps them (to profile a first open on copies of them). The vault rows (`--only vault`,
+//! issue 29): reconcile of a generated vault of `size` notes, its rescan unchanged, and recall over the vault-bound
+//! scope against the same texts as native memories (`cao_bench::vault`).
 //!
 //! Dense rows (docs/decisions/0011-dense-recall.md), with `--model DIR` (an embedding model directory: config.json,
 //! tokenizer.json, model.safetensors; `cargo xtask bench` turns `CAO_EMBED_MODEL` into this flag, and the variable
@@ -66,6 +68,8 @@ struct Args {
     only_firstopen: bool,
     /// Only the Obsidian vault rows (`--only vault`).
     only_vault: bool,
+    /// With `--only firstopen`: write the reference-written homes here and keep them, untimed (`--keep-home DIR`).
+    keep_home: Option<std::path::PathBuf>,
     /// The embedding model directory of the dense rows (`--model DIR`).
     model: Option<std::path::PathBuf>,
     /// Child mode: measure the model's memory in this fresh process and exit (`--model-rss DIR`).
@@ -87,6 +91,7 @@ fn args() -> Result<Args> {
         only_dense: false,
         only_firstopen: false,
         only_vault: false,
+        keep_home: None,
         model: None,
         model_rss: None,
         database_url: None,
@@ -108,6 +113,7 @@ fn args() -> Result<Args> {
             "--only" if v == "vault" => a.only_vault = true,
             "--model" => a.model = Some(std::path::absolute(&v)?),
             "--model-rss" => a.model_rss = Some(v.into()),
+            "--keep-home" => a.keep_home = Some(v.into()),
             "--database-url" => a.database_url = Some(v),
             other => anyhow::bail!("unknown flag {other}"),
         }
@@ -204,6 +210,10 @@ fn main() -> Result<()> {
     }
     if args.only_firstopen {
         for &size in &args.sizes {
+            if let Some(dir) = &args.keep_home {
+                keep_reference_homes(dir, size, &turns)?;
+                continue;
+            }
             first_open_reference(size, &turns)?;
         }
         return Ok(());
@@ -711,6 +721,24 @@ fn write_reference_home(root: &std::path::Path, size: usize, turns: &[String], w
             ),
         )?;
         std::fs::File::create(wiki.join(".index.lock"))?;
+    }
+    Ok(())
+}
+
+/// `--only firstopen --keep-home DIR`: the two homes [`first_open_reference`] times, written under `DIR/<size>-db`
+/// (with the reference's database) and `DIR/<size>-files` (without) and kept, so a first open can be profiled on
+/// fresh copies of them. Refuses a directory that already exists.
+fn keep_reference_homes(dir: &std::path::Path, size: usize, turns: &[String]) -> Result<()> {
+    for (with_index, name) in [(true, "db"), (false, "files")] {
+        let root = dir.join(format!("{size}-{name}"));
+        anyhow::ensure!(!root.exists(), "{} exists already", root.display());
+        let t = Instant::now();
+        write_reference_home(&root, size, turns, with_index)?;
+        eprintln!(
+            "[{size}] reference-written home in {} ({:.1}s)",
+            root.display(),
+            t.elapsed().as_secs_f64()
+        );
     }
     Ok(())
 }
