@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
 //! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--model DIR]
-//! [--only okf|journal|learning|ui|lint|dense|firstopen|vault] [--database-url URL]`. With `--database-url` only the
+//! [--only okf|journal|learning|ui|lint|dense|firstopen|vault|mcp] [--database-url URL]`. With `--database-url` only the
 //! PostgreSQL rows run (module `pg`: store, recall, context block, HTTP load through one and two replicas). Prints one
 //! table row per (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair,
 //! hybrid/relevance included) and the explain report (`MemoryService::explain`, limit 10) ask the same LoCoMo
@@ -20,7 +20,10 @@
 //! wrote (its topic files, lock files and `index.md`, with and without its index database); `--only firstopen` runs
 //! just those. The vault rows (`--only vault`, issue 29): reconcile of a generated vault of `size` notes, its
 //! rescan unchanged, and recall over the vault-bound scope against the same texts as native memories
-//! (`cao_bench::vault`).
+//! (`cao_bench::vault`). The MCP rows (`--only mcp`, issue 33): store, recall, start-up and the first call through
+//! the release `cao-mcp-server` next to this binary over stdio with rmcp's client, on the LoCoMo turns (`min(size,
+//! turns)` stored; with `--model DIR` also with the model configured, after the vectors are stored;
+//! `cao_bench::mcp`).
 //!
 //! Dense rows (docs/decisions/0011-dense-recall.md), with `--model DIR` (an embedding model directory: config.json,
 //! tokenizer.json, model.safetensors; `cargo xtask bench` turns `CAO_EMBED_MODEL` into this flag, and the variable
@@ -66,6 +69,8 @@ struct Args {
     only_firstopen: bool,
     /// Only the Obsidian vault rows (`--only vault`).
     only_vault: bool,
+    /// Only the rows through a `cao-mcp-server` process (`--only mcp`).
+    only_mcp: bool,
     /// The embedding model directory of the dense rows (`--model DIR`).
     model: Option<std::path::PathBuf>,
     /// Child mode: measure the model's memory in this fresh process and exit (`--model-rss DIR`).
@@ -87,6 +92,7 @@ fn args() -> Result<Args> {
         only_dense: false,
         only_firstopen: false,
         only_vault: false,
+        only_mcp: false,
         model: None,
         model_rss: None,
         database_url: None,
@@ -106,6 +112,7 @@ fn args() -> Result<Args> {
             "--only" if v == "dense" => a.only_dense = true,
             "--only" if v == "firstopen" => a.only_firstopen = true,
             "--only" if v == "vault" => a.only_vault = true,
+            "--only" if v == "mcp" => a.only_mcp = true,
             "--model" => a.model = Some(std::path::absolute(&v)?),
             "--model-rss" => a.model_rss = Some(v.into()),
             "--database-url" => a.database_url = Some(v),
@@ -184,8 +191,13 @@ fn main() -> Result<()> {
     let store_one = |i: usize| store_via(&svc, i);
     println!("| memories | operation | p50 ms | p95 ms | p99 ms | n |");
     println!("|---:|---|---:|---:|---:|---:|");
-    let only_other =
-        args.only_okf || args.only_journal || args.only_learning || args.only_ui || args.only_lint || args.only_vault;
+    let only_other = args.only_okf
+        || args.only_journal
+        || args.only_learning
+        || args.only_ui
+        || args.only_lint
+        || args.only_vault
+        || args.only_mcp;
     let dense = match &args.model {
         Some(dir) if !only_other => Some(Dense::open(dir, &home, &questions, args.queries)?),
         _ => None,
@@ -205,6 +217,32 @@ fn main() -> Result<()> {
     if args.only_firstopen {
         for &size in &args.sizes {
             first_open_reference(size, &turns)?;
+        }
+        return Ok(());
+    }
+    if args.only_mcp {
+        let exe = std::env::current_exe()?;
+        let server = exe
+            .parent()
+            .map(|d| d.join("cao-mcp-server"))
+            .filter(|p| p.exists())
+            .context("--only mcp needs the release cao-mcp-server next to this binary (cargo build --release)")?;
+        for &size in &args.sizes {
+            let counts = (size.min(turns.len()), args.queries, 20);
+            let dir = tempfile::tempdir()?;
+            cao_bench::mcp::print(&cao_bench::mcp::measure(
+                &server,
+                dir.path(),
+                None,
+                &turns,
+                &questions,
+                counts,
+            )?);
+            if let Some(model) = &args.model {
+                let dir = tempfile::tempdir()?;
+                let b = cao_bench::mcp::measure(&server, dir.path(), Some(model), &turns, &questions, counts)?;
+                cao_bench::mcp::print(&b);
+            }
         }
         return Ok(());
     }
