@@ -4,9 +4,11 @@
 //!   `cao_testkit::locomo`, shared with the tests.
 //! - [`Stats`] summarises latency samples (nearest-rank percentiles in milliseconds).
 //! - [`vault`] measures the Obsidian vault (`bench --only vault`): reconcile, rescan, recall against native.
+//! - [`mcp`] measures latency through a real `cao-mcp-server` over stdio (`bench --only mcp`).
 
 use std::time::Duration;
 
+pub mod mcp;
 pub mod vault;
 
 /// Latency samples of one measured operation.

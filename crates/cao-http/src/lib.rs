@@ -255,8 +255,9 @@ pub struct HealthBody {
     /// Whether memory is enabled (fail-open reading of the settings).
     pub memory_enabled: bool,
     /// The store: `ok` (the database this server opened is still the home's and answers a query, and the memory
-    /// directory exists), `not_open` (no call has opened the store yet; nothing to check) or `unusable` (the
-    /// database deleted or replaced under the running server or failing, or the memory directory gone).
+    /// directory exists), `not_open` (a home of files no call has opened yet; nothing to check) or `unusable` (the
+    /// database deleted or replaced under the running server or failing, the memory directory gone, or a shared
+    /// database that cannot be reached or logged in to).
     pub index: String,
     /// For a degraded store: what is wrong and what to do.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -292,10 +293,12 @@ async fn openapi_json(State(doc): State<Arc<utoipa::openapi::OpenApi>>) -> Json<
 #[allow(dead_code)] // documentation only: the route is the rmcp service
 fn mcp_doc() {}
 
-/// `GET /health`. `memory_enabled` reads the settings like every call does (fail-open); the store is checked
-/// only when a call has opened it (a health check never creates it), with [`cao_memory::MemoryService::health`]:
-/// the database file must still be the one the server opened and answer a query, and the memory directory must
-/// exist.
+/// `GET /health`. `memory_enabled` reads the settings like every call does (fail-open); in a home of files the
+/// store is checked only when a call has opened it (a health check never creates it), with
+/// [`cao_memory::MemoryService::health`]: the database file must still be the one the server opened and answer a
+/// query, and the memory directory must exist. A replica of a shared database (`--database-url`) opens it if no
+/// call has yet, so a database it cannot reach or log in to is `unusable` (503) with the reason (the URL's password
+/// never shown).
 #[utoipa::path(get, path = "/health", tag = "meta",
     responses(
         (status = 200, description = "Server status", body = HealthBody),
@@ -304,8 +307,18 @@ fn mcp_doc() {}
     ))]
 async fn health(State(svc): State<ServiceHandle>) -> Response {
     let checked = tokio::task::spawn_blocking(move || {
-        let store = svc.opened().map(|s| s.health());
-        (svc.enabled(), store)
+        let enabled = svc.enabled();
+        let store = match svc.opened() {
+            Some(s) => Some(s.health()),
+            // A replica of a shared database has nothing on disk to create: it tries to open the database (each
+            // check tries again), so an unreachable database or a refused login shows here, not only in calls.
+            None if enabled && svc.home().database().is_some() => Some(match svc.get() {
+                Ok(s) => s.health(),
+                Err(e) => cao_memory::StoreHealth::degraded(format!("the shared database cannot be opened: {e}")),
+            }),
+            None => None,
+        };
+        (enabled, store)
     })
     .await;
     let (enabled, store) = match checked {

@@ -220,6 +220,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         None => cao_http::router(svc.clone(), config),
     };
 
+    if home.database().is_some() {
+        open_shared_database(&svc).await?;
+    }
     let addr = SocketAddr::new(args.host, args.port);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -283,12 +286,42 @@ async fn run(args: Args) -> anyhow::Result<()> {
     served
 }
 
+/// A replica of a shared database opens it at start, which creates or migrates the schema (serialised across
+/// replicas by the database's advisory lock). A schema newer than this build knows, or any other refusal, stops
+/// the start with its message; a database that cannot be reached now is only logged: the replica serves, its calls
+/// answer `store_unavailable` and `/health` says degraded until the database answers (each call tries again).
+///
+/// Errors: the store refused to open for a reason other than an unreachable database.
+async fn open_shared_database(svc: &ServiceHandle) -> anyhow::Result<()> {
+    let handle = svc.clone();
+    let opened = tokio::task::spawn_blocking(move || {
+        if !handle.enabled() {
+            return Ok(false);
+        }
+        handle.get().map(|_| true)
+    })
+    .await
+    .context("the database open task failed")?;
+    match opened {
+        Ok(true) => tracing::info!("the shared database's schema is current"),
+        Ok(false) => tracing::info!("memory is disabled: the shared database is not opened"),
+        Err(e) if e.code() == cao_protocol::ErrorCode::StoreUnavailable => tracing::warn!(
+            error = %e,
+            "the shared database cannot be reached now; serving degraded until it answers"
+        ),
+        Err(e) => return Err(e).context("cannot open the shared database"),
+    }
+    Ok(())
+}
+
 /// Retention, once at start and in the background (spec 000 "Retention": cleanup runs when cao-server starts).
-/// Skipped when memory is disabled or was never used (no `memory/` dir: nothing is created on disk). The count is
-/// logged to stderr; an error is logged and never stops the server.
+/// Skipped when memory is disabled or, in a home of files, was never used (no `memory/` dir: nothing is created on
+/// disk); a replica of a shared database always runs it. The count is logged to stderr; an error is logged and
+/// never stops the server.
 async fn run_retention(svc: ServiceHandle) {
     let run = tokio::task::spawn_blocking(move || {
-        if !svc.enabled() || !svc.home().memory_dir().is_dir() {
+        let unused = svc.home().database().is_none() && !svc.home().memory_dir().is_dir();
+        if !svc.enabled() || unused {
             return Ok(None);
         }
         svc.get()?.cleanup(false).map(Some)

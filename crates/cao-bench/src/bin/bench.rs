@@ -1,7 +1,7 @@
 //! `cargo xtask bench`: store and recall latency at growing corpus sizes, in-process, plus cold CLI start.
 //!
 //! Usage: `bench [--sizes 1000,10000,100000] [--queries 200] [--home DIR] [--model DIR]
-//! [--only okf|journal|learning|ui|lint|dense|firstopen|vault] [--database-url URL] [--keep-home DIR]`. With
+//! [--only okf|journal|learning|ui|lint|dense|firstopen|vault|mcp] [--database-url URL] [--keep-home DIR]`. With
 //! `--database-url` only the PostgreSQL rows run (module `pg`: store, recall, context block, HTTP load through one
 //! and two replicas). Prints one
 //! table row per (size, operation) with p50/p95/p99 in milliseconds; the recall rows (each search_mode/sort_by pair,
@@ -22,7 +22,10 @@
 //! just those; with `--keep-home DIR` it only writes those homes, untimed, under `DIR/<size>-db` and
 //! `DIR/<size>-files` and keeps them (to profile a first open on copies of them). The vault rows (`--only vault`,
 //! issue 29): reconcile of a generated vault of `size` notes, its rescan unchanged, and recall over the vault-bound
-//! scope against the same texts as native memories (`cao_bench::vault`).
+//! scope against the same texts as native memories (`cao_bench::vault`). The MCP rows (`--only mcp`, issue 33):
+//! store, recall, start-up and the first call through the release `cao-mcp-server` next to this binary over stdio
+//! with rmcp's client, on the LoCoMo turns (`min(size, turns)` stored; with `--model DIR` also with the model
+//! configured, after the vectors are stored; `cao_bench::mcp`).
 //!
 //! Dense rows (docs/decisions/0011-dense-recall.md), with `--model DIR` (an embedding model directory: config.json,
 //! tokenizer.json, model.safetensors; `cargo xtask bench` turns `CAO_EMBED_MODEL` into this flag, and the variable
@@ -70,6 +73,8 @@ struct Args {
     only_vault: bool,
     /// With `--only firstopen`: write the reference-written homes here and keep them, untimed (`--keep-home DIR`).
     keep_home: Option<std::path::PathBuf>,
+    /// Only the rows through a `cao-mcp-server` process (`--only mcp`).
+    only_mcp: bool,
     /// The embedding model directory of the dense rows (`--model DIR`).
     model: Option<std::path::PathBuf>,
     /// Child mode: measure the model's memory in this fresh process and exit (`--model-rss DIR`).
@@ -92,6 +97,7 @@ fn args() -> Result<Args> {
         only_firstopen: false,
         only_vault: false,
         keep_home: None,
+        only_mcp: false,
         model: None,
         model_rss: None,
         database_url: None,
@@ -111,6 +117,7 @@ fn args() -> Result<Args> {
             "--only" if v == "dense" => a.only_dense = true,
             "--only" if v == "firstopen" => a.only_firstopen = true,
             "--only" if v == "vault" => a.only_vault = true,
+            "--only" if v == "mcp" => a.only_mcp = true,
             "--model" => a.model = Some(std::path::absolute(&v)?),
             "--model-rss" => a.model_rss = Some(v.into()),
             "--keep-home" => a.keep_home = Some(v.into()),
@@ -190,8 +197,13 @@ fn main() -> Result<()> {
     let store_one = |i: usize| store_via(&svc, i);
     println!("| memories | operation | p50 ms | p95 ms | p99 ms | n |");
     println!("|---:|---|---:|---:|---:|---:|");
-    let only_other =
-        args.only_okf || args.only_journal || args.only_learning || args.only_ui || args.only_lint || args.only_vault;
+    let only_other = args.only_okf
+        || args.only_journal
+        || args.only_learning
+        || args.only_ui
+        || args.only_lint
+        || args.only_vault
+        || args.only_mcp;
     let dense = match &args.model {
         Some(dir) if !only_other => Some(Dense::open(dir, &home, &questions, args.queries)?),
         _ => None,
@@ -215,6 +227,32 @@ fn main() -> Result<()> {
                 continue;
             }
             first_open_reference(size, &turns)?;
+        }
+        return Ok(());
+    }
+    if args.only_mcp {
+        let exe = std::env::current_exe()?;
+        let server = exe
+            .parent()
+            .map(|d| d.join("cao-mcp-server"))
+            .filter(|p| p.exists())
+            .context("--only mcp needs the release cao-mcp-server next to this binary (cargo build --release)")?;
+        for &size in &args.sizes {
+            let counts = (size.min(turns.len()), args.queries, 20);
+            let dir = tempfile::tempdir()?;
+            cao_bench::mcp::print(&cao_bench::mcp::measure(
+                &server,
+                dir.path(),
+                None,
+                &turns,
+                &questions,
+                counts,
+            )?);
+            if let Some(model) = &args.model {
+                let dir = tempfile::tempdir()?;
+                let b = cao_bench::mcp::measure(&server, dir.path(), Some(model), &turns, &questions, counts)?;
+                cao_bench::mcp::print(&b);
+            }
         }
         return Ok(());
     }

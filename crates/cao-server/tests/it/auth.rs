@@ -2,13 +2,12 @@
 //! (exit 2, one line naming the flag), and a server with `--auth-jwks` that answers 401 without a token and
 //! serves a token signed by the test-only key of `cao-http/tests/fixtures/`.
 
+use crate::harness::{http, start};
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use serde_json::json;
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::{Command, Output, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cao-server");
 const FLAG: &str = "--allow-unauthenticated-remote";
@@ -105,56 +104,6 @@ fn auth_flags_come_together() {
         err.contains("/nonexistent/jwks.json") && !err.contains("listening"),
         "{err}"
     );
-}
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the server and returns it with its port, read from the "listening" line.
-fn start(mut cmd: Command) -> (Running, u16) {
-    let mut child = Running(cmd.spawn().expect("spawn cao-server"));
-    let mut stderr = BufReader::new(child.0.stderr.take().expect("stderr piped"));
-    let mut line = String::new();
-    while stderr.read_line(&mut line).expect("read stderr") > 0 {
-        if let Some(rest) = line.trim().strip_prefix("cao-server listening on http://127.0.0.1:") {
-            let port = rest.parse().expect("port");
-            // Keep draining so the server never blocks on a full pipe.
-            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-            return (child, port);
-        }
-        line.clear();
-    }
-    panic!("cao-server exited before listening");
-}
-
-/// One HTTP/1.1 request; returns the status code and the raw response.
-fn http(port: u16, method: &str, path: &str, bearer: Option<&str>, body: &str) -> (u16, String) {
-    let mut conn = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    conn.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
-    let auth = bearer
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n{auth}\
-Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-Mcp-Protocol-Version: 2025-06-18\r\nX-CAO-Session-Name: sess-1\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    conn.write_all(req.as_bytes()).expect("send");
-    let mut resp = String::new();
-    conn.read_to_string(&mut resp).expect("response");
-    let status = resp
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status line");
-    (status, resp)
 }
 
 fn token(scope: &str) -> String {

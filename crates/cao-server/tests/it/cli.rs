@@ -1,6 +1,7 @@
 //! The binary's command line and lifecycle: `--help`, the "listening" line with `--port 0`, and a clean exit on
 //! SIGTERM.
 
+use crate::harness::{self, Running};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
@@ -91,7 +92,7 @@ fn version_names_the_implementation() {
 }
 
 /// Starts `cao-server --port 0` with `args` (and `env`), returning it and its port.
-fn start(args: &[&str], env: &[(&str, &str)], home: &std::path::Path) -> (Child, u16) {
+fn start(args: &[&str], env: &[(&str, &str)], home: &std::path::Path) -> (Running, u16) {
     let mut cmd = Command::new(BIN);
     cmd.args(["--port", "0"])
         .args(args)
@@ -104,28 +105,7 @@ fn start(args: &[&str], env: &[(&str, &str)], home: &std::path::Path) -> (Child,
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = Child(cmd.spawn().expect("spawn cao-server"));
-    let mut stderr = BufReader::new(child.0.stderr.take().expect("stderr piped"));
-    let mut line = String::new();
-    while stderr.read_line(&mut line).expect("read stderr") > 0 {
-        if let Some(rest) = line.trim().strip_prefix("cao-server listening on http://127.0.0.1:") {
-            let port = rest.parse().expect("port");
-            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-            return (child, port);
-        }
-        line.clear();
-    }
-    panic!("cao-server exited before listening");
-}
-
-/// Kills the server when dropped.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    harness::start(cmd)
 }
 
 /// `GET /health` on a new connection with the given Host header; the status code.

@@ -1,4 +1,5 @@
-//! `cao-server` integration tests: the HTTP binary (flags, authentication, retention).
+//! `cao-server` integration tests: the HTTP binary (flags, authentication, retention, a replica of a shared
+//! PostgreSQL database).
 //!
 //! One test binary per crate (modules below), so the workspace links few test executables.
 
@@ -9,4 +10,6 @@
 
 mod auth;
 mod cli;
+mod harness;
+mod postgres;
 mod retention;
