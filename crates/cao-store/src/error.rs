@@ -189,6 +189,9 @@ impl MemoryError {
             MemoryError::ProfileRefused(_) => ErrorCode::ProfileRefused,
             MemoryError::InvalidProfile(_) => ErrorCode::InvalidProfile,
             MemoryError::HealBusy { .. } | MemoryError::PlanChanged { .. } => ErrorCode::Refused,
+            // A scope id the caller named that cannot be a directory (a session or agent name over 255
+            // characters once sanitised): the request is at fault, nothing was written.
+            MemoryError::Wiki(cao_wiki::WikiError::InvalidScopeId { .. }) => ErrorCode::InvalidArgument,
             MemoryError::Wiki(_) => ErrorCode::WikiError,
             MemoryError::Store(StoreError::Unavailable(_)) => ErrorCode::StoreUnavailable,
             MemoryError::Store(_) | MemoryError::JournalCorrupt(_) => ErrorCode::IndexError,
@@ -290,5 +293,32 @@ impl StoreError {
     pub fn is_busy(&self) -> bool {
         let text = self.to_string().to_ascii_lowercase();
         text.contains("locked") || text.contains("busy")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cao_core::Scope;
+
+    #[test]
+    fn a_scope_id_too_long_for_a_directory_is_the_callers_error() {
+        let long = "s".repeat(300);
+        let err = cao_wiki::layout::validate_scope_id(Scope::Session, Some(&long))
+            .expect_err("300 characters is no directory name");
+        let err = MemoryError::Wiki(err);
+        assert_eq!(err.code(), ErrorCode::InvalidArgument);
+        assert!(err.is_client_error());
+        assert!(err.to_string().contains("1..=255 characters"), "{err}");
+    }
+
+    #[test]
+    fn other_wiki_failures_stay_system_errors() {
+        let err = MemoryError::Wiki(cao_wiki::WikiError::PathEscape {
+            path: "/elsewhere/x.md".into(),
+            memory_dir: "/home/memory".into(),
+        });
+        assert_eq!(err.code(), ErrorCode::WikiError);
+        assert!(!err.is_client_error());
     }
 }

@@ -781,10 +781,12 @@ fn relationship_table(outgoing: &[Relationship], incoming: &[Relationship], key:
     }
 }
 
-/// The versions, newest first, each with a diff against the version before it.
+/// The versions, newest first, each with a diff against the version before it. The list numbers them from the
+/// count down to 1 with an explicit `start`: a browser that counts each item's `<summary>` (a list item itself, in
+/// Chromium) as one more item would otherwise start a reversed list at twice the count.
 fn history_list(history: &[ZoomedEntry]) -> Markup {
     html! {
-        ol.history reversed {
+        ol.history reversed start=(history.len()) {
             @for (i, e) in history.iter().enumerate() {
                 li data-address=(e.address) {
                     details {

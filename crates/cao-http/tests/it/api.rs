@@ -606,6 +606,50 @@ async fn internal_routes_return_the_tool_payloads() {
     assert_eq!(body["action"], "absent");
 }
 
+/// A session or agent name that stays over 255 characters once sanitised cannot name a directory: the store is
+/// the caller's error (422 `invalid_argument`, not a 500), and nothing is written under the home's memory tree.
+#[tokio::test]
+async fn an_overlong_session_or_agent_name_is_refused_as_invalid_and_writes_nothing() {
+    let f = fixture();
+    for (scope, field) in [("session", "session_name"), ("agent", "agent_profile")] {
+        let got = post(
+            &f.app,
+            "/internal/memory/store",
+            json!({"content": "x", "key": "k1", "scope": scope, "context": {field: "s".repeat(300)}}),
+        )
+        .await;
+        assert_error(&got, StatusCode::UNPROCESSABLE_ENTITY, "invalid_argument");
+        assert!(
+            got.1["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("1..=255 characters")),
+            "{}",
+            got.1
+        );
+    }
+    let written: Vec<_> = walk_files(&f.home.join("memory"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    assert!(
+        written.iter().all(|p| p.file_name().is_some_and(|n| n == "index.md")),
+        "{written:?}"
+    );
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk_files(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
 /// `memory.enabled` is read on every call, also once the service is open: switching it off in `settings.json`
 /// refuses the very next tool call (with or without a terminal id to resolve), switching it on serves again.
 #[tokio::test]

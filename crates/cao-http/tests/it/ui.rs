@@ -142,6 +142,25 @@ async fn stored_markup_is_escaped_on_every_page_that_shows_it() {
     assert!(!page.text.contains("<script>") && page.text.contains(r#"<script src="/ui/static/ui.js" defer>"#));
 }
 
+/// The journal history of a memory page numbers its versions from the count down to 1: three stores of one key
+/// are versions 3, 2, 1 (the list says where it starts, so no browser numbers them from another count).
+#[tokio::test]
+async fn the_history_list_numbers_the_versions_from_their_count() {
+    let f = fixture();
+    for n in 1..=3 {
+        store(&f.app, "three-times", &format!("version {n}")).await;
+    }
+    let a = get(&f.app, "/ui/memory/global/three-times").await;
+    assert_eq!(a.status, StatusCode::OK, "{}", a.text);
+    assert!(a.text.contains("3 versions in the journal"), "{}", a.text);
+    assert!(
+        a.text.contains(r#"<ol class="history" reversed start="3">"#),
+        "{}",
+        a.text
+    );
+    assert_eq!(a.text.matches("<li data-address=").count(), 3, "{}", a.text);
+}
+
 #[tokio::test]
 async fn a_form_without_the_pages_token_or_from_another_origin_changes_nothing() {
     let f = fixture();
