@@ -5,11 +5,68 @@
 //! - [`Stats`] summarises latency samples (nearest-rank percentiles in milliseconds).
 //! - [`vault`] measures the Obsidian vault (`bench --only vault`): reconcile, rescan, recall against native.
 //! - [`mcp`] measures latency through a real `cao-mcp-server` over stdio (`bench --only mcp`).
+//! - [`time_recalls`] times recalls of one search mode / order (the embedded and the PostgreSQL recall rows).
+//! - [`bundle`] writes generated memories as an OKF bundle (the import rows' and the native vault comparison's input).
 
-use std::time::Duration;
+use anyhow::Result;
+use cao_core::{SearchMode, SortBy, TerminalContext};
+use cao_memory::{MemoryService, RecallArgs};
+use std::time::{Duration, Instant};
 
+pub mod bundle;
 pub mod mcp;
 pub mod vault;
+
+/// One recall through `svc` as `ctx`: `query` in search mode `mode` and order `sort`, access recorded (what a tool
+/// call does); the answer is dropped after [`std::hint::black_box`].
+///
+/// Errors: the recall's error.
+pub fn recall_once(
+    svc: &MemoryService,
+    ctx: &TerminalContext,
+    mode: SearchMode,
+    sort: SortBy,
+    query: &str,
+) -> Result<()> {
+    let r = svc.recall(
+        ctx,
+        cao_memory::Call::new(
+            RecallArgs {
+                query: Some(query.to_owned()),
+                search_mode: Some(mode),
+                sort_by: Some(sort),
+                ..Default::default()
+            },
+            cao_memory::CallOptions {
+                record_access: true,
+                ..Default::default()
+            },
+        ),
+    )?;
+    std::hint::black_box(r);
+    Ok(())
+}
+
+/// [`recall_once`] `n` times, asking `questions` in turn (cycled; none when `questions` is empty), and the latency
+/// of each call.
+///
+/// Errors: the first failing recall's error (the samples before it are dropped).
+pub fn time_recalls(
+    svc: &MemoryService,
+    ctx: &TerminalContext,
+    mode: SearchMode,
+    sort: SortBy,
+    questions: &[String],
+    n: usize,
+) -> Result<Stats> {
+    let mut st = Stats::default();
+    for q in questions.iter().cycle().take(n) {
+        let t = Instant::now();
+        recall_once(svc, ctx, mode, sort, q)?;
+        st.push(t.elapsed());
+    }
+    Ok(st)
+}
 
 /// Latency samples of one measured operation.
 #[derive(Debug, Default, Clone)]

@@ -104,64 +104,20 @@ fn vault_home(home: &Path, root: &Path, n: usize) -> Result<MemoryService> {
 }
 
 /// A home holding the same `n` texts as native global memories (one OKF bundle import).
-#[allow(
-    clippy::disallowed_methods,
-    reason = "the OKF bundle to import and the home's settings are benchmark input, written as plain files"
-)]
 fn native_home(dir: &Path, n: usize, texts: &[String]) -> Result<MemoryService> {
-    use cao_core::{Key, MemoryType};
-    use cao_memory::{ConflictPolicy, ImportRequest, NoProgress};
-    let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")?.to_utc();
-    let topics: Vec<cao_okf::ExportTopic> = (0..n)
-        .map(|i| {
-            let at = t0 + chrono::Duration::minutes(i64::try_from(i)?);
-            Ok(cao_okf::ExportTopic {
-                key: Key::parse_strict(&format!("note-{i}"))?,
-                scope_id: None,
-                memory_type: MemoryType::Reference,
-                tags: format!("t{},bench", i % 50),
-                created_at: at,
-                updated_at: at,
-                content: body(texts, i),
-                history: Vec::new(),
-            })
-        })
-        .collect::<Result<_>>()?;
-    let opts = cao_okf::ExportOptions {
-        scope: Scope::Global,
-        scope_id: None,
-        include_history: false,
-        redact: false,
-    };
-    let bundle = cao_okf::render_bundle(&opts, &topics)?;
     let source = dir.join("bundle");
-    for (path, text) in &bundle.files {
-        let p = source.join(path);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(p, text)?;
-    }
+    crate::bundle::write_global(&source, n, |i| crate::bundle::Memory {
+        key: format!("note-{i}"),
+        memory_type: cao_core::MemoryType::Reference,
+        tags: format!("t{},bench", i % 50),
+        content: body(texts, i),
+    })?;
     let svc = MemoryService::open_with(
         CaoHome::new(dir.join("native-home")),
         Settings::default(),
         Arc::new(SystemClock),
     )?;
-    let out = svc.import(
-        &TerminalContext::default(),
-        &ImportRequest {
-            source,
-            scope: Scope::Global,
-            conflict: ConflictPolicy::Skip,
-            dry_run: false,
-        },
-        &NoProgress,
-    )?;
-    ensure!(
-        out.report.imported == n && out.stopped.is_none(),
-        "native import of {n} topics: {:?}",
-        out.report
-    );
+    crate::bundle::import_global(&svc, &TerminalContext::default(), &source, n)?;
     Ok(svc)
 }
 

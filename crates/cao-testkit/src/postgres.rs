@@ -22,8 +22,14 @@ fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
-/// `url` with its database name (the path after the authority) replaced by `name`.
-fn with_dbname(url: &str, name: &str) -> String {
+/// `url` (a PostgreSQL connection URL, `postgres[ql]://[user[:password]@][host][:port][/dbname][?query]`) with its
+/// database name (the path after the authority) replaced by `name`, or added when it has none; the query
+/// (`?host=/tmp/...` and the like) is kept as it is. Plain string work: `url` is not validated, and `name` is used
+/// as given (the callers pass identifiers they made, e.g. `cao_test_<pid>_<n>_<nanos>`).
+///
+/// Used to reach a database made for a run through the administrative URL of its server (here and by the
+/// benchmark's PostgreSQL rows).
+pub fn with_dbname(url: &str, name: &str) -> String {
     let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
     let scheme_end = base.find("://").map_or(0, |i| i + 3);
     let authority_end = base[scheme_end..].find('/').map_or(base.len(), |i| scheme_end + i);

@@ -344,27 +344,7 @@ fn main() -> Result<()> {
             (SearchMode::Hybrid, SortBy::Usage),
             (SearchMode::Hybrid, SortBy::Relevance),
         ] {
-            let mut st = Stats::default();
-            for q in questions.iter().cycle().take(args.queries) {
-                let t = Instant::now();
-                let r = svc.recall(
-                    &ctx,
-                    cao_memory::Call::new(
-                        RecallArgs {
-                            query: Some(q.clone()),
-                            search_mode: Some(mode),
-                            sort_by: Some(sort),
-                            ..Default::default()
-                        },
-                        cao_memory::CallOptions {
-                            record_access: true,
-                            ..Default::default()
-                        },
-                    ),
-                )?;
-                st.push(t.elapsed());
-                std::hint::black_box(r);
-            }
+            let st = cao_bench::time_recalls(&svc, &ctx, mode, sort, &questions, args.queries)?;
             row(size, &format!("recall {}/{}", mode.as_str(), sort.as_str()), &st);
         }
         let mut st = Stats::default();
@@ -600,56 +580,22 @@ fn journal_index_rows(entries: usize, turns: &[String], n: usize) -> Result<()> 
 /// time, files untouched): the topics come in through an OKF import (which journals them), the journal is cleared,
 /// and a new service's first view opens it again, importing every topic. Three runs.
 fn first_open_import(size: usize, turns: &[String]) -> Result<()> {
-    use cao_core::{Key, MemoryType, Scope};
-    use cao_memory::{ConflictPolicy, ImportRequest, NoProgress};
+    use cao_core::{MemoryType, Scope};
     let tmp = tempfile::tempdir()?;
-    let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")?.to_utc();
-    let topics: Vec<cao_okf::ExportTopic> = (0..size)
-        .map(|i| {
-            let at = t0 + chrono::Duration::minutes(i as i64);
-            Ok(cao_okf::ExportTopic {
-                key: Key::parse_strict(&format!("m{i}"))?,
-                scope_id: None,
-                memory_type: MemoryType::Project,
-                tags: String::new(),
-                created_at: at,
-                updated_at: at,
-                content: format!("{} (note {i})", turns[i % turns.len()]),
-                history: Vec::new(),
-            })
-        })
-        .collect::<Result<_>>()?;
-    let opts = cao_okf::ExportOptions {
-        scope: Scope::Global,
-        scope_id: None,
-        include_history: false,
-        redact: false,
-    };
-    let bundle = cao_okf::render_bundle(&opts, &topics)?;
     let source = tmp.path().join("bundle");
-    cao_core::fs::create_dir_all(&source)?;
-    let files: Vec<(std::path::PathBuf, &String)> = bundle.files.iter().map(|(p, t)| (source.join(p), t)).collect();
-    for chunk in files.chunks(1000) {
-        let items: Vec<(&std::path::Path, &[u8])> = chunk.iter().map(|(p, t)| (p.as_path(), t.as_bytes())).collect();
-        cao_core::fs::atomic_write_batch(&items, cao_core::fs::FileMode::UmaskDefault)?;
-    }
+    cao_bench::bundle::write_global(&source, size, |i| cao_bench::bundle::Memory {
+        key: format!("m{i}"),
+        memory_type: MemoryType::Project,
+        tags: String::new(),
+        content: format!("{} (note {i})", turns[i % turns.len()]),
+    })?;
     let home = CaoHome::new(tmp.path().join("home"));
     let ctx = TerminalContext {
         cwd: Some(tmp.path().to_path_buf()),
         ..Default::default()
     };
     let svc = MemoryService::open_with(home.clone(), Settings::default(), Arc::new(SystemClock))?;
-    let out = svc.import(
-        &ctx,
-        &ImportRequest {
-            source,
-            scope: Scope::Global,
-            conflict: ConflictPolicy::Skip,
-            dry_run: false,
-        },
-        &NoProgress,
-    )?;
-    anyhow::ensure!(out.report.imported == size, "import: {:?}", out.report);
+    cao_bench::bundle::import_global(&svc, &ctx, &source, size)?;
     drop(svc);
     let target = cao_memory::JournalTarget {
         scope: Some(Scope::Global),
@@ -942,39 +888,16 @@ fn once<T>(size: usize, op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 /// writes), imported into a fresh home from a directory, exported from it (directory, the same directory again
 /// with nothing changed, `.tar.gz`), and the archive imported into another fresh home.
 fn okf_rows(size: usize, turns: &[String]) -> Result<()> {
-    use cao_core::{Key, MemoryType, Scope};
-    use cao_memory::{ConflictPolicy, ExportDestination, ExportRequest, ImportRequest, NoProgress};
+    use cao_core::{MemoryType, Scope};
+    use cao_memory::{ExportDestination, ExportRequest, NoProgress};
     let tmp = tempfile::tempdir()?;
-    let t0 = chrono::DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z")?.to_utc();
-    let topics: Vec<cao_okf::ExportTopic> = (0..size)
-        .map(|i| {
-            let at = t0 + chrono::Duration::minutes(i as i64);
-            Ok(cao_okf::ExportTopic {
-                key: Key::parse_strict(&format!("m{i}"))?,
-                scope_id: None,
-                memory_type: MemoryType::Project,
-                tags: format!("t{}", i % 50),
-                created_at: at,
-                updated_at: at,
-                content: format!("{} (note {i})", turns[i % turns.len()]),
-                history: Vec::new(),
-            })
-        })
-        .collect::<Result<_>>()?;
-    let opts = cao_okf::ExportOptions {
-        scope: Scope::Global,
-        scope_id: None,
-        include_history: false,
-        redact: false,
-    };
-    let bundle = cao_okf::render_bundle(&opts, &topics)?;
     let source = tmp.path().join("bundle");
-    cao_core::fs::create_dir_all(&source)?;
-    let files: Vec<(std::path::PathBuf, &String)> = bundle.files.iter().map(|(p, t)| (source.join(p), t)).collect();
-    for chunk in files.chunks(1000) {
-        let items: Vec<(&std::path::Path, &[u8])> = chunk.iter().map(|(p, t)| (p.as_path(), t.as_bytes())).collect();
-        cao_core::fs::atomic_write_batch(&items, cao_core::fs::FileMode::UmaskDefault)?;
-    }
+    cao_bench::bundle::write_global(&source, size, |i| cao_bench::bundle::Memory {
+        key: format!("m{i}"),
+        memory_type: MemoryType::Project,
+        tags: format!("t{}", i % 50),
+        content: format!("{} (note {i})", turns[i % turns.len()]),
+    })?;
     let open = |name: &str| {
         MemoryService::open_with(
             CaoHome::new(tmp.path().join(name)),
@@ -986,24 +909,7 @@ fn okf_rows(size: usize, turns: &[String]) -> Result<()> {
         cwd: Some(tmp.path().to_path_buf()),
         ..Default::default()
     };
-    let import = |svc: &MemoryService, src: &std::path::Path| -> Result<()> {
-        let out = svc.import(
-            &ctx,
-            &ImportRequest {
-                source: src.to_path_buf(),
-                scope: Scope::Global,
-                conflict: ConflictPolicy::Skip,
-                dry_run: false,
-            },
-            &NoProgress,
-        )?;
-        anyhow::ensure!(
-            out.report.imported == size && out.report.rejected == 0 && out.stopped.is_none(),
-            "import of {size} topics: {:?}",
-            out.report
-        );
-        Ok(())
-    };
+    let import = |svc: &MemoryService, src: &std::path::Path| cao_bench::bundle::import_global(svc, &ctx, src, size);
     let a = open("home-a")?;
     once(size, "OKF import from a directory (fresh home)", || import(&a, &source))?;
     let export = |dest: ExportDestination| -> Result<()> {
@@ -1530,23 +1436,8 @@ impl Dense {
     fn rows(&self, size: usize, svc: &MemoryService, ctx: &TerminalContext, lexical_too: bool) -> Result<()> {
         const MODES: [(SearchMode, SortBy); 2] =
             [(SearchMode::Hybrid, SortBy::Recency), (SearchMode::Bm25, SortBy::Score)];
-        let recall = |svc: &MemoryService, mode: SearchMode, sort: SortBy, q: &str| -> Result<()> {
-            std::hint::black_box(svc.recall(
-                ctx,
-                cao_memory::Call::new(
-                    RecallArgs {
-                        query: Some(q.to_owned()),
-                        search_mode: Some(mode),
-                        sort_by: Some(sort),
-                        ..Default::default()
-                    },
-                    cao_memory::CallOptions {
-                        record_access: true,
-                        ..Default::default()
-                    },
-                ),
-            )?);
-            Ok(())
+        let recall = |svc: &MemoryService, mode: SearchMode, sort: SortBy, q: &str| {
+            cao_bench::recall_once(svc, ctx, mode, sort, q)
         };
         if lexical_too {
             for (mode, sort) in MODES {

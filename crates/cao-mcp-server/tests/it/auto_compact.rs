@@ -4,16 +4,17 @@
 //! `off` the model is never asked and the topic keeps its entries; a topic whose answer is refused stays unchanged.
 //! (`cao-cli`'s compact tests prove a one-shot `cao memory store` never compacts.)
 
-use crate::stdio::Server;
-use cao_core::{CaoHome, Key, Scope, Settings};
-use cao_memory::MemoryService;
+use crate::stdio::{Server, eventually, home_with_settings, open_service};
+use cao_core::{Key, Scope};
 use cao_testkit::fake_model::{FakeModel, Reply};
 use cao_testkit::service::RawStorage;
 use serde_json::json;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PROJECT: &str = "auto-compact-e2e";
+/// How often a wait looks again (each look opens a service of its own).
+const POLL: Duration = Duration::from_millis(100);
 
 /// The fake model: a consolidated article of the prompt's entries, or (for `link-topic`) one carrying a link,
 /// which compaction refuses.
@@ -45,46 +46,23 @@ fn fake_model() -> FakeModel {
 
 fn home_with(mode: &str, model: &FakeModel) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).expect("mkdir");
-    std::fs::write(
-        home.join("settings.json"),
-        json!({"memory": {
+    let home = home_with_settings(
+        dir.path(),
+        &json!({"memory": {
             "compile_mode": mode,
             "model": {"provider": "openai", "url": model.url(), "name": "fake", "timeout_ms": 5000},
-        }})
-        .to_string(),
-    )
-    .expect("settings");
+        }}),
+    );
     (dir, home)
 }
 
 /// The row of `key` in the project, read from the index by a service of this test.
 fn row(home: &Path, key: &str) -> cao_index::MemoryRow {
-    let svc = MemoryService::open_with(
-        CaoHome::new(home),
-        Settings::default(),
-        std::sync::Arc::new(cao_core::SystemClock),
-    )
-    .expect("open");
-    svc.raw_index()
+    open_service(home)
+        .raw_index()
         .get(Scope::Project, Some(PROJECT), &Key::parse_strict(key).expect("key"))
         .expect("read")
         .unwrap_or_else(|| panic!("no row for {key}"))
-}
-
-/// Poll `done` every 100 ms until it holds or `limit` passes; whether it held.
-fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if done() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]
@@ -97,7 +75,7 @@ fn an_updated_topic_is_compacted_in_the_background_and_a_refused_answer_changes_
     s.store("link-topic", "The runbook lives in the ops wiki.");
     s.store("link-topic", "The runbook moved to the platform wiki.");
     s.store("deploy-notes", "Deploys need a green canary first.");
-    let compacted = eventually(Duration::from_secs(30), || {
+    let compacted = eventually(Duration::from_secs(30), POLL, || {
         row(&home, "deploy-notes").last_compiled_at.is_some()
     });
     assert!(compacted, "deploy-notes was not compacted in time");
@@ -116,7 +94,7 @@ fn an_updated_topic_is_compacted_in_the_background_and_a_refused_answer_changes_
     assert!(file.contains("Deploys run from the release branch."), "{file}");
     // The refused answer (a link outside See Also) was asked for and left the topic as it was.
     assert!(
-        eventually(Duration::from_secs(30), || model
+        eventually(Duration::from_secs(30), POLL, || model
             .user_messages()
             .iter()
             .any(|m| m.contains("# link-topic"))),

@@ -1,9 +1,24 @@
 //! The binary's command line and lifecycle: `--help`/`--version`, and a clean exit on stdin EOF without touching
 //! the store.
 
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cao-mcp-server");
+
+/// The server on home `home` in directory `cwd` (memory not switched off by the environment), stdin and stdout
+/// piped, stderr dropped.
+fn serve(cwd: &Path, home: &Path) -> Child {
+    Command::new(BIN)
+        .env("CAO_HOME", home)
+        .env_remove("CAO_MEMORY_ENABLED")
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn")
+}
 
 #[test]
 fn help_names_the_tools_and_environment() {
@@ -39,15 +54,7 @@ fn version_prints_the_crate_version() {
 fn malformed_tools_call_params_are_invalid_params_over_stdio() {
     use std::io::{BufRead as _, BufReader, Write as _};
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(BIN)
-        .env("CAO_HOME", dir.path().join("home"))
-        .env_remove("CAO_MEMORY_ENABLED")
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = serve(dir.path(), &dir.path().join("home"));
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut exchange = |msg: &str| -> Option<serde_json::Value> {
@@ -120,15 +127,7 @@ fn sigterm_while_serving_flushes_and_exits_zero() {
     use std::io::{BufRead as _, BufReader, Write as _};
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");
-    let mut child = Command::new(BIN)
-        .env("CAO_HOME", &home)
-        .env_remove("CAO_MEMORY_ENABLED")
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = serve(dir.path(), &home);
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();
@@ -206,15 +205,7 @@ fn startup_removes_temp_files_of_dead_writers() {
 fn unparsable_lines_get_a_parse_error_with_a_null_id() {
     use std::io::{BufRead as _, BufReader, Write as _};
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(BIN)
-        .env("CAO_HOME", dir.path().join("home"))
-        .env_remove("CAO_MEMORY_ENABLED")
-        .current_dir(dir.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = serve(dir.path(), &dir.path().join("home"));
     let mut stdin = child.stdin.take().expect("stdin");
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let stdout = child.stdout.take().expect("stdout");

@@ -3,7 +3,7 @@
 //! `memory.decisions.search = enforce`, the `memory_store` receipt's possible duplicates, and `memory_advise`; then
 //! the same calls while the endpoint fails, which fall back exactly as without the features.
 
-use crate::stdio::Server;
+use crate::stdio::{Server, home_with_settings};
 use cao_testkit::fake_model::{FakeModel, Reply};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -41,17 +41,13 @@ fn search_duplicates_and_advice_over_stdio_with_the_model_from_settings() {
         ))
     });
     let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).expect("mkdir");
-    std::fs::write(
-        home.join("settings.json"),
-        json!({"memory": {
+    let home = home_with_settings(
+        dir.path(),
+        &json!({"memory": {
             "model": {"provider": "openai", "url": ep.url(), "name": "fake", "timeout_ms": 2000},
             "decisions": {"search": "enforce", "recall": "advise", "duplicates": "advise"},
-        }})
-        .to_string(),
-    )
-    .expect("settings");
+        }}),
+    );
     let mut s = Server::start(&home, dir.path(), "decisions-e2e");
     for (key, text) in [
         (

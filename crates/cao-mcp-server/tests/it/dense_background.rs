@@ -4,19 +4,19 @@
 //! process killed (SIGKILL) before it embedded a memory loses nothing, since the next process's start-up sweep
 //! embeds it.
 
-use crate::stdio::Server;
-use cao_core::{CaoHome, Settings};
-use cao_memory::MemoryService;
+use crate::stdio::{Server, eventually, home_with_settings, open_service};
 use cao_testkit::service::RawStorage;
 use serde_json::json;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PROJECT: &str = "dense-background-e2e";
 
 /// How long the tests wait for a vector. The stated bound is `cao_store::background::DENSE_DELAY` (2 s) once the
 /// model is loaded; the tests allow more because they share the machine with every other test.
 const WAIT: Duration = Duration::from_secs(20);
+/// How often a wait looks again.
+const POLL: Duration = Duration::from_millis(20);
 
 /// The keys `memory_recall` returns for `query` in the project scope.
 fn recall(s: &mut Server, query: &str) -> Vec<String> {
@@ -31,40 +31,16 @@ fn recall(s: &mut Server, query: &str) -> Vec<String> {
 
 /// A home whose settings name the model directory `model`.
 fn home_with_model(root: &Path, model: &Path) -> std::path::PathBuf {
-    let home = root.join("home");
-    std::fs::create_dir_all(&home).expect("mkdir");
-    std::fs::write(
-        home.join("settings.json"),
-        json!({"memory": {"embeddings": {"model_dir": model.to_str().expect("utf-8")}}}).to_string(),
+    home_with_settings(
+        root,
+        &json!({"memory": {"embeddings": {"model_dir": model.to_str().expect("utf-8")}}}),
     )
-    .expect("settings");
-    home
 }
 
 /// Memories of the store with and without a vector of `model_id`, read by a service of this test.
 fn vector_counts(home: &Path, model_id: &str) -> (usize, usize) {
-    let svc = MemoryService::open_with(
-        CaoHome::new(home),
-        Settings::default(),
-        std::sync::Arc::new(cao_core::SystemClock),
-    )
-    .expect("open");
-    let counts = svc.raw_index().vector_counts(model_id).expect("counts");
+    let counts = open_service(home).raw_index().vector_counts(model_id).expect("counts");
     (counts.with, counts.without)
-}
-
-/// Poll `done` every 20 ms until it holds or `limit` passes; whether it held.
-fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if done() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -80,23 +56,18 @@ fn a_store_is_recallable_at_once_and_its_vector_follows_from_the_background_work
     assert_eq!(recall(&mut s, "cat"), vec!["cats".to_owned()]);
     s.store("stocks", "stock prices fell");
     assert!(
-        eventually(WAIT, || vector_counts(&home, &model_id) == (2, 0)),
+        eventually(WAIT, POLL, || vector_counts(&home, &model_id) == (2, 0)),
         "the background worker did not store both vectors: {:?}",
         vector_counts(&home, &model_id)
     );
     // A memory rewritten gets the vector of its new content (the stale one is never kept).
     s.store("cats", "the dog sat on the rug");
     assert!(
-        eventually(WAIT, || vector_counts(&home, &model_id) == (2, 0)),
+        eventually(WAIT, POLL, || vector_counts(&home, &model_id) == (2, 0)),
         "{:?}",
         vector_counts(&home, &model_id)
     );
-    let svc = MemoryService::open_with(
-        CaoHome::new(&home),
-        Settings::default(),
-        std::sync::Arc::new(cao_core::SystemClock),
-    )
-    .expect("open");
+    let svc = open_service(&home);
     let row = svc
         .raw_index()
         .get(
@@ -140,7 +111,7 @@ fn a_process_killed_before_embedding_loses_nothing_the_next_one_embeds_it() {
     // Any call opens the store; its worker sweeps the recent memories left without a vector.
     assert_eq!(recall(&mut second, "stock"), vec!["stocks".to_owned()]);
     assert!(
-        eventually(WAIT, || vector_counts(&home, &model_id) == (2, 0)),
+        eventually(WAIT, POLL, || vector_counts(&home, &model_id) == (2, 0)),
         "the restarted process did not embed the memories the killed one left: {:?}",
         vector_counts(&home, &model_id)
     );

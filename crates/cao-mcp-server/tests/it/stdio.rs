@@ -1,10 +1,16 @@
 //! The process-test set-up these tests share: a real `cao-mcp-server` child over stdio, initialised, with JSON-RPC
-//! requests and tool calls; killed and reaped when dropped.
+//! requests and tool calls; killed and reaped when dropped. Beside it, what the tests around such a child share: a
+//! home with a `settings.json`, a service of the test's own on that home, and polling until the child has done
+//! something in the background.
 
+use cao_core::{CaoHome, Settings, SystemClock};
+use cao_memory::MemoryService;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_cao-mcp-server");
 
@@ -93,5 +99,33 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// The home `root/home`, created, with `settings` as its `settings.json`. Panics on an I/O error.
+pub(crate) fn home_with_settings(root: &Path, settings: &Value) -> PathBuf {
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    std::fs::write(home.join("settings.json"), settings.to_string()).expect("settings");
+    home
+}
+
+/// A service of the test's own on `home` (default settings, the system clock), to read what a child wrote.
+/// Panics when the store cannot be opened.
+pub(crate) fn open_service(home: &Path) -> MemoryService {
+    MemoryService::open_with(CaoHome::new(home), Settings::default(), Arc::new(SystemClock)).expect("open")
+}
+
+/// Poll `done` every `every` until it holds or `limit` passes; whether it held.
+pub(crate) fn eventually(limit: Duration, every: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(every);
     }
 }

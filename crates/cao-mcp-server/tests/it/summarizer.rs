@@ -4,15 +4,15 @@
 //! every process are counted by the fake model, a `command` provider script), and the killed holder's lines are
 //! finished by another process once its leases expire (model timeout + 30 s).
 
-use cao_core::{CaoHome, Settings, SystemClock, TerminalContext};
-use cao_memory::{JournalTarget, MemoryService, StoreArgs};
+use crate::stdio::{eventually, open_service};
+use cao_core::TerminalContext;
+use cao_memory::{JournalTarget, StoreArgs};
 use cao_testkit::TempHome;
 use cao_testkit::service::RawStorage;
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PROJECT: &str = "mp-proj";
@@ -51,8 +51,7 @@ fn setup() -> Setup {
     }}});
     std::fs::create_dir_all(home.home()).expect("mkdir home");
     std::fs::write(home.home().join("settings.json"), settings.to_string()).expect("settings");
-    let svc =
-        MemoryService::open_with(CaoHome::new(home.home()), Settings::default(), Arc::new(SystemClock)).expect("open");
+    let svc = open_service(home.home());
     let ctx = TerminalContext {
         project_id: Some(PROJECT.into()),
         ..Default::default()
@@ -98,12 +97,11 @@ fn log_lines(log: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn wait_for(what: &str, deadline: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for(what: &str, deadline: Duration, done: impl FnMut() -> bool) {
+    assert!(
+        eventually(deadline, Duration::from_millis(50), done),
+        "timed out waiting for {what}"
+    );
 }
 
 #[test]
@@ -126,8 +124,7 @@ fn three_processes_write_every_line_once_and_finish_a_killed_holders_lines() {
 
     let started = Instant::now();
     let mut workers: Vec<Child> = (0..3).map(|_| server(&s, false)).collect();
-    let svc = MemoryService::open_with(CaoHome::new(s.home.home()), Settings::default(), Arc::new(SystemClock))
-        .expect("open");
+    let svc = open_service(s.home.home());
     let ctx = TerminalContext {
         project_id: Some(PROJECT.into()),
         ..Default::default()

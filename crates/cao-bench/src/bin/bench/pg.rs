@@ -21,7 +21,7 @@
 use anyhow::{Context, Result};
 use cao_bench::Stats;
 use cao_core::{CaoHome, DatabaseUrl, Scope, SearchMode, Settings, SortBy, SystemClock, TerminalContext};
-use cao_memory::{MemoryService, RecallArgs, StoreArgs};
+use cao_memory::{MemoryService, StoreArgs};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -71,7 +71,7 @@ impl BenchDatabase {
         let name = format!("cao_bench_{}", std::process::id());
         match admin.batch_execute(&format!("CREATE DATABASE {name}")) {
             Ok(()) => {
-                let url_of_new = with_dbname(url, &name);
+                let url_of_new = cao_testkit::postgres::with_dbname(url, &name);
                 eprintln!("[postgres] created the database {name} on {shown} for this run");
                 Ok(BenchDatabase {
                     url: DatabaseUrl::parse(&url_of_new).map_err(|e| anyhow::anyhow!("{e}"))?,
@@ -110,19 +110,6 @@ impl Drop for BenchDatabase {
             }
         }
     }
-}
-
-/// `url` with its database name (the path after the authority) replaced by `name`, its query kept.
-fn with_dbname(url: &str, name: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
-    let scheme_end = base.find("://").map_or(0, |i| i + 3);
-    let authority_end = base[scheme_end..].find('/').map_or(base.len(), |i| scheme_end + i);
-    let mut out = format!("{}/{name}", &base[..authority_end]);
-    if let Some(q) = query {
-        out.push('?');
-        out.push_str(q);
-    }
-    out
 }
 
 /// The memory `i` of the benchmark corpus: the embedded rows' scope cycle, key, tags and content.
@@ -261,28 +248,8 @@ fn recall_rows(
         (SearchMode::Hybrid, SortBy::Usage),
         (SearchMode::Hybrid, SortBy::Relevance),
     ] {
-        let mut st = Stats::default();
         let before = statements_so_far(db);
-        for q in questions.iter().cycle().take(queries) {
-            let t = Instant::now();
-            let r = svc.recall(
-                ctx,
-                cao_memory::Call::new(
-                    RecallArgs {
-                        query: Some(q.clone()),
-                        search_mode: Some(mode),
-                        sort_by: Some(sort),
-                        ..Default::default()
-                    },
-                    cao_memory::CallOptions {
-                        record_access: true,
-                        ..Default::default()
-                    },
-                ),
-            )?;
-            st.push(t.elapsed());
-            std::hint::black_box(r);
-        }
+        let st = cao_bench::time_recalls(svc, ctx, mode, sort, questions, queries)?;
         super::row(
             size,
             &format!("PostgreSQL: recall {}/{}", mode.as_str(), sort.as_str()),
@@ -372,18 +339,4 @@ fn replicas_load(size: usize, url: &DatabaseUrl, questions: &[String]) -> Result
         questions,
     )?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_database_name_is_replaced_and_the_query_kept() {
-        assert_eq!(
-            with_dbname("postgresql://postgres@/postgres?host=/tmp/x", "b1"),
-            "postgresql://postgres@/b1?host=/tmp/x"
-        );
-        assert_eq!(with_dbname("postgres://u:p@h:5/db", "b2"), "postgres://u:p@h:5/b2");
-    }
 }
