@@ -108,18 +108,31 @@ impl Disk {
         }
     }
 
+    /// Remount the tmpfs `mode` (`ro` / `rw`). The kernel answers "busy" to a read-only remount while a file on
+    /// the mount is open for writing or unlinked and not yet released; a release can trail the `close` that caused
+    /// it by a moment (seen on CI once), so a busy answer is retried for up to 10 s. A mount still busy then fails
+    /// the test naming the handles this process holds on the mount.
     fn remount(&self, mode: &str) {
         let mnt = self.mount.as_ref().expect("tmpfs");
-        let out = Command::new("mount")
-            .args(["-o", &format!("remount,{mode}")])
-            .arg(mnt)
-            .output()
-            .expect("run mount");
-        assert!(
-            out.status.success(),
-            "remount {mode}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = Command::new("mount")
+                .args(["-o", &format!("remount,{mode}")])
+                .arg(mnt)
+                .output()
+                .expect("run mount");
+            if out.status.success() {
+                return;
+            }
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            if !err.contains("busy") || std::time::Instant::now() >= deadline {
+                panic!(
+                    "remount {mode}: {err}; this process's open files on the mount: {:?}",
+                    open_files_under(mnt)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 
@@ -130,6 +143,16 @@ impl Drop for Disk {
             let _ = Command::new("umount").arg(mnt).status();
         }
     }
+}
+
+/// The files this process has open under `dir` (from `/proc/self/fd`), for a failure message.
+fn open_files_under(dir: &Path) -> Vec<PathBuf> {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.starts_with(dir))
+        .collect()
 }
 
 /// Write `path` until the file system says `ENOSPC` (64 KiB chunks, then 4 KiB ones for the last pages).
