@@ -15,7 +15,9 @@
 //!   begin line before any end line (or by none) is a stray marker and stays as user text.
 //! - The first complete block is rewritten in place: bytes before its begin line and from the end of its end
 //!   marker on (the end line's own line break included) are kept exactly. Later complete blocks are ours and stale;
-//!   they are removed as whole lines (with their line breaks). Text between blocks is kept.
+//!   they are removed as whole lines (with their line breaks). Text between blocks is kept, except where removing a
+//!   stale block pairs a stray begin line before it with a stray end line after it: that pair is then a complete
+//!   block and is removed too (repeated until none is left), so splicing the same block twice changes nothing.
 //! - A file without a block gets one appended: after the existing bytes if they end with a line break (or are
 //!   empty) followed by one line break; otherwise after one added line break and without a final one, so a file
 //!   that did not end with a line break still does not.
@@ -274,18 +276,35 @@ pub fn splice_block(existing: &[u8], block: &str) -> Vec<u8> {
     };
     out.extend_from_slice(&body[..first.start]);
     out.extend_from_slice(&rendered);
-    let mut cursor = first.marker_end;
-    for b in later {
-        out.extend_from_slice(&body[cursor..b.start]);
+    // Removing a stale block can pair a stray begin line before it with a stray end line after it (found by the
+    // `provider_splice` fuzz target): that pair is a complete block of the result, which the next splice would
+    // remove, so it is removed now. Each pass removes at least one block, so this ends; the text after the first
+    // block then holds no complete block and a second splice changes nothing.
+    let mut tail = body[first.marker_end..].to_vec();
+    let mut stale: Vec<Span> = later.iter().map(|b| b.shifted_back(first.marker_end)).collect();
+    while !stale.is_empty() {
+        tail = remove_blocks(&tail, &stale);
+        stale = find_blocks(&tail);
+    }
+    out.extend_from_slice(&tail);
+    out
+}
+
+/// `tail` (the bytes after the first block's end marker) without the complete blocks `stale`, each removed as whole
+/// lines with its line break; a stale block that was the last line without a line break takes the break before it
+/// too, so the file keeps ending without one.
+fn remove_blocks(tail: &[u8], stale: &[Span]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(tail.len());
+    let mut cursor = 0;
+    for b in stale {
+        out.extend_from_slice(&tail[cursor..b.start]);
         if b.line_end == b.marker_end {
-            // The stale block was the last line without a line break: drop the break before it too, so the file
-            // keeps ending without one.
             let cut = trailing_newline_len(&out);
             out.truncate(out.len() - cut);
         }
         cursor = b.line_end;
     }
-    out.extend_from_slice(&body[cursor..]);
+    out.extend_from_slice(&tail[cursor..]);
     out
 }
 
@@ -306,6 +325,17 @@ struct Span {
     marker_end: usize,
     /// End of the end line including its line break.
     line_end: usize,
+}
+
+impl Span {
+    /// The same block with offsets relative to byte `base` of the body (`base` <= `start`).
+    fn shifted_back(self, base: usize) -> Span {
+        Span {
+            start: self.start - base,
+            marker_end: self.marker_end - base,
+            line_end: self.line_end - base,
+        }
+    }
 }
 
 /// `(start, content_end, line_end)` of each line; `content_end` excludes `\n` and a `\r` before it.
@@ -636,6 +666,28 @@ mod tests {
             splice_block(file, other),
             "the last block wins"
         );
+    }
+
+    /// The `provider_splice` fuzz finding `crash-166c…` (fuzz/crashes/provider_splice): removing the stale second
+    /// block left a stray begin line before it and a stray end line after it, which the second splice paired into a
+    /// block and removed, so the same block spliced twice rewrote the file.
+    #[test]
+    fn removing_a_stale_block_that_pairs_stray_markers_is_idempotent() {
+        let found: &[u8] = include_bytes!(
+            "../../../fuzz/crashes/provider_splice/crash-166c3816714833a60af55072e09fb14a1e79a05a"
+        );
+        let small = format!(
+            "{BEGIN_MARKER}\nold\n{END_MARKER}\nkeep 1\n{BEGIN_MARKER}\nstray\n{BEGIN_MARKER}\nstale\n{END_MARKER}\nkeep 2\n{END_MARKER}\nkeep 3\n"
+        );
+        for file in [found, small.as_bytes()] {
+            let once = splice_block(file, B);
+            assert_eq!(splice_block(&once, B), once, "the same block again changes nothing");
+            assert_eq!(find_blocks(&once).len(), 1, "one block is left");
+            assert_eq!(splice_block(&once, ""), splice_block(file, ""), "the last block wins");
+        }
+        let once = String::from_utf8(splice_block(small.as_bytes(), B)).expect("utf-8");
+        assert!(once.starts_with(&format!("{BEGIN_MARKER}\n{B}\n{END_MARKER}\nkeep 1\n")), "{once}");
+        assert!(once.ends_with("keep 3\n") && !once.contains("stale"), "{once}");
     }
 
     #[test]
