@@ -673,9 +673,8 @@ mod tests {
     /// block and removed, so the same block spliced twice rewrote the file.
     #[test]
     fn removing_a_stale_block_that_pairs_stray_markers_is_idempotent() {
-        let found: &[u8] = include_bytes!(
-            "../../../fuzz/crashes/provider_splice/crash-166c3816714833a60af55072e09fb14a1e79a05a"
-        );
+        let found: &[u8] =
+            include_bytes!("../../../fuzz/crashes/provider_splice/crash-166c3816714833a60af55072e09fb14a1e79a05a");
         let small = format!(
             "{BEGIN_MARKER}\nold\n{END_MARKER}\nkeep 1\n{BEGIN_MARKER}\nstray\n{BEGIN_MARKER}\nstale\n{END_MARKER}\nkeep 2\n{END_MARKER}\nkeep 3\n"
         );
@@ -686,7 +685,10 @@ mod tests {
             assert_eq!(splice_block(&once, ""), splice_block(file, ""), "the last block wins");
         }
         let once = String::from_utf8(splice_block(small.as_bytes(), B)).expect("utf-8");
-        assert!(once.starts_with(&format!("{BEGIN_MARKER}\n{B}\n{END_MARKER}\nkeep 1\n")), "{once}");
+        assert!(
+            once.starts_with(&format!("{BEGIN_MARKER}\n{B}\n{END_MARKER}\nkeep 1\n")),
+            "{once}"
+        );
         assert!(once.ends_with("keep 3\n") && !once.contains("stale"), "{once}");
     }
 
