@@ -1378,6 +1378,60 @@ fn lint_latency(size: usize, svc: &MemoryService, ctx: &TerminalContext, repo: &
         st.push(t.elapsed());
     }
     row(size, "heal dry run, no model", &st);
+    lint_process_rss(size, svc.home().root(), ctx, repo)
+}
+
+/// `cao memory lint --format json` (the release `cao` next to this binary, when built) over the bench home in a
+/// fresh process, as the bench's terminal (`CAO_PROJECT_ID`, `CAO_SESSION_NAME`, `CAO_AGENT_PROFILE`, cwd): its
+/// peak resident set (VmHWM, KiB) and the largest private (RssAnon) and mapped-file (RssFile, the index's pages)
+/// parts seen, sampled from `/proc/<pid>/status` every 5 ms until it exits (VmHWM only grows, so the peak is
+/// exact up to the last sample). Issue goal: <= 200 MB at 100,000 memories.
+fn lint_process_rss(size: usize, root: &std::path::Path, ctx: &TerminalContext, repo: &std::path::Path) -> Result<()> {
+    let exe = std::env::current_exe()?;
+    let Some(cao) = exe.parent().map(|d| d.join("cao")).filter(|p| p.exists()) else {
+        eprintln!("[{size}] lint process RSS not measured: build the release `cao` binary (cargo build --release)");
+        return Ok(());
+    };
+    let mut cmd = std::process::Command::new(cao);
+    cmd.args(["memory", "lint", "--format", "json", "--repo-root"])
+        .arg(repo)
+        .current_dir(repo)
+        .env("CAO_HOME", root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    for (var, value) in [
+        ("CAO_PROJECT_ID", &ctx.project_id),
+        ("CAO_SESSION_NAME", &ctx.session_name),
+        ("CAO_AGENT_PROFILE", &ctx.agent_profile),
+    ] {
+        if let Some(v) = value {
+            cmd.env(var, v);
+        }
+    }
+    let t = Instant::now();
+    let mut child = cmd.spawn()?;
+    let status_path = format!("/proc/{}/status", child.id());
+    let (mut hwm, mut anon, mut file) = (0u64, 0u64, 0u64);
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_path) {
+            let kib = |field: &str| status_field_kib(&text, field).unwrap_or(0);
+            hwm = hwm.max(kib("VmHWM"));
+            anon = anon.max(kib("RssAnon"));
+            file = file.max(kib("RssFile"));
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    anyhow::ensure!(
+        status.code().is_some_and(|c| c <= 1),
+        "cao memory lint failed: {status}"
+    );
+    println!("| {size} | `cao memory lint` process: peak RSS (VmHWM; {ms:.0} ms) | {hwm} kB | | | |");
+    println!("| {size} | `cao memory lint` process: largest private (anonymous) RSS | {anon} kB | | | |");
+    println!("| {size} | `cao memory lint` process: largest file-backed RSS (mapped index pages) | {file} kB | | | |");
     Ok(())
 }
 
@@ -1595,7 +1649,11 @@ impl Dense {
 
 /// A `kB` field of `/proc/self/status` (`VmRSS`, `VmHWM`), in KiB; `None` where unavailable.
 fn proc_status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status_field_kib(&std::fs::read_to_string("/proc/self/status").ok()?, field)
+}
+
+/// A `kB` field of a `/proc/<pid>/status` text, in KiB.
+fn status_field_kib(status: &str, field: &str) -> Option<u64> {
     status
         .lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))?
