@@ -344,6 +344,22 @@ impl Plan {
                     other => Some(other?),
                 };
                 match result {
+                    // A vault-bound scope keeps the note file (spec/vault-facts.md section 5 "Forget"): the
+                    // reference's words, with the vault-relative path.
+                    Some(r) if r.action == "deindexed" => emit(
+                        out,
+                        &format!(
+                            "De-indexed '{key}'; the file is retained in your vault at {}.\n",
+                            output::one_line(&r.path)
+                        ),
+                    ),
+                    Some(r) if r.action == "deleted_and_deindexed" => emit(
+                        out,
+                        &format!(
+                            "Deleted native memory '{key}' and de-indexed the retained vault file at {}.\n",
+                            output::one_line(&r.path)
+                        ),
+                    ),
                     Some(r) if r.deleted => emit(out, &format!("Deleted memory '{key}' (scope: {scope}).\n")),
                     _ => Err(CliError::failure(format!(
                         "memory '{key}' not found in scope '{scope}'"

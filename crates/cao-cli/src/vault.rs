@@ -262,6 +262,13 @@ pub(crate) fn migrate_text(r: &cao_memory::vault_migrate::MigrateReport) -> Stri
 
 fn reconcile(svc: &MemoryService, a: ReconcileArgs, rebuild: bool, out: &mut dyn Write) -> Result<(), CliError> {
     let r = cao_memory::vault::reconcile(svc.storage(), a.apply, rebuild)?;
+    if !a.apply {
+        // stdout is the reference's report, byte for byte; the reminder that nothing was written goes to stderr.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "dry run: nothing was written (add --apply to write the projection)"
+        );
+    }
     match a.format {
         VaultFormat::Table => emit(out, &reconcile_text(&r)),
         VaultFormat::Json => emit(out, &json(RECONCILE_SCHEMA, &r)?),

@@ -122,12 +122,20 @@ fn json_outputs_follow_their_schemas_and_a_dry_run_writes_nothing() {
     let dry = json(&["memory", "vault", "reconcile", "--format", "json"]);
     assert_valid(&RECONCILE_SCHEMA, &dry);
     assert_eq!(dry["applied"], false);
+    let table = cao(&home, &["memory", "vault", "reconcile"]);
+    assert!(
+        table.stderr.contains("dry run: nothing was written (add --apply"),
+        "a dry run says so on stderr: {:?}",
+        table.stderr
+    );
     // The dry run wrote nothing: the status has no rows yet.
     let before = json(&["memory", "vault", "status", "--format", "json"]);
     assert_valid(&STATUS_SCHEMA, &before);
     assert_eq!(before["status_counts"], serde_json::json!({}));
     let applied = json(&["memory", "vault", "reconcile", "--apply", "--format", "json"]);
     assert_valid(&RECONCILE_SCHEMA, &applied);
+    let again = cao(&home, &["memory", "vault", "reconcile", "--apply"]);
+    assert!(!again.stderr.contains("dry run"), "{:?}", again.stderr);
     assert_eq!(
         (applied["applied"].clone(), applied["indexed"].clone()),
         (Value::Bool(true), 2.into())
@@ -139,6 +147,25 @@ fn json_outputs_follow_their_schemas_and_a_dry_run_writes_nothing() {
         serde_json::json!({"indexed": 2, "quarantined": 1})
     );
     assert_eq!(after["finding_counts"]["frontmatter_malformed"], 1);
+
+    // Deleting a vault-backed memory de-indexes it and keeps the note, and says so in the reference's words.
+    std::fs::write(
+        home.root().join("vault/Notes/gone.md"),
+        "---\ncao:\n  key: gone\n---\nA note to forget.\n",
+    )
+    .expect("note");
+    json(&["memory", "vault", "reconcile", "--apply", "--format", "json"]);
+    let mut cmd = home.command(env!("CARGO_BIN_EXE_cao"));
+    cmd.args(["memory", "delete", "gone", "--scope", "project", "-y"])
+        .env("CAO_PROJECT_ID", "demo-proj");
+    let out = cao_testkit::run(&mut cmd, cao_testkit::DEFAULT_TIMEOUT).expect("runs");
+    assert_sane(&out);
+    assert_eq!(out.code, Some(0), "{}", out.transcript());
+    assert_eq!(
+        out.stdout,
+        "De-indexed 'gone'; the file is retained in your vault at Notes/gone.md.\n"
+    );
+    assert!(home.root().join("vault/Notes/gone.md").is_file(), "the note is kept");
 }
 
 #[test]
