@@ -22,8 +22,12 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use utoipa::{IntoParams, ToSchema};
 
-/// Longest accepted terminal id, session name, agent profile or provider.
+/// Longest accepted terminal id or provider.
 pub const MAX_NAME_LEN: usize = 128;
+/// Longest accepted session name or agent profile, in bytes: the longest scope id a memory of the session or agent
+/// scope can have on disk (`cao_core::container::is_safe_segment`, 255), so a name the memory tools accept is never
+/// refused here.
+pub const MAX_SCOPE_NAME_LEN: usize = 255;
 /// Longest accepted cwd in bytes.
 pub const MAX_CWD_LEN: usize = 4096;
 /// Largest accepted context budget (characters): the memory service's one rule.
@@ -36,9 +40,9 @@ pub struct RegisterTerminalBody {
     pub id: String,
     /// Provider (`claude_code`, `codex`, `kiro_cli`, ...): 1..=128 of `[a-z0-9_-]`.
     pub provider: String,
-    /// Session name (scope id of `session`).
+    /// Session name (scope id of `session`): at most 255 bytes without control characters.
     pub session_name: Option<String>,
-    /// Agent profile (scope id of `agent`).
+    /// Agent profile (scope id of `agent`): at most 255 bytes without control characters.
     pub agent_profile: Option<String>,
     /// Working directory, an absolute path; the project identity is derived from it.
     pub cwd: Option<String>,
@@ -148,10 +152,10 @@ fn check_name(field: &str, v: &str, allowed: fn(char) -> bool) -> ApiResult<()> 
 fn check_optional(field: &str, v: Option<String>) -> ApiResult<Option<String>> {
     let v = nonempty(v);
     if let Some(s) = &v
-        && (s.len() > MAX_NAME_LEN || s.chars().any(char::is_control))
+        && (s.len() > MAX_SCOPE_NAME_LEN || s.chars().any(char::is_control))
     {
         return Err(ApiError::invalid(format!(
-            "invalid {field}: at most {MAX_NAME_LEN} bytes without control characters"
+            "invalid {field}: at most {MAX_SCOPE_NAME_LEN} bytes without control characters"
         )));
     }
     Ok(v)

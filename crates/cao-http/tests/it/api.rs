@@ -637,6 +637,46 @@ async fn an_overlong_session_or_agent_name_is_refused_as_invalid_and_writes_noth
     );
 }
 
+/// Registration takes the session and agent names the memory tools take (up to 255 bytes) and refuses longer ones
+/// with the same 422; a store by the registered terminal's id alone then lands in that session's scope.
+#[tokio::test]
+async fn registration_accepts_the_names_the_tools_accept() {
+    let f = fixture();
+    let longest = "s".repeat(255);
+    let (status, body) = post(
+        &f.app,
+        "/terminals",
+        json!({"id": "term-long", "provider": "codex", "session_name": longest, "agent_profile": "a".repeat(255)}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let stored = post(
+        &f.app,
+        "/internal/memory/store",
+        json!({"content": "kept for the long session", "key": "k1", "scope": "session",
+            "context": {"terminal_id": "term-long"}}),
+    )
+    .await;
+    assert_eq!(stored.0, StatusCode::OK, "{}", stored.1);
+    let files = walk_files(&f.home.join("memory"));
+    assert!(
+        files.iter().any(|p| p.ends_with(format!("{longest}/k1.md"))),
+        "the session's topic file: {files:?}"
+    );
+    for field in ["session_name", "agent_profile"] {
+        assert_error(
+            &post(
+                &f.app,
+                "/terminals",
+                json!({"id": "term-over", "provider": "codex", field: "s".repeat(256)}),
+            )
+            .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_argument",
+        );
+    }
+}
+
 fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
