@@ -5,9 +5,11 @@
 //! sent one waits for its timeout. JSON-RPC 2.0 (section 5.1) says such a request is answered with a parse error
 //! whose `id` is `null`: the relay reads every line first and answers
 //! `{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, ...}}` for one that is not a JSON text, and
-//! `-32600` (invalid request) for one longer than [`MAX_LINE_BYTES`], which is dropped unread. Every other line
-//! is passed to rmcp unchanged, which parses it (and answers JSON that is not a JSON-RPC message with its own
-//! `-32600`).
+//! `-32600` (invalid request) for one longer than [`MAX_LINE_BYTES`], which is dropped unread, and for a JSON text
+//! that is not a JSON-RPC 2.0 message (not an object, no `"jsonrpc": "2.0"`, neither a string `method` nor a
+//! response's `result`/`error` with an `id`): its `id` when it has a string or number one, else `null`. rmcp
+//! answers those without any `id` member, which section 5 forbids. Every other line is passed to rmcp unchanged; an
+//! error response rmcp still writes without an `id` gets `"id": null` on its way out.
 //!
 //! Invariants:
 //! - One task writes the output, a whole line at a time, so the relay's answers never split one of rmcp's.
@@ -81,7 +83,7 @@ where
             match from_rmcp.read_until(b'\n', &mut line).await {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
-                    if forward.send(std::mem::take(&mut line)).is_err() {
+                    if forward.send(with_null_id(std::mem::take(&mut line))).is_err() {
                         break;
                     }
                 }
@@ -137,6 +139,13 @@ async fn relay_input<R: AsyncRead + Unpin>(
             }
             Ok(Line::Whole) => match classify(&line) {
                 Verdict::Blank => {}
+                Verdict::NotJsonRpc(id) => {
+                    tracing::debug!("answering a JSON text that is not a JSON-RPC message with invalid request");
+                    let msg = "Invalid request: not a JSON-RPC 2.0 request, notification or response";
+                    if answers.send(error_line_with_id(INVALID_REQUEST, msg, id)).is_err() {
+                        break;
+                    }
+                }
                 Verdict::Json => {
                     if !line.ends_with(b"\n") {
                         line.push(b'\n');
@@ -168,8 +177,10 @@ async fn relay_input<R: AsyncRead + Unpin>(
 enum Verdict {
     /// Empty or whitespace only: ignored, as rmcp does.
     Blank,
-    /// A JSON text (rmcp decides whether it is a JSON-RPC message).
+    /// A JSON-RPC 2.0 message as far as its envelope goes (rmcp reads the rest).
     Json,
+    /// A JSON text that is not a JSON-RPC 2.0 message: its id when one can be read (a string or a number).
+    NotJsonRpc(serde_json::Value),
     /// Not a JSON text: the parser's message.
     NotJson(String),
 }
@@ -187,15 +198,79 @@ fn classify(line: &[u8]) -> Verdict {
         Ok(text) => text,
         Err(e) => return Verdict::NotJson(format!("not UTF-8: {e}")),
     };
-    match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-        Ok(_) => Verdict::Json,
+    if !text.trim_start().starts_with('{') {
+        // Not an object (an array is a batch, which MCP does not use): invalid unless it is not JSON at all.
+        return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Ok(_) => Verdict::NotJsonRpc(serde_json::Value::Null),
+            Err(e) => Verdict::NotJson(e.to_string()),
+        };
+    }
+    match serde_json::from_str::<Envelope>(text) {
+        Ok(env) => {
+            let id_ok = matches!(
+                env.id,
+                Some(serde_json::Value::String(_) | serde_json::Value::Number(_) | serde_json::Value::Null)
+            );
+            let request = env.method.is_some();
+            let response = (env.result.is_some() || env.error.is_some()) && id_ok;
+            if env.jsonrpc.as_deref() == Some("2.0") && (request || response) && (env.id.is_none() || id_ok) {
+                Verdict::Json
+            } else {
+                Verdict::NotJsonRpc(match env.id {
+                    Some(id @ (serde_json::Value::String(_) | serde_json::Value::Number(_))) => id,
+                    _ => serde_json::Value::Null,
+                })
+            }
+        }
+        // Valid JSON whose members have the wrong types (`"method": 5`, a duplicate member): invalid request.
+        Err(e) if e.classify() == serde_json::error::Category::Data => Verdict::NotJsonRpc(serde_json::Value::Null),
         Err(e) => Verdict::NotJson(e.to_string()),
+    }
+}
+
+/// The members of a JSON-RPC 2.0 message the relay checks; the rest (`params`, the values of `result` and
+/// `error`) is skipped unread.
+#[derive(serde::Deserialize)]
+struct Envelope {
+    jsonrpc: Option<String>,
+    method: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<serde_json::Value>,
+    result: Option<serde::de::IgnoredAny>,
+    error: Option<serde::de::IgnoredAny>,
+}
+
+/// A member that is present, `null` included (`Some(Value::Null)`), unlike serde's default for `Option`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+/// `line` (one of rmcp's output lines) with `"id": null` added when it is an error response without an `id`
+/// member (JSON-RPC 2.0 section 5: the id is `null` when it could not be read); other lines unchanged.
+fn with_null_id(line: Vec<u8>) -> Vec<u8> {
+    let has_id = line.windows(4).any(|w| w == b"\"id\"");
+    if has_id {
+        return line;
+    }
+    match serde_json::from_slice::<serde_json::Value>(&line) {
+        Ok(serde_json::Value::Object(mut m)) if m.contains_key("error") && !m.contains_key("id") => {
+            m.insert("id".to_owned(), serde_json::Value::Null);
+            let mut fixed = serde_json::Value::Object(m).to_string().into_bytes();
+            fixed.push(b'\n');
+            fixed
+        }
+        _ => line,
     }
 }
 
 /// A JSON-RPC 2.0 error response with a `null` id (nothing of the request could be read).
 fn error_line(code: i64, message: &str) -> Vec<u8> {
-    let mut line = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}}).to_string();
+    error_line_with_id(code, message, serde_json::Value::Null)
+}
+
+/// A JSON-RPC 2.0 error response answering `id` (`null` when it could not be read).
+fn error_line_with_id(code: i64, message: &str, id: serde_json::Value) -> Vec<u8> {
+    let mut line = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string();
     line.push('\n');
     line.into_bytes()
 }
@@ -249,9 +324,33 @@ mod tests {
     fn lines_are_classified_as_rmcp_would_read_them() {
         assert!(matches!(classify(b"\n"), Verdict::Blank));
         assert!(matches!(classify(b"  \r\n"), Verdict::Blank));
-        assert!(matches!(classify(b"{\"jsonrpc\":\"2.0\"}\r\n"), Verdict::Json));
-        assert!(matches!(classify(b"\xEF\xBB\xBF[1]\n"), Verdict::Json));
-        assert!(matches!(classify(b"42"), Verdict::Json));
+        for ok in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\r\n"[..],
+            b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\",\"params\":{}}\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":1,\"message\":\"m\"}}",
+        ] {
+            assert!(matches!(classify(ok), Verdict::Json), "{ok:?}");
+        }
+        let null = serde_json::Value::Null;
+        for (invalid, id) in [
+            (&b"{\"jsonrpc\":\"2.0\"}\n"[..], null.clone()),
+            (b"{}", null.clone()),
+            (b"\xEF\xBB\xBF[1]\n", null.clone()),
+            (b"42", null.clone()),
+            (b"{\"jsonrpc\":\"2.0\",\"id\":7}", serde_json::json!(7)),
+            (
+                b"{\"jsonrpc\":\"1.0\",\"id\":\"x\",\"method\":\"m\"}",
+                serde_json::json!("x"),
+            ),
+            (b"{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"m\"}", null.clone()),
+            (b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", null.clone()),
+        ] {
+            match classify(invalid) {
+                Verdict::NotJsonRpc(got) => assert_eq!(got, id, "{invalid:?}"),
+                _ => panic!("{invalid:?} is not a JSON-RPC message"),
+            }
+        }
         for bad in [&b"{\n"[..], b"not json\n", b"{} {}\n", b"\"\xff\"\n", b"{]\n"] {
             assert!(matches!(classify(bad), Verdict::NotJson(_)), "{bad:?}");
         }
@@ -266,6 +365,20 @@ mod tests {
                 .is_some_and(|o| o.get("id") == Some(&serde_json::Value::Null))
         );
         assert_eq!(v["error"]["code"], PARSE_ERROR);
+    }
+
+    #[test]
+    fn an_error_response_without_an_id_gets_a_null_one() {
+        let fixed = with_null_id(b"{\"jsonrpc\":\"2.0\",\"error\":{\"code\":-32600,\"message\":\"m\"}}\n".to_vec());
+        let v: serde_json::Value = serde_json::from_slice(&fixed).expect("json");
+        assert_eq!(v.get("id"), Some(&serde_json::Value::Null), "{v}");
+        assert!(fixed.ends_with(b"}\n"));
+        for kept in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n"[..],
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n",
+        ] {
+            assert_eq!(with_null_id(kept.to_vec()), kept);
+        }
     }
 
     #[tokio::test]

@@ -200,7 +200,8 @@ fn startup_removes_temp_files_of_dead_writers() {
 
 /// JSON-RPC 2.0 (section 5.1): a line that is not JSON is answered `-32700` (parse error) with `"id": null`, before
 /// and after the handshake, instead of being dropped (a client would wait for its timeout); JSON that is not a
-/// JSON-RPC message is `-32600`. The server keeps serving afterwards, and stdout carries nothing else.
+/// JSON-RPC message is `-32600` with its id, or a null one. The server keeps serving afterwards, and stdout carries
+/// nothing else.
 #[test]
 fn unparsable_lines_get_a_parse_error_with_a_null_id() {
     use std::io::{BufRead as _, BufReader, Write as _};
@@ -244,6 +245,17 @@ fn unparsable_lines_get_a_parse_error_with_a_null_id() {
     for garbage in [r#"{"jsonrpc":"2.0","id":7,"method":"tools/list""#, "\u{1b}[A", "{]"] {
         send(garbage);
         parse_error(&next(), garbage);
+    }
+    // JSON that is not a JSON-RPC message: -32600 answering its id when it has one, else a null id (never none).
+    for (invalid, id) in [
+        ("{}", serde_json::Value::Null),
+        ("[1, 2]", serde_json::Value::Null),
+        (r#"{"jsonrpc":"2.0","id":9}"#, serde_json::json!(9)),
+    ] {
+        send(invalid);
+        let resp = next();
+        assert_eq!(resp["error"]["code"], -32600, "{invalid}: {resp}");
+        assert_eq!(resp.get("id"), Some(&id), "{invalid}: {resp}");
     }
     send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
     let listed = next();
