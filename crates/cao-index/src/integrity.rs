@@ -54,7 +54,8 @@ fn quick_check_on(conn: &Connection) -> rusqlite::Result<Option<String>> {
 }
 
 /// Bytes of the database file [`Index::quick_check`] maps for its reads (64 MiB: the whole file up to about
-/// 15,000 memories; beyond, the check's resident set stays bounded).
+/// 15,000 memories; beyond, the check's resident set stays bounded), or less when the process lowered its mapping
+/// limit ([`crate::limit_read_mapping`]).
 pub const QUICK_CHECK_MMAP_SIZE: i64 = 64 << 20;
 
 impl Index {
@@ -73,7 +74,8 @@ impl Index {
     pub fn quick_check(&self) -> Result<Option<String>> {
         let conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        let _size: i64 = conn.query_row(&format!("PRAGMA mmap_size = {QUICK_CHECK_MMAP_SIZE}"), [], |r| r.get(0))?;
+        let bytes = QUICK_CHECK_MMAP_SIZE.min(crate::read_map_bytes());
+        let _size: i64 = conn.query_row(&format!("PRAGMA mmap_size = {bytes}"), [], |r| r.get(0))?;
         Ok(quick_check_on(&conn)?)
     }
 }

@@ -168,12 +168,33 @@ fn apply_pragmas(conn: &Connection) -> rusqlite::Result<()> {
     // Reads map the database file instead of copying pages through each connection's 2 MB cache (the database is
     // ~190 MB at 100k memories): HTTP recall throughput +30-40% at 1k-100k (docs/decisions/0004). SQLite keeps
     // writes going through the WAL, so WAL's multi-process safety is unchanged.
-    let _size: i64 = conn.query_row(&format!("PRAGMA mmap_size = {MMAP_SIZE}"), [], |r| r.get(0))?;
+    let bytes = read_map_bytes();
+    let _size: i64 = conn.query_row(&format!("PRAGMA mmap_size = {bytes}"), [], |r| r.get(0))?;
     Ok(())
 }
 
-/// Bytes of the database file each connection may memory-map for reads (1 GiB).
+/// Bytes of the database file each connection may memory-map for reads (1 GiB), unless the process lowered it
+/// ([`limit_read_mapping`]).
 const MMAP_SIZE: i64 = 1 << 30;
+
+/// The process's mapping limit for connections opened from now on ([`limit_read_mapping`]).
+static READ_MAP_BYTES: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(MMAP_SIZE);
+
+/// Lower, for the rest of this process, the bytes of the database file that each connection opened from now on
+/// maps for reads (at most the default 1 GiB; `0` = read every page through SQLite's page cache). For one-shot
+/// whole-corpus scans (`cao memory lint`, `heal`): a scan touches pages all over the file, and every mapped page it
+/// touches (with the kernel's fault-around, its neighbours too) stays in the process's resident set, so a mapped
+/// 100,000-memory index put ~380 MB of file pages in lint's RSS (`bench --only lint`). Call it before the index is
+/// opened: connections already open keep their mapping.
+pub fn limit_read_mapping(bytes: u64) {
+    let bytes = i64::try_from(bytes).unwrap_or(MMAP_SIZE).min(MMAP_SIZE);
+    READ_MAP_BYTES.store(bytes, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The mapping limit of connections opened now: the default 1 GiB, or what [`limit_read_mapping`] set.
+pub(crate) fn read_map_bytes() -> i64 {
+    READ_MAP_BYTES.load(std::sync::atomic::Ordering::SeqCst)
+}
 
 /// Prepared statements each connection keeps (`prepare_cached`). One store runs about 40 distinct statements (the
 /// row, its search documents and term counts, the neighbours' re-index, the journal entry, the related-memory pass)
@@ -313,8 +334,32 @@ mod tests {
 
     /// Every pooled connection maps the file for reads, and the bundled SQLite is built with the workspace's
     /// `LIBSQLITE3_FLAGS` (.cargo/config.toml): no process-wide memory manager, no allocation statistics.
+    /// Serialises the tests that read or change the process-wide mapping limit (`cargo test` runs tests as
+    /// threads of one process).
+    static MAPPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// A process that lowered its mapping limit opens connections that map that much (none for `0`), the integrity
+    /// check included, and reads still answer; a limit over the default is held to the default.
+    #[test]
+    fn a_lowered_read_mapping_applies_to_connections_opened_afterwards() {
+        let _serial = MAPPING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let dir = tempfile::tempdir().expect("tempdir");
+        limit_read_mapping(0);
+        let ix = Index::open(&dir.path().join("db").join("t.db"));
+        let lowered = ix.as_ref().map(|ix| {
+            let mmap = ix.read(|tx| Ok(tx.query_row("PRAGMA mmap_size", [], |r| r.get::<_, i64>(0))?));
+            (mmap, ix.quick_check())
+        });
+        limit_read_mapping(u64::MAX);
+        let (mmap, check) = lowered.expect("open");
+        assert_eq!(mmap.expect("read"), 0);
+        assert_eq!(check.expect("quick check"), None);
+        assert_eq!(read_map_bytes(), MMAP_SIZE, "a limit over the default is the default");
+    }
+
     #[test]
     fn connections_use_mmap_and_the_lean_sqlite_build() {
+        let _serial = MAPPING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let dir = tempfile::tempdir().expect("tempdir");
         let ix = Index::open(&dir.path().join("db").join("t.db")).expect("open");
         let (mmap, options) = ix

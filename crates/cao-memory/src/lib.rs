@@ -76,12 +76,12 @@ pub use cao_rank::{
 };
 pub use cao_store::MemoryError;
 pub use cao_store::audit::{AuditEvent, AuditLog};
-/// Long-running processes embed written memories in the background and load the model at start (see
-/// `cao_store::background`).
-pub use cao_store::enable_background_embedding;
 pub use cao_store::index_recovery::{DamagedIndex, LostTable, recover_damaged_index};
 pub use cao_store::{DatabaseSchema, database_schema};
 pub use cao_store::{audit, plan_digest, visibility};
+/// Long-running processes embed written memories in the background and load the model at start (see
+/// `cao_store::background`).
+pub use cao_store::{enable_background_embedding, limit_index_read_mapping};
 pub use cao_store::{set_bulk_progress, sweep_at_startup, sweep_temp_files};
 pub use provider_files::{
     Provider, ProviderWrite, SkipReason, write_provider_block, write_provider_file, write_provider_file_with,

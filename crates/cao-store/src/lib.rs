@@ -50,6 +50,14 @@ pub use backend::{
     ScannedFile, StoredEntry, StoredTopic, Written, journal_writer,
 };
 pub use background::{ModelState, enable_background_embedding};
+
+/// Make the embedded index's connections that this process opens from now on map at most `bytes` of the database
+/// file for reads (default 1 GiB; `0` = none), for one-shot whole-corpus scans such as `cao memory lint` and
+/// `heal`, whose resident memory then stays bounded by the rows they hold rather than growing with the index file
+/// (see `cao_index::limit_read_mapping`). Call it before opening a store; the PostgreSQL backend is unaffected.
+pub fn limit_index_read_mapping(bytes: u64) {
+    cao_index::limit_read_mapping(bytes);
+}
 pub use bulk_progress::{ProgressFactory, set_bulk_progress};
 pub use embedded::{sweep_at_startup, sweep_temp_files};
 pub use error::{MemoryError, StoreError};
