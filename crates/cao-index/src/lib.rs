@@ -177,6 +177,12 @@ fn apply_pragmas(conn: &Connection) -> rusqlite::Result<()> {
 /// ([`limit_read_mapping`]).
 const MMAP_SIZE: i64 = 1 << 30;
 
+/// Page cache of a connection during a bulk write transaction ([`Index::write_bulk`]), in KiB (64 MiB).
+const BULK_CACHE_KIB: u32 = 64 * 1024;
+
+/// SQLite's default page cache per connection, in KiB (`PRAGMA cache_size = -2000`), restored after a bulk write.
+const DEFAULT_CACHE_KIB: u32 = 2000;
+
 /// The process's mapping limit for connections opened from now on ([`limit_read_mapping`]).
 static READ_MAP_BYTES: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(MMAP_SIZE);
 
@@ -276,6 +282,27 @@ impl Index {
         let out = f(&tx)?;
         injected_fault(&self.path)?;
         tx.commit()?;
+        Ok(out)
+    }
+
+    /// [`Index::write`] for a bulk transaction (rows rebuilt from many files at once): the connection's page cache
+    /// may hold [`BULK_CACHE_KIB`] of pages during it, so the transaction's dirty pages stay in memory until the
+    /// commit writes each once (with the default 2 MB cache SQLite spills them to the write-ahead log mid-way and
+    /// writes pages again); the default is restored afterwards, which frees the cache.
+    fn write_bulk<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut conn = self.pool.get()?;
+        conn.execute_batch(&format!("PRAGMA cache_size = -{BULK_CACHE_KIB}"))?;
+        let out = (|| -> Result<T> {
+            self.writes.fetch_add(1, Ordering::Relaxed);
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            injected_fault(&self.path)?;
+            tx.commit()?;
+            Ok(out)
+        })();
+        let restored = conn.execute_batch(&format!("PRAGMA cache_size = -{DEFAULT_CACHE_KIB}"));
+        let out = out?;
+        restored?;
         Ok(out)
     }
 

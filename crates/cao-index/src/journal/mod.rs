@@ -541,7 +541,7 @@ impl Index {
         for (row, _) in rows {
             crate::write::check_related_keys(row)?;
         }
-        self.write(|tx| {
+        self.write_bulk(|tx| {
             let mut containers = std::collections::BTreeSet::new();
             let mut appended = 0;
             // A batch (an index rebuilt from the files, the rows of a home the reference wrote) is written as a

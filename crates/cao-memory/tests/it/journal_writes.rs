@@ -282,6 +282,47 @@ fn the_first_opening_imports_existing_topics_oldest_first_by_mtime_and_leaves_th
     assert_eq!(entries(&f.svc, PROJECT).len(), 5);
 }
 
+/// A reconcile batch holds one topic lock (one descriptor) per file, so its size follows the process's descriptor
+/// limit: with a soft limit of 1,024 a batch is 384 files, and 1,000 topic files written outside the tool are
+/// indexed in three transactions, each file once, with no descriptor left open; the first write then imports them
+/// all into the journal.
+#[test]
+fn files_beyond_one_batch_are_indexed_in_batches_sized_by_the_descriptor_limit() {
+    if cao_testkit::service::skip_on_postgres("writes topic files outside the tool for the embedded backend's walk") {
+        return;
+    }
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    setrlimit(
+        Resource::Nofile,
+        Rlimit {
+            current: Some(1024),
+            maximum: limit.maximum,
+        },
+    )
+    .expect("lower the soft descriptor limit");
+    let f = setup();
+    let dir = f.home.memory_dir().join(PROJECT).join("wiki").join("project");
+    let n = 1000;
+    for i in 0..n {
+        write_topic(&dir, &format!("t{i:04}"), &format!("Topic {i}."), i);
+    }
+    let fds = || std::fs::read_dir("/proc/self/fd").map(Iterator::count).unwrap_or(0);
+    let (open_before, writes_before) = (fds(), f.svc.storage().write_transactions());
+    f.svc.pick_up_changes().expect("pick up");
+    let writes = f.svc.storage().write_transactions() - writes_before;
+    let open_after = fds();
+    setrlimit(Resource::Nofile, limit).expect("restore the descriptor limit");
+    assert_eq!(f.svc.raw_index().count().expect("count"), n as usize);
+    assert_eq!(writes, 3, "1,000 files in batches of 384");
+    assert!(
+        open_after <= open_before + 4,
+        "descriptors before {open_before}, after {open_after}"
+    );
+    let out = f.store("project", "newest", "Newest.");
+    assert_eq!(out.journal_entry, Some(n), "every file imported once, then the write");
+}
+
 #[test]
 fn a_memory_written_before_the_first_opening_is_imported_then_its_new_version_appended() {
     if cao_testkit::service::skip_on_postgres("writes a topic file before the first opening of the journal") {

@@ -91,9 +91,26 @@ pub(crate) const ROTATION_BATCH: usize = 4096;
 /// this many rows is checked whole by every process.
 pub(crate) const FIRST_WALK_BATCH: usize = 512;
 
-/// Topic files [`Embedded::reconcile_files`] compares with their rows under one set of topic locks (one open
-/// descriptor each, well under the usual limit of 1024) and whose changed rows it writes in one index transaction.
+/// The fewest topic files [`Embedded::reconcile_files`] compares with their rows under one set of topic locks (one
+/// open descriptor each, well under the usual limit of 1024) and whose changed rows it writes in one index
+/// transaction; see [`reconcile_batch`] for the number used.
 pub(crate) const RECONCILE_BATCH: usize = 256;
+
+/// The most topic files reconciled under one set of locks and written in one transaction.
+const RECONCILE_BATCH_MAX: usize = 4096;
+
+/// Topic files per reconcile batch: half of the descriptors this process may open beyond 256 kept for everything
+/// else (`RLIMIT_NOFILE`'s soft limit), between [`RECONCILE_BATCH`] and [`RECONCILE_BATCH_MAX`]. Each batch's rows
+/// are one index transaction, and each transaction rewrites the index pages its rows touch: at 256 files per
+/// batch, a first open of 100,000 files written by the reference wrote ~800,000 pages (`bench --only firstopen`);
+/// fewer, larger transactions write each page fewer times.
+fn reconcile_batch() -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(usize::MAX);
+    (soft.saturating_sub(256) / 2).clamp(RECONCILE_BATCH, RECONCILE_BATCH_MAX)
+}
 
 /// A memory and the path of its topic file.
 type TopicFile = (MemoryRef, PathBuf);
@@ -590,7 +607,7 @@ impl Embedded {
         self.pickup.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Bring the rows of `files` (memory, topic file path) in line with their files, [`RECONCILE_BATCH`] at a time:
+    /// Bring the rows of `files` (memory, topic file path) in line with their files, [`reconcile_batch`] at a time:
     /// the batch's topic locks are taken in path order (so two processes reconciling overlapping batches cannot
     /// deadlock; every other holder takes one topic lock at a time), each file's stamp is read before its text (a
     /// change racing with the read is seen again at the next walk), and the rows rebuilt from the batch's files are
@@ -615,9 +632,10 @@ impl Embedded {
         if let Some(p) = &progress {
             p.start("indexing topic files written outside cao", files.len() as u64);
         }
+        let per_batch = reconcile_batch();
         let mut rest = files.into_iter().peekable();
         while rest.peek().is_some() {
-            let batch: Vec<(MemoryRef, PathBuf)> = rest.by_ref().take(RECONCILE_BATCH).collect();
+            let batch: Vec<(MemoryRef, PathBuf)> = rest.by_ref().take(per_batch).collect();
             let mut locks = Vec::with_capacity(batch.len());
             for (_, path) in &batch {
                 locks.push(TopicLock::acquire(path).map_err(|e| io_err(format!("locking {}", path.display()), e))?);
