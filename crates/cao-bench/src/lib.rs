@@ -47,6 +47,19 @@ pub fn recall_once(
     Ok(())
 }
 
+/// The (search mode, order) pairs each store's recall rows are timed in, in the order the tables list them: every
+/// lexical mode the issue goals name (metadata, BM25 and hybrid by recency; hybrid and BM25 by score; hybrid by
+/// usage and by relevance). Used by the embedded and the PostgreSQL tables alike.
+pub const RECALL_MODES: [(SearchMode, SortBy); 7] = [
+    (SearchMode::Metadata, SortBy::Recency),
+    (SearchMode::Bm25, SortBy::Recency),
+    (SearchMode::Hybrid, SortBy::Recency),
+    (SearchMode::Hybrid, SortBy::Score),
+    (SearchMode::Bm25, SortBy::Score),
+    (SearchMode::Hybrid, SortBy::Usage),
+    (SearchMode::Hybrid, SortBy::Relevance),
+];
+
 /// [`recall_once`] `n` times, asking `questions` in turn (cycled; none when `questions` is empty), and the latency
 /// of each call.
 ///

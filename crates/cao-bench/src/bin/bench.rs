@@ -335,15 +335,7 @@ fn main() -> Result<()> {
             fill.as_secs_f64(),
             t.elapsed().as_secs_f64() * 1e3
         );
-        for (mode, sort) in [
-            (SearchMode::Metadata, SortBy::Recency),
-            (SearchMode::Bm25, SortBy::Recency),
-            (SearchMode::Hybrid, SortBy::Recency),
-            (SearchMode::Hybrid, SortBy::Score),
-            (SearchMode::Bm25, SortBy::Score),
-            (SearchMode::Hybrid, SortBy::Usage),
-            (SearchMode::Hybrid, SortBy::Relevance),
-        ] {
+        for (mode, sort) in cao_bench::RECALL_MODES {
             let st = cao_bench::time_recalls(&svc, &ctx, mode, sort, &questions, args.queries)?;
             row(size, &format!("recall {}/{}", mode.as_str(), sort.as_str()), &st);
         }

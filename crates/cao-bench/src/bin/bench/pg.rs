@@ -20,7 +20,7 @@
 
 use anyhow::{Context, Result};
 use cao_bench::Stats;
-use cao_core::{CaoHome, DatabaseUrl, Scope, SearchMode, Settings, SortBy, SystemClock, TerminalContext};
+use cao_core::{CaoHome, DatabaseUrl, Scope, Settings, SystemClock, TerminalContext};
 use cao_memory::{MemoryService, StoreArgs};
 use std::sync::Arc;
 use std::time::Instant;
@@ -239,15 +239,7 @@ fn recall_rows(
     queries: usize,
     questions: &[String],
 ) -> Result<()> {
-    for (mode, sort) in [
-        (SearchMode::Metadata, SortBy::Recency),
-        (SearchMode::Bm25, SortBy::Recency),
-        (SearchMode::Hybrid, SortBy::Recency),
-        (SearchMode::Hybrid, SortBy::Score),
-        (SearchMode::Bm25, SortBy::Score),
-        (SearchMode::Hybrid, SortBy::Usage),
-        (SearchMode::Hybrid, SortBy::Relevance),
-    ] {
+    for (mode, sort) in cao_bench::RECALL_MODES {
         let before = statements_so_far(db);
         let st = cao_bench::time_recalls(svc, ctx, mode, sort, questions, queries)?;
         super::row(
