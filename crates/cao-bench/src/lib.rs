@@ -88,6 +88,18 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Print one row of the bench table, `| <size> | <op> | p50 ms | p95 ms | p99 ms | n |`.
+    #[allow(clippy::print_stdout, reason = "the bench binary's table")]
+    pub fn print_row(&self, size: usize, op: &str) {
+        println!(
+            "| {size} | {op} | {:.3} | {:.3} | {:.3} | {} |",
+            self.pct_ms(50.0),
+            self.pct_ms(95.0),
+            self.pct_ms(99.0),
+            self.len()
+        );
+    }
+
     /// Add one sample.
     pub fn push(&mut self, d: Duration) {
         self.samples.push(d);

@@ -210,15 +210,7 @@ fn vectors_missing(home: &Path, model_id: &str) -> Result<usize> {
 pub fn print(b: &McpBench) {
     let n = b.stored;
     let with = if b.model { "with the model" } else { "lexical" };
-    let row = |op: &str, st: &Stats| {
-        println!(
-            "| {n} | {op} | {:.3} | {:.3} | {:.3} | {} |",
-            st.pct_ms(50.0),
-            st.pct_ms(95.0),
-            st.pct_ms(99.0),
-            st.len()
-        );
-    };
+    let row = |op: &str, st: &Stats| st.print_row(n, op);
     row(&format!("MCP stdio memory_store, {with}"), &b.store);
     if let Some(d) = b.dense_catch_up {
         let mut once = Stats::default();

@@ -213,15 +213,7 @@ pub fn measure(dir: &Path, n: usize, texts: &[String], questions: &[String], run
 #[allow(clippy::print_stdout, reason = "the bench binary's table")]
 pub fn print(b: &VaultBench) {
     let n = b.notes;
-    let row = |op: &str, st: &Stats| {
-        println!(
-            "| {n} | {op} | {:.3} | {:.3} | {:.3} | {} |",
-            st.pct_ms(50.0),
-            st.pct_ms(95.0),
-            st.pct_ms(99.0),
-            st.len()
-        );
-    };
+    let row = |op: &str, st: &Stats| st.print_row(n, op);
     let mut once = Stats::default();
     once.push(b.reconcile_new);
     row(

@@ -1698,13 +1698,7 @@ fn model_rss(dir: &std::path::Path) -> Result<()> {
 }
 
 fn row(size: usize, op: &str, st: &Stats) {
-    println!(
-        "| {size} | {op} | {:.3} | {:.3} | {:.3} | {} |",
-        st.pct_ms(50.0),
-        st.pct_ms(95.0),
-        st.pct_ms(99.0),
-        st.len()
-    );
+    st.print_row(size, op);
 }
 
 /// Cold `cao memory list` processes against the same home, when the release `cao` binary is next to this one.
