@@ -1,10 +1,14 @@
 //! The process harness the tests share: start `cao-server` and read its port from the "listening" line, kill it
-//! when dropped, and send one HTTP/1.1 request.
+//! when dropped, send one HTTP/1.1 request, wait for a line on a child's stderr, and store the memories the
+//! retention tests expire.
 
+use cao_core::TerminalContext;
+use cao_memory::{MemoryService, StoreArgs};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
 use std::process::{Child, Command};
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// A running server, killed and reaped when dropped.
 pub(crate) struct Running(pub(crate) Child);
@@ -57,4 +61,46 @@ Mcp-Protocol-Version: 2025-06-18\r\nX-CAO-Session-Name: sess-1\r\nContent-Length
         .and_then(|s| s.parse().ok())
         .expect("status line");
     (status, resp)
+}
+
+/// Read `child`'s piped stderr until a line contains `needle` or `within` has passed: whether it came, and every line
+/// read (for a failure message). The rest of stderr is drained on a thread.
+pub(crate) fn wait_for_line(child: &mut Child, needle: &str, within: Duration) -> (bool, Vec<String>) {
+    let stderr = BufReader::new(child.stderr.take().expect("stderr piped"));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + within;
+    let mut seen = Vec::new();
+    loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => {
+                let hit = line.contains(needle);
+                seen.push(line);
+                if hit {
+                    return (true, seen);
+                }
+            }
+            Err(_) => return (false, seen),
+        }
+    }
+}
+
+/// Store `note <key>` under `key` in the project scope of `ctx` (the retention tests' memories).
+pub(crate) fn store_note(svc: &MemoryService, ctx: &TerminalContext, key: &str) {
+    svc.store(
+        ctx,
+        StoreArgs {
+            content: format!("note {key}"),
+            scope: Some(cao_core::Scope::Project),
+            key: Some(key.into()),
+            ..Default::default()
+        },
+    )
+    .expect("store");
 }

@@ -5,15 +5,14 @@
 //! The tests that need a server take a throw-away database from `CAO_TEST_DATABASE_URL` (`cargo xtask test` starts
 //! a cluster); without it they are skipped with a message, except under `CI=true` (`cao_testkit::postgres`).
 
-use crate::harness::{http, start};
+use crate::harness::{http, start, store_note, wait_for_line};
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
-use cao_memory::{MemoryService, StoreArgs};
+use cao_memory::MemoryService;
 use cao_testkit::postgres::TestDatabase;
 use chrono::{Duration as ChronoDuration, Utc};
-use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, mpsc};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_cao-server");
 
@@ -95,18 +94,7 @@ fn a_replica_removes_expired_memories_at_start() {
         project_id: Some("proj-r".into()),
         ..Default::default()
     };
-    let store = |svc: &MemoryService, key: &str| {
-        svc.store(
-            &ctx,
-            StoreArgs {
-                content: format!("note {key}"),
-                scope: Some(cao_core::Scope::Project),
-                key: Some(key.into()),
-                ..Default::default()
-            },
-        )
-        .expect("store");
-    };
+    let store = |svc: &MemoryService, key: &str| store_note(svc, &ctx, key);
     let old = Arc::new(FixedClock::new(Utc::now() - ChronoDuration::days(120)));
     store(
         &MemoryService::open_with(home(), Settings::default(), old).expect("open"),
@@ -119,29 +107,11 @@ fn a_replica_removes_expired_memories_at_start() {
     let mut child = replica(&dir.path().join("replica"), db.url.expose())
         .spawn()
         .expect("spawn");
-    let stderr = BufReader::new(child.stderr.take().expect("stderr"));
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut seen = Vec::new();
-    let found = loop {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(line) => {
-                let hit = line.contains("retention cleanup removed 1 expired memories");
-                seen.push(line);
-                if hit {
-                    break true;
-                }
-            }
-            Err(_) => break false,
-        }
-    };
+    let (found, seen) = wait_for_line(
+        &mut child,
+        "retention cleanup removed 1 expired memories",
+        Duration::from_secs(30),
+    );
     let _ = child.kill();
     let _ = child.wait();
     assert!(found, "no retention log line within 30 s:\n{}", seen.join("\n"));

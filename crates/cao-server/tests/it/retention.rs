@@ -1,14 +1,13 @@
 //! cao-server runs retention once at start: an expired memory is removed in the background after the server is
 //! listening, and the count is logged on stderr.
 
+use crate::harness::{store_note, wait_for_line};
 use cao_core::{CaoHome, FixedClock, Settings, TerminalContext};
-use cao_memory::{MemoryService, StoreArgs};
+use cao_memory::MemoryService;
 use chrono::{Duration as ChronoDuration, Utc};
-use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_cao-server");
 
@@ -20,18 +19,7 @@ fn start_removes_expired_memories_in_the_background_and_logs_the_count() {
         project_id: Some("proj-r".into()),
         ..Default::default()
     };
-    let store = |svc: &MemoryService, key: &str| {
-        svc.store(
-            &ctx,
-            StoreArgs {
-                content: format!("note {key}"),
-                scope: Some(cao_core::Scope::Project),
-                key: Some(key.into()),
-                ..Default::default()
-            },
-        )
-        .expect("store");
-    };
+    let store = |svc: &MemoryService, key: &str| store_note(svc, &ctx, key);
     let old = Arc::new(FixedClock::new(Utc::now() - ChronoDuration::days(120)));
     let svc = MemoryService::open_with(CaoHome::new(&home), Settings::default(), old).expect("open");
     store(&svc, "stale-note");
@@ -56,32 +44,12 @@ fn start_removes_expired_memories_in_the_background_and_logs_the_count() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn cao-server");
-    let stderr = BufReader::new(child.stderr.take().expect("stderr piped"));
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut seen = Vec::new();
-    let mut listening = false;
-    let found = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                listening |= line.contains("cao-server listening on");
-                let hit = line.contains("retention cleanup removed 1 expired memories");
-                seen.push(line);
-                if hit {
-                    break true;
-                }
-            }
-            Err(_) => break false,
-        }
-    };
+    let (found, seen) = wait_for_line(
+        &mut child,
+        "retention cleanup removed 1 expired memories",
+        Duration::from_secs(20),
+    );
+    let listening = seen.iter().any(|l| l.contains("cao-server listening on"));
     let _ = child.kill();
     let _ = child.wait();
     assert!(found, "no retention log line within 20 s:\n{}", seen.join("\n"));
