@@ -359,8 +359,6 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 mod tests {
     use super::*;
 
-    /// Every pooled connection maps the file for reads, and the bundled SQLite is built with the workspace's
-    /// `LIBSQLITE3_FLAGS` (.cargo/config.toml): no process-wide memory manager, no allocation statistics.
     /// Serialises the tests that read or change the process-wide mapping limit (`cargo test` runs tests as
     /// threads of one process).
     static MAPPING: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -384,6 +382,8 @@ mod tests {
         assert_eq!(read_map_bytes(), MMAP_SIZE, "a limit over the default is the default");
     }
 
+    /// Every pooled connection maps the file for reads, and the bundled SQLite is built with the workspace's
+    /// `LIBSQLITE3_FLAGS` (.cargo/config.toml): no process-wide memory manager, no allocation statistics.
     #[test]
     fn connections_use_mmap_and_the_lean_sqlite_build() {
         let _serial = MAPPING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
