@@ -277,6 +277,11 @@ impl Index {
     /// Run `f` in one `BEGIN IMMEDIATE` transaction and commit it.
     fn write<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
+        self.write_on(&mut conn, f)
+    }
+
+    /// [`Index::write`] on the connection `conn`.
+    fn write_on<T>(&self, conn: &mut Connection, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
         self.writes.fetch_add(1, Ordering::Relaxed);
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
@@ -292,14 +297,7 @@ impl Index {
     fn write_bulk<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
         let mut conn = self.pool.get()?;
         conn.execute_batch(&format!("PRAGMA cache_size = -{BULK_CACHE_KIB}"))?;
-        let out = (|| -> Result<T> {
-            self.writes.fetch_add(1, Ordering::Relaxed);
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let out = f(&tx)?;
-            injected_fault(&self.path)?;
-            tx.commit()?;
-            Ok(out)
-        })();
+        let out = self.write_on(&mut conn, f);
         let restored = conn.execute_batch(&format!("PRAGMA cache_size = -{DEFAULT_CACHE_KIB}"));
         let out = out?;
         restored?;
