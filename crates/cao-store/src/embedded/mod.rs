@@ -561,7 +561,7 @@ impl Embedded {
     }
 
     /// Compare topic files with their rows under their topic locks ([`Embedded::reconcile_files`], in batches of
-    /// [`RECONCILE_BATCH`]) and record the outcomes in `walk`. Returns whether every row agrees with its file now.
+    /// [`reconcile_batch`] files) and record the outcomes in `walk`. Returns whether every row agrees with its file now.
     ///
     /// Errors: lock, wiki (other than an unparsable file) and index errors.
     fn bring_in(
